@@ -1,0 +1,64 @@
+// Hardware profiles, typed. Loaded from hardware_profiles/{gpus,nodes,fabrics}/*.json (schema and
+// provenance rule in hardware_profiles/README.md); every value there carries a source.
+#pragma once
+
+#include <array>
+#include <optional>
+#include <string>
+
+namespace dtsim::config {
+
+enum class Precision { fp32, tf32, fp16, bf16, fp8 };
+inline constexpr int kPrecisionCount = 5;
+
+// Parameters of the default GEMM efficiency curve of one GPU generation (see compute/gemm_efficiency.hpp
+// for the equation). A measured efficiency table from calibration replaces the curve when present.
+struct GemmCurve {
+  double max_efficiency = 0.0;  // best sustained fraction of the dense peak on large, aligned GEMMs
+  int tile_m = 0;               // output tile of the dominant kernel (tile quantization)
+  int tile_n = 0;
+  double k_half = 0.0;          // reduction depth at which the main loop reaches half of max efficiency
+};
+
+struct GpuProfile {
+  std::string id;
+  std::string name;
+  // Dense (non-sparse) tensor-core peak per precision in TFLOP/s; empty where the GPU has none.
+  std::array<std::optional<double>, kPrecisionCount> peak_tflops{};
+  double hbm_bytes = 0.0;
+  double hbm_bandwidth_gbytes_per_s = 0.0;
+  double memory_efficiency = 0.0;  // achievable fraction of HBM bandwidth for streaming kernels
+  int sm_count = 0;
+  GemmCurve gemm;
+  double attention_efficiency = 0.0;   // fraction of peak reached by attention score/context matmuls
+  double kernel_launch_us = 0.0;       // fixed cost per kernel
+  double overlap_slowdown = 1.0;       // compute slowdown while a communication kernel runs beside it
+};
+
+enum class IntraNodeKind { nvswitch, nvlink, pcie };
+
+struct NodeProfile {
+  std::string id;
+  std::string name;
+  std::string gpu;                 // GpuProfile id
+  int gpus_per_node = 0;
+  IntraNodeKind intra_kind = IntraNodeKind::nvswitch;
+  double intra_gbytes_per_s = 0.0;  // per GPU, per direction
+  double intra_efficiency = 0.0;    // achievable fraction for collectives (NCCL ring bus bandwidth / line)
+  double intra_latency_us = 0.0;    // per step of a ring inside the node
+  std::string fabric;               // default FabricProfile id
+  double nic_gbps = 0.0;            // default line rate per NIC
+  int nics_per_node = 0;
+  double host_memory_bytes = 0.0;
+};
+
+struct FabricProfile {
+  std::string id;
+  std::string name;
+  double efficiency = 0.0;          // achievable fraction of line rate for large collective transfers
+  double latency_us = 0.0;          // one-way latency of a network hop (per ring step)
+  double per_message_overhead_us = 0.0;  // host/NIC software cost per message
+  std::optional<double> per_flow_gbps;   // cap on one flow (kernel TCP); none for RDMA/SRD
+};
+
+}  // namespace dtsim::config

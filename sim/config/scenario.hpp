@@ -1,0 +1,108 @@
+// Scenario v1, typed and resolved: the only form of a scenario the rest of dtsim sees.
+// JSON keys and their meaning are documented in README.md ("Scenario v1"); the loader in
+// scenario_loader.hpp validates strictly and resolves presets and hardware profiles.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "config/hardware.hpp"
+
+namespace dtsim::config {
+
+enum class MlpKind { gelu, swiglu };
+enum class AttentionKind { standard, flash };
+
+struct TransformerSpec {
+  std::string preset;  // preset id it came from, "" when given inline
+  std::int64_t layers = 0;
+  std::int64_t hidden_size = 0;
+  std::int64_t heads = 0;
+  std::int64_t kv_heads = 0;
+  std::int64_t ffn_hidden_size = 0;
+  std::int64_t vocab_size = 0;
+  std::int64_t seq_length = 0;
+  MlpKind mlp = MlpKind::gelu;
+  AttentionKind attention = AttentionKind::flash;
+  bool tied_embeddings = false;
+};
+
+enum class TopologyKind { fat_tree };
+
+struct NetworkSpec {
+  std::string fabric;  // FabricProfile id
+  double nic_gbps = 0.0;
+  int nics_per_node = 0;
+  TopologyKind topology = TopologyKind::fat_tree;
+  double oversubscription = 1.0;
+};
+
+struct ClusterSpec {
+  std::string node_id;
+  std::int64_t nodes = 0;
+  NetworkSpec network;
+};
+
+enum class Schedule { one_f_one_b, gpipe, interleaved };
+
+struct ParallelismSpec {
+  std::int64_t data = 1;
+  std::int64_t tensor = 1;
+  std::int64_t pipeline = 1;
+  std::int64_t virtual_stages = 1;
+  bool sequence_parallel = false;
+  std::int64_t context = 1;
+  std::int64_t expert = 1;
+  int zero_stage = 0;
+  bool distributed_optimizer = false;
+  Schedule schedule = Schedule::one_f_one_b;
+};
+
+enum class Recompute { none, selective, full };
+
+struct TrainingSpec {
+  std::int64_t global_batch_size = 0;
+  std::int64_t micro_batch_size = 1;
+  Precision precision = Precision::bf16;
+  Recompute activation_recompute = Recompute::none;
+  bool overlap_grad_reduce = true;  // data-parallel gradient reduction overlapped with backward
+  double bucket_bytes = 40e6;       // gradient bucket size for the overlapped reduction
+};
+
+enum class NetworkFidelity { analytic, flow, packet };
+enum class RankMode { symmetric, all };
+
+struct SimulationSpec {
+  NetworkFidelity network = NetworkFidelity::analytic;
+  RankMode ranks = RankMode::symmetric;
+  std::uint64_t seed = 1;
+};
+
+// A validated scenario with its hardware resolved.
+struct Scenario {
+  std::string source;  // file it was read from ("-" for stdin)
+  std::string name;
+  TransformerSpec model;
+  ClusterSpec cluster;
+  ParallelismSpec parallelism;
+  TrainingSpec training;
+  SimulationSpec simulation;
+  GpuProfile gpu;
+  NodeProfile node;
+  FabricProfile fabric;
+
+  std::int64_t gpu_count() const { return cluster.nodes * node.gpus_per_node; }
+};
+
+const char* to_string(Precision p);
+const char* to_string(MlpKind m);
+const char* to_string(AttentionKind a);
+const char* to_string(Schedule s);
+const char* to_string(Recompute r);
+const char* to_string(NetworkFidelity n);
+const char* to_string(RankMode r);
+const char* to_string(TopologyKind t);
+const char* to_string(IntraNodeKind k);
+
+}  // namespace dtsim::config

@@ -1,0 +1,41 @@
+// The engine's pending-event queue: a binary min-heap on (time, sequence). The sequence number is
+// assigned at push, so events at the same time pop in the order they were scheduled: runs are
+// deterministic. Storage is one contiguous vector reused across pushes (no allocation per event once
+// it has grown).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/units.hpp"
+
+namespace dtsim::engine {
+
+struct Event {
+  core::TimeNs time = 0;
+  std::uint64_t seq = 0;
+  std::uint32_t payload = 0;
+};
+
+class EventQueue {
+ public:
+  void reserve(std::size_t n) { heap_.reserve(n); }
+  bool empty() const { return heap_.empty(); }
+  std::size_t size() const { return heap_.size(); }
+  void push(core::TimeNs time, std::uint32_t payload);
+  Event pop();
+  const Event& top() const { return heap_.front(); }
+  void clear() {
+    heap_.clear();
+    next_seq_ = 0;
+  }
+
+ private:
+  static bool before(const Event& a, const Event& b) {
+    return a.time < b.time || (a.time == b.time && a.seq < b.seq);
+  }
+  std::vector<Event> heap_;
+  std::uint64_t next_seq_ = 0;
+};
+
+}  // namespace dtsim::engine

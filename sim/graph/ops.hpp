@@ -1,0 +1,66 @@
+// What a task does, independent of where and when: compute operators (FLOPs, HBM bytes, GEMM shape)
+// and communication operators (a collective over a group, or a point-to-point transfer). Models of the
+// workload produce these; the compute and network models turn them into durations.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace dtsim::graph {
+
+enum class ComputeClass : std::uint8_t {
+  gemm,       // dense matrix multiply: time from peak x GEMM efficiency(shape)
+  attention,  // attention score/context batched matmuls (fused or not)
+  memory,     // memory-bound kernels: norms, activations, dropout, softmax, embedding lookups
+  optimizer,  // optimizer step: memory-bound over parameters and states
+};
+
+// C[m x n] = A[m x k] * B[k x n], `batch` independent products.
+struct GemmShape {
+  std::int64_t m = 0;
+  std::int64_t n = 0;
+  std::int64_t k = 0;
+  std::int64_t batch = 1;
+};
+
+struct ComputeOp {
+  ComputeClass cls = ComputeClass::memory;
+  double flops = 0.0;  // floating-point operations executed (hardware FLOPs)
+  double bytes = 0.0;  // bytes read and written in HBM
+  GemmShape gemm;      // meaningful for gemm and attention
+  int kernels = 1;     // kernel launches it takes
+};
+
+enum class CollectiveKind : std::uint8_t {
+  all_reduce,
+  reduce_scatter,
+  all_gather,
+  broadcast,
+  reduce,
+  all_to_all,
+  send_recv,
+};
+
+// Where the members of a communication group sit: `size` ranks spread over `nodes` nodes with
+// `size / nodes` ranks on each. Collectives are costed for this real layout.
+struct CommGroup {
+  std::int64_t size = 1;
+  std::int64_t nodes = 1;
+  // How many groups of this shape communicate at the same time through the same NICs of a node
+  // (e.g. the 8 data-parallel rings of a DGX node, one per GPU): they share its nics_per_node.
+  std::int64_t concurrent_per_node = 1;
+  std::int64_t ranks_per_node() const { return size / nodes; }
+};
+
+struct CommOp {
+  CollectiveKind kind = CollectiveKind::all_reduce;
+  // For all_reduce/broadcast/reduce: the buffer each rank holds. For all_gather/reduce_scatter: the
+  // full (gathered) buffer, as NCCL and nccl-tests count it. For send_recv: bytes sent.
+  double bytes = 0.0;
+  CommGroup group;
+};
+
+const char* to_string(ComputeClass c);
+const char* to_string(CollectiveKind k);
+
+}  // namespace dtsim::graph

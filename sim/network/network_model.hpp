@@ -1,0 +1,25 @@
+// The network model behind one narrow interface (DESIGN.md, "Network model"): the duration of a
+// communication op over its group's real layout on the cluster. Implementations:
+//   analytic  alpha-beta with the topology's bottlenecks (analytic_model.hpp)
+// The fidelity level is chosen by simulation.network; make_network_model() is the one factory.
+#pragma once
+
+#include <memory>
+
+#include "config/scenario.hpp"
+#include "core/units.hpp"
+#include "graph/ops.hpp"
+
+namespace dtsim::network {
+
+class NetworkModel {
+ public:
+  virtual ~NetworkModel() = default;
+  virtual core::TimeNs duration(const graph::CommOp& op) const = 0;
+  virtual const char* name() const = 0;
+};
+
+// Throws InputError (pointing at /simulation/network) for a fidelity level this build cannot run.
+std::unique_ptr<NetworkModel> make_network_model(const config::Scenario& scenario);
+
+}  // namespace dtsim::network

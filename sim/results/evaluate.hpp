@@ -1,0 +1,21 @@
+// The pipeline for one scenario: workload x parallelism -> task graph -> engine -> metrics.
+//
+//   feasibility (divisibility of the model by the degrees) -> memory model -> lower() -> simulate()
+//   -> derived metrics (throughput, MFU/HFU, breakdown)
+//
+// A plan that cannot run (indivisible dimensions, not enough memory) comes back as a Result with
+// status infeasible and the reason; nothing here throws for a valid scenario.
+#pragma once
+
+#include "config/scenario.hpp"
+#include "results/result.hpp"
+
+namespace dtsim::results {
+
+struct EvaluateOptions {
+  bool trace = false;  // record spans and fill Result::trace
+};
+
+Result evaluate(const config::Scenario& scenario, const EvaluateOptions& options);
+
+}  // namespace dtsim::results

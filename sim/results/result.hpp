@@ -1,0 +1,104 @@
+// The plain record of one evaluated scenario (Result v1; README.md documents the JSON form). Reports
+// render it; they compute nothing. Every number here comes from the engine, the models and the profiles.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/scenario.hpp"
+#include "engine/simulate.hpp"
+#include "graph/task_graph.hpp"
+
+namespace dtsim::results {
+
+enum class Status { ok, infeasible };
+
+struct Throughput {
+  double samples_per_s = 0.0;
+  double tokens_per_s = 0.0;
+};
+
+// FLOP rates per GPU. Model FLOPs exclude recompute; hardware FLOPs include it. Peaks are dense and
+// match the training precision.
+struct Flops {
+  double model_tflops_per_gpu = 0.0;
+  double hardware_tflops_per_gpu = 0.0;
+  double mfu = 0.0;
+  double hfu = 0.0;
+  double peak_tflops_per_gpu = 0.0;
+};
+
+// Where one iteration's time goes (mean over the simulated ranks); the parts sum to the iteration time.
+struct Breakdown {
+  double forward_s = 0.0;
+  double backward_s = 0.0;
+  double recompute_s = 0.0;
+  double optimizer_s = 0.0;
+  double exposed_tensor_comm_s = 0.0;
+  double exposed_context_comm_s = 0.0;
+  double exposed_pipeline_comm_s = 0.0;
+  double exposed_data_comm_s = 0.0;
+  double pipeline_bubble_s = 0.0;  // idle: nothing to run (pipeline fill/drain, waiting on peers)
+  double compute_s() const { return forward_s + backward_s + recompute_s; }
+  double exposed_comm_s() const {
+    return exposed_tensor_comm_s + exposed_context_comm_s + exposed_pipeline_comm_s + exposed_data_comm_s;
+  }
+};
+
+// Per-GPU memory of the most loaded rank (the first pipeline stage), by part.
+struct Memory {
+  double weights_bytes = 0.0;
+  double gradients_bytes = 0.0;
+  double optimizer_bytes = 0.0;
+  double activations_bytes = 0.0;
+  double buffers_bytes = 0.0;
+  double peak_bytes_per_gpu = 0.0;
+  double capacity_bytes_per_gpu = 0.0;
+  bool fits = true;
+};
+
+struct EngineStats {
+  std::uint64_t events = 0;
+  std::uint64_t tasks = 0;
+  std::uint32_t simulated_ranks = 0;
+  double wall_s = 0.0;
+};
+
+// A timeline of the run for Chrome-trace/Perfetto output: one track per simulated rank and stream.
+struct TraceTrack {
+  std::uint32_t rank = 0;  // process id in the trace
+  std::string name;        // thread name: the stream
+};
+struct TraceSpan {
+  std::uint32_t track = 0;
+  std::uint32_t label = 0;  // index into Trace::labels
+  graph::Category category = graph::Category::forward;
+  std::int32_t micro_batch = -1;
+  core::TimeNs start_ns = 0;
+  core::TimeNs end_ns = 0;
+};
+struct Trace {
+  std::vector<std::string> rank_names;  // per simulated rank
+  std::vector<TraceTrack> tracks;
+  std::vector<std::string> labels;
+  std::vector<TraceSpan> spans;
+};
+
+struct Result {
+  config::Scenario scenario;
+  Status status = Status::ok;
+  std::string reason;  // why infeasible; empty when ok
+  double iteration_time_s = 0.0;
+  Throughput throughput;
+  Flops flops;
+  Breakdown breakdown;
+  Memory memory;
+  EngineStats engine;
+  std::optional<Trace> trace;  // present when a trace was asked for
+};
+
+const char* to_string(Status s);
+
+}  // namespace dtsim::results
