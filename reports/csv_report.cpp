@@ -1,0 +1,130 @@
+// CSV: one header row, one row per result, flat columns. Fields are quoted as RFC 4180 says (a field
+// holding a comma, a double quote, CR or LF is enclosed in double quotes, inner quotes doubled); rows
+// end in LF. Doubles use their shortest round-trip form, booleans are true/false, an absent reason
+// is an empty field.
+#include "reports/csv_report.hpp"
+
+#include <array>
+#include <string>
+#include <string_view>
+
+#include <fmt/format.h>
+
+#include "reports/reports.hpp"
+
+namespace dtsim::reports {
+
+namespace {
+
+using results::Result;
+
+struct Column {
+  const char* name;
+  std::string (*value)(const Result&);
+};
+
+std::string num(double v) { return fmt::format("{}", v); }
+std::string num(std::int64_t v) { return fmt::format("{}", v); }
+std::string flag(bool v) { return v ? "true" : "false"; }
+
+// The columns, in order: what was run, then what came out.
+constexpr std::array kColumns = {
+    Column{"name", [](const Result& r) { return r.scenario.name; }},
+    Column{"status", [](const Result& r) { return std::string(results::to_string(r.status)); }},
+    Column{"reason", [](const Result& r) { return r.reason; }},
+    Column{"model", [](const Result& r) { return r.scenario.model.preset; }},
+    Column{"layers", [](const Result& r) { return num(r.scenario.model.layers); }},
+    Column{"hidden_size", [](const Result& r) { return num(r.scenario.model.hidden_size); }},
+    Column{"seq_length", [](const Result& r) { return num(r.scenario.model.seq_length); }},
+    Column{"gpus", [](const Result& r) { return num(r.scenario.gpu_count()); }},
+    Column{"nodes", [](const Result& r) { return num(r.scenario.cluster.nodes); }},
+    Column{"node", [](const Result& r) { return r.scenario.cluster.node_id; }},
+    Column{"gpu", [](const Result& r) { return r.scenario.gpu.id; }},
+    Column{"fabric", [](const Result& r) { return r.scenario.cluster.network.fabric; }},
+    Column{"nic_gbps", [](const Result& r) { return num(r.scenario.cluster.network.nic_gbps); }},
+    Column{"data", [](const Result& r) { return num(r.scenario.parallelism.data); }},
+    Column{"tensor", [](const Result& r) { return num(r.scenario.parallelism.tensor); }},
+    Column{"pipeline", [](const Result& r) { return num(r.scenario.parallelism.pipeline); }},
+    Column{"virtual_stages", [](const Result& r) { return num(r.scenario.parallelism.virtual_stages); }},
+    Column{"context", [](const Result& r) { return num(r.scenario.parallelism.context); }},
+    Column{"expert", [](const Result& r) { return num(r.scenario.parallelism.expert); }},
+    Column{"sequence_parallel",
+           [](const Result& r) { return flag(r.scenario.parallelism.sequence_parallel); }},
+    Column{"zero_stage",
+           [](const Result& r) { return fmt::format("{}", r.scenario.parallelism.zero_stage); }},
+    Column{"distributed_optimizer",
+           [](const Result& r) { return flag(r.scenario.parallelism.distributed_optimizer); }},
+    Column{"schedule",
+           [](const Result& r) { return std::string(config::to_string(r.scenario.parallelism.schedule)); }},
+    Column{"global_batch_size", [](const Result& r) { return num(r.scenario.training.global_batch_size); }},
+    Column{"micro_batch_size", [](const Result& r) { return num(r.scenario.training.micro_batch_size); }},
+    Column{"precision",
+           [](const Result& r) { return std::string(config::to_string(r.scenario.training.precision)); }},
+    Column{"activation_recompute",
+           [](const Result& r) {
+             return std::string(config::to_string(r.scenario.training.activation_recompute));
+           }},
+    Column{"network_model",
+           [](const Result& r) { return std::string(config::to_string(r.scenario.simulation.network)); }},
+    Column{"iteration_time_s", [](const Result& r) { return num(r.iteration_time_s); }},
+    Column{"samples_per_s", [](const Result& r) { return num(r.throughput.samples_per_s); }},
+    Column{"tokens_per_s", [](const Result& r) { return num(r.throughput.tokens_per_s); }},
+    Column{"model_tflops_per_gpu", [](const Result& r) { return num(r.flops.model_tflops_per_gpu); }},
+    Column{"hardware_tflops_per_gpu", [](const Result& r) { return num(r.flops.hardware_tflops_per_gpu); }},
+    Column{"peak_tflops_per_gpu", [](const Result& r) { return num(r.flops.peak_tflops_per_gpu); }},
+    Column{"mfu", [](const Result& r) { return num(r.flops.mfu); }},
+    Column{"hfu", [](const Result& r) { return num(r.flops.hfu); }},
+    Column{"forward_s", [](const Result& r) { return num(r.breakdown.forward_s); }},
+    Column{"backward_s", [](const Result& r) { return num(r.breakdown.backward_s); }},
+    Column{"recompute_s", [](const Result& r) { return num(r.breakdown.recompute_s); }},
+    Column{"optimizer_s", [](const Result& r) { return num(r.breakdown.optimizer_s); }},
+    Column{"exposed_tensor_comm_s", [](const Result& r) { return num(r.breakdown.exposed_tensor_comm_s); }},
+    Column{"exposed_context_comm_s", [](const Result& r) { return num(r.breakdown.exposed_context_comm_s); }},
+    Column{"exposed_pipeline_comm_s",
+           [](const Result& r) { return num(r.breakdown.exposed_pipeline_comm_s); }},
+    Column{"exposed_data_comm_s", [](const Result& r) { return num(r.breakdown.exposed_data_comm_s); }},
+    Column{"pipeline_bubble_s", [](const Result& r) { return num(r.breakdown.pipeline_bubble_s); }},
+    Column{"compute_s", [](const Result& r) { return num(r.breakdown.compute_s()); }},
+    Column{"exposed_comm_s", [](const Result& r) { return num(r.breakdown.exposed_comm_s()); }},
+    Column{"peak_bytes_per_gpu", [](const Result& r) { return num(r.memory.peak_bytes_per_gpu); }},
+    Column{"capacity_bytes_per_gpu", [](const Result& r) { return num(r.memory.capacity_bytes_per_gpu); }},
+    Column{"fits", [](const Result& r) { return flag(r.memory.fits); }},
+};
+
+void write_field(std::ostream& out, std::string_view field) {
+  if (field.find_first_of(",\"\r\n") == std::string_view::npos) {
+    out << field;
+    return;
+  }
+  out << '"';
+  for (char c : field) {
+    if (c == '"') out << '"';
+    out << c;
+  }
+  out << '"';
+}
+
+}  // namespace
+
+void write_csv_header(std::ostream& out) {
+  for (std::size_t i = 0; i < kColumns.size(); ++i) {
+    if (i > 0) out << ',';
+    write_field(out, kColumns[i].name);
+  }
+  out << '\n';
+}
+
+void write_csv_row(std::ostream& out, const results::Result& result) {
+  for (std::size_t i = 0; i < kColumns.size(); ++i) {
+    if (i > 0) out << ',';
+    write_field(out, kColumns[i].value(result));
+  }
+  out << '\n';
+}
+
+void write_csv(std::ostream& out, const std::vector<results::Result>& results) {
+  write_csv_header(out);
+  for (const results::Result& result : results) write_csv_row(out, result);
+}
+
+}  // namespace dtsim::reports

@@ -1,0 +1,96 @@
+// Result v1 (README "Result v1"): the resolved scenario and every number of the result record, in a
+// fixed key order so that the same record always renders to the same bytes. Doubles are written in
+// their shortest round-trip form. engine.wall_s is the one value that depends on the machine running
+// dtsim, not on the scenario; callers that need reproducible bytes zero it first (`dtsim run
+// --no-timing`).
+#include <ostream>
+
+#include "reports/reports.hpp"
+
+namespace dtsim::reports {
+
+namespace {
+
+nlohmann::ordered_json throughput_json(const results::Throughput& t) {
+  nlohmann::ordered_json j;
+  j["samples_per_s"] = t.samples_per_s;
+  j["tokens_per_s"] = t.tokens_per_s;
+  return j;
+}
+
+nlohmann::ordered_json flops_json(const results::Flops& f) {
+  nlohmann::ordered_json j;
+  j["model_tflops_per_gpu"] = f.model_tflops_per_gpu;
+  j["hardware_tflops_per_gpu"] = f.hardware_tflops_per_gpu;
+  j["mfu"] = f.mfu;
+  j["hfu"] = f.hfu;
+  j["peak_tflops_per_gpu"] = f.peak_tflops_per_gpu;
+  return j;
+}
+
+nlohmann::ordered_json breakdown_json(const results::Breakdown& b) {
+  nlohmann::ordered_json j;
+  j["forward"] = b.forward_s;
+  j["backward"] = b.backward_s;
+  j["recompute"] = b.recompute_s;
+  j["optimizer"] = b.optimizer_s;
+  j["exposed_tensor_comm"] = b.exposed_tensor_comm_s;
+  j["exposed_context_comm"] = b.exposed_context_comm_s;
+  j["exposed_pipeline_comm"] = b.exposed_pipeline_comm_s;
+  j["exposed_data_comm"] = b.exposed_data_comm_s;
+  j["pipeline_bubble"] = b.pipeline_bubble_s;
+  j["compute"] = b.compute_s();
+  j["exposed_comm"] = b.exposed_comm_s();
+  return j;
+}
+
+nlohmann::ordered_json memory_json(const results::Memory& m) {
+  nlohmann::ordered_json j;
+  j["weights_bytes"] = m.weights_bytes;
+  j["gradients_bytes"] = m.gradients_bytes;
+  j["optimizer_bytes"] = m.optimizer_bytes;
+  j["activations_bytes"] = m.activations_bytes;
+  j["buffers_bytes"] = m.buffers_bytes;
+  j["peak_bytes_per_gpu"] = m.peak_bytes_per_gpu;
+  j["capacity_bytes_per_gpu"] = m.capacity_bytes_per_gpu;
+  j["fits"] = m.fits;
+  return j;
+}
+
+nlohmann::ordered_json engine_json(const results::EngineStats& e) {
+  nlohmann::ordered_json j;
+  j["events"] = e.events;
+  j["tasks"] = e.tasks;
+  j["simulated_ranks"] = e.simulated_ranks;
+  j["wall_s"] = e.wall_s;
+  return j;
+}
+
+}  // namespace
+
+nlohmann::ordered_json result_json(const results::Result& result) {
+  nlohmann::ordered_json j;
+  j["schema_version"] = 1;
+  j["dtsim_version"] = DTSIM_VERSION;
+  j["scenario"] = scenario_json(result.scenario);
+  j["status"] = results::to_string(result.status);
+  if (result.reason.empty()) {
+    j["reason"] = nullptr;
+  } else {
+    j["reason"] = result.reason;
+  }
+  j["iteration_time_s"] = result.iteration_time_s;
+  j["throughput"] = throughput_json(result.throughput);
+  j["flops"] = flops_json(result.flops);
+  j["breakdown_s"] = breakdown_json(result.breakdown);
+  j["memory"] = memory_json(result.memory);
+  j["engine"] = engine_json(result.engine);
+  return j;
+}
+
+void write_json(std::ostream& out, const results::Result& result) {
+  // Invalid UTF-8 in a name is replaced rather than failing the whole report.
+  out << result_json(result).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << '\n';
+}
+
+}  // namespace dtsim::reports

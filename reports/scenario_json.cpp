@@ -1,0 +1,98 @@
+// The resolved scenario in Scenario v1 form (README "Scenario v1"): presets expanded, defaults filled in,
+// so that a result names everything it was computed from. Enumerations use their JSON names
+// (config::to_string); sizes keep the units of their keys.
+#include "reports/reports.hpp"
+
+namespace dtsim::reports {
+
+namespace {
+
+constexpr double kBytesPerMb = 1e6;  // bucket_mb is in decimal megabytes
+
+nlohmann::ordered_json model_json(const config::TransformerSpec& model) {
+  nlohmann::ordered_json j;
+  j["kind"] = "transformer";
+  if (!model.preset.empty()) j["preset"] = model.preset;
+  j["layers"] = model.layers;
+  j["hidden_size"] = model.hidden_size;
+  j["heads"] = model.heads;
+  j["kv_heads"] = model.kv_heads;
+  j["ffn_hidden_size"] = model.ffn_hidden_size;
+  j["vocab_size"] = model.vocab_size;
+  j["seq_length"] = model.seq_length;
+  j["mlp"] = config::to_string(model.mlp);
+  j["attention"] = config::to_string(model.attention);
+  j["tied_embeddings"] = model.tied_embeddings;
+  return j;
+}
+
+nlohmann::ordered_json cluster_json(const config::Scenario& scenario) {
+  const config::NetworkSpec& network = scenario.cluster.network;
+  nlohmann::ordered_json topology;
+  topology["kind"] = config::to_string(network.topology);
+  topology["oversubscription"] = network.oversubscription;
+
+  nlohmann::ordered_json net;
+  net["fabric"] = network.fabric;
+  net["nic_gbps"] = network.nic_gbps;
+  net["nics_per_node"] = network.nics_per_node;
+  net["topology"] = std::move(topology);
+
+  nlohmann::ordered_json j;
+  j["node"] = scenario.cluster.node_id;
+  j["nodes"] = scenario.cluster.nodes;
+  j["gpus"] = scenario.gpu_count();
+  j["gpu"] = scenario.gpu.id;
+  j["network"] = std::move(net);
+  return j;
+}
+
+nlohmann::ordered_json parallelism_json(const config::ParallelismSpec& p) {
+  nlohmann::ordered_json j;
+  j["data"] = p.data;
+  j["tensor"] = p.tensor;
+  j["pipeline"] = p.pipeline;
+  j["virtual_stages"] = p.virtual_stages;
+  j["sequence_parallel"] = p.sequence_parallel;
+  j["context"] = p.context;
+  j["expert"] = p.expert;
+  j["zero_stage"] = p.zero_stage;
+  j["distributed_optimizer"] = p.distributed_optimizer;
+  j["schedule"] = config::to_string(p.schedule);
+  return j;
+}
+
+nlohmann::ordered_json training_json(const config::TrainingSpec& t) {
+  nlohmann::ordered_json j;
+  j["global_batch_size"] = t.global_batch_size;
+  j["micro_batch_size"] = t.micro_batch_size;
+  j["precision"] = config::to_string(t.precision);
+  j["activation_recompute"] = config::to_string(t.activation_recompute);
+  j["overlap_grad_reduce"] = t.overlap_grad_reduce;
+  j["bucket_mb"] = t.bucket_bytes / kBytesPerMb;
+  return j;
+}
+
+nlohmann::ordered_json simulation_json(const config::SimulationSpec& s) {
+  nlohmann::ordered_json j;
+  j["network"] = config::to_string(s.network);
+  j["ranks"] = config::to_string(s.ranks);
+  j["seed"] = s.seed;
+  return j;
+}
+
+}  // namespace
+
+nlohmann::ordered_json scenario_json(const config::Scenario& scenario) {
+  nlohmann::ordered_json j;
+  j["schema_version"] = 1;
+  j["name"] = scenario.name;
+  j["model"] = model_json(scenario.model);
+  j["cluster"] = cluster_json(scenario);
+  j["parallelism"] = parallelism_json(scenario.parallelism);
+  j["training"] = training_json(scenario.training);
+  j["simulation"] = simulation_json(scenario.simulation);
+  return j;
+}
+
+}  // namespace dtsim::reports

@@ -1,0 +1,148 @@
+// The terminal summary: what was run (scenario, model, cluster, parallelism), then what came out
+// (status, iteration time, throughput, FLOP rates, where the time went, memory per GPU, engine work).
+// Shares of the iteration are the breakdown's parts divided by the iteration time; GiB are 2^30 bytes.
+#include <ostream>
+#include <string>
+#include <string_view>
+
+#include <fmt/format.h>
+
+#include "core/units.hpp"
+#include "reports/csv_report.hpp"
+#include "reports/reports.hpp"
+
+namespace dtsim::reports {
+
+namespace {
+
+constexpr int kLabelWidth = 13;  // the column of section labels
+constexpr int kPartWidth = 24;   // the column of breakdown and memory parts
+
+void line(std::ostream& out, std::string_view label, const std::string& text) {
+  out << fmt::format("{:<{}}{}\n", label, kLabelWidth, text);
+}
+
+std::string percent(double fraction) { return fmt::format("{:.1f}%", fraction * 100.0); }
+
+void write_setup(std::ostream& out, const config::Scenario& s) {
+  const config::TransformerSpec& m = s.model;
+  const std::string model_name = m.preset.empty() ? std::string("transformer") : m.preset;
+  line(out, "scenario", s.name);
+  line(out, "model",
+       fmt::format("{}: {} layers, hidden {}, ffn {}, {} heads ({} kv), seq {}, vocab {}", model_name,
+                   m.layers, m.hidden_size, m.ffn_hidden_size, m.heads, m.kv_heads, m.seq_length,
+                   m.vocab_size));
+  line(out, "",
+       fmt::format("{} mlp, {} attention{}", config::to_string(m.mlp), config::to_string(m.attention),
+                   m.tied_embeddings ? ", tied embeddings" : ""));
+
+  const config::NetworkSpec& n = s.cluster.network;
+  line(out, "cluster",
+       fmt::format("{} x {} = {} GPUs ({}), {} {} x {} Gb/s per node, {} {}:1", s.cluster.nodes,
+                   s.cluster.node_id, s.gpu_count(), s.gpu.id, n.fabric, n.nics_per_node, n.nic_gbps,
+                   config::to_string(n.topology), n.oversubscription));
+
+  const config::ParallelismSpec& p = s.parallelism;
+  std::string parallel =
+      fmt::format("DP {} x TP {} x PP {} x CP {}", p.data, p.tensor, p.pipeline, p.context);
+  if (p.expert > 1) parallel += fmt::format(" x EP {}", p.expert);
+  parallel += fmt::format(", {} schedule", config::to_string(p.schedule));
+  if (p.virtual_stages > 1) parallel += fmt::format(" with {} virtual stages", p.virtual_stages);
+  if (p.sequence_parallel) parallel += ", sequence parallel";
+  parallel += fmt::format(", ZeRO-{}", p.zero_stage);
+  if (p.distributed_optimizer) parallel += ", distributed optimizer";
+  line(out, "parallelism", parallel);
+
+  const config::TrainingSpec& t = s.training;
+  line(out, "training",
+       fmt::format("global batch {}, micro batch {}, {}, recompute {}, grad reduce {}", t.global_batch_size,
+                   t.micro_batch_size, config::to_string(t.precision),
+                   config::to_string(t.activation_recompute),
+                   t.overlap_grad_reduce ? "overlapped" : "after backward"));
+  line(out, "simulation",
+       fmt::format("{} network, {} ranks, seed {}", config::to_string(s.simulation.network),
+                   config::to_string(s.simulation.ranks), s.simulation.seed));
+}
+
+void write_performance(std::ostream& out, const results::Result& r) {
+  line(out, "iteration", fmt::format("{:.6f} s", r.iteration_time_s));
+  line(out, "throughput",
+       fmt::format("{:.2f} samples/s, {:.0f} tokens/s", r.throughput.samples_per_s,
+                   r.throughput.tokens_per_s));
+  line(out, "TFLOP/s/GPU",
+       fmt::format("model {:.1f}, hardware {:.1f}, peak {:.1f}", r.flops.model_tflops_per_gpu,
+                   r.flops.hardware_tflops_per_gpu, r.flops.peak_tflops_per_gpu));
+  line(out, "utilization", fmt::format("MFU {}, HFU {}", percent(r.flops.mfu), percent(r.flops.hfu)));
+}
+
+void write_breakdown(std::ostream& out, const results::Result& r) {
+  const results::Breakdown& b = r.breakdown;
+  const double iteration = r.iteration_time_s;
+  auto row = [&](std::string_view part, double seconds) {
+    const std::string share = iteration > 0.0 ? percent(seconds / iteration) : std::string("-");
+    out << fmt::format("  {:<{}}{:>12.6f}{:>9}\n", part, kPartWidth, seconds, share);
+  };
+  out << fmt::format("\n{:<{}}{:>12}{:>9}\n", "time per iteration", kPartWidth + 2, "seconds", "share");
+  row("forward", b.forward_s);
+  row("backward", b.backward_s);
+  row("recompute", b.recompute_s);
+  row("optimizer", b.optimizer_s);
+  row("exposed tensor comm", b.exposed_tensor_comm_s);
+  row("exposed context comm", b.exposed_context_comm_s);
+  row("exposed pipeline comm", b.exposed_pipeline_comm_s);
+  row("exposed data comm", b.exposed_data_comm_s);
+  row("pipeline bubble", b.pipeline_bubble_s);
+  out << fmt::format("  {:-<{}}\n", "", kPartWidth + 21);
+  row("compute", b.compute_s());
+  row("exposed comm", b.exposed_comm_s());
+}
+
+void write_memory(std::ostream& out, const results::Memory& m) {
+  auto row = [&](std::string_view part, double bytes) {
+    out << fmt::format("  {:<{}}{:>12.2f}\n", part, kPartWidth, bytes / core::kGiB);
+  };
+  out << fmt::format("\n{:<{}}{:>12}\n", "memory per GPU", kPartWidth + 2, "GiB");
+  row("weights", m.weights_bytes);
+  row("gradients", m.gradients_bytes);
+  row("optimizer states", m.optimizer_bytes);
+  row("activations", m.activations_bytes);
+  row("buffers", m.buffers_bytes);
+  out << fmt::format("  {:-<{}}\n", "", kPartWidth + 12);
+  out << fmt::format("  {:<{}}{:>12.2f} of {:.2f} GiB, fits: {}\n", "peak", kPartWidth,
+                     m.peak_bytes_per_gpu / core::kGiB, m.capacity_bytes_per_gpu / core::kGiB,
+                     m.fits ? "yes" : "no");
+}
+
+}  // namespace
+
+void write_text(std::ostream& out, const results::Result& result) {
+  write_setup(out, result.scenario);
+  const bool ok = result.status == results::Status::ok;
+  line(out, "status",
+       ok ? std::string("ok") : fmt::format("{}: {}", results::to_string(result.status), result.reason));
+  if (ok) write_performance(out, result);
+  if (ok) write_breakdown(out, result);
+  write_memory(out, result.memory);
+  out << '\n';
+  line(out, "engine",
+       fmt::format("{} events, {} tasks, simulated ranks {}, wall {:.3g} s", result.engine.events,
+                   result.engine.tasks, result.engine.simulated_ranks, result.engine.wall_s));
+}
+
+// One record in the chosen format. CSV of one record is its header and one row.
+void write_result(std::ostream& out, const results::Result& result, Format format) {
+  switch (format) {
+    case Format::text:
+      write_text(out, result);
+      return;
+    case Format::json:
+      write_json(out, result);
+      return;
+    case Format::csv:
+      write_csv_header(out);
+      write_csv_row(out, result);
+      return;
+  }
+}
+
+}  // namespace dtsim::reports

@@ -1,0 +1,291 @@
+#include "models/transformer/transformer.hpp"
+
+#include <algorithm>
+
+namespace dtsim::models {
+
+namespace {
+
+using graph::ComputeClass;
+using graph::ComputeOp;
+using graph::GemmShape;
+
+// Dimensions one tensor-parallel rank works with, for one micro-batch.
+struct Dims {
+  double a = 2;       // bytes per activation element
+  double b = 1;       // sequences per micro-batch
+  double s = 0;       // full sequence length (keys attended to)
+  double sq = 0;      // query positions on this rank (s / context)
+  double tokens = 0;  // b * sq
+  double tokens_elementwise = 0;  // tokens held by this rank outside the tensor-parallel region (SP)
+  double h = 0;
+  double d = 0;        // head dimension
+  double heads = 0;    // attention heads on this rank
+  double kv = 0;       // key/value heads on this rank (replicated when fewer than the TP degree)
+  double n_qkv = 0;    // QKV projection output width on this rank
+  double f = 0;        // FFN width on this rank
+  double n_up = 0;     // MLP up-projection width on this rank (2f for SwiGLU: gate and up)
+  double t = 1;
+  double vocab = 0;    // vocabulary on this rank
+  bool swiglu = false;
+  bool sp = false;
+  double scores = 0;   // attention score elements on this rank: b * heads * sq * s
+};
+
+Dims dims_of(const config::TransformerSpec& m, const ShardConfig& sh) {
+  Dims d;
+  d.a = activation_bytes_per_element(sh.precision);
+  d.b = static_cast<double>(sh.micro_batch);
+  d.s = static_cast<double>(m.seq_length);
+  d.sq = d.s / static_cast<double>(sh.context);
+  d.tokens = d.b * d.sq;
+  d.t = static_cast<double>(sh.tensor);
+  d.sp = sh.sequence_parallel && sh.tensor > 1;
+  d.tokens_elementwise = d.sp ? d.tokens / d.t : d.tokens;
+  d.h = static_cast<double>(m.hidden_size);
+  d.d = d.h / static_cast<double>(m.heads);
+  d.heads = static_cast<double>(m.heads) / d.t;
+  d.kv = std::max(1.0, static_cast<double>(m.kv_heads) / d.t);
+  d.n_qkv = (d.heads + 2 * d.kv) * d.d;
+  d.f = static_cast<double>(m.ffn_hidden_size) / d.t;
+  d.swiglu = m.mlp == config::MlpKind::swiglu;
+  d.n_up = d.swiglu ? 2 * d.f : d.f;
+  d.vocab = static_cast<double>(m.vocab_size) / d.t;
+  d.scores = d.b * d.heads * d.sq * d.s;
+  return d;
+}
+
+std::int64_t dim(double v) { return static_cast<std::int64_t>(v + 0.5); }
+
+LayerOp gemm(std::string_view name, double m, double n, double k, double a, double batch = 1,
+             bool attention_core = false) {
+  LayerOp op;
+  op.name = name;
+  op.compute.cls = ComputeClass::gemm;
+  op.compute.flops = 2 * m * n * k * batch;
+  op.compute.bytes = (m * k + k * n + m * n) * a * batch;
+  op.compute.gemm = GemmShape{dim(m), dim(n), dim(k), dim(batch)};
+  op.attention_core = attention_core;
+  return op;
+}
+
+LayerOp memory(std::string_view name, double bytes, bool attention_core = false) {
+  LayerOp op;
+  op.name = name;
+  op.compute.cls = ComputeClass::memory;
+  op.compute.bytes = bytes;
+  op.attention_core = attention_core;
+  return op;
+}
+
+LayerOp comm(std::string_view name, CommRole role, double bytes) {
+  LayerOp op;
+  op.name = name;
+  op.role = role;
+  op.comm_bytes = bytes;
+  return op;
+}
+
+// Communication entering a tensor-parallel region (forward): nothing without SP, all-gather with SP.
+void enter_tp_region(std::vector<LayerOp>& ops, const Dims& d, std::string_view name) {
+  if (d.sp) ops.push_back(comm(name, CommRole::tensor_all_gather, d.tokens * d.h * d.a));
+}
+
+// Communication leaving a tensor-parallel region (forward): all-reduce, or reduce-scatter with SP.
+void leave_tp_region(std::vector<LayerOp>& ops, const Dims& d, std::string_view name) {
+  if (d.t <= 1) return;
+  ops.push_back(comm(name, d.sp ? CommRole::tensor_reduce_scatter : CommRole::tensor_all_reduce,
+                     d.tokens * d.h * d.a));
+}
+
+void attention_forward(std::vector<LayerOp>& ops, const config::TransformerSpec& m, const Dims& d,
+                       const ShardConfig& sh) {
+  if (sh.context > 1) {
+    // Ring exchange of K and V chunks: context-1 steps, each passing this rank's current chunk on.
+    const double chunk = 2 * d.b * d.sq * d.kv * d.d * d.a;
+    ops.push_back(comm("context_kv_exchange", CommRole::context_exchange, chunk * (static_cast<double>(sh.context) - 1)));
+  }
+  const double batch = d.b * d.heads;
+  if (m.attention == config::AttentionKind::flash) {
+    LayerOp op;
+    op.name = "flash_attention";
+    op.attention_core = true;
+    op.compute.cls = ComputeClass::attention;
+    op.compute.flops = 4 * d.tokens * d.s * d.heads * d.d;
+    op.compute.executed_fraction = 0.5;  // causal mask: the upper triangle is skipped
+    op.compute.bytes = (2 * d.tokens * d.heads * d.d + 2 * d.b * d.s * d.kv * d.d) * d.a;
+    ops.push_back(op);
+    return;
+  }
+  ops.push_back(gemm("attention_scores", d.sq, d.s, d.d, d.a, batch, true));
+  ops.push_back(memory("softmax", 2 * d.a * d.scores, true));
+  ops.push_back(memory("attention_dropout", (2 * d.a + 1) * d.scores, true));
+  ops.push_back(gemm("attention_context", d.sq, d.d, d.s, d.a, batch, true));
+}
+
+void attention_backward(std::vector<LayerOp>& ops, const config::TransformerSpec& m, const Dims& d,
+                        const ShardConfig& sh) {
+  const double batch = d.b * d.heads;
+  if (m.attention == config::AttentionKind::flash) {
+    LayerOp op;
+    op.name = "flash_attention_bwd";
+    op.compute.cls = ComputeClass::attention;
+    op.compute.flops = 8 * d.tokens * d.s * d.heads * d.d;
+    // Causal half, and 5 matmuls executed for the 4 counted (the scores are recomputed).
+    op.compute.executed_fraction = 0.5 * 1.25;
+    op.compute.bytes = (4 * d.tokens * d.heads * d.d + 4 * d.b * d.s * d.kv * d.d) * d.a;
+    ops.push_back(op);
+  } else {
+    ops.push_back(gemm("attention_context_dgrad", d.sq, d.s, d.d, d.a, batch));
+    ops.push_back(gemm("attention_context_wgrad", d.s, d.d, d.sq, d.a, batch));
+    ops.push_back(memory("attention_dropout_bwd", (2 * d.a + 1) * d.scores));
+    ops.push_back(memory("softmax_bwd", 3 * d.a * d.scores));
+    ops.push_back(gemm("attention_scores_dgrad", d.sq, d.d, d.s, d.a, batch));
+    ops.push_back(gemm("attention_scores_wgrad", d.s, d.d, d.sq, d.a, batch));
+  }
+  if (sh.context > 1) {
+    // K/V chunks circulate again and their gradients travel back around the ring.
+    const double chunk = 2 * d.b * d.sq * d.kv * d.d * d.a;
+    ops.push_back(comm("context_kv_exchange_bwd", CommRole::context_exchange,
+                       2 * chunk * (static_cast<double>(sh.context) - 1)));
+  }
+}
+
+double norm_params(const config::TransformerSpec& m) {
+  // LayerNorm (weight and bias) for GPT-style models, RMSNorm (weight) for SwiGLU (Llama-style) ones.
+  const double h = static_cast<double>(m.hidden_size);
+  return m.mlp == config::MlpKind::swiglu ? h : 2 * h;
+}
+
+}  // namespace
+
+double activation_bytes_per_element(config::Precision p) {
+  switch (p) {
+    case config::Precision::fp32:
+    case config::Precision::tf32:
+      return 4;
+    case config::Precision::fp16:
+    case config::Precision::bf16:
+    case config::Precision::fp8:  // FP8 GEMM inputs, BF16 activations between kernels
+      return 2;
+  }
+  return 2;
+}
+
+LayerProgram transformer_layer(const config::TransformerSpec& m, const ShardConfig& sh) {
+  const Dims d = dims_of(m, sh);
+  const double a = d.a;
+  const double he = d.tokens_elementwise * d.h;  // elements of the residual stream on this rank
+  LayerProgram p;
+  auto& fw = p.forward;
+  fw.push_back(memory("input_norm", 2 * he * a));
+  enter_tp_region(fw, d, "attention_all_gather");
+  fw.push_back(gemm("qkv_projection", d.tokens, d.n_qkv, d.h, a));
+  attention_forward(fw, m, d, sh);
+  fw.push_back(gemm("attention_projection", d.tokens, d.h, d.heads * d.d, a));
+  leave_tp_region(fw, d, "attention_tp_reduce");
+  fw.push_back(memory("attention_residual", he * (3 * a + 1)));
+  fw.push_back(memory("mlp_norm", 2 * he * a));
+  enter_tp_region(fw, d, "mlp_all_gather");
+  fw.push_back(gemm("mlp_up", d.tokens, d.n_up, d.h, a));
+  fw.push_back(memory(d.swiglu ? "swiglu" : "gelu", (d.swiglu ? 3 : 2) * d.tokens * d.f * a));
+  fw.push_back(gemm("mlp_down", d.tokens, d.h, d.f, a));
+  leave_tp_region(fw, d, "mlp_tp_reduce");
+  fw.push_back(memory("mlp_residual", he * (3 * a + 1)));
+
+  auto& bw = p.backward;
+  bw.push_back(memory("mlp_residual_bwd", he * (2 * a + 1)));
+  if (d.sp) bw.push_back(comm("mlp_grad_all_gather", CommRole::tensor_all_gather, d.tokens * d.h * a));
+  bw.push_back(gemm("mlp_down_dgrad", d.tokens, d.f, d.h, a));
+  bw.push_back(gemm("mlp_down_wgrad", d.f, d.h, d.tokens, a));
+  bw.push_back(memory(d.swiglu ? "swiglu_bwd" : "gelu_bwd", (d.swiglu ? 5 : 3) * d.tokens * d.f * a));
+  bw.push_back(gemm("mlp_up_dgrad", d.tokens, d.h, d.n_up, a));
+  bw.push_back(gemm("mlp_up_wgrad", d.h, d.n_up, d.tokens, a));
+  leave_tp_region(bw, d, "mlp_grad_tp_reduce");
+  bw.push_back(memory("mlp_norm_bwd", 3 * he * a));
+  bw.push_back(memory("attention_residual_bwd", he * (2 * a + 1)));
+  if (d.sp) bw.push_back(comm("attention_grad_all_gather", CommRole::tensor_all_gather, d.tokens * d.h * a));
+  bw.push_back(gemm("attention_projection_dgrad", d.tokens, d.heads * d.d, d.h, a));
+  bw.push_back(gemm("attention_projection_wgrad", d.heads * d.d, d.h, d.tokens, a));
+  attention_backward(bw, m, d, sh);
+  bw.push_back(gemm("qkv_projection_dgrad", d.tokens, d.h, d.n_qkv, a));
+  bw.push_back(gemm("qkv_projection_wgrad", d.h, d.n_qkv, d.tokens, a));
+  leave_tp_region(bw, d, "attention_grad_tp_reduce");
+  bw.push_back(memory("input_norm_bwd", 3 * he * a));
+  return p;
+}
+
+LayerProgram embedding_layer(const config::TransformerSpec& m, const ShardConfig& sh) {
+  const Dims d = dims_of(m, sh);
+  LayerProgram p;
+  // Vocabulary-parallel lookup: each rank gathers the rows of its shard, partial sums are reduced.
+  p.forward.push_back(memory("embedding_lookup", 2 * d.tokens * d.h * d.a));
+  leave_tp_region(p.forward, d, "embedding_tp_reduce");
+  p.forward.push_back(memory("embedding_dropout", d.tokens_elementwise * d.h * (2 * d.a + 1)));
+  p.backward.push_back(memory("embedding_dropout_bwd", d.tokens_elementwise * d.h * (2 * d.a + 1)));
+  if (d.sp) p.backward.push_back(comm("embedding_grad_all_gather", CommRole::tensor_all_gather, d.tokens * d.h * d.a));
+  p.backward.push_back(memory("embedding_grad_accumulate", 3 * d.tokens * d.h * d.a));
+  return p;
+}
+
+LayerProgram head_layer(const config::TransformerSpec& m, const ShardConfig& sh) {
+  const Dims d = dims_of(m, sh);
+  const double he = d.tokens_elementwise * d.h;
+  LayerProgram p;
+  auto& fw = p.forward;
+  fw.push_back(memory("final_norm", 2 * he * d.a));
+  enter_tp_region(fw, d, "logits_all_gather");
+  fw.push_back(gemm("logits", d.tokens, d.vocab, d.h, d.a));
+  // Vocabulary-parallel cross-entropy in FP32: max, sum of exponentials and target logit are
+  // all-reduced over the tensor-parallel group (three FP32 values per token).
+  fw.push_back(memory("cross_entropy", d.tokens * d.vocab * (2 * d.a + 8)));
+  if (d.t > 1) fw.push_back(comm("cross_entropy_tp_reduce", CommRole::tensor_all_reduce, 3 * d.tokens * 4));
+  auto& bw = p.backward;
+  bw.push_back(memory("cross_entropy_bwd", d.tokens * d.vocab * (4 + d.a)));
+  bw.push_back(gemm("logits_dgrad", d.tokens, d.h, d.vocab, d.a));
+  bw.push_back(gemm("logits_wgrad", d.h, d.vocab, d.tokens, d.a));
+  leave_tp_region(bw, d, "logits_grad_tp_reduce");
+  bw.push_back(memory("final_norm_bwd", 3 * he * d.a));
+  return p;
+}
+
+double parameters_per_layer(const config::TransformerSpec& m) {
+  const double h = static_cast<double>(m.hidden_size);
+  const double d = h / static_cast<double>(m.heads);
+  const double qkv_out = h + 2 * static_cast<double>(m.kv_heads) * d;
+  const double f = static_cast<double>(m.ffn_hidden_size);
+  const bool swiglu = m.mlp == config::MlpKind::swiglu;
+  const bool bias = !swiglu;  // GPT-style layers carry biases; Llama-style ones do not
+  const double attention = h * qkv_out + h * h + (bias ? qkv_out + h : 0);
+  const double mlp = (swiglu ? 3 : 2) * h * f + (bias ? f + h : 0);
+  return attention + mlp + 2 * norm_params(m);
+}
+
+double embedding_parameters(const config::TransformerSpec& m) {
+  const double h = static_cast<double>(m.hidden_size);
+  const double positions = m.mlp == config::MlpKind::swiglu ? 0 : static_cast<double>(m.seq_length) * h;
+  return static_cast<double>(m.vocab_size) * h + positions;
+}
+
+double head_parameters(const config::TransformerSpec& m) {
+  const double output = m.tied_embeddings ? 0 : static_cast<double>(m.vocab_size) * static_cast<double>(m.hidden_size);
+  return norm_params(m) + output;
+}
+
+double total_parameters(const config::TransformerSpec& m) {
+  return static_cast<double>(m.layers) * parameters_per_layer(m) + embedding_parameters(m) + head_parameters(m);
+}
+
+double model_flops_per_iteration(const config::TransformerSpec& m, std::int64_t global_batch) {
+  const double h = static_cast<double>(m.hidden_size);
+  const double s = static_cast<double>(m.seq_length);
+  const double d = h / static_cast<double>(m.heads);
+  const double qkv_out = h + 2 * static_cast<double>(m.kv_heads) * d;
+  const double f = static_cast<double>(m.ffn_hidden_size);
+  const double mlp_matrices = m.mlp == config::MlpKind::swiglu ? 3 : 2;
+  const double per_token_layer = 2 * h * qkv_out + 2 * h * h + 2 * mlp_matrices * h * f + 4 * s * h;
+  const double per_token = static_cast<double>(m.layers) * per_token_layer + 2 * h * static_cast<double>(m.vocab_size);
+  return 3 * per_token * s * static_cast<double>(global_batch);
+}
+
+}  // namespace dtsim::models

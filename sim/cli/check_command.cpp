@@ -1,0 +1,31 @@
+// `dtsim check SCENARIO`: load and validate a scenario without simulating it, and say in one line what
+// it describes.
+#include <ostream>
+
+#include <fmt/format.h>
+
+#include "cli/cli.hpp"
+#include "cli/commands.hpp"
+
+namespace dtsim::cli {
+
+CLI::App* add_check_command(CLI::App& app, CheckOptions& options) {
+  CLI::App* check =
+      app.add_subcommand("check", "Validate a scenario (with its presets and hardware profiles)");
+  check->add_option("scenario", options.scenario, "Scenario v1 JSON file, or - to read standard input")
+      ->required()
+      ->type_name("FILE");
+  return check;
+}
+
+int check_command(const CheckOptions& options, std::istream& in, std::ostream& out) {
+  const config::Scenario s = read_scenario(options.scenario, in);
+  const config::ParallelismSpec& p = s.parallelism;
+  const std::string model = s.model.preset.empty() ? std::string("transformer") : s.model.preset;
+  out << fmt::format("ok: {}: {}: {} GPUs ({} x {}, {}), DP {} x TP {} x PP {} x CP {}, {} ({} layers)\n",
+                     options.scenario, s.name, s.gpu_count(), s.cluster.nodes, s.cluster.node_id, s.gpu.id,
+                     p.data, p.tensor, p.pipeline, p.context, model, s.model.layers);
+  return kExitOk;
+}
+
+}  // namespace dtsim::cli

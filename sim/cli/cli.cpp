@@ -1,0 +1,70 @@
+// run_cli(): parses the command line with CLI11, runs the chosen subcommand and turns what it throws
+// into an exit status and one message on the error stream. CLI11 throws its own errors for help
+// (printed to the output stream, status 0), --version (likewise) and bad usage (status 2).
+#include "cli/cli.hpp"
+
+#include <exception>
+#include <istream>
+#include <iterator>
+#include <ostream>
+#include <string_view>
+
+#include "cli/commands.hpp"
+#include "config/scenario_loader.hpp"
+#include "core/errors.hpp"
+
+namespace dtsim::cli {
+
+config::Scenario read_scenario(const std::string& path, std::istream& in) {
+  if (path != "-") return config::load_scenario(path, config::default_data_paths());
+  std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  if (in.bad()) throw core::InputError(path, "", "could not read the scenario from standard input");
+  return config::load_scenario_text(text, path, config::default_data_paths());
+}
+
+namespace {
+
+void report_internal(std::ostream& err, std::string_view what) {
+  constexpr std::string_view kPrefix = "internal error: ";
+  if (what.substr(0, kPrefix.size()) != kPrefix) err << kPrefix;
+  err << what << '\n';
+}
+
+}  // namespace
+
+int run_cli(const std::vector<std::string>& args, std::istream& in, std::ostream& out, std::ostream& err) {
+  CLI::App app{"dtsim: discrete-event simulator of distributed deep-learning training clusters", "dtsim"};
+  app.set_version_flag("--version", std::string("dtsim ") + DTSIM_VERSION);
+  // At most one subcommand: a word that names none is then reported as unexpected, not as missing.
+  app.require_subcommand(0, 1);
+
+  RunOptions run_options;
+  CLI::App* run = add_run_command(app, run_options);
+  CheckOptions check_options;
+  CLI::App* check = add_check_command(app, check_options);
+
+  try {
+    std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 consumes from the back
+    app.parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e, out, err) == 0 ? kExitOk : kExitBadInput;
+  }
+
+  try {
+    if (run->parsed()) return run_command(run_options, in, out, err);
+    if (check->parsed()) return check_command(check_options, in, out);
+    err << "error: a subcommand is required\nRun with --help for more information.\n";
+    return kExitBadInput;
+  } catch (const core::InputError& e) {
+    err << "error: " << e.what() << '\n';
+    return kExitBadInput;
+  } catch (const core::InternalError& e) {
+    report_internal(err, e.what());
+    return kExitInternal;
+  } catch (const std::exception& e) {
+    report_internal(err, e.what());
+    return kExitInternal;
+  }
+}
+
+}  // namespace dtsim::cli

@@ -1,0 +1,47 @@
+#include "compute/compute_model.hpp"
+
+#include <algorithm>
+
+#include "compute/gemm_efficiency.hpp"
+#include "core/errors.hpp"
+
+namespace dtsim::compute {
+
+namespace {
+
+double peak_for(const config::GpuProfile& gpu, config::Precision precision) {
+  const auto& peak = gpu.peak_tflops[static_cast<int>(precision)];
+  DTSIM_CHECK(peak.has_value(), "precision without a peak reached the compute model");
+  return *peak * core::kTera;
+}
+
+}  // namespace
+
+ComputeModel::ComputeModel(const config::GpuProfile& gpu, config::Precision precision)
+    : gpu_(&gpu),
+      peak_flops_per_s_(peak_for(gpu, precision)),
+      memory_bytes_per_s_(gpu.hbm_bandwidth_gbytes_per_s * core::kGiga * gpu.memory_efficiency) {}
+
+double ComputeModel::duration_s(const graph::ComputeOp& op) const {
+  double flop_time = 0.0;
+  const double executed = op.flops * op.executed_fraction;
+  switch (op.cls) {
+    case graph::ComputeClass::gemm:
+      flop_time = executed / (peak_flops_per_s_ * gemm_efficiency(op.gemm, *gpu_));
+      break;
+    case graph::ComputeClass::attention:
+      flop_time = executed / (peak_flops_per_s_ * gpu_->attention_efficiency);
+      break;
+    case graph::ComputeClass::memory:
+    case graph::ComputeClass::optimizer:
+      break;
+  }
+  const double memory_time = op.bytes / memory_bytes_per_s_;
+  return std::max(flop_time, memory_time) + op.kernels * gpu_->kernel_launch_us * 1e-6;
+}
+
+core::TimeNs ComputeModel::duration(const graph::ComputeOp& op) const {
+  return core::seconds_to_ns(duration_s(op));
+}
+
+}  // namespace dtsim::compute

@@ -1,0 +1,47 @@
+#include "compute/gemm_efficiency.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace dtsim::compute {
+
+namespace {
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+double tile_score(const graph::GemmShape& s, std::int64_t tm, std::int64_t tn, int sm_count) {
+  const std::int64_t tiles_m = ceil_div(s.m, tm);
+  const std::int64_t tiles_n = ceil_div(s.n, tn);
+  const double q_tile = static_cast<double>(s.m) * static_cast<double>(s.n) /
+                        (static_cast<double>(tiles_m * tm) * static_cast<double>(tiles_n * tn));
+  const double tiles = static_cast<double>(tiles_m * tiles_n) * static_cast<double>(s.batch);
+  const double sms = static_cast<double>(sm_count);
+  const double q_wave = tiles / (std::ceil(tiles / sms) * sms);
+  return q_tile * q_wave;
+}
+
+}  // namespace
+
+double gemm_efficiency(const graph::GemmShape& shape, const config::GpuProfile& gpu) {
+  if (shape.m <= 0 || shape.n <= 0 || shape.k <= 0 || shape.batch <= 0) return gpu.gemm.max_efficiency;
+  double best = 0.0;
+  double size_factor = 1.0;
+  std::int64_t tm = gpu.gemm.tile_m;
+  std::int64_t tn = gpu.gemm.tile_n;
+  // Halve the larger side first: 256x128 -> 128x128 -> 128x64 -> 64x64.
+  while (true) {
+    best = std::max(best, size_factor * tile_score(shape, tm, tn, gpu.sm_count));
+    if (tm <= 64 && tn <= 64) break;
+    if (tm >= tn) {
+      tm /= 2;
+    } else {
+      tn /= 2;
+    }
+    size_factor *= 0.9;
+  }
+  const double k = static_cast<double>(shape.k);
+  const double q_k = k / (k + gpu.gemm.k_half);
+  return gpu.gemm.max_efficiency * best * q_k;
+}
+
+}  // namespace dtsim::compute

@@ -1,0 +1,260 @@
+#include "config/profile_loader.hpp"
+
+#include <algorithm>
+#include <array>
+#include <filesystem>
+#include <limits>
+#include <system_error>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace dtsim::config {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr std::int64_t kSchemaVersion = 1;
+
+std::string join_ids(const std::vector<std::string>& ids) {
+  std::string out;
+  for (std::size_t i = 0; i < ids.size(); ++i) out += (i == 0 ? "" : ", ") + ids[i];
+  return out;
+}
+
+// Path of `<folder>/<id>.json`, after checking that id is one of the files there.
+std::string resolve(const std::string& folder, const std::string& id, const char* what,
+                    const IdLocation& where) {
+  const std::vector<std::string> ids = list_ids(folder);
+  if (std::find(ids.begin(), ids.end(), id) == ids.end()) {
+    const std::string found = describe_value(json(id));
+    if (ids.empty()) {
+      throw core::InputError(
+          where.file, where.pointer,
+          fmt::format("got {}; expected one of the {}, but none were found in {}", found, what, folder));
+    }
+    throw core::InputError(where.file, where.pointer,
+                           fmt::format("got {}; expected one of the {}: {}", found, what, join_ids(ids)));
+  }
+  return (std::filesystem::path(folder) / (id + ".json")).string();
+}
+
+// schema_version, id and name, common to profiles and presets.
+std::string read_header(ObjectReader& r, const std::string& id) {
+  const std::int64_t version = r.required<std::int64_t>("schema_version", IntRule::any());
+  if (version != kSchemaVersion) {
+    throw r.error_at("schema_version", fmt::format("unsupported schema_version {}; this dtsim reads {}",
+                                                   version, kSchemaVersion));
+  }
+  const std::string file_id = r.required<std::string>("id");
+  if (file_id != id) throw r.mismatch("id", fmt::format("{} (the file name)", describe_value(json(id))));
+  return r.required<std::string>("name");
+}
+
+// The provenance rule: every top-level key other than these has a source, and sources name no other key.
+void check_sources(ObjectReader& r) {
+  static constexpr std::array<std::string_view, 4> kUnsourced = {"schema_version", "id", "name", "sources"};
+  ObjectReader sources = r.child("sources");
+  for (const auto& item : r.value().items()) {
+    if (std::find(kUnsourced.begin(), kUnsourced.end(), item.key()) != kUnsourced.end()) continue;
+    if (!sources.has(item.key())) {
+      throw sources.error_at(item.key(),
+                             fmt::format("missing source for '{}'; expected a non-empty string saying "
+                                         "where the value comes from",
+                                         item.key()));
+    }
+    sources.required<std::string>(item.key());
+  }
+  sources.finish();
+}
+
+enum class ModelKind { transformer };
+constexpr std::array<Choice<ModelKind>, 1> kModelKinds = {{{"transformer", ModelKind::transformer}}};
+
+}  // namespace
+
+std::vector<std::string> list_ids(const std::string& folder) {
+  std::vector<std::string> ids;
+  std::error_code ec;
+  std::filesystem::directory_iterator it(folder, ec);
+  if (ec) return ids;
+  for (const auto& entry : it) {
+    const std::filesystem::path& p = entry.path();
+    std::error_code type_ec;
+    if (p.extension() == ".json" && entry.is_regular_file(type_ec)) ids.push_back(p.stem().string());
+  }
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
+GpuProfile load_gpu_profile(const std::string& hardware_profiles, const std::string& id,
+                            const IdLocation& where) {
+  const std::string folder = (std::filesystem::path(hardware_profiles) / "gpus").string();
+  const std::string path = resolve(folder, id, "GPU profiles", where);
+  const json doc = read_json_file(path);
+  ObjectReader r(doc, path, "");
+  r.expect_keys({"schema_version", "id", "name", "sources", "peak_tflops", "hbm_bytes",
+                 "hbm_bandwidth_gbytes_per_s", "memory_efficiency", "sm_count", "gemm",
+                 "attention_efficiency", "kernel_launch_us", "overlap_slowdown"});
+  GpuProfile gpu;
+  gpu.id = id;
+  gpu.name = read_header(r, id);
+
+  ObjectReader peaks = r.child("peak_tflops");
+  peaks.expect_keys({"fp32", "tf32", "fp16", "bf16", "fp8"});
+  constexpr std::array<Precision, kPrecisionCount> kAll = {Precision::fp32, Precision::tf32, Precision::fp16,
+                                                           Precision::bf16, Precision::fp8};
+  bool any_peak = false;
+  for (Precision p : kAll) {
+    auto& slot = gpu.peak_tflops[static_cast<std::size_t>(p)];
+    slot = peaks.maybe<double>(to_string(p), NumberRule::positive());
+    any_peak = any_peak || slot.has_value();
+  }
+  if (!any_peak) {
+    throw peaks.error_here(
+        fmt::format("got {}; expected a peak for at least one of fp32, tf32, fp16, bf16, fp8",
+                    describe_value(peaks.value())));
+  }
+  peaks.finish();
+
+  gpu.hbm_bytes = r.required<double>("hbm_bytes", NumberRule::positive());
+  gpu.hbm_bandwidth_gbytes_per_s = r.required<double>("hbm_bandwidth_gbytes_per_s", NumberRule::positive());
+  gpu.memory_efficiency = r.required<double>("memory_efficiency", NumberRule::fraction());
+  gpu.sm_count = r.required<int>("sm_count", IntRule::positive());
+
+  ObjectReader gemm = r.child("gemm");
+  gemm.expect_keys({"max_efficiency", "tile_m", "tile_n", "k_half"});
+  gpu.gemm.max_efficiency = gemm.required<double>("max_efficiency", NumberRule::fraction());
+  gpu.gemm.tile_m = gemm.required<int>("tile_m", IntRule::positive());
+  gpu.gemm.tile_n = gemm.required<int>("tile_n", IntRule::positive());
+  gpu.gemm.k_half = gemm.required<double>("k_half", NumberRule::positive());
+  gemm.finish();
+
+  gpu.attention_efficiency = r.required<double>("attention_efficiency", NumberRule::fraction());
+  gpu.kernel_launch_us = r.required<double>("kernel_launch_us", NumberRule::positive());
+  gpu.overlap_slowdown = r.required<double>("overlap_slowdown", NumberRule::at_least(1.0));
+  check_sources(r);
+  r.finish();
+  return gpu;
+}
+
+NodeProfile load_node_profile(const std::string& hardware_profiles, const std::string& id,
+                              const IdLocation& where) {
+  const std::string folder = (std::filesystem::path(hardware_profiles) / "nodes").string();
+  const std::string path = resolve(folder, id, "node profiles", where);
+  const json doc = read_json_file(path);
+  ObjectReader r(doc, path, "");
+  r.expect_keys({"schema_version", "id", "name", "sources", "gpu", "gpus_per_node", "intra_node", "network",
+                 "host_memory_bytes"});
+  NodeProfile node;
+  node.id = id;
+  node.name = read_header(r, id);
+  node.gpu = r.required<std::string>("gpu");
+  node.gpus_per_node = r.required<int>("gpus_per_node", IntRule::positive());
+
+  ObjectReader intra = r.child("intra_node");
+  intra.expect_keys({"kind", "gbytes_per_s", "efficiency", "latency_us"});
+  node.intra_kind = intra.enum_value<IntraNodeKind>(
+      "kind", named_choices(std::array{IntraNodeKind::nvswitch, IntraNodeKind::nvlink, IntraNodeKind::pcie}));
+  node.intra_gbytes_per_s = intra.required<double>("gbytes_per_s", NumberRule::positive());
+  node.intra_efficiency = intra.required<double>("efficiency", NumberRule::fraction());
+  node.intra_latency_us = intra.required<double>("latency_us", NumberRule::positive());
+  intra.finish();
+
+  ObjectReader network = r.child("network");
+  network.expect_keys({"fabric", "nic_gbps", "nics_per_node"});
+  node.fabric = network.required<std::string>("fabric");
+  node.nic_gbps = network.required<double>("nic_gbps", NumberRule::positive());
+  node.nics_per_node = network.required<int>("nics_per_node", IntRule::positive());
+  network.finish();
+
+  node.host_memory_bytes = r.required<double>("host_memory_bytes", NumberRule::positive());
+  check_sources(r);
+  r.finish();
+  return node;
+}
+
+FabricProfile load_fabric_profile(const std::string& hardware_profiles, const std::string& id,
+                                  const IdLocation& where) {
+  const std::string folder = (std::filesystem::path(hardware_profiles) / "fabrics").string();
+  const std::string path = resolve(folder, id, "fabric profiles", where);
+  const json doc = read_json_file(path);
+  ObjectReader r(doc, path, "");
+  r.expect_keys({"schema_version", "id", "name", "sources", "efficiency", "latency_us",
+                 "per_message_overhead_us", "per_flow_gbps"});
+  FabricProfile fabric;
+  fabric.id = id;
+  fabric.name = read_header(r, id);
+  fabric.efficiency = r.required<double>("efficiency", NumberRule::fraction());
+  fabric.latency_us = r.required<double>("latency_us", NumberRule::positive());
+  fabric.per_message_overhead_us = r.required<double>("per_message_overhead_us", NumberRule::positive());
+  fabric.per_flow_gbps = r.maybe<double>("per_flow_gbps", NumberRule::positive());
+  check_sources(r);
+  r.finish();
+  return fabric;
+}
+
+TransformerSpec load_model_preset(const std::string& model_presets, const std::string& id,
+                                  const IdLocation& where) {
+  const std::string path = resolve(model_presets, id, "model presets", where);
+  const json doc = read_json_file(path);
+  ObjectReader r(doc, path, "");
+  r.expect_keys({"schema_version", "id", "name", "source", "model"});
+  read_header(r, id);
+  r.required<std::string>("source");
+  ObjectReader model = r.child("model");
+  TransformerSpec spec = read_transformer(model, std::nullopt);
+  r.finish();
+  spec.preset = id;
+  return spec;
+}
+
+TransformerSpec read_transformer(ObjectReader& model, const std::optional<TransformerSpec>& base) {
+  model.expect_keys({"kind", "layers", "hidden_size", "heads", "kv_heads", "ffn_hidden_size", "vocab_size",
+                     "seq_length", "mlp", "attention", "tied_embeddings"});
+  const IntRule positive = IntRule::positive();
+  TransformerSpec spec;
+  if (base) {
+    spec = *base;
+    model.optional_enum<ModelKind>("kind", ModelKind::transformer, kModelKinds);
+    spec.layers = model.optional<std::int64_t>("layers", base->layers, positive);
+    spec.hidden_size = model.optional<std::int64_t>("hidden_size", base->hidden_size, positive);
+    spec.heads = model.optional<std::int64_t>("heads", base->heads, positive);
+    spec.kv_heads = model.optional<std::int64_t>("kv_heads", base->kv_heads, positive);
+    spec.ffn_hidden_size = model.optional<std::int64_t>("ffn_hidden_size", base->ffn_hidden_size, positive);
+    spec.vocab_size = model.optional<std::int64_t>("vocab_size", base->vocab_size, positive);
+    spec.seq_length = model.optional<std::int64_t>("seq_length", base->seq_length, positive);
+  } else {
+    model.enum_value<ModelKind>("kind", kModelKinds);
+    spec.layers = model.required<std::int64_t>("layers", positive);
+    spec.hidden_size = model.required<std::int64_t>("hidden_size", positive);
+    spec.heads = model.required<std::int64_t>("heads", positive);
+    spec.kv_heads = model.optional<std::int64_t>("kv_heads", spec.heads, positive);
+    // 4 * hidden_size cannot overflow: hidden_size is read as a positive int64 and checked below.
+    if (spec.hidden_size > std::numeric_limits<std::int64_t>::max() / 4) {
+      throw model.mismatch("hidden_size",
+                           fmt::format("an integer <= {}", std::numeric_limits<std::int64_t>::max() / 4));
+    }
+    spec.ffn_hidden_size = model.optional<std::int64_t>("ffn_hidden_size", 4 * spec.hidden_size, positive);
+    spec.vocab_size = model.required<std::int64_t>("vocab_size", positive);
+    spec.seq_length = model.required<std::int64_t>("seq_length", positive);
+  }
+  spec.mlp = model.optional_enum<MlpKind>("mlp", spec.mlp,
+                                          named_choices(std::array{MlpKind::gelu, MlpKind::swiglu}));
+  spec.attention = model.optional_enum<AttentionKind>(
+      "attention", spec.attention, named_choices(std::array{AttentionKind::standard, AttentionKind::flash}));
+  spec.tied_embeddings = model.optional<bool>("tied_embeddings", spec.tied_embeddings);
+
+  if (spec.heads % spec.kv_heads != 0) {
+    // Report where the user wrote the offending number: kv_heads if given here, else heads.
+    if (model.has("kv_heads") || !model.has("heads")) {
+      throw model.mismatch("kv_heads", fmt::format("a divisor of heads ({})", spec.heads));
+    }
+    throw model.mismatch("heads", fmt::format("a multiple of kv_heads ({})", spec.kv_heads));
+  }
+  model.finish();
+  return spec;
+}
+
+}  // namespace dtsim::config

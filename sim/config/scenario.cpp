@@ -1,0 +1,111 @@
+// Spellings of the scenario and profile enumerations: the names used in the JSON files (scenario v1,
+// hardware_profiles/README.md) and in every report.
+#include "config/scenario.hpp"
+
+#include "core/errors.hpp"
+
+namespace dtsim::config {
+
+const char* to_string(Precision p) {
+  switch (p) {
+    case Precision::fp32:
+      return "fp32";
+    case Precision::tf32:
+      return "tf32";
+    case Precision::fp16:
+      return "fp16";
+    case Precision::bf16:
+      return "bf16";
+    case Precision::fp8:
+      return "fp8";
+  }
+  throw core::InternalError("to_string: invalid Precision value");
+}
+
+const char* to_string(MlpKind m) {
+  switch (m) {
+    case MlpKind::gelu:
+      return "gelu";
+    case MlpKind::swiglu:
+      return "swiglu";
+  }
+  throw core::InternalError("to_string: invalid MlpKind value");
+}
+
+const char* to_string(AttentionKind a) {
+  switch (a) {
+    case AttentionKind::standard:
+      return "standard";
+    case AttentionKind::flash:
+      return "flash";
+  }
+  throw core::InternalError("to_string: invalid AttentionKind value");
+}
+
+const char* to_string(Schedule s) {
+  switch (s) {
+    case Schedule::one_f_one_b:
+      return "1f1b";
+    case Schedule::gpipe:
+      return "gpipe";
+    case Schedule::interleaved:
+      return "interleaved";
+  }
+  throw core::InternalError("to_string: invalid Schedule value");
+}
+
+const char* to_string(Recompute r) {
+  switch (r) {
+    case Recompute::none:
+      return "none";
+    case Recompute::selective:
+      return "selective";
+    case Recompute::full:
+      return "full";
+  }
+  throw core::InternalError("to_string: invalid Recompute value");
+}
+
+const char* to_string(NetworkFidelity n) {
+  switch (n) {
+    case NetworkFidelity::analytic:
+      return "analytic";
+    case NetworkFidelity::flow:
+      return "flow";
+    case NetworkFidelity::packet:
+      return "packet";
+  }
+  throw core::InternalError("to_string: invalid NetworkFidelity value");
+}
+
+const char* to_string(RankMode r) {
+  switch (r) {
+    case RankMode::symmetric:
+      return "symmetric";
+    case RankMode::all:
+      return "all";
+  }
+  throw core::InternalError("to_string: invalid RankMode value");
+}
+
+const char* to_string(TopologyKind t) {
+  switch (t) {
+    case TopologyKind::fat_tree:
+      return "fat-tree";
+  }
+  throw core::InternalError("to_string: invalid TopologyKind value");
+}
+
+const char* to_string(IntraNodeKind k) {
+  switch (k) {
+    case IntraNodeKind::nvswitch:
+      return "nvswitch";
+    case IntraNodeKind::nvlink:
+      return "nvlink";
+    case IntraNodeKind::pcie:
+      return "pcie";
+  }
+  throw core::InternalError("to_string: invalid IntraNodeKind value");
+}
+
+}  // namespace dtsim::config

@@ -1,0 +1,250 @@
+#include "config/scenario_loader.hpp"
+
+#include <array>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <iterator>
+#include <sstream>
+#include <system_error>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "config/json_reader.hpp"
+#include "config/profile_loader.hpp"
+
+namespace dtsim::config {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr std::int64_t kSchemaVersion = 1;
+constexpr double kBytesPerMb = 1e6;
+
+DataPaths data_paths_under(const std::filesystem::path& root) {
+  return DataPaths{(root / "hardware_profiles").string(), (root / "models" / "presets").string()};
+}
+
+std::string profile_path(const DataPaths& data, const char* kind, const std::string& id) {
+  return (std::filesystem::path(data.hardware_profiles) / kind / (id + ".json")).string();
+}
+
+// a * b, or std::nullopt on overflow.
+std::optional<std::int64_t> checked_mul(std::int64_t a, std::int64_t b) {
+  std::int64_t product = 0;
+  if (__builtin_mul_overflow(a, b, &product)) return std::nullopt;
+  return product;
+}
+
+TransformerSpec read_model(ObjectReader& top, const DataPaths& data) {
+  ObjectReader model = top.child("model");
+  if (model.find("preset") == nullptr) return read_transformer(model, std::nullopt);
+  const std::string id = model.required<std::string>("preset");
+  const TransformerSpec preset = load_model_preset(
+      data.model_presets, id, IdLocation{model.file(), pointer_append(model.pointer(), "preset")});
+  TransformerSpec spec = read_transformer(model, preset);
+  spec.preset = id;
+  return spec;
+}
+
+// Reads "cluster" and resolves the node, GPU and fabric profiles into `scenario`.
+void read_cluster(ObjectReader& top, const DataPaths& data, Scenario& scenario) {
+  ObjectReader cluster = top.child("cluster");
+  cluster.expect_keys({"node", "nodes", "network"});
+  ClusterSpec& spec = scenario.cluster;
+  spec.node_id = cluster.required<std::string>("node");
+  scenario.node = load_node_profile(data.hardware_profiles, spec.node_id,
+                                    IdLocation{cluster.file(), pointer_append(cluster.pointer(), "node")});
+  spec.nodes = cluster.required<std::int64_t>("nodes", IntRule::positive());
+  if (!checked_mul(spec.nodes, scenario.node.gpus_per_node)) {
+    throw cluster.mismatch("nodes", "a node count whose GPU total fits in a 64-bit integer");
+  }
+
+  const json empty = json::object();
+  const json* network_json = cluster.find("network");
+  ObjectReader network(network_json != nullptr ? *network_json : empty, cluster.file(),
+                       pointer_append(cluster.pointer(), "network"));
+  network.expect_keys({"fabric", "nic_gbps", "nics_per_node", "topology"});
+  IdLocation fabric_at{profile_path(data, "nodes", spec.node_id), "/network/fabric"};
+  if (network.has("fabric"))
+    fabric_at = IdLocation{network.file(), pointer_append(network.pointer(), "fabric")};
+  spec.network.fabric = network.optional<std::string>("fabric", scenario.node.fabric);
+  spec.network.nic_gbps =
+      network.optional<double>("nic_gbps", scenario.node.nic_gbps, NumberRule::positive());
+  spec.network.nics_per_node =
+      network.optional<int>("nics_per_node", scenario.node.nics_per_node, IntRule::positive());
+  const json* topology_json = network.find("topology");
+  ObjectReader topology(topology_json != nullptr ? *topology_json : empty, network.file(),
+                        pointer_append(network.pointer(), "topology"));
+  topology.expect_keys({"kind", "oversubscription"});
+  spec.network.topology = topology.optional_enum<TopologyKind>(
+      "kind", TopologyKind::fat_tree, named_choices(std::array{TopologyKind::fat_tree}));
+  spec.network.oversubscription =
+      topology.optional<double>("oversubscription", 1.0, NumberRule::at_least(1.0));
+  topology.finish();
+  network.finish();
+  cluster.finish();
+
+  scenario.gpu = load_gpu_profile(data.hardware_profiles, scenario.node.gpu,
+                                  IdLocation{profile_path(data, "nodes", spec.node_id), "/gpu"});
+  scenario.fabric = load_fabric_profile(data.hardware_profiles, spec.network.fabric, fabric_at);
+}
+
+// Reads "parallelism" (every key optional) and checks the degrees against the GPU count.
+ParallelismSpec read_parallelism(ObjectReader& top, const Scenario& scenario) {
+  const json empty = json::object();
+  const json* found = top.find("parallelism");
+  ObjectReader r(found != nullptr ? *found : empty, top.file(), pointer_append(top.pointer(), "parallelism"));
+  r.expect_keys({"data", "tensor", "pipeline", "virtual_stages", "sequence_parallel", "context", "expert",
+                 "zero_stage", "distributed_optimizer", "schedule"});
+  const IntRule positive = IntRule::positive();
+  ParallelismSpec p;
+  const std::optional<std::int64_t> data = r.maybe<std::int64_t>("data", positive);
+  p.tensor = r.optional<std::int64_t>("tensor", 1, positive);
+  p.pipeline = r.optional<std::int64_t>("pipeline", 1, positive);
+  p.virtual_stages = r.optional<std::int64_t>("virtual_stages", 1, positive);
+  p.sequence_parallel = r.optional<bool>("sequence_parallel", false);
+  p.context = r.optional<std::int64_t>("context", 1, positive);
+  p.expert = r.optional<std::int64_t>("expert", 1, positive);
+  p.zero_stage = r.optional<int>("zero_stage", 0, IntRule::between(0, 3));
+  p.distributed_optimizer = r.optional<bool>("distributed_optimizer", false);
+  p.schedule = r.optional_enum<Schedule>(
+      "schedule", Schedule::one_f_one_b,
+      named_choices(std::array{Schedule::one_f_one_b, Schedule::gpipe, Schedule::interleaved}));
+  r.finish();
+
+  if (p.schedule == Schedule::interleaved && p.virtual_stages < 2) {
+    throw r.error_at("schedule",
+                     fmt::format("got \"interleaved\"; the interleaved schedule needs virtual_stages >= 2, "
+                                 "but virtual_stages is {}",
+                                 p.virtual_stages));
+  }
+  if (p.schedule == Schedule::interleaved && p.pipeline < 2) {
+    throw r.error_at("schedule",
+                     fmt::format("got \"interleaved\"; the interleaved schedule needs pipeline >= 2, "
+                                 "but pipeline is {}",
+                                 p.pipeline));
+  }
+  if (p.virtual_stages > 1 && p.schedule != Schedule::interleaved) {
+    throw r.error_at("virtual_stages",
+                     fmt::format("got {}; virtual_stages > 1 needs \"schedule\": \"interleaved\", "
+                                 "but schedule is \"{}\"",
+                                 p.virtual_stages, to_string(p.schedule)));
+  }
+  if (p.expert != 1) {
+    throw r.error_at(
+        "expert",
+        fmt::format("got {}; expected 1: expert parallelism needs a mixture-of-experts model, "
+                    "and {} is a dense transformer",
+                    p.expert, scenario.model.preset.empty() ? "this model" : scenario.model.preset));
+  }
+
+  const std::int64_t gpus = scenario.gpu_count();
+  const std::string gpu_text =
+      fmt::format("{} GPUs ({} nodes x {} GPUs per {} node)", gpus, scenario.cluster.nodes,
+                  scenario.node.gpus_per_node, scenario.node.id);
+  std::optional<std::int64_t> tpc = checked_mul(p.tensor, p.pipeline);
+  if (tpc) tpc = checked_mul(*tpc, p.context);
+  if (!data) {
+    if (!tpc || gpus % *tpc != 0) {
+      throw r.error_here(fmt::format(
+          "tensor * pipeline * context = {} * {} * {}{} does not divide the {}, so data "
+          "cannot be derived; expected degrees whose product is {}",
+          p.tensor, p.pipeline, p.context, tpc ? fmt::format(" = {}", *tpc) : "", gpu_text, gpus));
+    }
+    p.data = gpus / *tpc;
+  } else {
+    p.data = *data;
+    const std::optional<std::int64_t> product = tpc ? checked_mul(*tpc, p.data) : std::nullopt;
+    if (product != gpus) {
+      throw r.error_here(fmt::format(
+          "data * tensor * pipeline * context = {} * {} * {} * {}{}; expected the {}", p.data, p.tensor,
+          p.pipeline, p.context, product ? fmt::format(" = {}", *product) : " (overflows)", gpu_text));
+    }
+  }
+  return p;
+}
+
+TrainingSpec read_training(ObjectReader& top) {
+  ObjectReader r = top.child("training");
+  r.expect_keys({"global_batch_size", "micro_batch_size", "precision", "activation_recompute",
+                 "overlap_grad_reduce", "bucket_mb"});
+  TrainingSpec t;
+  t.global_batch_size = r.required<std::int64_t>("global_batch_size", IntRule::positive());
+  t.micro_batch_size = r.optional<std::int64_t>("micro_batch_size", 1, IntRule::positive());
+  t.precision =
+      r.optional_enum<Precision>("precision", Precision::bf16,
+                                 named_choices(std::array{Precision::bf16, Precision::fp16, Precision::fp32,
+                                                          Precision::tf32, Precision::fp8}));
+  t.activation_recompute = r.optional_enum<Recompute>(
+      "activation_recompute", Recompute::none,
+      named_choices(std::array{Recompute::none, Recompute::selective, Recompute::full}));
+  t.overlap_grad_reduce = r.optional<bool>("overlap_grad_reduce", true);
+  t.bucket_bytes = r.optional<double>("bucket_mb", 40.0, NumberRule::positive()) * kBytesPerMb;
+  r.finish();
+  return t;
+}
+
+SimulationSpec read_simulation(ObjectReader& top) {
+  const json empty = json::object();
+  const json* found = top.find("simulation");
+  ObjectReader r(found != nullptr ? *found : empty, top.file(), pointer_append(top.pointer(), "simulation"));
+  r.expect_keys({"network", "ranks", "seed"});
+  SimulationSpec s;
+  s.network = r.optional_enum<NetworkFidelity>(
+      "network", NetworkFidelity::analytic,
+      named_choices(std::array{NetworkFidelity::analytic, NetworkFidelity::flow, NetworkFidelity::packet}));
+  s.ranks = r.optional_enum<RankMode>("ranks", RankMode::symmetric,
+                                      named_choices(std::array{RankMode::symmetric, RankMode::all}));
+  s.seed = static_cast<std::uint64_t>(r.optional<std::int64_t>("seed", 1, IntRule::non_negative()));
+  r.finish();
+  return s;
+}
+
+}  // namespace
+
+DataPaths default_data_paths() {
+  if (const char* dir = std::getenv("DTSIM_DATA_DIR"); dir != nullptr && *dir != '\0')
+    return data_paths_under(dir);
+  const std::filesystem::path installed(DTSIM_INSTALLED_DATA_DIR);
+  std::error_code ec;
+  if (std::filesystem::is_directory(installed / "hardware_profiles", ec)) return data_paths_under(installed);
+  return data_paths_under(DTSIM_SOURCE_DATA_DIR);
+}
+
+Scenario load_scenario(const std::string& path, const DataPaths& data) {
+  if (path == "-") {
+    std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+    return load_scenario_text(text, path, data);
+  }
+  return load_scenario_text(read_text_file(path), path, data);
+}
+
+Scenario load_scenario_text(const std::string& text, const std::string& source_name, const DataPaths& data) {
+  const json doc = parse_json_text(text, source_name);
+  ObjectReader top(doc, source_name, "");
+
+  // The version decides how to read everything else, so it comes first.
+  if (!top.has("schema_version")) throw top.mismatch("schema_version", "1");
+  const std::int64_t version = top.required<std::int64_t>("schema_version", IntRule::any());
+  if (version != kSchemaVersion) {
+    throw top.error_at("schema_version", fmt::format("unsupported schema_version {}; this dtsim reads {}",
+                                                     version, kSchemaVersion));
+  }
+  top.expect_keys({"schema_version", "name", "model", "cluster", "parallelism", "training", "simulation"});
+
+  Scenario scenario;
+  scenario.source = source_name;
+  scenario.name = top.required<std::string>("name");
+  scenario.model = read_model(top, data);
+  read_cluster(top, data, scenario);
+  scenario.parallelism = read_parallelism(top, scenario);
+  scenario.training = read_training(top);
+  scenario.simulation = read_simulation(top);
+  top.finish();
+  return scenario;
+}
+
+}  // namespace dtsim::config

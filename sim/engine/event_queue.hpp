@@ -4,6 +4,7 @@
 // it has grown).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -23,7 +24,9 @@ class EventQueue {
   bool empty() const { return heap_.empty(); }
   std::size_t size() const { return heap_.size(); }
   void push(core::TimeNs time, std::uint32_t payload);
+  // Removes and returns the earliest event; InternalError when empty.
   Event pop();
+  // The earliest event; the queue must not be empty.
   const Event& top() const { return heap_.front(); }
   void clear() {
     heap_.clear();

@@ -1,12 +1,26 @@
-// simulate(): replays a finalized task graph. Discrete events on an integer-nanosecond clock; a task
-// starts when it is at the head of its stream and its dependencies are done; its duration comes from
-// the compute model (compute ops) or the network model (communication ops), memoized per op. A compute
-// task that starts while a communication stream of the same rank is busy runs `overlap_slowdown` times
-// longer (shared SMs and HBM; GPU profile factor).
+// simulate(): replays a finalized task graph. Discrete events on an integer-nanosecond clock, one
+// event per task completion, ordered by (time, sequence). A task starts when it is at the head of its
+// stream and its dependencies are done, and ends at start + duration; its duration comes from the
+// compute model (compute ops) or the network model (communication ops), memoized per op (each op is
+// costed once, at its first use). Zero durations are allowed.
 //
-// The engine accumulates, per simulated rank, the time spent in each state: computing (by category),
-// communicating with compute idle (exposed communication, by category), or idle. No globals: one call
-// owns all of its state, so simulations may run concurrently on different threads.
+// Same-instant rule: all completions at one instant are processed before the starts they allow; then
+// tasks on communication streams start before tasks on compute streams (each group in the order the
+// streams became ready; initially by stream id). This makes overlap independent of the order in which
+// simultaneous completions are popped.
+//
+// Overlap slowdown: a ComputeOp on a compute stream that starts while a task on a non-compute stream of
+// the same rank is running and ends later than that instant runs round(duration * overlap_slowdown)
+// (shared SMs and HBM; GPU profile factor). It is decided at start and not revised afterwards.
+//
+// The engine accumulates, per simulated rank, the time spent in each state over [0, makespan]: a
+// compute-kind stream busy -> busy_ns[category of its task]; else a communication stream busy ->
+// exposed_ns[category of its task]; else idle. When several streams qualify, the lowest stream id
+// decides. The parts of every rank sum exactly to the makespan.
+//
+// Throws InternalError when the graph is not finalized or when tasks remain that can never start
+// ("deadlock: N tasks never ran, e.g. <task>"); TaskGraph::validate() finds the latter beforehand.
+// No globals: one call owns all of its state, so simulations may run concurrently on different threads.
 #pragma once
 
 #include <array>
@@ -40,8 +54,8 @@ struct EngineOptions {
 
 struct EngineResult {
   core::TimeNs makespan = 0;
-  std::uint64_t events = 0;
-  std::vector<RankTime> ranks;
+  std::uint64_t events = 0;   // completions processed: one per task
+  std::vector<RankTime> ranks;  // indexed by rank id
   std::vector<Span> spans;  // only with record_spans, in order of completion
 };
 

@@ -25,7 +25,12 @@ struct GemmShape {
 
 struct ComputeOp {
   ComputeClass cls = ComputeClass::memory;
-  double flops = 0.0;  // floating-point operations executed (hardware FLOPs)
+  // FLOPs as counted (the Megatron convention: attention counted over the full score matrix); these
+  // feed model and hardware FLOP rates.
+  double flops = 0.0;
+  // Fraction of the counted FLOPs the kernel actually executes (a causal fused-attention kernel skips
+  // the masked half; its backward recomputes the scores): scales the time, not the count.
+  double executed_fraction = 1.0;
   double bytes = 0.0;  // bytes read and written in HBM
   GemmShape gemm;      // meaningful for gemm and attention
   int kernels = 1;     // kernel launches it takes

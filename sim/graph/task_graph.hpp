@@ -5,11 +5,12 @@
 //
 // Built once by parallel::lower(), then finalize()d (successor lists in CSR form) and validate()d
 // (every dependency points between existing tasks and no cycle exists through dependencies and stream
-// order together).
+// order together). A dependency may name a task that is added later; ids are checked by finalize().
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -22,7 +23,14 @@ using OpId = std::uint32_t;
 using StreamId = std::uint32_t;
 using RankId = std::uint32_t;
 
-enum class StreamKind : std::uint8_t { compute, tensor_comm, data_comm, pipeline_send, pipeline_recv, context_comm };
+enum class StreamKind : std::uint8_t {
+  compute,
+  tensor_comm,
+  context_comm,
+  data_comm,      // gradient reductions
+  param_gather,   // parameter all-gathers (ZeRO-3 / FSDP prefetch, distributed optimizer)
+  pipeline_send,
+};
 inline constexpr int kStreamKindCount = 6;
 
 // What the time of a task is accounted as, in the iteration breakdown.
@@ -58,27 +66,37 @@ class TaskGraph {
  public:
   explicit TaskGraph(std::uint32_t ranks) : ranks_(ranks) {}
 
+  // Ids are dense and assigned in call order, starting at 0. Every add_* after finalize() throws
+  // InternalError.
   OpId add_op(Op op);
   StreamId add_stream(RankId rank, StreamKind kind);
   std::uint32_t add_label(std::string label);
-  // Appends the task to its stream's program order.
+  // Appends the task to its stream's program order; throws InternalError if the stream does not exist.
   TaskId add_task(const Task& task);
+  // `after` cannot start before `before` has finished. Duplicates are kept (each counts once more).
   void add_dependency(TaskId before, TaskId after);
 
-  // Builds successor lists and predecessor counts; call once after the last add_*.
+  // Builds successor lists and predecessor counts; call once after the last add_*. Throws
+  // InternalError on a dependency naming a task that does not exist.
   void finalize();
-  // Throws InternalError on a dangling reference or a deadlock (cycle through dependencies and
-  // stream order).
+  // Throws InternalError on a dangling reference (op, label, rank of a stream) or a deadlock: a Kahn
+  // topological pass over dependencies plus stream order (consecutive tasks of one stream) that
+  // cannot visit every task; the message names the tasks of one cycle. Requires finalize().
   void validate() const;
+
+  // The task's label for messages ("#<id>" when it has none), with its stream and rank.
+  std::string task_name(TaskId task) const;
 
   std::uint32_t ranks() const { return ranks_; }
   const std::vector<Op>& ops() const { return ops_; }
   const std::vector<Stream>& streams() const { return streams_; }
   const std::vector<Task>& tasks() const { return tasks_; }
   const std::vector<std::string>& labels() const { return labels_; }
-  // Successors of task t: successors()[succ_begin()[t] .. succ_begin()[t+1]).
+  // Successors of task t: successors()[succ_begin()[t] .. succ_begin()[t+1]), in the order the
+  // dependencies were added. Only after finalize().
   const std::vector<std::uint32_t>& succ_begin() const { return succ_begin_; }
   const std::vector<TaskId>& successors() const { return successors_; }
+  // Number of dependencies into each task (stream order not included). Only after finalize().
   const std::vector<std::uint32_t>& predecessor_counts() const { return pred_count_; }
   bool finalized() const { return finalized_; }
 

@@ -1,0 +1,20 @@
+#include "network/analytic_model.hpp"
+
+namespace dtsim::network {
+
+PathParams path_params(const config::Scenario& scenario) {
+  const auto& node = scenario.node;
+  const auto& fabric = scenario.fabric;
+  const auto& net = scenario.cluster.network;
+  PathParams p;
+  p.intra_bytes_per_s = node.intra_gbytes_per_s * core::kGiga * node.intra_efficiency;
+  p.intra_latency_s = node.intra_latency_us * 1e-6;
+  // All inter-node traffic is taken to cross the oversubscribed tier (worst case of a fat-tree).
+  p.node_inter_bytes_per_s = core::gbps_to_bytes_per_s(net.nic_gbps) * net.nics_per_node * fabric.efficiency /
+                             net.oversubscription;
+  p.inter_latency_s = (fabric.latency_us + fabric.per_message_overhead_us) * 1e-6;
+  if (fabric.per_flow_gbps) p.per_flow_bytes_per_s = core::gbps_to_bytes_per_s(*fabric.per_flow_gbps);
+  return p;
+}
+
+}  // namespace dtsim::network

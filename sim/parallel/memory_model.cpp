@@ -1,0 +1,124 @@
+#include "parallel/memory_model.hpp"
+
+#include <algorithm>
+
+#include "core/units.hpp"
+#include "models/transformer/transformer.hpp"
+#include "parallel/feasibility.hpp"
+
+namespace dtsim::parallel {
+
+namespace {
+
+struct StateBytes {
+  double weights = 2;
+  double gradients = 4;
+  double optimizer = 12;
+};
+
+StateBytes state_bytes(config::Precision p) {
+  switch (p) {
+    case config::Precision::fp32:
+    case config::Precision::tf32:
+      return {4, 4, 8};
+    case config::Precision::fp16:
+      return {2, 2, 12};
+    case config::Precision::bf16:
+    case config::Precision::fp8:
+      return {2, 4, 12};
+  }
+  return {};
+}
+
+double in_flight_layers(const config::Scenario& s, std::int64_t stage) {
+  const auto& par = s.parallelism;
+  const double p = static_cast<double>(par.pipeline);
+  const double layers_per_stage = static_cast<double>(s.model.layers) / p;
+  const double m = static_cast<double>(micro_batches(s));
+  switch (par.schedule) {
+    case config::Schedule::gpipe:
+      return layers_per_stage * m;
+    case config::Schedule::one_f_one_b:
+      return layers_per_stage * std::min(m, p - static_cast<double>(stage));
+    case config::Schedule::interleaved: {
+      const double v = static_cast<double>(par.virtual_stages);
+      const double factor = stage == 0 ? 1 + (p - 1) / (p * v) : 1.0;
+      return layers_per_stage * std::min(m, p - static_cast<double>(stage)) * factor;
+    }
+  }
+  return layers_per_stage;
+}
+
+MemoryEstimate stage_memory(const config::Scenario& s, std::int64_t stage) {
+  const auto& par = s.parallelism;
+  const auto& model = s.model;
+  const double t = static_cast<double>(par.tensor);
+  const double d = static_cast<double>(par.data) * static_cast<double>(par.context);
+  const bool first = stage == 0;
+  const bool last = stage == par.pipeline - 1;
+  double params = static_cast<double>(model.layers) / static_cast<double>(par.pipeline) *
+                  models::parameters_per_layer(model);
+  if (first) params += models::embedding_parameters(model);
+  if (last) params += models::head_parameters(model);
+  params /= t;
+
+  const StateBytes b = state_bytes(s.training.precision);
+  const bool shard_optimizer = par.distributed_optimizer || par.zero_stage >= 1;
+  MemoryEstimate e;
+  e.weights_bytes = params * b.weights / (par.zero_stage >= 3 ? d : 1.0);
+  e.gradients_bytes = params * b.gradients / (par.zero_stage >= 2 ? d : 1.0);
+  e.optimizer_bytes = params * b.optimizer / (shard_optimizer ? d : 1.0);
+  if (par.zero_stage >= 3) e.weights_bytes += 2 * models::parameters_per_layer(model) / t * b.weights;
+
+  e.activations_bytes = layer_activation_bytes(s) * in_flight_layers(s, stage);
+  const double a = models::activation_bytes_per_element(s.training.precision);
+  const double tokens = static_cast<double>(s.training.micro_batch_size * model.seq_length) /
+                        static_cast<double>(par.context);
+  if (first) e.activations_bytes += tokens * static_cast<double>(model.hidden_size) * (a + 1);  // embedding out + mask
+
+  e.buffers_bytes = 2 * s.training.bucket_bytes + core::kGiB;
+  if (last) e.buffers_bytes += tokens * static_cast<double>(model.vocab_size) / t * 4;  // FP32 logits
+  return e;
+}
+
+}  // namespace
+
+double layer_activation_bytes(const config::Scenario& s) {
+  const auto& m = s.model;
+  const auto& par = s.parallelism;
+  const double scale = models::activation_bytes_per_element(s.training.precision) / 2;
+  const double t = static_cast<double>(par.tensor);
+  const double sb = static_cast<double>(m.seq_length) / static_cast<double>(par.context) *
+                    static_cast<double>(s.training.micro_batch_size);
+  const double h = static_cast<double>(m.hidden_size);
+  const double head_dim = h / static_cast<double>(m.heads);
+  const double kv = static_cast<double>(m.kv_heads);
+  const double f = static_cast<double>(m.ffn_hidden_size);
+  const bool sp = par.sequence_parallel && par.tensor > 1;
+  const double replicated_div = sp ? t : 1.0;
+  if (s.training.activation_recompute == config::Recompute::full) return 2 * sb * h * scale / replicated_div;
+
+  // 16-bit tensors scale with the precision; the two 1-byte dropout masks do not.
+  const double replicated = (8 * sb * h * scale + 2 * sb * h) / replicated_div;
+  const double mlp_intermediate = (m.mlp == config::MlpKind::swiglu ? 6 : 4) * sb * f;
+  const double split = (2 * sb * h + 4 * sb * kv * head_dim + 2 * sb * h + mlp_intermediate) * scale / t;
+  double scores = 0.0;
+  const bool keeps_scores = m.attention == config::AttentionKind::standard &&
+                            s.training.activation_recompute == config::Recompute::none;
+  if (keeps_scores) {
+    const double heads = static_cast<double>(m.heads);
+    const double s_full = static_cast<double>(m.seq_length);
+    // 2 B softmax output, 1 B dropout mask, 2 B dropout output per score element.
+    scores = (4 * scale + 1) * heads * s_full * sb / t;
+  }
+  return replicated + split + scores;
+}
+
+MemoryEstimate memory_per_gpu(const config::Scenario& s) {
+  const MemoryEstimate first = stage_memory(s, 0);
+  if (s.parallelism.pipeline == 1) return first;
+  const MemoryEstimate last = stage_memory(s, s.parallelism.pipeline - 1);
+  return last.total_bytes() > first.total_bytes() ? last : first;
+}
+
+}  // namespace dtsim::parallel

@@ -1,0 +1,75 @@
+#include "parallel/pipeline_schedule.hpp"
+
+#include <algorithm>
+
+#include "core/errors.hpp"
+
+namespace dtsim::parallel {
+
+namespace {
+
+std::vector<PipelineStep> gpipe(std::int64_t m) {
+  std::vector<PipelineStep> out;
+  for (std::int64_t i = 0; i < m; ++i) out.push_back({Pass::forward, static_cast<std::int32_t>(i), 0});
+  for (std::int64_t i = m - 1; i >= 0; --i) out.push_back({Pass::backward, static_cast<std::int32_t>(i), 0});
+  return out;
+}
+
+std::vector<PipelineStep> one_f_one_b(std::int64_t p, std::int64_t s, std::int64_t m) {
+  std::vector<PipelineStep> out;
+  const std::int64_t warmup = std::min(p - s - 1, m);
+  std::int64_t next_f = 0;
+  std::int64_t next_b = 0;
+  for (; next_f < warmup; ++next_f) out.push_back({Pass::forward, static_cast<std::int32_t>(next_f), 0});
+  while (next_f < m) {
+    out.push_back({Pass::forward, static_cast<std::int32_t>(next_f++), 0});
+    out.push_back({Pass::backward, static_cast<std::int32_t>(next_b++), 0});
+  }
+  while (next_b < m) out.push_back({Pass::backward, static_cast<std::int32_t>(next_b++), 0});
+  return out;
+}
+
+// Forward step k of an interleaved stage: chunk (k / p) % v, micro-batch (k / (p v)) p + k % p;
+// backward step k visits chunks in reverse.
+PipelineStep interleaved_step(Pass pass, std::int64_t k, std::int64_t p, std::int64_t v) {
+  const std::int64_t group = k / (p * v);
+  const std::int64_t in_group = k % (p * v);
+  std::int64_t chunk = in_group / p;
+  if (pass == Pass::backward) chunk = v - 1 - chunk;
+  const std::int64_t mb = group * p + in_group % p;
+  return {pass, static_cast<std::int32_t>(mb), static_cast<std::int32_t>(chunk)};
+}
+
+std::vector<PipelineStep> interleaved(std::int64_t p, std::int64_t s, std::int64_t m, std::int64_t v) {
+  DTSIM_CHECK(m % p == 0, "interleaved schedule needs micro-batches divisible by the pipeline degree");
+  const std::int64_t total = m * v;
+  const std::int64_t warmup = std::min((p - s - 1) * 2 + (v - 1) * p, total);
+  std::vector<PipelineStep> out;
+  std::int64_t f = 0;
+  std::int64_t b = 0;
+  for (; f < warmup; ++f) out.push_back(interleaved_step(Pass::forward, f, p, v));
+  while (f < total) {
+    out.push_back(interleaved_step(Pass::forward, f++, p, v));
+    out.push_back(interleaved_step(Pass::backward, b++, p, v));
+  }
+  while (b < total) out.push_back(interleaved_step(Pass::backward, b++, p, v));
+  return out;
+}
+
+}  // namespace
+
+std::vector<PipelineStep> stage_schedule(config::Schedule schedule, std::int64_t stages, std::int64_t stage,
+                                         std::int64_t micro_batches, std::int64_t virtual_stages) {
+  if (stages <= 1) return schedule == config::Schedule::gpipe ? gpipe(micro_batches) : one_f_one_b(1, 0, micro_batches);
+  switch (schedule) {
+    case config::Schedule::gpipe:
+      return gpipe(micro_batches);
+    case config::Schedule::one_f_one_b:
+      return one_f_one_b(stages, stage, micro_batches);
+    case config::Schedule::interleaved:
+      return interleaved(stages, stage, micro_batches, virtual_stages);
+  }
+  throw core::InternalError("unknown pipeline schedule");
+}
+
+}  // namespace dtsim::parallel

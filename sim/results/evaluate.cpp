@@ -1,0 +1,133 @@
+#include "results/evaluate.hpp"
+
+#include <chrono>
+
+#include <fmt/format.h>
+
+#include "compute/compute_model.hpp"
+#include "core/units.hpp"
+#include "engine/simulate.hpp"
+#include "models/transformer/transformer.hpp"
+#include "network/network_model.hpp"
+#include "parallel/feasibility.hpp"
+#include "parallel/lower.hpp"
+#include "parallel/memory_model.hpp"
+
+namespace dtsim::results {
+
+namespace {
+
+Memory memory_of(const config::Scenario& s, const parallel::MemoryEstimate& e) {
+  Memory m;
+  m.weights_bytes = e.weights_bytes;
+  m.gradients_bytes = e.gradients_bytes;
+  m.optimizer_bytes = e.optimizer_bytes;
+  m.activations_bytes = e.activations_bytes;
+  m.buffers_bytes = e.buffers_bytes;
+  m.peak_bytes_per_gpu = e.total_bytes();
+  m.capacity_bytes_per_gpu = s.gpu.hbm_bytes;
+  m.fits = m.peak_bytes_per_gpu <= m.capacity_bytes_per_gpu;
+  return m;
+}
+
+std::string out_of_memory_reason(const Memory& m) {
+  const auto gib = [](double b) { return b / core::kGiB; };
+  return fmt::format(
+      "out of memory: needs {:.1f} GiB per GPU (weights {:.1f}, gradients {:.1f}, optimizer {:.1f}, activations "
+      "{:.1f}, buffers {:.1f}) but the GPU has {:.1f} GiB",
+      gib(m.peak_bytes_per_gpu), gib(m.weights_bytes), gib(m.gradients_bytes), gib(m.optimizer_bytes),
+      gib(m.activations_bytes), gib(m.buffers_bytes), gib(m.capacity_bytes_per_gpu));
+}
+
+// Mean over simulated ranks of where the time went.
+Breakdown breakdown_of(const engine::EngineResult& r) {
+  Breakdown b;
+  if (r.ranks.empty()) return b;
+  const auto busy = [&](graph::Category c) {
+    double sum = 0;
+    for (const auto& rank : r.ranks) sum += core::ns_to_seconds(rank.busy_ns[static_cast<int>(c)]);
+    return sum / static_cast<double>(r.ranks.size());
+  };
+  const auto exposed = [&](graph::Category c) {
+    double sum = 0;
+    for (const auto& rank : r.ranks) sum += core::ns_to_seconds(rank.exposed_ns[static_cast<int>(c)]);
+    return sum / static_cast<double>(r.ranks.size());
+  };
+  b.forward_s = busy(graph::Category::forward);
+  b.backward_s = busy(graph::Category::backward);
+  b.recompute_s = busy(graph::Category::recompute);
+  b.optimizer_s = busy(graph::Category::optimizer);
+  b.exposed_tensor_comm_s = exposed(graph::Category::tensor_comm);
+  b.exposed_context_comm_s = exposed(graph::Category::context_comm);
+  b.exposed_pipeline_comm_s = exposed(graph::Category::pipeline_comm);
+  b.exposed_data_comm_s = exposed(graph::Category::data_comm);
+  double idle = 0;
+  for (const auto& rank : r.ranks) idle += core::ns_to_seconds(rank.idle_ns);
+  b.pipeline_bubble_s = idle / static_cast<double>(r.ranks.size());
+  return b;
+}
+
+Trace trace_of(const parallel::LoweredGraph& lowered, const engine::EngineResult& r) {
+  const graph::TaskGraph& g = lowered.graph;
+  Trace t;
+  t.rank_names = lowered.rank_names;
+  t.labels = g.labels();
+  for (const auto& stream : g.streams()) t.tracks.push_back({stream.rank, graph::to_string(stream.kind)});
+  t.spans.reserve(r.spans.size());
+  for (const auto& span : r.spans) {
+    const graph::Task& task = g.tasks()[span.task];
+    t.spans.push_back({task.stream, task.label, task.category, task.micro_batch, span.start, span.end});
+  }
+  return t;
+}
+
+}  // namespace
+
+Result evaluate(const config::Scenario& scenario, const EvaluateOptions& options) {
+  const auto started = std::chrono::steady_clock::now();
+  Result result;
+  result.scenario = scenario;
+  result.memory.capacity_bytes_per_gpu = scenario.gpu.hbm_bytes;
+  if (auto reason = parallel::infeasibility(scenario)) {
+    result.status = Status::infeasible;
+    result.reason = *reason;
+    result.memory.fits = false;
+    return result;
+  }
+  result.memory = memory_of(scenario, parallel::memory_per_gpu(scenario));
+  if (!result.memory.fits) {
+    result.status = Status::infeasible;
+    result.reason = out_of_memory_reason(result.memory);
+  }
+
+  const parallel::LoweredGraph lowered = parallel::lower(scenario);
+  const compute::ComputeModel compute(scenario.gpu, scenario.training.precision);
+  const auto network = network::make_network_model(scenario);
+  engine::EngineOptions engine_options;
+  engine_options.record_spans = options.trace;
+  engine_options.overlap_slowdown = scenario.gpu.overlap_slowdown;
+  const engine::EngineResult run = engine::simulate(lowered.graph, compute, *network, engine_options);
+
+  const double t = core::ns_to_seconds(run.makespan);
+  const double gpus = static_cast<double>(scenario.gpu_count());
+  const double batch = static_cast<double>(scenario.training.global_batch_size);
+  const double peak = compute.peak_flops_per_s();
+  result.iteration_time_s = t;
+  result.throughput.samples_per_s = batch / t;
+  result.throughput.tokens_per_s = batch * static_cast<double>(scenario.model.seq_length) / t;
+  const double model_flops = models::model_flops_per_iteration(scenario.model, scenario.training.global_batch_size);
+  result.flops.model_tflops_per_gpu = model_flops / (t * gpus) / core::kTera;
+  result.flops.hardware_tflops_per_gpu = lowered.hardware_flops / (t * gpus) / core::kTera;
+  result.flops.peak_tflops_per_gpu = peak / core::kTera;
+  result.flops.mfu = model_flops / (t * gpus) / peak;
+  result.flops.hfu = lowered.hardware_flops / (t * gpus) / peak;
+  result.breakdown = breakdown_of(run);
+  result.engine.events = run.events;
+  result.engine.tasks = lowered.graph.tasks().size();
+  result.engine.simulated_ranks = lowered.graph.ranks();
+  if (options.trace) result.trace = trace_of(lowered, run);
+  result.engine.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  return result;
+}
+
+}  // namespace dtsim::results

@@ -1,0 +1,197 @@
+// The command line, driven in-process through run_cli(): exit statuses (0 ok, 2 bad input or usage),
+// help and version on the output stream, nothing on the output stream or in files after an error, and
+// byte-identical reports for repeated runs of scenarios/default.json with --no-timing.
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/cli.hpp"
+
+namespace {
+
+struct Outcome {
+  int status = -1;
+  std::string out;
+  std::string err;
+};
+
+Outcome run(const std::vector<std::string>& args, const std::string& input = "") {
+  std::istringstream in(input);
+  std::ostringstream out;
+  std::ostringstream err;
+  Outcome o;
+  o.status = dtsim::cli::run_cli(args, in, out, err);
+  o.out = out.str();
+  o.err = err.str();
+  return o;
+}
+
+std::string read_file(const std::filesystem::path& path) {
+  std::ifstream f(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+const std::string kDefaultScenario = std::string(DTSIM_SOURCE_DIR) + "/scenarios/default.json";
+
+// A fresh folder for the files one test writes.
+std::filesystem::path scratch_dir(const std::string& name) {
+  const auto dir = std::filesystem::temp_directory_path() / ("dtsim_test_cli_" + name);
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+}  // namespace
+
+TEST_CASE("--version prints the version and exits 0") {
+  const Outcome o = run({"--version"});
+  CHECK(o.status == dtsim::cli::kExitOk);
+  CHECK(o.out.rfind("dtsim ", 0) == 0);
+  CHECK(o.out.back() == '\n');
+  CHECK(o.err.empty());
+}
+
+TEST_CASE("--help prints help to the output stream for dtsim and each subcommand") {
+  const Outcome top = run({"--help"});
+  CHECK(top.status == dtsim::cli::kExitOk);
+  CHECK(top.out.find("run") != std::string::npos);
+  CHECK(top.out.find("check") != std::string::npos);
+  CHECK(top.err.empty());
+
+  const Outcome run_help = run({"run", "--help"});
+  CHECK(run_help.status == dtsim::cli::kExitOk);
+  CHECK(run_help.out.find("--format") != std::string::npos);
+  CHECK(run_help.out.find("--trace") != std::string::npos);
+  CHECK(run_help.out.find("--no-timing") != std::string::npos);
+
+  const Outcome check_help = run({"check", "--help"});
+  CHECK(check_help.status == dtsim::cli::kExitOk);
+  CHECK(check_help.out.find("scenario") != std::string::npos);
+}
+
+TEST_CASE("bad usage exits 2 with a message on the error stream and nothing on the output stream") {
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {},                                     // no subcommand
+           {"frobnicate"},                         // unknown subcommand
+           {"run"},                                // missing scenario
+           {"run", "x.json", "--format", "yaml"},  // bad format
+           {"run", "x.json", "--unknown-option"},  // unknown option
+           {"check", "x.json", "y.json"},          // extra argument
+           {"run", "x.json", "--out"},             // option without its value
+       }) {
+    std::string command_line;
+    for (const std::string& arg : args) command_line += arg + " ";
+    CAPTURE(command_line);
+    const Outcome o = run(args);
+    CHECK(o.status == dtsim::cli::kExitBadInput);
+    CHECK(o.out.empty());
+    CHECK_FALSE(o.err.empty());
+  }
+}
+
+TEST_CASE("an unreadable or malformed scenario exits 2 with an error naming it") {
+  const Outcome missing = run({"run", "/nonexistent/dtsim/scenario.json"});
+  CHECK(missing.status == dtsim::cli::kExitBadInput);
+  CHECK(missing.out.empty());
+  CHECK(missing.err.rfind("error: ", 0) == 0);
+  CHECK(missing.err.find("/nonexistent/dtsim/scenario.json") != std::string::npos);
+
+  const Outcome malformed = run({"check", "-"}, "{ not json");
+  CHECK(malformed.status == dtsim::cli::kExitBadInput);
+  CHECK(malformed.out.empty());
+  CHECK(malformed.err.rfind("error: ", 0) == 0);
+}
+
+TEST_CASE("check validates scenarios/default.json") {
+  REQUIRE(std::filesystem::exists(kDefaultScenario));
+  const Outcome o = run({"check", kDefaultScenario});
+  CHECK(o.status == dtsim::cli::kExitOk);
+  CHECK(o.out.rfind("ok: " + kDefaultScenario + ": ", 0) == 0);
+  CHECK(o.out.find(" GPUs") != std::string::npos);
+  CHECK(o.err.empty());
+}
+
+TEST_CASE("run with --no-timing gives identical bytes on repeated runs, in every format") {
+  REQUIRE(std::filesystem::exists(kDefaultScenario));
+  for (const std::string format : {"text", "json", "csv"}) {
+    CAPTURE(format);
+    const Outcome first = run({"run", kDefaultScenario, "--format", format, "--no-timing"});
+    const Outcome second = run({"run", kDefaultScenario, "--format", format, "--no-timing"});
+    CHECK(first.status == dtsim::cli::kExitOk);
+    CHECK(first.err.empty());
+    CHECK_FALSE(first.out.empty());
+    CHECK(first.out == second.out);
+  }
+}
+
+TEST_CASE("run writes Result v1 JSON whether the scenario comes from a file or from stdin") {
+  REQUIRE(std::filesystem::exists(kDefaultScenario));
+  const Outcome from_file = run({"run", kDefaultScenario, "--format", "json", "--no-timing"});
+  REQUIRE(from_file.status == dtsim::cli::kExitOk);
+  const auto j = nlohmann::json::parse(from_file.out);
+  CHECK(j["schema_version"] == 1);
+  CHECK(j["status"] == "ok");
+  CHECK(j["reason"].is_null());
+  CHECK(j["iteration_time_s"].get<double>() > 0.0);
+  CHECK(j["engine"]["wall_s"] == 0.0);
+
+  const Outcome from_stdin =
+      run({"run", "-", "--format", "json", "--no-timing"}, read_file(kDefaultScenario));
+  CHECK(from_stdin.status == dtsim::cli::kExitOk);
+  CHECK(from_stdin.out == from_file.out);
+}
+
+TEST_CASE("run --out and --trace write files instead of the output stream") {
+  REQUIRE(std::filesystem::exists(kDefaultScenario));
+  const auto dir = scratch_dir("files");
+  const auto report = dir / "result.json";
+  const auto trace = dir / "trace.json";
+  const Outcome o = run({"run", kDefaultScenario, "--format", "json", "--no-timing", "--out", report.string(),
+                         "--trace", trace.string()});
+  CHECK(o.status == dtsim::cli::kExitOk);
+  CHECK(o.out.empty());
+  const Outcome to_stream = run({"run", kDefaultScenario, "--format", "json", "--no-timing"});
+  CHECK(read_file(report) == to_stream.out);
+
+  const auto t = nlohmann::json::parse(read_file(trace));
+  CHECK(t["displayTimeUnit"] == "ns");
+  bool has_span = false;
+  for (const auto& e : t["traceEvents"]) has_span = has_span || e["ph"] == "X";
+  CHECK(has_span);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("run writes no file when one output cannot be written") {
+  REQUIRE(std::filesystem::exists(kDefaultScenario));
+  const auto dir = scratch_dir("unwritable");
+  const auto trace = dir / "trace.json";
+  const Outcome o = run({"run", kDefaultScenario, "--out", (dir / "missing" / "result.txt").string(),
+                         "--trace", trace.string()});
+  CHECK(o.status == dtsim::cli::kExitBadInput);
+  CHECK(o.out.empty());
+  CHECK(o.err.rfind("error: ", 0) == 0);
+  CHECK_FALSE(std::filesystem::exists(trace));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("an infeasible plan exits 3 and still writes its result") {
+  REQUIRE(std::filesystem::exists(kDefaultScenario));
+  // A 175B-parameter model replicated on every GPU (data parallel only, ZeRO-0) needs about 16 bytes of
+  // weights, gradients and Adam states per parameter, 2.8 TB per GPU: no GPU holds that.
+  nlohmann::json scenario = nlohmann::json::parse(read_file(kDefaultScenario));
+  scenario["model"] = {{"preset", "gpt3-175b"}};
+  scenario["parallelism"] = {{"tensor", 1}, {"pipeline", 1}, {"zero_stage", 0}};  // data: all the GPUs
+  const Outcome o = run({"run", "-", "--format", "json", "--no-timing"}, scenario.dump());
+  CHECK(o.status == dtsim::cli::kExitInfeasible);
+  const auto j = nlohmann::json::parse(o.out);
+  CHECK(j["status"] == "infeasible");
+  CHECK(j["reason"].is_string());
+  CHECK(j["memory"]["fits"] == false);
+  CHECK(o.err.rfind("infeasible: ", 0) == 0);
+}

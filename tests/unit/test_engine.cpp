@@ -1,0 +1,484 @@
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <initializer_list>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "compute/compute_model.hpp"
+#include "core/errors.hpp"
+#include "engine/simulate.hpp"
+#include "graph/task_graph.hpp"
+#include "network/network_model.hpp"
+
+using namespace dtsim;
+using graph::Category;
+using graph::StreamKind;
+using graph::TaskId;
+using core::TimeNs;
+
+namespace {
+
+// Communication op durations: `bytes` nanoseconds. Counts its calls to check memoization.
+class FakeNetwork : public network::NetworkModel {
+ public:
+  TimeNs duration(const graph::CommOp& op) const override {
+    ++calls_;
+    return static_cast<TimeNs>(op.bytes);
+  }
+  const char* name() const override { return "fake"; }
+  int calls() const { return calls_; }
+
+ private:
+  mutable int calls_ = 0;
+};
+
+// A GPU on which a memory-class op of B bytes takes B ns: 1 GB/s HBM at full efficiency and no launch
+// cost, so t = bytes / (hbm_bw * mem_eff) + kernels * launch = B ns.
+config::GpuProfile ns_per_byte_gpu() {
+  config::GpuProfile gpu;
+  gpu.id = "test";
+  for (auto& peak : gpu.peak_tflops) peak = 100.0;
+  gpu.hbm_bandwidth_gbytes_per_s = 1.0;
+  gpu.memory_efficiency = 1.0;
+  gpu.gemm = config::GemmCurve{0.8, 128, 128, 64.0};
+  gpu.attention_efficiency = 0.5;
+  gpu.kernel_launch_us = 0.0;
+  return gpu;
+}
+
+struct Models {
+  config::GpuProfile gpu = ns_per_byte_gpu();
+  compute::ComputeModel compute{gpu, config::Precision::bf16};
+  FakeNetwork network;
+};
+
+graph::Op comm(double ns) {
+  graph::CommOp op;
+  op.kind = graph::CollectiveKind::all_reduce;
+  op.bytes = ns;
+  return op;
+}
+
+graph::Op memory(double ns) {
+  graph::ComputeOp op;
+  op.cls = graph::ComputeClass::memory;
+  op.bytes = ns;
+  return op;
+}
+
+TaskId add(graph::TaskGraph& g, graph::StreamId stream, graph::OpId op, Category category, const std::string& label,
+           std::initializer_list<TaskId> deps = {}) {
+  const TaskId t = g.add_task(graph::Task{op, stream, category, g.add_label(label), -1});
+  for (const TaskId d : deps) g.add_dependency(d, t);
+  return t;
+}
+
+TaskId add(graph::TaskGraph& g, graph::StreamId stream, const graph::Op& op, Category category,
+           const std::string& label, std::initializer_list<TaskId> deps = {}) {
+  return add(g, stream, g.add_op(op), category, label, deps);
+}
+
+engine::EngineResult run(graph::TaskGraph& g, const Models& m, double slowdown = 1.0) {
+  g.finalize();
+  g.validate();
+  return engine::simulate(g, m.compute, m.network, engine::EngineOptions{true, slowdown});
+}
+
+engine::Span span_of(const engine::EngineResult& r, TaskId t) {
+  const auto it = std::find_if(r.spans.begin(), r.spans.end(), [&](const engine::Span& s) { return s.task == t; });
+  REQUIRE(it != r.spans.end());
+  return *it;
+}
+
+TimeNs total(const engine::RankTime& rt) {
+  TimeNs sum = rt.idle_ns;
+  for (const TimeNs v : rt.busy_ns) sum += v;
+  for (const TimeNs v : rt.exposed_ns) sum += v;
+  return sum;
+}
+
+TimeNs busy(const engine::RankTime& rt, Category c) { return rt.busy_ns[static_cast<int>(c)]; }
+TimeNs exposed(const engine::RankTime& rt, Category c) { return rt.exposed_ns[static_cast<int>(c)]; }
+
+}  // namespace
+
+TEST_CASE("engine: compute chain with a communication tail") {
+  // Rank 0, compute stream: A(10) then B(5); tensor stream: C(7) after A.
+  // A [0,10); at 10 B and C start: B [10,15), C [10,17). Makespan 17.
+  // Rank 0: compute busy 15 (forward), then only C runs: exposed tensor comm 17 - 15 = 2, idle 0.
+  Models m;
+  graph::TaskGraph g(1);
+  const auto compute = g.add_stream(0, StreamKind::compute);
+  const auto tensor = g.add_stream(0, StreamKind::tensor_comm);
+  const TaskId a = add(g, compute, memory(10), Category::forward, "A");
+  const TaskId b = add(g, compute, memory(5), Category::forward, "B", {a});
+  const TaskId c = add(g, tensor, comm(7), Category::tensor_comm, "C", {a});
+  const auto r = run(g, m);
+  CHECK(r.makespan == 17);
+  CHECK(r.events == 3);
+  CHECK(span_of(r, a).start == 0);
+  CHECK(span_of(r, b).start == 10);
+  CHECK(span_of(r, b).end == 15);
+  CHECK(span_of(r, c).end == 17);
+  REQUIRE(r.ranks.size() == 1);
+  CHECK(busy(r.ranks[0], Category::forward) == 15);
+  CHECK(exposed(r.ranks[0], Category::tensor_comm) == 2);
+  CHECK(r.ranks[0].idle_ns == 0);
+  CHECK(total(r.ranks[0]) == r.makespan);
+}
+
+TEST_CASE("engine: a stream runs in program order even when a later task is ready first") {
+  // Compute stream: X (waits for Z) then Y (no dependency, ready at 0). Data stream: Z(20).
+  // Y cannot pass X: Z [0,20), X [20,30), Y [30,35). Makespan 35.
+  // Rank 0: exposed data comm 20 (Z alone), busy backward 15, idle 0.
+  Models m;
+  graph::TaskGraph g(1);
+  const auto compute = g.add_stream(0, StreamKind::compute);
+  const auto data = g.add_stream(0, StreamKind::data_comm);
+  const TaskId z = add(g, data, comm(20), Category::data_comm, "Z");
+  const TaskId x = add(g, compute, comm(10), Category::backward, "X", {z});
+  const TaskId y = add(g, compute, comm(5), Category::backward, "Y");
+  const auto r = run(g, m);
+  CHECK(span_of(r, x).start == 20);
+  CHECK(span_of(r, y).start == 30);
+  CHECK(r.makespan == 35);
+  CHECK(exposed(r.ranks[0], Category::data_comm) == 20);
+  CHECK(busy(r.ranks[0], Category::backward) == 15);
+  CHECK(total(r.ranks[0]) == 35);
+}
+
+TEST_CASE("engine: dependencies across ranks") {
+  // Rank 0 sends S(8) on its pipeline stream; rank 1 computes F(4) after it.
+  // S [0,8), F [8,12). Rank 0: exposed pipeline 8, idle 4. Rank 1: idle 8, busy forward 4.
+  Models m;
+  graph::TaskGraph g(2);
+  const auto send = g.add_stream(0, StreamKind::pipeline_send);
+  g.add_stream(0, StreamKind::compute);
+  const auto compute1 = g.add_stream(1, StreamKind::compute);
+  const TaskId s = add(g, send, comm(8), Category::pipeline_comm, "S");
+  const TaskId f = add(g, compute1, memory(4), Category::forward, "F", {s});
+  const auto r = run(g, m);
+  CHECK(span_of(r, f).start == 8);
+  CHECK(r.makespan == 12);
+  CHECK(exposed(r.ranks[0], Category::pipeline_comm) == 8);
+  CHECK(r.ranks[0].idle_ns == 4);
+  CHECK(r.ranks[1].idle_ns == 8);
+  CHECK(busy(r.ranks[1], Category::forward) == 4);
+}
+
+TEST_CASE("engine: simultaneous completions pop in (time, seq) order") {
+  // Three streams of rank 0 each start one 5 ns task at 0. Starts go communication first (by stream
+  // id), then compute: seq Y=0 (stream 1), Z=1 (stream 2), X=2 (stream 0). All end at 5, so spans,
+  // recorded in completion order, are Y, Z, X.
+  Models m;
+  graph::TaskGraph g(1);
+  const auto s0 = g.add_stream(0, StreamKind::compute);
+  const auto s1 = g.add_stream(0, StreamKind::tensor_comm);
+  const auto s2 = g.add_stream(0, StreamKind::data_comm);
+  const TaskId x = add(g, s0, comm(5), Category::forward, "X");
+  const TaskId y = add(g, s1, comm(5), Category::tensor_comm, "Y");
+  const TaskId z = add(g, s2, comm(5), Category::data_comm, "Z");
+  const auto r = run(g, m);
+  REQUIRE(r.spans.size() == 3);
+  CHECK(r.spans[0].task == y);
+  CHECK(r.spans[1].task == z);
+  CHECK(r.spans[2].task == x);
+  // Compute busy the whole 5 ns: all of it is forward time, nothing exposed.
+  CHECK(busy(r.ranks[0], Category::forward) == 5);
+  CHECK(exposed(r.ranks[0], Category::tensor_comm) == 0);
+}
+
+TEST_CASE("engine: compute started under running communication is slowed, memo keeps the plain time") {
+  // Slowdown 1.5. Data stream: D(100) from 0. Compute stream: M, M, M' where M and M' share one
+  // 10 ns memory op and M' waits for D.
+  //  M  starts at 0 with D running (D started first at the same instant): 10 * 1.5 = 15 -> [0,15)
+  //  M  at 15, D still running: [15,30)
+  //  M' at 100, D just ended: plain 10 -> [100,110)
+  // Rank 0: busy forward 15 + 15 + 10 = 40, exposed data comm 30..100 = 70, idle 0; sum 110.
+  Models m;
+  graph::TaskGraph g(1);
+  const auto compute = g.add_stream(0, StreamKind::compute);
+  const auto data = g.add_stream(0, StreamKind::data_comm);
+  const auto op = g.add_op(memory(10));
+  const TaskId d = add(g, data, comm(100), Category::data_comm, "D");
+  const TaskId m1 = add(g, compute, op, Category::forward, "M1");
+  const TaskId m2 = add(g, compute, op, Category::forward, "M2");
+  const TaskId m3 = add(g, compute, op, Category::forward, "M3", {d});
+  const auto r = run(g, m, 1.5);
+  CHECK(span_of(r, m1).end == 15);
+  CHECK(span_of(r, m2).start == 15);
+  CHECK(span_of(r, m2).end == 30);
+  CHECK(span_of(r, m3).start == 100);
+  CHECK(span_of(r, m3).end == 110);
+  CHECK(r.makespan == 110);
+  CHECK(busy(r.ranks[0], Category::forward) == 40);
+  CHECK(exposed(r.ranks[0], Category::data_comm) == 70);
+  CHECK(r.ranks[0].idle_ns == 0);
+  CHECK(total(r.ranks[0]) == 110);
+}
+
+TEST_CASE("engine: overlap slowdown at a shared instant, whatever the completion order") {
+  // Slowdown 2. A(10) on compute; then B(10) on compute and C(7) on the tensor stream, both after A.
+  // At 10 both start; communication starts first, so B sees C running: B = 20 -> [10,30).
+  // The same holds when C is declared before B. A zero-duration communication task does not count:
+  // it has already ended at the instant compute starts.
+  Models m;
+  for (const bool comm_first : {false, true}) {
+    graph::TaskGraph g(1);
+    const auto compute = g.add_stream(0, StreamKind::compute);
+    const auto tensor = g.add_stream(0, StreamKind::tensor_comm);
+    const TaskId a = add(g, compute, memory(10), Category::forward, "A");
+    TaskId b = 0;
+    if (comm_first) {
+      add(g, tensor, comm(7), Category::tensor_comm, "C", {a});
+      b = add(g, compute, memory(10), Category::forward, "B", {a});
+    } else {
+      b = add(g, compute, memory(10), Category::forward, "B", {a});
+      add(g, tensor, comm(7), Category::tensor_comm, "C", {a});
+    }
+    const auto r = run(g, m, 2.0);
+    CHECK(span_of(r, b).end - span_of(r, b).start == 20);
+    CHECK(r.makespan == 30);
+  }
+  graph::TaskGraph g(1);
+  const auto compute = g.add_stream(0, StreamKind::compute);
+  const auto tensor = g.add_stream(0, StreamKind::tensor_comm);
+  const TaskId a = add(g, compute, memory(10), Category::forward, "A");
+  add(g, tensor, comm(0), Category::tensor_comm, "Z", {a});
+  const TaskId b = add(g, compute, memory(10), Category::forward, "B", {a});
+  const auto r = run(g, m, 2.0);
+  CHECK(span_of(r, b).end == 20);
+}
+
+TEST_CASE("engine: communication ops on a compute stream are never slowed") {
+  // Slowdown 3. A CommOp(10) on the compute stream beside D(50) on the data stream keeps 10 ns.
+  Models m;
+  graph::TaskGraph g(1);
+  const auto compute = g.add_stream(0, StreamKind::compute);
+  const auto data = g.add_stream(0, StreamKind::data_comm);
+  add(g, data, comm(50), Category::data_comm, "D");
+  const TaskId a = add(g, compute, comm(10), Category::forward, "A");
+  const auto r = run(g, m, 3.0);
+  CHECK(span_of(r, a).end == 10);
+}
+
+TEST_CASE("engine: each op is costed once") {
+  // 100 tasks on two streams share 2 communication ops: 2 calls to the network model.
+  Models m;
+  graph::TaskGraph g(1);
+  const auto s0 = g.add_stream(0, StreamKind::tensor_comm);
+  const auto s1 = g.add_stream(0, StreamKind::data_comm);
+  const auto op0 = g.add_op(comm(3));
+  const auto op1 = g.add_op(comm(4));
+  for (int i = 0; i < 50; ++i) {
+    add(g, s0, op0, Category::tensor_comm, "t");
+    add(g, s1, op1, Category::data_comm, "d");
+  }
+  const auto r = run(g, m);
+  CHECK(m.network.calls() == 2);
+  CHECK(r.makespan == 200);  // stream 1: 50 x 4 ns
+  CHECK(r.events == 100);
+}
+
+TEST_CASE("engine: zero-duration tasks and the empty graph") {
+  // A chain of three zero-duration tasks over two streams ends at 0; every rank's parts sum to 0.
+  Models m;
+  graph::TaskGraph g(1);
+  const auto s0 = g.add_stream(0, StreamKind::compute);
+  const auto s1 = g.add_stream(0, StreamKind::tensor_comm);
+  const TaskId a = add(g, s0, comm(0), Category::forward, "a");
+  const TaskId b = add(g, s1, comm(0), Category::tensor_comm, "b", {a});
+  add(g, s0, comm(0), Category::forward, "c", {b});
+  const auto r = run(g, m);
+  CHECK(r.events == 3);
+  CHECK(r.makespan == 0);
+  CHECK(total(r.ranks[0]) == 0);
+
+  graph::TaskGraph empty(2);
+  const auto e = run(empty, m);
+  CHECK(e.makespan == 0);
+  CHECK(e.events == 0);
+  CHECK(e.ranks.size() == 2);
+}
+
+TEST_CASE("engine: deadlock and misuse are internal errors") {
+  // Same cycle as the task graph test: a -> b (stream) -> c (dependency) -> d (stream) -> a.
+  // Without validate(), the engine drains its queue with 4 tasks never run; e.g. names a stream head.
+  Models m;
+  graph::TaskGraph g(2);
+  const auto s0 = g.add_stream(0, StreamKind::compute);
+  const auto s1 = g.add_stream(1, StreamKind::compute);
+  const auto free_stream = g.add_stream(1, StreamKind::data_comm);
+  add(g, free_stream, comm(5), Category::data_comm, "free");
+  const TaskId a = add(g, s0, comm(1), Category::forward, "a");
+  const TaskId b = add(g, s0, comm(1), Category::forward, "b");
+  const TaskId c = add(g, s1, comm(1), Category::forward, "c", {b});
+  add(g, s1, comm(1), Category::forward, "d");
+  g.add_dependency(c + 1, a);
+  CHECK_THROWS_AS(engine::simulate(g, m.compute, m.network, {}), core::InternalError);  // not finalized
+  g.finalize();
+  try {
+    engine::simulate(g, m.compute, m.network, {});
+    FAIL("no deadlock reported");
+  } catch (const core::InternalError& e) {
+    CHECK(std::string(e.what()) == "deadlock: 4 tasks never ran, e.g. a (compute stream of rank 0)");
+  }
+}
+
+namespace {
+
+// A random acyclic graph: dependencies only from lower to higher ids, and ids increase along every
+// stream. Ranks have several compute and communication streams; rank 0 has 70 streams (more than one
+// 64-bit word of busy flags). Ops come from a small shared pool mixing both kinds, durations 0..40.
+struct RandomGraph {
+  graph::TaskGraph graph{3};
+  std::vector<std::vector<TaskId>> preds;
+};
+
+RandomGraph random_graph(std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  RandomGraph out;
+  auto& g = out.graph;
+  std::vector<graph::StreamId> streams;
+  for (graph::RankId r = 0; r < 3; ++r) {
+    const int count = r == 0 ? 70 : 5;
+    for (int k = 0; k < count; ++k) {
+      const auto kind = k % 3 == 0 ? StreamKind::compute : static_cast<StreamKind>(1 + k % 5);
+      streams.push_back(g.add_stream(r, kind));
+    }
+  }
+  std::vector<graph::OpId> ops;
+  for (int i = 0; i < 12; ++i) {
+    const double ns = static_cast<double>(rng() % 41);
+    ops.push_back(g.add_op(i % 2 == 0 ? memory(ns) : comm(ns)));
+  }
+  const std::uint32_t label = g.add_label("t");
+  const int n = 1500;
+  for (int i = 0; i < n; ++i) {
+    // Rank 0's many streams get few tasks each; the other ranks carry most of the work.
+    const auto s = rng() % 3 == 0 ? streams[rng() % 70] : streams[70 + rng() % 10];
+    const auto category = static_cast<Category>(rng() % graph::kCategoryCount);
+    const TaskId t = g.add_task(graph::Task{ops[rng() % ops.size()], s, category, label, -1});
+    out.preds.emplace_back();
+    const int deps = static_cast<int>(rng() % 3);
+    for (int d = 0; d < deps && t > 0; ++d) {
+      const auto before = static_cast<TaskId>(t - 1 - rng() % std::min<TaskId>(t, 40));
+      g.add_dependency(before, t);
+      out.preds.back().push_back(before);
+    }
+  }
+  g.finalize();
+  g.validate();
+  return out;
+}
+
+// The state of `rank` over each interval between span boundaries, straight from the definition.
+engine::RankTime account_from_spans(const graph::TaskGraph& g, const engine::EngineResult& r, graph::RankId rank) {
+  std::vector<engine::Span> mine;
+  std::vector<TimeNs> cuts{0, r.makespan};
+  for (const auto& s : r.spans) {
+    if (g.streams()[g.tasks()[s.task].stream].rank != rank || s.start == s.end) continue;
+    mine.push_back(s);
+    cuts.push_back(s.start);
+    cuts.push_back(s.end);
+  }
+  std::sort(cuts.begin(), cuts.end());
+  cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+  engine::RankTime out;
+  for (std::size_t i = 0; i + 1 < cuts.size(); ++i) {
+    const TimeNs lo = cuts[i];
+    const TimeNs hi = cuts[i + 1];
+    const engine::Span* compute_span = nullptr;
+    const engine::Span* comm_span = nullptr;
+    for (const auto& s : mine) {
+      if (s.start > lo || s.end < hi) continue;
+      const auto stream = g.tasks()[s.task].stream;
+      const bool is_compute = g.streams()[stream].kind == StreamKind::compute;
+      const engine::Span*& pick = is_compute ? compute_span : comm_span;
+      if (pick == nullptr || stream < g.tasks()[pick->task].stream) pick = &s;
+    }
+    if (compute_span != nullptr) {
+      out.busy_ns[static_cast<int>(g.tasks()[compute_span->task].category)] += hi - lo;
+    } else if (comm_span != nullptr) {
+      out.exposed_ns[static_cast<int>(g.tasks()[comm_span->task].category)] += hi - lo;
+    } else {
+      out.idle_ns += hi - lo;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("engine: random graphs obey the stream rules, and accounting matches the spans") {
+  // Every task starts as early as the rules allow: at the latest end among its dependencies and the
+  // previous task of its stream (0 if none). Without slowdown it lasts its op's duration; with it,
+  // the plain or the slowed duration. Each rank's accounting equals a brute-force sweep over the spans
+  // and sums to the makespan.
+  for (const double slowdown : {1.0, 1.3}) {
+    for (std::uint64_t seed = 1; seed <= 4; ++seed) {
+      Models m;
+      const RandomGraph rg = random_graph(seed);
+      const auto& g = rg.graph;
+      const auto r = engine::simulate(g, m.compute, m.network, engine::EngineOptions{true, slowdown});
+      REQUIRE(r.spans.size() == g.tasks().size());
+      CHECK(r.events == g.tasks().size());
+      std::vector<engine::Span> by_task(g.tasks().size());
+      for (const auto& s : r.spans) by_task[s.task] = s;
+      TimeNs last_end = 0;
+      for (const auto& s : r.spans) {
+        CHECK(s.end >= last_end);  // completion order
+        last_end = s.end;
+      }
+      CHECK(r.makespan == last_end);
+      for (const auto& stream : g.streams()) {
+        for (std::size_t i = 0; i < stream.tasks.size(); ++i) {
+          const TaskId t = stream.tasks[i];
+          TimeNs ready = i == 0 ? 0 : by_task[stream.tasks[i - 1]].end;
+          for (const TaskId p : rg.preds[t]) ready = std::max(ready, by_task[p].end);
+          REQUIRE(by_task[t].start == ready);
+          const auto& op = g.ops()[g.tasks()[t].op];
+          const TimeNs plain = std::holds_alternative<graph::CommOp>(op)
+                                   ? static_cast<TimeNs>(std::get<graph::CommOp>(op).bytes)
+                                   : static_cast<TimeNs>(std::get<graph::ComputeOp>(op).bytes);
+          const TimeNs slowed = std::llround(static_cast<double>(plain) * slowdown);
+          const TimeNs took = by_task[t].end - by_task[t].start;
+          CHECK((took == plain || took == slowed));
+        }
+      }
+      for (graph::RankId rank = 0; rank < g.ranks(); ++rank) {
+        const auto expected = account_from_spans(g, r, rank);
+        CHECK(total(r.ranks[rank]) == r.makespan);
+        CHECK(r.ranks[rank].busy_ns == expected.busy_ns);
+        CHECK(r.ranks[rank].exposed_ns == expected.exposed_ns);
+        CHECK(r.ranks[rank].idle_ns == expected.idle_ns);
+      }
+    }
+  }
+}
+
+TEST_CASE("engine: deterministic, and spans are optional") {
+  // The same graph twice gives identical spans and accounting; without record_spans nothing else
+  // changes.
+  Models m;
+  const RandomGraph rg = random_graph(99);
+  const auto a = engine::simulate(rg.graph, m.compute, m.network, engine::EngineOptions{true, 1.2});
+  const auto b = engine::simulate(rg.graph, m.compute, m.network, engine::EngineOptions{true, 1.2});
+  const auto c = engine::simulate(rg.graph, m.compute, m.network, engine::EngineOptions{false, 1.2});
+  REQUIRE(a.spans.size() == b.spans.size());
+  for (std::size_t i = 0; i < a.spans.size(); ++i) {
+    CHECK(a.spans[i].task == b.spans[i].task);
+    CHECK(a.spans[i].start == b.spans[i].start);
+    CHECK(a.spans[i].end == b.spans[i].end);
+  }
+  CHECK(c.spans.empty());
+  CHECK(a.makespan == c.makespan);
+  for (std::size_t r = 0; r < a.ranks.size(); ++r) {
+    CHECK(a.ranks[r].busy_ns == b.ranks[r].busy_ns);
+    CHECK(a.ranks[r].exposed_ns == c.ranks[r].exposed_ns);
+    CHECK(a.ranks[r].idle_ns == c.ranks[r].idle_ns);
+  }
+}

@@ -1,0 +1,82 @@
+#include <doctest/doctest.h>
+
+#include <random>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "core/errors.hpp"
+#include "engine/event_queue.hpp"
+
+using dtsim::engine::Event;
+using dtsim::engine::EventQueue;
+
+TEST_CASE("event queue: earliest time first, ties in push order") {
+  EventQueue q;
+  // Pushed as (time, payload): (5,0) (3,1) (5,2) (3,3) (1,4) (5,5).
+  // Expected pops: time 1 -> 4; time 3 -> 1 then 3 (pushed first); time 5 -> 0, 2, 5.
+  const std::vector<std::pair<std::int64_t, std::uint32_t>> pushes{{5, 0}, {3, 1}, {5, 2}, {3, 3}, {1, 4}, {5, 5}};
+  for (const auto& [time, payload] : pushes) q.push(time, payload);
+  CHECK(q.size() == 6);
+  CHECK(q.top().payload == 4);
+  const std::vector<std::uint32_t> expected{4, 1, 3, 0, 2, 5};
+  for (const std::uint32_t payload : expected) {
+    REQUIRE_FALSE(q.empty());
+    CHECK(q.pop().payload == payload);
+  }
+  CHECK(q.empty());
+}
+
+TEST_CASE("event queue: sequence numbers count pushes and restart after clear") {
+  EventQueue q;
+  q.push(7, 0);
+  q.push(7, 1);
+  CHECK(q.pop().seq == 0);
+  CHECK(q.pop().seq == 1);
+  q.push(2, 9);
+  CHECK(q.top().seq == 2);  // keeps counting across pops
+  q.clear();
+  CHECK(q.empty());
+  q.push(4, 3);
+  CHECK(q.top().seq == 0);
+  CHECK(q.top().time == 4);
+}
+
+TEST_CASE("event queue: pop from an empty queue is an internal error") {
+  EventQueue q;
+  CHECK_THROWS_AS(q.pop(), dtsim::core::InternalError);
+}
+
+TEST_CASE("event queue: interleaved pushes and pops agree with an ordered set of (time, seq)") {
+  // Random mix of pushes (few distinct times, so many ties) and pops; a std::set ordered by
+  // (time, seq) is the reference: every pop must return its smallest element.
+  std::mt19937_64 rng(12345);
+  EventQueue q;
+  q.reserve(64);
+  std::set<std::pair<std::int64_t, std::uint64_t>> reference;
+  std::uint64_t seq = 0;
+  std::int64_t now = 0;
+  for (int step = 0; step < 20000; ++step) {
+    const bool push = reference.empty() || rng() % 100 < 55;
+    if (push) {
+      const auto time = now + static_cast<std::int64_t>(rng() % 8);
+      q.push(time, static_cast<std::uint32_t>(seq));
+      reference.emplace(time, seq);
+      ++seq;
+    } else {
+      const Event e = q.pop();
+      const auto expected = *reference.begin();
+      reference.erase(reference.begin());
+      REQUIRE(e.time == expected.first);
+      REQUIRE(e.seq == expected.second);
+      REQUIRE(e.payload == static_cast<std::uint32_t>(expected.second));
+      now = e.time;  // like a simulator: never schedule in the past
+    }
+    REQUIRE(q.size() == reference.size());
+  }
+  while (!reference.empty()) {
+    CHECK(q.pop().seq == reference.begin()->second);
+    reference.erase(reference.begin());
+  }
+  CHECK(q.empty());
+}

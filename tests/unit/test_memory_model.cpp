@@ -1,0 +1,77 @@
+// Memory model (parallel/memory_model.hpp) against Megatron's own per-GPU formulas
+// (Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer Models",
+// arXiv 2205.05198, Sec. 4 eqs. 1-2 and Table 2) on GPT-3 175B: h = 12288, a = 96 heads, s = 2048,
+// L = 96, b = 1, t = 8.
+#include <doctest/doctest.h>
+
+#include "parallel/memory_model.hpp"
+#include "scenario_fixture.hpp"
+
+namespace {
+
+dtsim::config::Scenario gpt3(std::int64_t t, std::int64_t p, bool sp, dtsim::config::Recompute r) {
+  auto s = dtsim::testing::fixture_scenario();
+  auto& m = s.model;
+  m.layers = 96;
+  m.hidden_size = 12288;
+  m.heads = 96;
+  m.kv_heads = 96;
+  m.ffn_hidden_size = 4 * 12288;
+  m.seq_length = 2048;
+  m.vocab_size = 51200;
+  m.attention = dtsim::config::AttentionKind::standard;
+  s.cluster.nodes = t * p / 8;
+  s.parallelism.tensor = t;
+  s.parallelism.pipeline = p;
+  s.parallelism.data = 1;
+  s.parallelism.sequence_parallel = sp;
+  s.training.activation_recompute = r;
+  s.training.global_batch_size = 64;
+  s.training.precision = dtsim::config::Precision::fp16;
+  return s;
+}
+
+constexpr double sbh = 2048.0 * 1 * 12288;
+
+}  // namespace
+
+TEST_CASE("activations per layer, tensor parallel without SP: sbh (10 + 24/t + 5as/(ht)) [eq. 2]") {
+  const auto s = gpt3(8, 8, false, dtsim::config::Recompute::none);
+  const double expected = sbh * (10 + 24.0 / 8 + 5.0 * 96 * 2048 / (12288.0 * 8));
+  CHECK(dtsim::parallel::layer_activation_bytes(s) == doctest::Approx(expected).epsilon(0.10));
+  CHECK(dtsim::parallel::layer_activation_bytes(s) == doctest::Approx(expected).epsilon(1e-9));
+}
+
+TEST_CASE("activations per layer with SP and selective recompute: 34 sbh / t [Table 2]") {
+  const auto s = gpt3(8, 8, true, dtsim::config::Recompute::selective);
+  CHECK(dtsim::parallel::layer_activation_bytes(s) == doctest::Approx(34 * sbh / 8).epsilon(1e-9));
+}
+
+TEST_CASE("full recompute keeps the layer input: 2 sbh (/t with SP) [Table 2]") {
+  CHECK(dtsim::parallel::layer_activation_bytes(gpt3(8, 8, false, dtsim::config::Recompute::full)) ==
+        doctest::Approx(2 * sbh));
+  CHECK(dtsim::parallel::layer_activation_bytes(gpt3(8, 8, true, dtsim::config::Recompute::full)) ==
+        doctest::Approx(2 * sbh / 8));
+}
+
+TEST_CASE("first stage under 1F1B holds L layers' worth of activations; states 18 B per parameter") {
+  // p = 8 micro-batches in flight x L/p layers = L layers; 34 sbh / t per layer.
+  const auto s = gpt3(8, 8, true, dtsim::config::Recompute::selective);
+  const auto e = dtsim::parallel::memory_per_gpu(s);
+  const double layer_activations = 96 * 34 * sbh / 8;
+  CHECK(e.activations_bytes == doctest::Approx(layer_activations).epsilon(0.02));
+  // Mixed precision Adam, fp16 gradients: 2 + 2 + 12 = 16 B per parameter held. Stage 0 holds 12 layers
+  // (12 l h^2 each, plus biases and norms) and the embedding, split over t = 8.
+  const double layer_params = 12 * 12288.0 * 12288 + 13 * 12288.0;
+  const double held = (12 * layer_params + 51200.0 * 12288 + 2048.0 * 12288) / 8;
+  CHECK(e.weights_bytes + e.gradients_bytes + e.optimizer_bytes == doctest::Approx(16 * held).epsilon(1e-6));
+}
+
+TEST_CASE("175B without model parallelism does not fit in 80 GB") {
+  auto s = gpt3(1, 1, false, dtsim::config::Recompute::full);
+  s.cluster.nodes = 1;
+  s.parallelism.data = 8;
+  const auto e = dtsim::parallel::memory_per_gpu(s);
+  // 175e9 parameters x 16 B = 2.8 TB, far over 80e9.
+  CHECK(e.total_bytes() > 2.5e12);
+}

@@ -1,0 +1,57 @@
+// Analytic collective costs (network/collective_cost.hpp) on the fixture's round numbers:
+// intra 200e9 B/s and 1 us per step; node NICs 100e9 B/s; inter step 4 + 1 = 5 us.
+#include <doctest/doctest.h>
+
+#include "network/analytic_model.hpp"
+#include "scenario_fixture.hpp"
+
+using dtsim::graph::CollectiveKind;
+using dtsim::graph::CommGroup;
+using dtsim::graph::CommOp;
+
+namespace {
+dtsim::network::PathParams path() { return dtsim::network::path_params(dtsim::testing::fixture_scenario()); }
+}  // namespace
+
+TEST_CASE("path parameters come from node, NICs and fabric") {
+  const auto p = path();
+  CHECK(p.intra_bytes_per_s == doctest::Approx(200e9));
+  CHECK(p.node_inter_bytes_per_s == doctest::Approx(100e9));
+  CHECK(p.inter_latency_s == doctest::Approx(5e-6));
+}
+
+TEST_CASE("ring all-reduce inside a node: 2(n-1)/n S / B + 2(n-1) alpha") {
+  // n = 8, S = 1e9: 2*7/8*1e9/200e9 = 8.75 ms; latency 14 * 1 us.
+  const CommOp op{CollectiveKind::all_reduce, 1e9, CommGroup{8, 1, 1}};
+  CHECK(dtsim::network::collective_time_s(op, path()) == doctest::Approx(8.75e-3 + 14e-6));
+}
+
+TEST_CASE("ring all-reduce across nodes is bound by the node's NICs shared by concurrent groups") {
+  // 32 ranks on 4 nodes (8 per node, one group per node): busbw = min(200e9, 100e9/1) = 100e9.
+  // 2*31/32*1e9/100e9 = 19.375 ms; latency: 62 steps, 6 inter-node (2(N-1)) at 5 us, 56 at 1 us.
+  const CommOp op{CollectiveKind::all_reduce, 1e9, CommGroup{32, 4, 1}};
+  CHECK(dtsim::network::collective_time_s(op, path()) == doctest::Approx(19.375e-3 + 56e-6 + 30e-6));
+  // Same group but 8 such groups per node (one rank per node each): 100e9 / 8 per group.
+  const CommOp rail{CollectiveKind::all_reduce, 1e9, CommGroup{4, 4, 8}};
+  // 2*3/4*1e9/12.5e9 = 120 ms; 6 steps all inter-node: 30 us.
+  CHECK(dtsim::network::collective_time_s(rail, path()) == doctest::Approx(0.120 + 30e-6));
+}
+
+TEST_CASE("all-gather and reduce-scatter move half an all-reduce") {
+  const CommOp ag{CollectiveKind::all_gather, 1e9, CommGroup{8, 1, 1}};
+  const CommOp rs{CollectiveKind::reduce_scatter, 1e9, CommGroup{8, 1, 1}};
+  // 7/8 * 1e9 / 200e9 + 7 * 1 us
+  CHECK(dtsim::network::collective_time_s(ag, path()) == doctest::Approx(4.375e-3 + 7e-6));
+  CHECK(dtsim::network::collective_time_s(rs, path()) == doctest::Approx(4.375e-3 + 7e-6));
+}
+
+TEST_CASE("point-to-point across nodes uses the rank's share of the NICs") {
+  // 8 senders per node share 100e9: 12.5e9 each; 100 MB -> 8 ms + 5 us.
+  const CommOp op{CollectiveKind::send_recv, 100e6, CommGroup{2, 2, 8}};
+  CHECK(dtsim::network::collective_time_s(op, path()) == doctest::Approx(8e-3 + 5e-6));
+}
+
+TEST_CASE("a group of one costs nothing") {
+  const CommOp op{CollectiveKind::all_reduce, 1e9, CommGroup{1, 1, 1}};
+  CHECK(dtsim::network::collective_time_s(op, path()) == 0.0);
+}

@@ -1,0 +1,109 @@
+// Transformer cost declarations against the equations in models/transformer/transformer.hpp.
+#include <doctest/doctest.h>
+
+#include "models/transformer/transformer.hpp"
+
+namespace {
+
+using dtsim::config::TransformerSpec;
+using dtsim::models::LayerOp;
+
+TransformerSpec gpt(std::int64_t layers, std::int64_t h, std::int64_t heads, std::int64_t s, std::int64_t vocab) {
+  TransformerSpec m;
+  m.layers = layers;
+  m.hidden_size = h;
+  m.heads = heads;
+  m.kv_heads = heads;
+  m.ffn_hidden_size = 4 * h;
+  m.vocab_size = vocab;
+  m.seq_length = s;
+  m.attention = dtsim::config::AttentionKind::standard;
+  return m;
+}
+
+double flops(const std::vector<LayerOp>& ops) {
+  double sum = 0;
+  for (const auto& op : ops) sum += op.compute.flops;
+  return sum;
+}
+
+}  // namespace
+
+TEST_CASE("layer forward FLOPs are 24 b s h^2 + 4 b s^2 h (Narayanan et al. SC'21)") {
+  const auto m = gpt(24, 2048, 16, 2048, 51200);
+  dtsim::models::ShardConfig shard;
+  shard.micro_batch = 2;
+  const auto p = dtsim::models::transformer_layer(m, shard);
+  // b=2, s=2048, h=2048: 24*2*2048*2048^2 + 4*2*2048^2*2048 = 412316860416 + 68719476736
+  const double expected = 24.0 * 2 * 2048 * 2048.0 * 2048 + 4.0 * 2 * 2048.0 * 2048 * 2048;
+  CHECK(flops(p.forward) == doctest::Approx(expected));
+  // Backward is twice the forward (data and weight gradients of every matmul).
+  CHECK(flops(p.backward) == doctest::Approx(2 * expected));
+}
+
+TEST_CASE("tensor parallelism splits the FLOPs and adds one all-reduce per block each way") {
+  const auto m = gpt(24, 2048, 16, 2048, 51200);
+  dtsim::models::ShardConfig one;
+  dtsim::models::ShardConfig four;
+  four.tensor = 4;
+  const auto p1 = dtsim::models::transformer_layer(m, one);
+  const auto p4 = dtsim::models::transformer_layer(m, four);
+  CHECK(flops(p4.forward) == doctest::Approx(flops(p1.forward) / 4));
+  int forward_reduces = 0;
+  for (const auto& op : p4.forward) forward_reduces += op.role == dtsim::models::CommRole::tensor_all_reduce;
+  int backward_reduces = 0;
+  for (const auto& op : p4.backward) backward_reduces += op.role == dtsim::models::CommRole::tensor_all_reduce;
+  CHECK(forward_reduces == 2);
+  CHECK(backward_reduces == 2);
+  // Each all-reduce carries the micro-batch's activations: b s h x 2 bytes = 1*2048*2048*2.
+  for (const auto& op : p4.forward) {
+    if (op.role == dtsim::models::CommRole::tensor_all_reduce) CHECK(op.comm_bytes == doctest::Approx(2048.0 * 2048 * 2));
+  }
+}
+
+TEST_CASE("sequence parallelism replaces each all-reduce by an all-gather and a reduce-scatter") {
+  const auto m = gpt(24, 2048, 16, 2048, 51200);
+  dtsim::models::ShardConfig sp;
+  sp.tensor = 4;
+  sp.sequence_parallel = true;
+  const auto p = dtsim::models::transformer_layer(m, sp);
+  int gathers = 0, scatters = 0, reduces = 0;
+  for (const auto& op : p.forward) {
+    gathers += op.role == dtsim::models::CommRole::tensor_all_gather;
+    scatters += op.role == dtsim::models::CommRole::tensor_reduce_scatter;
+    reduces += op.role == dtsim::models::CommRole::tensor_all_reduce;
+  }
+  CHECK(gathers == 2);
+  CHECK(scatters == 2);
+  CHECK(reduces == 0);
+}
+
+TEST_CASE("parameter count matches Megatron's 12 l h^2 (1 + 13/(12h) + (V+s)/(12 l h))") {
+  const auto m = gpt(96, 12288, 96, 2048, 51200);
+  const double l = 96, h = 12288, V = 51200, s = 2048;
+  // Megatron (Narayanan et al. SC'21, Sec. 5.1) counts tied embeddings once: output layer shares them.
+  auto tied = m;
+  tied.tied_embeddings = true;
+  const double expected = 12 * l * h * h * (1 + 13 / (12 * h) + (V + s) / (12 * l * h));
+  CHECK(dtsim::models::total_parameters(tied) == doctest::Approx(expected).epsilon(1e-6));
+}
+
+TEST_CASE("model FLOPs per iteration: 72 B s l h^2 (1 + s/(6h)) + 6 B s h V") {
+  const auto m = gpt(96, 12288, 96, 2048, 51200);
+  const double B = 1536, s = 2048, l = 96, h = 12288, V = 51200;
+  // SC'21 eq. 3 counts 96 B s l h^2 (1 + s/(6h) + V/(16 l h)): the layers 4 times (with the recompute
+  // pass), the logits 3 times (6 B s h V). Without recompute the layers count 3 times.
+  const double expected = 72 * B * s * l * h * h * (1 + s / (6 * h)) + 6 * B * s * h * V;
+  CHECK(dtsim::models::model_flops_per_iteration(m, 1536) == doctest::Approx(expected).epsilon(1e-9));
+}
+
+TEST_CASE("grouped-query attention shrinks the QKV projection") {
+  auto m = gpt(32, 4096, 32, 4096, 32000);
+  m.kv_heads = 8;
+  dtsim::models::ShardConfig shard;
+  const auto p = dtsim::models::transformer_layer(m, shard);
+  // QKV output width h + 2 kv d = 4096 + 2*8*128 = 6144; FLOPs 2 * tokens * 6144 * 4096.
+  for (const auto& op : p.forward) {
+    if (op.name == "qkv_projection") CHECK(op.compute.flops == doctest::Approx(2.0 * 4096 * 6144 * 4096));
+  }
+}

@@ -1,0 +1,68 @@
+// Decoder-only transformer as hardware-free cost declarations: per layer and per micro-batch, the
+// operators one tensor-parallel rank runs (FLOPs, HBM bytes, GEMM shapes) and the communication the
+// Megatron split implies, in execution order.
+//
+// Sources: Megatron-LM tensor parallelism (Shoeybi et al. 2019, Fig. 3: column-parallel QKV and MLP-up,
+// row-parallel output projections, one all-reduce per block forward and one backward); sequence
+// parallelism (Korthikanti et al. 2022, arXiv 2205.05198, Sec. 4.2.2: all-gather before and
+// reduce-scatter after each block instead of the all-reduce); FLOP counts per Narayanan et al. SC'21
+// (arXiv 2104.04473) Sec. 5.1 and Appendix: 24*b*s*h^2 + 4*b*s^2*h per layer forward, logits 2*b*s*h*V;
+// backward = 2x forward. Attention FLOPs are counted over the full score matrix (Megatron convention);
+// a causal fused kernel executes about half of them (Dao 2023, FlashAttention-2, Sec. 3.1.1).
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "config/scenario.hpp"
+#include "graph/ops.hpp"
+
+namespace dtsim::models {
+
+// How one rank's share of the work is cut.
+struct ShardConfig {
+  std::int64_t tensor = 1;
+  bool sequence_parallel = false;
+  std::int64_t context = 1;
+  std::int64_t micro_batch = 1;
+  config::Precision precision = config::Precision::bf16;
+};
+
+// Communication a layer needs inside its tensor- or context-parallel group.
+enum class CommRole : std::uint8_t { none, tensor_all_reduce, tensor_all_gather, tensor_reduce_scatter, context_exchange };
+
+struct LayerOp {
+  std::string_view name;
+  graph::ComputeOp compute;       // when role == none
+  CommRole role = CommRole::none;
+  double comm_bytes = 0.0;        // when role != none (CommOp::bytes convention)
+  bool attention_core = false;    // recomputed by selective recompute
+};
+
+struct LayerProgram {
+  std::vector<LayerOp> forward;
+  std::vector<LayerOp> backward;
+};
+
+double activation_bytes_per_element(config::Precision p);
+
+// One transformer block (attention + MLP) for one micro-batch.
+LayerProgram transformer_layer(const config::TransformerSpec& model, const ShardConfig& shard);
+// Token embedding (first pipeline stage).
+LayerProgram embedding_layer(const config::TransformerSpec& model, const ShardConfig& shard);
+// Final norm, logits and cross-entropy loss (last pipeline stage).
+LayerProgram head_layer(const config::TransformerSpec& model, const ShardConfig& shard);
+
+// Parameters (whole model, not sharded).
+double parameters_per_layer(const config::TransformerSpec& model);
+double embedding_parameters(const config::TransformerSpec& model);  // token embedding
+double head_parameters(const config::TransformerSpec& model);       // final norm + output projection
+double total_parameters(const config::TransformerSpec& model);
+
+// Model FLOPs of one iteration over `global_batch` sequences: forward + backward (3x forward), no
+// recompute, attention over the full score matrix (Narayanan et al. SC'21 eq. 3 without the recompute
+// pass, generalized to GQA, SwiGLU and any FFN width).
+double model_flops_per_iteration(const config::TransformerSpec& model, std::int64_t global_batch);
+
+}  // namespace dtsim::models

@@ -1,0 +1,27 @@
+// Default GEMM efficiency model of one GPU generation (used when the profile has no measured table).
+//
+// A GEMM C[m x n] = A[m x k] B[k x n] (x batch) runs as output tiles spread over the SMs in waves.
+// For a candidate tile (tm, tn), with T = ceil(m/tm) * ceil(n/tn) * batch tiles on S SMs:
+//
+//   tile quantization   q_tile = (m * n) / (ceil(m/tm) * tm * ceil(n/tn) * tn)
+//   wave quantization   q_wave = T / (ceil(T / S) * S)
+//   main-loop depth     q_k    = k / (k + k_half)
+//   tile size           q_size = 0.9 ^ (number of halvings from the profile's largest tile)
+//
+//   efficiency = max_efficiency * max over candidate tiles of (q_tile * q_wave * q_size) * q_k
+//
+// Candidates are the profile's (tile_m, tile_n) and its halvings down to 64 x 64, as cuBLAS heuristics
+// choose smaller tiles for small or awkward shapes. Tile and wave quantization follow NVIDIA's "Matrix
+// Multiplication Background User's Guide" (Deep Learning Performance docs); max_efficiency is the best
+// measured large-GEMM throughput (the "maximum achievable matmul FLOPS" of the profile's source); the
+// 10% cost per halving and k_half are documented engineering constants, replaced by calibration tables.
+#pragma once
+
+#include "config/hardware.hpp"
+#include "graph/ops.hpp"
+
+namespace dtsim::compute {
+
+double gemm_efficiency(const graph::GemmShape& shape, const config::GpuProfile& gpu);
+
+}  // namespace dtsim::compute

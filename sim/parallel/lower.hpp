@@ -1,0 +1,38 @@
+// lower(): a scenario's workload x parallelism -> the task graph of one training iteration.
+//
+// Symmetric mode simulates one representative rank per pipeline stage: tensor, context and data
+// parallel peers of a stage run the same program, so one stands for all of them, while every
+// collective is still costed for its full group on its real layout (mesh.hpp).
+//
+// Per stage, in the pipeline schedule's order (pipeline_schedule.hpp), each step emits the layer
+// programs of its model chunk (embedding on the first chunk, head on the last) as a chain of tasks on
+// the compute and communication streams; backward steps are preceded per layer by the recomputed
+// forward (full) or attention core (selective). Activations and their gradients cross stages as
+// point-to-point transfers on the sender's send stream (Megatron's scatter/gather: each tensor rank
+// sends 1/t of the tensor). Gradients are reduced over the data(x context)-parallel group in buckets
+// as their last micro-batch's backward completes (overlap) or after the backward (no overlap);
+// all-reduce, or reduce-scatter + parameter all-gather with a distributed optimizer / ZeRO-1/2;
+// ZeRO-3 gathers each layer's parameters before its forward and backward (one layer of prefetch) and
+// reduce-scatters its gradients after each backward. The optimizer step closes the iteration.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "config/scenario.hpp"
+#include "graph/task_graph.hpp"
+
+namespace dtsim::parallel {
+
+struct LoweredGraph {
+  graph::TaskGraph graph{0};
+  std::vector<std::string> rank_names;
+  std::int64_t gpus_per_simulated_rank = 1;
+  // FLOPs counted over all GPUs in one iteration, recompute included (hardware FLOPs).
+  double hardware_flops = 0.0;
+};
+
+// Requires a feasible scenario (feasibility.hpp).
+LoweredGraph lower(const config::Scenario& scenario);
+
+}  // namespace dtsim::parallel

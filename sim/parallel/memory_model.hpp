@@ -1,0 +1,46 @@
+// Memory per GPU of a plan, for the first and the last pipeline stage (the two most loaded ranks:
+// the first holds the most micro-batches in flight, the last holds the logits).
+//
+// States, per parameter held by the rank (mixed precision, Rajbhandari et al. 2020, ZeRO, Sec. 3.1):
+//   weights 2 B (fp32/tf32: 4), gradients 2 B for fp16 / 4 B otherwise (Megatron keeps FP32 main
+//   gradients for bf16), optimizer 12 B (FP32 master, Adam m and v; fp32/tf32: 8 B). Data-parallel
+//   sharding: distributed optimizer or ZeRO-1 shards the optimizer, ZeRO-2 also gradients, ZeRO-3 also
+//   weights (plus two gathered layers in flight).
+// Activations per layer and micro-batch (Korthikanti et al. 2022, arXiv 2205.05198, Sec. 4, for 16-bit
+// activations and 1-byte dropout masks), generalized to GQA and any FFN:
+//   replicated across tensor ranks (unless sequence parallel): 2 norm inputs 4sbh, QKV and MLP inputs
+//     4sbh, two dropout masks 2sbh                                                     = 10 sbh
+//   split over tensor ranks: Q 2sbh, K and V 4 s b kv d, attention output 2sbh, MLP intermediates
+//     4 s b f (GELU) or 6 s b f (SwiGLU)
+//   attention scores (standard attention, no selective recompute): 5 a s^2 b, split over tensor ranks
+//   full recompute keeps only the layer input, 2sbh (/t with sequence parallel).
+//   With f = 4h, kv = a, no GQA this is sbh(34 + 5as/h) (their eq. 1) and sbh(10 + 24/t + 5as/(ht))
+//   with tensor parallelism (eq. 2).
+// In flight on the first stage: 1F1B p micro-batches' worth of its layers (= L layers), interleaved
+// L (1 + (p-1)/(p v)), GPipe all m micro-batches (Korthikanti et al. Sec. 4.2.3).
+// Buffers: gradient buckets (2 x bucket), the last stage's FP32 logits of one micro-batch, and a fixed
+// 1 GiB for the CUDA context, NCCL and cuBLAS workspaces (engineering allowance).
+#pragma once
+
+#include "config/scenario.hpp"
+
+namespace dtsim::parallel {
+
+struct MemoryEstimate {
+  double weights_bytes = 0.0;
+  double gradients_bytes = 0.0;
+  double optimizer_bytes = 0.0;
+  double activations_bytes = 0.0;
+  double buffers_bytes = 0.0;
+  double total_bytes() const {
+    return weights_bytes + gradients_bytes + optimizer_bytes + activations_bytes + buffers_bytes;
+  }
+};
+
+// Activation bytes of one transformer layer for one micro-batch on one rank.
+double layer_activation_bytes(const config::Scenario& scenario);
+
+// The most loaded rank's memory (the larger of the first and last stage).
+MemoryEstimate memory_per_gpu(const config::Scenario& scenario);
+
+}  // namespace dtsim::parallel

@@ -1,0 +1,30 @@
+// Pipeline schedules: the order in which one stage runs the forward and backward passes of its
+// micro-batches (and model chunks, for the interleaved schedule).
+//   gpipe        all forwards, then all backwards (Huang et al. 2019, GPipe)
+//   1f1b         warm-up of (p - s - 1) forwards, then one forward / one backward, then cool-down
+//                (Narayanan et al. 2021, PipeDream-Flush; Megatron-LM forward_backward_pipelining)
+//   interleaved  v model chunks per stage, micro-batches in groups of p; warm-up
+//                (p - s - 1) * 2 + (v - 1) * p forward steps (Narayanan et al. SC'21, Sec. 2.2.2;
+//                Megatron-LM interleaved schedule); needs micro-batches % p == 0.
+// Bubble fraction of the resulting timeline: (p - 1) / m, or (p - 1) / (v m) interleaved.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "config/scenario.hpp"
+
+namespace dtsim::parallel {
+
+enum class Pass : std::uint8_t { forward, backward };
+
+struct PipelineStep {
+  Pass pass = Pass::forward;
+  std::int32_t micro_batch = 0;
+  std::int32_t chunk = 0;  // model chunk on this stage (0 unless interleaved)
+};
+
+std::vector<PipelineStep> stage_schedule(config::Schedule schedule, std::int64_t stages, std::int64_t stage,
+                                         std::int64_t micro_batches, std::int64_t virtual_stages);
+
+}  // namespace dtsim::parallel
