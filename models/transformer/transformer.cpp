@@ -181,6 +181,9 @@ LayerProgram transformer_layer(const config::TransformerSpec& m, const ShardConf
   fw.push_back(memory("input_norm", 2 * he * a));
   enter_tp_region(fw, d, "attention_all_gather");
   fw.push_back(gemm("qkv_projection", d.tokens, d.n_qkv, d.h, a));
+  // Llama-style models rotate queries and keys (RoPE, Su et al. 2021): read and write Q and K.
+  const double rotated = d.tokens * (d.heads + d.kv) * d.d;
+  if (d.swiglu) fw.push_back(memory("rotary_embedding", 2 * rotated * a));
   attention_forward(fw, m, d, sh);
   fw.push_back(gemm("attention_projection", d.tokens, d.h, d.heads * d.d, a));
   leave_tp_region(fw, d, "attention_tp_reduce");
@@ -208,6 +211,7 @@ LayerProgram transformer_layer(const config::TransformerSpec& m, const ShardConf
   bw.push_back(gemm("attention_projection_dgrad", d.tokens, d.heads * d.d, d.h, a));
   bw.push_back(gemm("attention_projection_wgrad", d.heads * d.d, d.h, d.tokens, a));
   attention_backward(bw, m, d, sh);
+  if (d.swiglu) bw.push_back(memory("rotary_embedding_bwd", 2 * rotated * a));
   bw.push_back(gemm("qkv_projection_dgrad", d.tokens, d.h, d.n_qkv, a));
   bw.push_back(gemm("qkv_projection_wgrad", d.h, d.n_qkv, d.tokens, a));
   leave_tp_region(bw, d, "attention_grad_tp_reduce");

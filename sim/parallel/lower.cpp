@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <array>
 #include <map>
+#include <optional>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -42,6 +44,25 @@ struct Chain {
   bool empty = true;
 };
 
+// A simulated rank's place in the mesh. Symmetric mode has one rank per stage, at coordinate 0 of the
+// other dimensions.
+struct Coord {
+  std::int64_t stage = 0;
+  std::int64_t tensor = 0;
+  std::int64_t context = 0;
+  std::int64_t data = 0;
+};
+
+// Groups a collective can run over.
+enum class GroupKind : std::uint8_t { tensor, context, data };
+
+// A collective instance being assembled in every-rank mode: the barrier task and how many members
+// have not yet arrived.
+struct Rendezvous {
+  TaskId barrier = 0;
+  std::int64_t waiting = 0;
+};
+
 double gradient_bytes_per_param(config::Precision p) { return p == config::Precision::fp16 ? 2.0 : 4.0; }
 double weight_bytes_per_param(config::Precision p) {
   return models::activation_bytes_per_element(p);
@@ -60,23 +81,107 @@ class Lowering {
         v_(s.parallelism.virtual_stages),
         m_(micro_batches(s)),
         layers_per_chunk_(s.model.layers / (p_ * v_)),
-        replicas_(s.parallelism.tensor * s.parallelism.context * s.parallelism.data) {
-    out_.graph = graph::TaskGraph(static_cast<std::uint32_t>(p_));
+        every_rank_(s.simulation.ranks == config::RankMode::all),
+        replicas_(every_rank_ ? 1 : s.parallelism.tensor * s.parallelism.context * s.parallelism.data) {
+    const std::int64_t ranks = every_rank_ ? s.gpu_count() : p_;
+    out_.graph = graph::TaskGraph(static_cast<std::uint32_t>(ranks));
     out_.gpus_per_simulated_rank = replicas_;
+    for (std::int64_t r = 0; r < ranks; ++r) coords_.push_back(coord_of(r));
   }
 
   LoweredGraph run() {
     intern_programs();
-    for (std::int64_t stage = 0; stage < p_; ++stage) add_rank(stage);
-    steps_.assign(static_cast<std::size_t>(p_ * v_ * m_ * 2), Chain{});
-    for (std::int64_t stage = 0; stage < p_; ++stage) emit_stage(stage);
-    for (std::int64_t stage = 0; stage < p_; ++stage) connect_stages(stage);
-    for (std::int64_t stage = 0; stage < p_; ++stage) emit_gradient_sync_and_optimizer(stage);
+    const auto ranks = static_cast<std::int64_t>(coords_.size());
+    for (std::int64_t r = 0; r < ranks; ++r) add_rank(r);
+    steps_.assign(static_cast<std::size_t>(ranks * v_ * m_ * 2), Chain{});
+    grad_ready_.assign(static_cast<std::size_t>(ranks * v_ * layers_per_chunk_), TaskId{0});
+    stage_last_.assign(static_cast<std::size_t>(ranks), TaskId{0});
+    data_tasks_.assign(static_cast<std::size_t>(ranks), {});
+    for (std::int64_t r = 0; r < ranks; ++r) emit_rank(r);
+    for (std::int64_t r = 0; r < ranks; ++r) connect_stages(r);
+    for (std::int64_t r = 0; r < ranks; ++r) emit_gradient_sync_and_optimizer(r);
+    DTSIM_CHECK(pending_.empty(), "a collective is missing members");
     out_.graph.finalize();
     return std::move(out_);
   }
 
  private:
+  // ---- ranks -----------------------------------------------------------------------------------
+  // Every-rank mode numbers ranks in Megatron order: tp + t (cp + c (dp + d pp)).
+  Coord coord_of(std::int64_t r) const {
+    if (!every_rank_) return Coord{r, 0, 0, 0};
+    const auto& par = s_.parallelism;
+    Coord c;
+    c.tensor = r % par.tensor;
+    r /= par.tensor;
+    c.context = r % par.context;
+    r /= par.context;
+    c.data = r % par.data;
+    c.stage = r / par.data;
+    return c;
+  }
+
+  std::int64_t rank_of(const Coord& c) const {
+    if (!every_rank_) return c.stage;
+    const auto& par = s_.parallelism;
+    return c.tensor + par.tensor * (c.context + par.context * (c.data + par.data * c.stage));
+  }
+
+  const Coord& coord(std::int64_t r) const { return coords_[static_cast<std::size_t>(r)]; }
+
+  // The rank leading r's group of a kind (its coordinates along the group's dimensions set to 0), and
+  // the group's size.
+  std::pair<std::int64_t, std::int64_t> group_of(std::int64_t r, GroupKind kind) const {
+    Coord c = coord(r);
+    const auto& par = s_.parallelism;
+    switch (kind) {
+      case GroupKind::tensor:
+        c.tensor = 0;
+        return {rank_of(c), par.tensor};
+      case GroupKind::context:
+        c.context = 0;
+        return {rank_of(c), par.context};
+      case GroupKind::data:
+        c.context = 0;
+        c.data = 0;
+        return {rank_of(c), par.context * par.data};
+    }
+    return {r, 1};
+  }
+
+  // Emits rank r's part of a collective and continues `chain` with it. Symmetric mode: one task on
+  // the rank's stream. Every-rank mode: the k-th collective a member runs over a group meets the k-th
+  // of every other member: each member posts an arrival on its stream (the first to arrive posts the
+  // group's barrier there instead), the barrier waits for all arrivals, and each member's copy of the
+  // collective starts after the barrier, so all members run it together.
+  void collective(std::int64_t r, GroupKind kind, StreamKind stream_kind, graph::OpId op, Category cat,
+                  std::uint32_t lbl, std::int32_t mb, Chain& chain) {
+    const auto [leader, size] = group_of(r, kind);
+    if (!every_rank_ || size <= 1) {
+      link(chain, add_task(r, stream_kind, op, cat, lbl, mb));
+      return;
+    }
+    const std::int64_t seq = sequence_[{r, static_cast<int>(kind), static_cast<int>(stream_kind)}]++;
+    const RendezvousKey key{leader, static_cast<int>(kind) * 16 + static_cast<int>(stream_kind), seq};
+    auto it = pending_.find(key);
+    TaskId barrier = 0;
+    if (it == pending_.end()) {
+      barrier = add_task(r, stream_kind, arrival_op_, cat, lbl, mb);
+      if (!chain.empty) out_.graph.add_dependency(chain.last, barrier);
+      it = pending_.emplace(key, Rendezvous{barrier, size - 1}).first;
+    } else {
+      barrier = it->second.barrier;
+      const TaskId arrive = add_task(r, stream_kind, arrival_op_, cat, lbl, mb);
+      if (!chain.empty) out_.graph.add_dependency(chain.last, arrive);
+      out_.graph.add_dependency(arrive, barrier);
+      if (--it->second.waiting == 0) pending_.erase(it);
+    }
+    const TaskId run = add_task(r, stream_kind, op, cat, lbl, mb);
+    out_.graph.add_dependency(barrier, run);
+    if (chain.empty) chain.first = barrier, chain.empty = false;
+    chain.last = run;
+  }
+
   // ---- ops -------------------------------------------------------------------------------------
   std::uint32_t label(std::string_view name) {
     auto it = labels_.find(std::string(name));
@@ -158,36 +263,50 @@ class Lowering {
     const double activation = tokens * static_cast<double>(s_.model.hidden_size) * a /
                               static_cast<double>(par.tensor);
     pipeline_send_op_ = out_.graph.add_op(CommOp{graph::CollectiveKind::send_recv, activation, mesh_.pipeline_pair()});
+    // Every-rank mode: a member's arrival at a collective (and the group's barrier) take no time.
+    arrival_op_ = out_.graph.add_op(CommOp{graph::CollectiveKind::all_reduce, 0.0, graph::CommGroup{}});
+    if (par.zero_stage >= 3) {
+      const double layer_params = models::parameters_per_layer(s_.model) / static_cast<double>(par.tensor);
+      const config::Precision prec = s_.training.precision;
+      zero3_gather_op_ = out_.graph.add_op(
+          CommOp{graph::CollectiveKind::all_gather, layer_params * weight_bytes_per_param(prec), data_group()});
+      zero3_reduce_op_ = out_.graph.add_op(
+          CommOp{graph::CollectiveKind::reduce_scatter, layer_params * gradient_bytes_per_param(prec), data_group()});
+    }
     pipeline_send_label_ = label("pipeline_send_activation");
     pipeline_grad_label_ = label("pipeline_send_gradient");
   }
 
   // ---- ranks and streams -----------------------------------------------------------------------
-  void add_rank(std::int64_t stage) {
-    const auto rank = static_cast<graph::RankId>(stage);
+  void add_rank(std::int64_t r) {
+    const auto rank = static_cast<graph::RankId>(r);
     std::array<graph::StreamId, graph::kStreamKindCount> ids{};
     for (int k = 0; k < graph::kStreamKindCount; ++k) ids[k] = out_.graph.add_stream(rank, static_cast<StreamKind>(k));
     streams_.push_back(ids);
-    out_.rank_names.push_back(fmt::format("stage {} (x{} GPUs)", stage, replicas_));
+    const Coord& c = coord(r);
+    out_.rank_names.push_back(every_rank_ ? fmt::format("rank {} (stage {}, data {}, context {}, tensor {})", r, c.stage,
+                                                        c.data, c.context, c.tensor)
+                                          : fmt::format("stage {} (x{} GPUs)", c.stage, replicas_));
   }
 
-  graph::StreamId stream(std::int64_t stage, StreamKind kind) const {
-    return streams_[static_cast<std::size_t>(stage)][static_cast<int>(kind)];
+  graph::StreamId stream(std::int64_t r, StreamKind kind) const {
+    return streams_[static_cast<std::size_t>(r)][static_cast<int>(kind)];
   }
 
-  TaskId add_task(std::int64_t stage, StreamKind kind, graph::OpId op, Category cat, std::uint32_t lbl,
-                  std::int32_t mb) {
-    return out_.graph.add_task(graph::Task{op, stream(stage, kind), cat, lbl, mb});
+  TaskId add_task(std::int64_t r, StreamKind kind, graph::OpId op, Category cat, std::uint32_t lbl, std::int32_t mb) {
+    return out_.graph.add_task(graph::Task{op, stream(r, kind), cat, lbl, mb});
   }
 
   // Appends ops as a dependency chain; compute ops get `compute_category`.
-  void emit(std::int64_t stage, const std::vector<OpRef>& ops, Category compute_category, std::int32_t mb,
-            Chain& chain) {
+  void emit(std::int64_t r, const std::vector<OpRef>& ops, Category compute_category, std::int32_t mb, Chain& chain) {
     for (const auto& op : ops) {
-      const bool is_compute = op.stream == StreamKind::compute;
-      const TaskId id = add_task(stage, op.stream, op.op, is_compute ? compute_category : op.comm_category, op.label, mb);
-      if (is_compute) out_.hardware_flops += op.flops * static_cast<double>(replicas_);
-      link(chain, id);
+      if (op.stream == StreamKind::compute) {
+        link(chain, add_task(r, op.stream, op.op, compute_category, op.label, mb));
+        out_.hardware_flops += op.flops * static_cast<double>(replicas_);
+      } else {
+        const GroupKind kind = op.stream == StreamKind::context_comm ? GroupKind::context : GroupKind::tensor;
+        collective(r, kind, op.stream, op.op, op.comm_category, op.label, mb, chain);
+      }
     }
   }
 
@@ -202,71 +321,73 @@ class Lowering {
   }
 
   // ---- pipeline steps --------------------------------------------------------------------------
-  std::size_t step_index(std::int64_t stage, std::int64_t chunk, std::int64_t mb, Pass pass) const {
-    return static_cast<std::size_t>((((stage * v_ + chunk) * m_ + mb) * 2) + (pass == Pass::backward ? 1 : 0));
+  std::size_t step_index(std::int64_t r, std::int64_t chunk, std::int64_t mb, Pass pass) const {
+    return static_cast<std::size_t>((((r * v_ + chunk) * m_ + mb) * 2) + (pass == Pass::backward ? 1 : 0));
+  }
+
+  std::size_t layer_index(std::int64_t r, std::int64_t chunk, std::int64_t layer) const {
+    return static_cast<std::size_t>((r * v_ + chunk) * layers_per_chunk_ + layer);
   }
 
   std::int64_t model_chunk(std::int64_t stage, std::int64_t chunk) const { return chunk * p_ + stage; }
 
-  void emit_stage(std::int64_t stage) {
-    const auto schedule = stage_schedule(s_.parallelism.schedule, p_, stage, m_, v_);
+  void emit_rank(std::int64_t r) {
+    const std::int64_t stage = coord(r).stage;
     const bool zero3 = s_.parallelism.zero_stage >= 3;
-    for (const auto& step : schedule) {
+    for (const auto& step : stage_schedule(s_.parallelism.schedule, p_, stage, m_, v_)) {
       Chain chain;
       const std::int64_t mc = model_chunk(stage, step.chunk);
       const bool first_chunk = mc == 0;
       const bool last_chunk = mc == p_ * v_ - 1;
+      const std::int32_t mb = step.micro_batch;
+      std::optional<TaskId> previous_layer;
       if (step.pass == Pass::forward) {
-        if (first_chunk) emit(stage, embedding_.forward, Category::forward, step.micro_batch, chain);
-        std::optional<TaskId> previous_layer;
+        if (first_chunk) emit(r, embedding_.forward, Category::forward, mb, chain);
         for (std::int64_t l = 0; l < layers_per_chunk_; ++l) {
           Chain layer;
-          emit(stage, layer_.forward, Category::forward, step.micro_batch, layer);
-          if (zero3) gate(gather_layer(stage, step.micro_batch, previous_layer), layer);
+          emit(r, layer_.forward, Category::forward, mb, layer);
+          if (zero3) gate(gather_layer(r, mb, previous_layer), layer);
           previous_layer = layer.first;
           append(chain, layer);
         }
-        if (last_chunk) emit(stage, head_.forward, Category::forward, step.micro_batch, chain);
+        if (last_chunk) emit(r, head_.forward, Category::forward, mb, chain);
       } else {
-        if (last_chunk) emit(stage, head_.backward, Category::backward, step.micro_batch, chain);
-        std::optional<TaskId> previous_layer;
+        if (last_chunk) emit(r, head_.backward, Category::backward, mb, chain);
         for (std::int64_t l = layers_per_chunk_ - 1; l >= 0; --l) {
           Chain layer;
-          emit(stage, recompute_, Category::recompute, step.micro_batch, layer);
-          emit(stage, layer_.backward, Category::backward, step.micro_batch, layer);
-          if (zero3) gate(gather_layer(stage, step.micro_batch, previous_layer), layer);
+          emit(r, recompute_, Category::recompute, mb, layer);
+          emit(r, layer_.backward, Category::backward, mb, layer);
+          if (zero3) gate(gather_layer(r, mb, previous_layer), layer);
           previous_layer = layer.first;
           append(chain, layer);
-          grad_ready_[stage_key(stage, step.chunk, l)] = chain.last;
-          if (zero3) reduce_layer(stage, step.micro_batch, chain.last);
+          grad_ready_[layer_index(r, step.chunk, l)] = chain.last;
+          if (zero3) reduce_layer(r, mb, chain.last);
         }
-        if (first_chunk) emit(stage, embedding_.backward, Category::backward, step.micro_batch, chain);
+        if (first_chunk) emit(r, embedding_.backward, Category::backward, mb, chain);
       }
-      steps_[step_index(stage, step.chunk, step.micro_batch, step.pass)] = chain;
-      stage_last_[stage] = chain.last;
+      steps_[step_index(r, step.chunk, mb, step.pass)] = chain;
+      stage_last_[static_cast<std::size_t>(r)] = chain.last;
     }
-  }
-
-  static std::int64_t stage_key(std::int64_t stage, std::int64_t chunk, std::int64_t layer) {
-    return (stage << 40) | (chunk << 20) | layer;
   }
 
   // ZeRO-3: gather a layer's parameters; the gather may start once the previous layer has started
   // (one layer of prefetch) and the layer's first op waits for it (see gate()).
-  TaskId gather_layer(std::int64_t stage, std::int32_t mb, std::optional<TaskId> previous_layer_start) {
-    const double bytes = models::parameters_per_layer(s_.model) / static_cast<double>(s_.parallelism.tensor) *
-                         weight_bytes_per_param(s_.training.precision);
-    if (!zero3_gather_op_) {
-      zero3_gather_op_ = out_.graph.add_op(CommOp{graph::CollectiveKind::all_gather, bytes, data_group()});
-      zero3_reduce_op_ = out_.graph.add_op(CommOp{graph::CollectiveKind::reduce_scatter,
-                                                  bytes / weight_bytes_per_param(s_.training.precision) *
-                                                      gradient_bytes_per_param(s_.training.precision),
-                                                  data_group()});
+  TaskId gather_layer(std::int64_t r, std::int32_t mb, std::optional<TaskId> previous_layer_start) {
+    Chain gather;
+    if (previous_layer_start) {
+      gather.first = gather.last = *previous_layer_start;
+      gather.empty = false;
     }
-    const TaskId g = add_task(stage, StreamKind::param_gather, *zero3_gather_op_, Category::data_comm,
-                              label("zero3_param_all_gather"), mb);
-    if (previous_layer_start) out_.graph.add_dependency(*previous_layer_start, g);
-    return g;
+    collective(r, GroupKind::data, StreamKind::param_gather, zero3_gather_op_, Category::data_comm,
+               label("zero3_param_all_gather"), mb, gather);
+    return gather.last;
+  }
+
+  void reduce_layer(std::int64_t r, std::int32_t mb, TaskId after) {
+    Chain reduce{after, after, false};
+    collective(r, GroupKind::data, StreamKind::data_comm, zero3_reduce_op_, Category::data_comm,
+               label("zero3_grad_reduce_scatter"), mb, reduce);
+    data_tasks_[static_cast<std::size_t>(r)].push_back(reduce.last);
   }
 
   // The first task of `chain` waits for `task`.
@@ -283,29 +404,21 @@ class Lowering {
     chain.last = next.last;
   }
 
-  void reduce_layer(std::int64_t stage, std::int32_t mb, TaskId after) {
-    const TaskId r = add_task(stage, StreamKind::data_comm, *zero3_reduce_op_, Category::data_comm,
-                              label("zero3_grad_reduce_scatter"), mb);
-    out_.graph.add_dependency(after, r);
-    data_tasks_[stage].push_back(r);
-  }
-
-  graph::CommGroup data_group() const {
-    return mesh_.group(s_.parallelism.data * s_.parallelism.context, s_.parallelism.tensor);
-  }
-
-  // Activations flow to the next model chunk, gradients to the previous one.
-  void connect_stages(std::int64_t stage) {
-    const auto schedule = stage_schedule(s_.parallelism.schedule, p_, stage, m_, v_);
-    for (const auto& step : schedule) {
-      const std::int64_t mc = model_chunk(stage, step.chunk);
+  // Activations flow to the next model chunk, gradients to the previous one, between the ranks of
+  // neighbouring stages with the same tensor, context and data coordinates.
+  void connect_stages(std::int64_t r) {
+    const Coord c = coord(r);
+    for (const auto& step : stage_schedule(s_.parallelism.schedule, p_, c.stage, m_, v_)) {
+      const std::int64_t mc = model_chunk(c.stage, step.chunk);
       const bool forward = step.pass == Pass::forward;
       const std::int64_t next = forward ? mc + 1 : mc - 1;
       if (next < 0 || next >= p_ * v_) continue;
-      const Chain& from = steps_[step_index(stage, step.chunk, step.micro_batch, step.pass)];
-      const Chain& to = steps_[step_index(next % p_, next / p_, step.micro_batch, step.pass)];
+      Coord peer = c;
+      peer.stage = next % p_;
+      const Chain& from = steps_[step_index(r, step.chunk, step.micro_batch, step.pass)];
+      const Chain& to = steps_[step_index(rank_of(peer), next / p_, step.micro_batch, step.pass)];
       DTSIM_CHECK(!from.empty && !to.empty, "pipeline step without tasks");
-      const TaskId send = add_task(stage, StreamKind::pipeline_send, pipeline_send_op_, Category::pipeline_comm,
+      const TaskId send = add_task(r, StreamKind::pipeline_send, pipeline_send_op_, Category::pipeline_comm,
                                    forward ? pipeline_send_label_ : pipeline_grad_label_, step.micro_batch);
       out_.graph.add_dependency(from.last, send);
       out_.graph.add_dependency(send, to.first);
@@ -320,37 +433,37 @@ class Lowering {
     return params / static_cast<double>(s_.parallelism.tensor);
   }
 
-  void emit_gradient_sync_and_optimizer(std::int64_t stage) {
+  void emit_gradient_sync_and_optimizer(std::int64_t r) {
     const auto& par = s_.parallelism;
     const config::Precision prec = s_.training.precision;
     const bool sharded = par.distributed_optimizer || par.zero_stage >= 1;
     const std::int64_t dp = par.data * par.context;
-    const graph::CommGroup group = data_group();
-    std::vector<TaskId>& reductions = data_tasks_[stage];
+    const std::int64_t stage = coord(r).stage;
+    const TaskId backward_end = stage_last_[static_cast<std::size_t>(r)];
+    std::vector<TaskId>& reductions = data_tasks_[static_cast<std::size_t>(r)];
 
     if (par.zero_stage < 3 && dp > 1) {
       // Gradients become final when their layer's last backward ends; bucket them in that order.
       std::vector<TaskId> ready;
       for (std::int64_t c = 0; c < v_; ++c) {
-        for (std::int64_t l = 0; l < layers_per_chunk_; ++l) ready.push_back(grad_ready_.at(stage_key(stage, c, l)));
+        for (std::int64_t l = 0; l < layers_per_chunk_; ++l) ready.push_back(grad_ready_[layer_index(r, c, l)]);
       }
       std::sort(ready.begin(), ready.end());
-      const double layer_bytes = models::parameters_per_layer(s_.model) / static_cast<double>(par.tensor) *
-                                 gradient_bytes_per_param(prec);
+      const double layer_params = models::parameters_per_layer(s_.model) / static_cast<double>(par.tensor);
+      const double layer_bytes = layer_params * gradient_bytes_per_param(prec);
       const double extra_bytes =
-          (stage_parameters(stage) - static_cast<double>(ready.size()) * models::parameters_per_layer(s_.model) /
-                                         static_cast<double>(par.tensor)) *
-          gradient_bytes_per_param(prec);
+          (stage_parameters(stage) - static_cast<double>(ready.size()) * layer_params) * gradient_bytes_per_param(prec);
       const auto kind = sharded ? graph::CollectiveKind::reduce_scatter : graph::CollectiveKind::all_reduce;
       const std::uint32_t lbl = label(sharded ? "grad_reduce_scatter" : "grad_all_reduce");
       double bucket = extra_bytes;  // embedding/head gradients travel with the first bucket
       for (std::size_t i = 0; i < ready.size(); ++i) {
         bucket += layer_bytes;
         if (bucket < s_.training.bucket_bytes && i + 1 < ready.size()) continue;
-        const graph::OpId op = out_.graph.add_op(CommOp{kind, bucket, group});
-        const TaskId t = add_task(stage, StreamKind::data_comm, op, Category::data_comm, lbl, -1);
-        out_.graph.add_dependency(s_.training.overlap_grad_reduce ? ready[i] : stage_last_.at(stage), t);
-        reductions.push_back(t);
+        const graph::OpId op = intern_comm(CommOp{kind, bucket, data_group()});
+        const TaskId after = s_.training.overlap_grad_reduce ? ready[i] : backward_end;
+        Chain reduce{after, after, false};
+        collective(r, GroupKind::data, StreamKind::data_comm, op, Category::data_comm, lbl, -1, reduce);
+        reductions.push_back(reduce.last);
         bucket = 0.0;
       }
     }
@@ -360,18 +473,41 @@ class Lowering {
     step.cls = graph::ComputeClass::optimizer;
     step.bytes = params / (sharded ? static_cast<double>(dp) : 1.0) * optimizer_bytes_per_param(prec);
     step.kernels = 4;
-    const TaskId opt = add_task(stage, StreamKind::compute, out_.graph.add_op(step), Category::optimizer,
+    if (!optimizer_ops_.count(stage)) optimizer_ops_[stage] = out_.graph.add_op(step);
+    const TaskId opt = add_task(r, StreamKind::compute, optimizer_ops_[stage], Category::optimizer,
                                 label("optimizer_step"), -1);
-    out_.graph.add_dependency(stage_last_.at(stage), opt);
-    for (TaskId r : reductions) out_.graph.add_dependency(r, opt);
+    out_.graph.add_dependency(backward_end, opt);
+    for (TaskId t : reductions) out_.graph.add_dependency(t, opt);
 
     if (sharded && par.zero_stage < 3 && dp > 1) {
-      const graph::OpId op = out_.graph.add_op(
-          CommOp{graph::CollectiveKind::all_gather, params * weight_bytes_per_param(prec), group});
-      const TaskId g = add_task(stage, StreamKind::param_gather, op, Category::data_comm, label("param_all_gather"), -1);
-      out_.graph.add_dependency(opt, g);
+      const graph::OpId op =
+          intern_comm(CommOp{graph::CollectiveKind::all_gather, params * weight_bytes_per_param(prec), data_group()});
+      Chain gather{opt, opt, false};
+      collective(r, GroupKind::data, StreamKind::param_gather, op, Category::data_comm, label("param_all_gather"), -1,
+                 gather);
     }
   }
+
+  // One op per distinct communication (buckets of equal size share theirs).
+  graph::OpId intern_comm(const CommOp& op) {
+    const auto key = std::make_tuple(static_cast<int>(op.kind), op.bytes, op.group.size, op.group.nodes);
+    auto it = comm_ops_.find(key);
+    if (it != comm_ops_.end()) return it->second;
+    const graph::OpId id = out_.graph.add_op(op);
+    comm_ops_.emplace(key, id);
+    return id;
+  }
+
+  graph::CommGroup data_group() const {
+    return mesh_.group(s_.parallelism.data * s_.parallelism.context, s_.parallelism.tensor);
+  }
+
+  struct RendezvousKey {
+    std::int64_t leader;
+    int kind;
+    std::int64_t seq;
+    auto operator<=>(const RendezvousKey&) const = default;
+  };
 
   const config::Scenario& s_;
   Mesh mesh_;
@@ -379,21 +515,28 @@ class Lowering {
   std::int64_t v_;
   std::int64_t m_;
   std::int64_t layers_per_chunk_;
+  bool every_rank_;
   std::int64_t replicas_;
   LoweredGraph out_;
+  std::vector<Coord> coords_;
   std::map<std::string, std::uint32_t, std::less<>> labels_;
   Program layer_, embedding_, head_;
   std::vector<OpRef> recompute_;
   graph::OpId pipeline_send_op_ = 0;
+  graph::OpId arrival_op_ = 0;
+  graph::OpId zero3_gather_op_ = 0;
+  graph::OpId zero3_reduce_op_ = 0;
   std::uint32_t pipeline_send_label_ = 0;
   std::uint32_t pipeline_grad_label_ = 0;
-  std::optional<graph::OpId> zero3_gather_op_;
-  std::optional<graph::OpId> zero3_reduce_op_;
   std::vector<std::array<graph::StreamId, graph::kStreamKindCount>> streams_;
   std::vector<Chain> steps_;
-  std::map<std::int64_t, TaskId> grad_ready_;
-  std::map<std::int64_t, TaskId> stage_last_;
-  std::map<std::int64_t, std::vector<TaskId>> data_tasks_;
+  std::vector<TaskId> grad_ready_;
+  std::vector<TaskId> stage_last_;
+  std::vector<std::vector<TaskId>> data_tasks_;
+  std::map<std::int64_t, graph::OpId> optimizer_ops_;
+  std::map<std::tuple<int, double, std::int64_t, std::int64_t>, graph::OpId> comm_ops_;
+  std::map<std::tuple<std::int64_t, int, int>, std::int64_t> sequence_;
+  std::map<RendezvousKey, Rendezvous> pending_;
 };
 
 }  // namespace
