@@ -31,10 +31,15 @@ Event EventQueue::pop() {
   const std::size_t n = heap_.size();
   if (n == 0) return top;
   std::size_t i = 0;
-  for (std::size_t child = 1; child < n; child = 2 * i + 1) {
-    if (child + 1 < n && before(heap[child + 1], heap[child])) ++child;
+  // Which child is smaller is a coin toss for the branch predictor: select it arithmetically.
+  for (std::size_t child = 1; child + 1 < n; child = 2 * i + 1) {
+    child += static_cast<std::size_t>(before(heap[child + 1], heap[child]));
     heap[i] = heap[child];
     i = child;
+  }
+  if (2 * i + 2 == n) {  // a last, single child
+    heap[i] = heap[n - 1];
+    i = n - 1;
   }
   while (i > 0) {
     const std::size_t parent = (i - 1) / 2;

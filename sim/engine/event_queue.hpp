@@ -34,8 +34,12 @@ class EventQueue {
   }
 
  private:
+  // (time, seq) order, evaluated without branches.
   static bool before(const Event& a, const Event& b) {
-    return a.time < b.time || (a.time == b.time && a.seq < b.seq);
+    const int earlier = a.time < b.time;
+    const int tie = a.time == b.time;
+    const int pushed_first = a.seq < b.seq;
+    return (earlier | (tie & pushed_first)) != 0;
   }
   std::vector<Event> heap_;
   std::uint64_t next_seq_ = 0;

@@ -31,6 +31,13 @@ constexpr std::uint32_t kCategoryMask = (1U << kCategoryBits) - 1;
 constexpr std::uint32_t kComputeOpFlag = 1U << kCategoryBits;
 static_assert(graph::kCategoryCount <= (1 << kCategoryBits));
 
+// std::llround for a non-negative value, without the library call: x - trunc(x) is exact below 2^52.
+inline TimeNs round_to_ns(double x) {
+  auto whole = static_cast<TimeNs>(x);
+  if (x - static_cast<double>(whole) >= 0.5) ++whole;
+  return whole;
+}
+
 // What the loop needs of a task, in 16 bytes: its successors are
 // successors[node.succ_begin .. next node's succ_begin).
 struct Node {
@@ -179,7 +186,7 @@ class Run {
     ready_compute_.clear();
   }
 
-  void start(StreamState& st) {
+  [[gnu::always_inline]] void start(StreamState& st) {
     st.queued = false;
     const TaskId t = *st.next;
     const Node& node = nodes_[t];
@@ -192,7 +199,7 @@ class Run {
     if (duration == kNotCosted) [[unlikely]] duration = cost(op, (word & kComputeOpFlag) != 0);
     RankState& rank = ranks_[st.rank];
     if (slowed_ && !st.comm && (word & kComputeOpFlag) != 0 && rank.comm_busy_until > now_) {
-      duration = static_cast<TimeNs>(std::llround(static_cast<double>(duration) * overlap_slowdown_));
+      duration = round_to_ns(static_cast<double>(duration) * overlap_slowdown_);
     }
     const TimeNs end = now_ + duration;
     st.start = now_;
@@ -220,7 +227,7 @@ class Run {
   }
 
   // Closes the rank's current state at now_ and opens the one after the change.
-  void set_busy(RankState& rank, StreamState& st, bool busy) {
+  [[gnu::always_inline]] void set_busy(RankState& rank, StreamState& st, bool busy) {
     rank.acc[rank.slot] += now_ - rank.last_change;
     rank.last_change = now_;
     const std::uint64_t bit = std::uint64_t{1} << (st.local % kWordBits);

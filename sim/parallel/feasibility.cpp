@@ -26,8 +26,8 @@ std::optional<std::string> infeasibility(const config::Scenario& s) {
     return fmt::format("ffn_hidden_size {} is not divisible by tensor parallel {}", m.ffn_hidden_size, p.tensor);
   }
   const std::int64_t chunks = p.pipeline * p.virtual_stages;
-  if (m.layers % chunks != 0) {
-    return fmt::format("layers {} are not divisible by pipeline x virtual_stages = {}", m.layers, chunks);
+  if (m.layers < chunks) {
+    return fmt::format("layers {} are fewer than pipeline x virtual_stages = {} model chunks", m.layers, chunks);
   }
   if (m.seq_length % (2 * p.context) != 0 && p.context > 1) {
     return fmt::format("seq_length {} is not divisible by 2 x context parallel = {} (load-balanced causal split)",

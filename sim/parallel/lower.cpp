@@ -80,7 +80,8 @@ class Lowering {
         p_(s.parallelism.pipeline),
         v_(s.parallelism.virtual_stages),
         m_(micro_batches(s)),
-        layers_per_chunk_(s.model.layers / (p_ * v_)),
+        chunk_layers_(chunk_layers(s.model.layers, p_, v_)),
+        max_chunk_layers_(*std::max_element(chunk_layers_.begin(), chunk_layers_.end())),
         every_rank_(s.simulation.ranks == config::RankMode::all),
         replicas_(every_rank_ ? 1 : s.parallelism.tensor * s.parallelism.context * s.parallelism.data) {
     const std::int64_t ranks = every_rank_ ? s.gpu_count() : p_;
@@ -94,7 +95,7 @@ class Lowering {
     const auto ranks = static_cast<std::int64_t>(coords_.size());
     for (std::int64_t r = 0; r < ranks; ++r) add_rank(r);
     steps_.assign(static_cast<std::size_t>(ranks * v_ * m_ * 2), Chain{});
-    grad_ready_.assign(static_cast<std::size_t>(ranks * v_ * layers_per_chunk_), TaskId{0});
+    grad_ready_.assign(static_cast<std::size_t>(ranks * v_ * max_chunk_layers_), TaskId{0});
     stage_last_.assign(static_cast<std::size_t>(ranks), TaskId{0});
     data_tasks_.assign(static_cast<std::size_t>(ranks), {});
     for (std::int64_t r = 0; r < ranks; ++r) emit_rank(r);
@@ -326,10 +327,13 @@ class Lowering {
   }
 
   std::size_t layer_index(std::int64_t r, std::int64_t chunk, std::int64_t layer) const {
-    return static_cast<std::size_t>((r * v_ + chunk) * layers_per_chunk_ + layer);
+    return static_cast<std::size_t>((r * v_ + chunk) * max_chunk_layers_ + layer);
   }
 
   std::int64_t model_chunk(std::int64_t stage, std::int64_t chunk) const { return chunk * p_ + stage; }
+  std::int64_t layers_in(std::int64_t stage, std::int64_t chunk) const {
+    return chunk_layers_[static_cast<std::size_t>(model_chunk(stage, chunk))];
+  }
 
   void emit_rank(std::int64_t r) {
     const std::int64_t stage = coord(r).stage;
@@ -343,7 +347,7 @@ class Lowering {
       std::optional<TaskId> previous_layer;
       if (step.pass == Pass::forward) {
         if (first_chunk) emit(r, embedding_.forward, Category::forward, mb, chain);
-        for (std::int64_t l = 0; l < layers_per_chunk_; ++l) {
+        for (std::int64_t l = 0; l < layers_in(stage, step.chunk); ++l) {
           Chain layer;
           emit(r, layer_.forward, Category::forward, mb, layer);
           if (zero3) gate(gather_layer(r, mb, previous_layer), layer);
@@ -353,7 +357,7 @@ class Lowering {
         if (last_chunk) emit(r, head_.forward, Category::forward, mb, chain);
       } else {
         if (last_chunk) emit(r, head_.backward, Category::backward, mb, chain);
-        for (std::int64_t l = layers_per_chunk_ - 1; l >= 0; --l) {
+        for (std::int64_t l = layers_in(stage, step.chunk) - 1; l >= 0; --l) {
           Chain layer;
           emit(r, recompute_, Category::recompute, mb, layer);
           emit(r, layer_.backward, Category::backward, mb, layer);
@@ -427,7 +431,9 @@ class Lowering {
 
   // ---- gradients and optimizer -----------------------------------------------------------------
   double stage_parameters(std::int64_t stage) const {
-    double params = static_cast<double>(layers_per_chunk_ * v_) * models::parameters_per_layer(s_.model);
+    std::int64_t layers = 0;
+    for (std::int64_t c = 0; c < v_; ++c) layers += layers_in(stage, c);
+    double params = static_cast<double>(layers) * models::parameters_per_layer(s_.model);
     if (stage == 0) params += models::embedding_parameters(s_.model);
     if (stage == p_ - 1) params += models::head_parameters(s_.model);
     return params / static_cast<double>(s_.parallelism.tensor);
@@ -446,7 +452,7 @@ class Lowering {
       // Gradients become final when their layer's last backward ends; bucket them in that order.
       std::vector<TaskId> ready;
       for (std::int64_t c = 0; c < v_; ++c) {
-        for (std::int64_t l = 0; l < layers_per_chunk_; ++l) ready.push_back(grad_ready_[layer_index(r, c, l)]);
+        for (std::int64_t l = 0; l < layers_in(stage, c); ++l) ready.push_back(grad_ready_[layer_index(r, c, l)]);
       }
       std::sort(ready.begin(), ready.end());
       const double layer_params = models::parameters_per_layer(s_.model) / static_cast<double>(par.tensor);
@@ -514,7 +520,8 @@ class Lowering {
   std::int64_t p_;
   std::int64_t v_;
   std::int64_t m_;
-  std::int64_t layers_per_chunk_;
+  std::vector<std::int64_t> chunk_layers_;
+  std::int64_t max_chunk_layers_;
   bool every_rank_;
   std::int64_t replicas_;
   LoweredGraph out_;

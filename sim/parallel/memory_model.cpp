@@ -5,6 +5,7 @@
 #include "core/units.hpp"
 #include "models/transformer/transformer.hpp"
 #include "parallel/feasibility.hpp"
+#include "parallel/pipeline_schedule.hpp"
 
 namespace dtsim::parallel {
 
@@ -30,10 +31,18 @@ StateBytes state_bytes(config::Precision p) {
   return {};
 }
 
+double layers_on_stage(const config::Scenario& s, std::int64_t stage) {
+  const auto& par = s.parallelism;
+  const auto chunks = chunk_layers(s.model.layers, par.pipeline, par.virtual_stages);
+  std::int64_t layers = 0;
+  for (std::int64_t c = 0; c < par.virtual_stages; ++c) layers += chunks[static_cast<std::size_t>(c * par.pipeline + stage)];
+  return static_cast<double>(layers);
+}
+
 double in_flight_layers(const config::Scenario& s, std::int64_t stage) {
   const auto& par = s.parallelism;
   const double p = static_cast<double>(par.pipeline);
-  const double layers_per_stage = static_cast<double>(s.model.layers) / p;
+  const double layers_per_stage = layers_on_stage(s, stage);
   const double m = static_cast<double>(micro_batches(s));
   switch (par.schedule) {
     case config::Schedule::gpipe:
@@ -56,8 +65,7 @@ MemoryEstimate stage_memory(const config::Scenario& s, std::int64_t stage) {
   const double d = static_cast<double>(par.data) * static_cast<double>(par.context);
   const bool first = stage == 0;
   const bool last = stage == par.pipeline - 1;
-  double params = static_cast<double>(model.layers) / static_cast<double>(par.pipeline) *
-                  models::parameters_per_layer(model);
+  double params = layers_on_stage(s, stage) * models::parameters_per_layer(model);
   if (first) params += models::embedding_parameters(model);
   if (last) params += models::head_parameters(model);
   params /= t;

@@ -58,6 +58,21 @@ std::vector<PipelineStep> interleaved(std::int64_t p, std::int64_t s, std::int64
 
 }  // namespace
 
+std::vector<std::int64_t> chunk_layers(std::int64_t layers, std::int64_t stages, std::int64_t virtual_stages) {
+  const std::int64_t chunks = stages * virtual_stages;
+  DTSIM_CHECK(chunks >= 1 && layers >= chunks, "fewer layers than pipeline chunks");
+  const std::int64_t base = layers / chunks;
+  const std::int64_t extra = layers % chunks;
+  std::vector<std::int64_t> out(static_cast<std::size_t>(chunks), base);
+  // Hand the extra layers to the chunks farthest from either end first, so the ends keep `base`.
+  std::vector<std::int64_t> order(static_cast<std::size_t>(chunks));
+  for (std::int64_t i = 0; i < chunks; ++i) order[static_cast<std::size_t>(i)] = i;
+  const auto depth = [chunks](std::int64_t i) { return std::min(i, chunks - 1 - i); };
+  std::stable_sort(order.begin(), order.end(), [&](std::int64_t a, std::int64_t b) { return depth(a) > depth(b); });
+  for (std::int64_t k = 0; k < extra; ++k) ++out[static_cast<std::size_t>(order[static_cast<std::size_t>(k)])];
+  return out;
+}
+
 std::vector<PipelineStep> stage_schedule(config::Schedule schedule, std::int64_t stages, std::int64_t stage,
                                          std::int64_t micro_batches, std::int64_t virtual_stages) {
   if (stages <= 1) return schedule == config::Schedule::gpipe ? gpipe(micro_batches) : one_f_one_b(1, 0, micro_batches);

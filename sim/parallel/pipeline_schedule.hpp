@@ -24,6 +24,12 @@ struct PipelineStep {
   std::int32_t chunk = 0;  // model chunk on this stage (0 unless interleaved)
 };
 
+// Layers of each model chunk (index: chunk * stages + stage, the order layers flow through). When the
+// layers do not divide evenly, the first and the last chunks get the fewer layers, since they also
+// hold the embedding and the output layer (the split Llama 3 used: Dubey et al. 2024, Sec. 3.3.2).
+// Requires layers >= stages * virtual_stages.
+std::vector<std::int64_t> chunk_layers(std::int64_t layers, std::int64_t stages, std::int64_t virtual_stages);
+
 std::vector<PipelineStep> stage_schedule(config::Schedule schedule, std::int64_t stages, std::int64_t stage,
                                          std::int64_t micro_batches, std::int64_t virtual_stages);
 

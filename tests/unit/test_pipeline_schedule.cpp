@@ -54,3 +54,15 @@ TEST_CASE("interleaved: every (micro-batch, chunk) appears once per pass, warm-u
     }
   }
 }
+
+TEST_CASE("uneven partition: the end chunks get the fewer layers") {
+  // Llama 3 405B: 126 layers over 16 stages = 7 r 14: fourteen chunks of 8, the first and last of 7.
+  const auto layers = dtsim::parallel::chunk_layers(126, 16, 1);
+  REQUIRE(layers.size() == 16);
+  CHECK(layers.front() == 7);
+  CHECK(layers.back() == 7);
+  for (std::size_t i = 1; i + 1 < layers.size(); ++i) CHECK(layers[i] == 8);
+  // Even splits stay even: 96 layers over 8 stages x 2 chunks = 6 each.
+  const auto even = dtsim::parallel::chunk_layers(96, 8, 2);
+  CHECK(std::all_of(even.begin(), even.end(), [](std::int64_t n) { return n == 6; }));
+}
