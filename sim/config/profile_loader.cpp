@@ -253,6 +253,12 @@ TransformerSpec read_transformer(ObjectReader& model, const std::optional<Transf
     }
     throw model.mismatch("heads", fmt::format("a multiple of kv_heads ({})", spec.kv_heads));
   }
+  if (spec.hidden_size % spec.heads != 0) {
+    if (model.has("heads") || !model.has("hidden_size")) {
+      throw model.mismatch("heads", fmt::format("a divisor of hidden_size ({})", spec.hidden_size));
+    }
+    throw model.mismatch("hidden_size", fmt::format("a multiple of heads ({})", spec.heads));
+  }
   model.finish();
   return spec;
 }

@@ -51,6 +51,10 @@ struct StreamState {
   const TaskId* next = nullptr;  // head of the program order: the running task, or the next to run
   const TaskId* end = nullptr;
   TimeNs start = 0;              // of the running task
+  TimeNs expected_end = 0;       // completion event that is current (earlier pushes are stale)
+  TimeNs rate_since = 0;         // compute: when `remaining` was last brought up to date
+  double remaining = 0.0;        // compute: unslowed work left, in ns
+  bool slowed = false;           // compute: progressing at 1 / overlap_slowdown
   std::uint32_t rank = 0;
   std::uint32_t local = 0;  // index among the rank's streams, by increasing stream id
   bool comm = false;        // a non-compute stream
@@ -62,10 +66,11 @@ struct StreamState {
 // each of its streams' running task, and its books.
 struct RankState {
   TimeNs last_change = 0;
-  TimeNs comm_busy_until = 0;  // latest end of a task started on one of its comm streams
+  std::uint32_t comm_running = 0;  // tasks with a non-zero duration running on its comm streams
   std::uint64_t compute_bits = 0;
   std::uint64_t comm_bits = 0;
-  std::uint32_t stream_begin = 0;  // into Run::running_category_
+  std::uint32_t stream_begin = 0;  // into Run::running_category_ and Run::rank_streams_
+  std::uint32_t stream_count = 0;
   std::uint32_t extra_begin = 0;   // into Run::extra_compute_bits_ / extra_comm_bits_
   std::uint32_t extra_end = 0;
   std::uint8_t slot = kIdleSlot;
@@ -100,11 +105,17 @@ class Run {
     start_ready();
     std::uint64_t events = 0;
     while (!queue_.empty()) {
+      if (superseded(queue_.top())) {
+        queue_.pop();
+        continue;
+      }
       now_ = queue_.top().time;
       // Every completion at this instant first, then the starts they allow: streams of one rank that
       // start together see each other, whatever the order of the completions.
       do {
-        finish(queue_.pop().payload);
+        const Event e = queue_.pop();
+        if (superseded(e)) continue;
+        finish(e.payload);
         ++events;
       } while (!queue_.empty() && queue_.top().time == now_);
       start_ready();
@@ -147,6 +158,7 @@ class Run {
     for (std::uint32_t r = 0; r < rank_count; ++r) {
       RankState& rank = ranks_[r];
       rank.stream_begin = offset;
+      rank.stream_count = per_rank[r];
       offset += per_rank[r];
       rank.extra_begin = extra;
       if (per_rank[r] > kWordBits) extra += (per_rank[r] - 1) / kWordBits;
@@ -156,6 +168,7 @@ class Run {
     extra_compute_bits_.assign(extra, 0);
     extra_comm_bits_.assign(extra, 0);
     running_category_.assign(streams.size(), 0);
+    rank_streams_.assign(streams.size(), 0);
     streams_.resize(streams.size());
     for (StreamId s = 0; s < streams.size(); ++s) {
       const graph::Stream& in = streams[s];
@@ -164,6 +177,7 @@ class Run {
       st.end = in.tasks.data() + in.tasks.size();
       st.rank = in.rank;
       st.local = per_rank[in.rank]++;
+      rank_streams_[ranks_[in.rank].stream_begin + st.local] = s;
       st.comm = in.kind != graph::StreamKind::compute;
     }
   }
@@ -198,15 +212,47 @@ class Run {
     TimeNs duration = memo_[op];
     if (duration == kNotCosted) [[unlikely]] duration = cost(op, (word & kComputeOpFlag) != 0);
     RankState& rank = ranks_[st.rank];
-    if (slowed_ && !st.comm && (word & kComputeOpFlag) != 0 && rank.comm_busy_until > now_) {
-      duration = round_to_ns(static_cast<double>(duration) * overlap_slowdown_);
-    }
-    const TimeNs end = now_ + duration;
     st.start = now_;
     running_category_[rank.stream_begin + st.local] = static_cast<std::uint8_t>(word & kCategoryMask);
     set_busy(rank, st, true);
-    if (st.comm) rank.comm_busy_until = std::max(rank.comm_busy_until, end);
-    queue_.push(end, t);
+    if (slowed_ && !st.comm && (word & kComputeOpFlag) != 0) {
+      // Compute progresses at 1 / overlap_slowdown while communication of its rank runs.
+      st.remaining = static_cast<double>(duration);
+      st.rate_since = now_;
+      st.slowed = rank.comm_running > 0;
+      schedule_compute(st, t);
+      return;
+    }
+    if (st.comm && duration > 0 && slowed_ && rank.comm_running++ == 0) rerate_compute(rank, true);
+    st.expected_end = now_ + duration;
+    queue_.push(st.expected_end, t);
+  }
+
+  // A completion event pushed before its task was re-rated.
+  bool superseded(const Event& e) const {
+    const StreamState& st = streams_[nodes_[e.payload].stream];
+    return !st.busy || *st.next != e.payload || st.expected_end != e.time;
+  }
+
+  void schedule_compute(StreamState& st, TaskId t) {
+    const double left = st.slowed ? st.remaining * overlap_slowdown_ : st.remaining;
+    st.expected_end = now_ + round_to_ns(left);
+    queue_.push(st.expected_end, t);
+  }
+
+  // The rank's communication started or stopped: bring its running compute tasks' remaining work up
+  // to date at the old rate and reschedule their completions at the new one.
+  void rerate_compute(RankState& rank, bool slowed) {
+    for (std::uint32_t local = 0, n = rank.stream_count; local < n; ++local) {
+      StreamState& c = streams_[rank_streams_[rank.stream_begin + local]];
+      if (!c.busy || c.comm || c.slowed == slowed) continue;
+      if ((nodes_[*c.next].op_word & kComputeOpFlag) == 0) continue;
+      const double elapsed = static_cast<double>(now_ - c.rate_since);
+      c.remaining = std::max(0.0, c.remaining - (c.slowed ? elapsed / overlap_slowdown_ : elapsed));
+      c.rate_since = now_;
+      c.slowed = slowed;
+      schedule_compute(c, *c.next);
+    }
   }
 
   void finish(TaskId t) {
@@ -214,7 +260,9 @@ class Run {
     const StreamId s = node.stream;
     StreamState& st = streams_[s];
     if (record_spans_) spans_.push_back(Span{t, st.start, now_});
-    set_busy(ranks_[st.rank], st, false);
+    RankState& rank = ranks_[st.rank];
+    set_busy(rank, st, false);
+    if (st.comm && slowed_ && now_ > st.start && --rank.comm_running == 0) rerate_compute(rank, false);
     ++st.next;
     for (std::uint32_t e = node.succ_begin, last = (&node + 1)->succ_begin; e < last; ++e) {
       const TaskId next = successors_[e];
@@ -313,6 +361,7 @@ class Run {
   std::vector<StreamState> streams_;
   std::vector<RankState> ranks_;
   std::vector<std::uint8_t> running_category_;  // per stream, grouped by rank (local index)
+  std::vector<StreamId> rank_streams_;          // stream ids grouped by rank (local index)
   std::vector<std::uint64_t> extra_compute_bits_;
   std::vector<std::uint64_t> extra_comm_bits_;
   std::vector<StreamId> ready_comm_;

@@ -9,9 +9,11 @@
 // streams became ready; initially by stream id). This makes overlap independent of the order in which
 // simultaneous completions are popped.
 //
-// Overlap slowdown: a ComputeOp on a compute stream that starts while a task on a non-compute stream of
-// the same rank is running and ends later than that instant runs round(duration * overlap_slowdown)
-// (shared SMs and HBM; GPU profile factor). It is decided at start and not revised afterwards.
+// Overlap slowdown: while a task with a non-zero duration runs on a communication stream of a rank,
+// compute ops on that rank's compute streams progress at 1 / overlap_slowdown of their speed (shared
+// SMs and HBM; GPU profile factor). Only the overlapped part of a kernel is slowed: when the rank's
+// communication starts or stops, running compute tasks are re-rated and their completions rescheduled
+// (the superseded completion events are discarded when they surface).
 //
 // The engine accumulates, per simulated rank, the time spent in each state over [0, makespan]: a
 // compute-kind stream busy -> busy_ns[category of its task]; else a communication stream busy ->

@@ -1,0 +1,134 @@
+// The whole pipeline on small scenarios (results/evaluate.hpp), with the shipped profiles.
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "config/scenario_loader.hpp"
+#include "models/transformer/transformer.hpp"
+#include "results/evaluate.hpp"
+
+namespace {
+
+using nlohmann::json;
+
+json base_scenario() {
+  return json::parse(R"({
+    "schema_version": 1, "name": "small",
+    "model": {"preset": "gpt-1.3b"},
+    "cluster": {"node": "dgx-a100", "nodes": 2},
+    "parallelism": {"data": 4, "tensor": 2, "pipeline": 2},
+    "training": {"global_batch_size": 32, "micro_batch_size": 1, "precision": "bf16"}
+  })");
+}
+
+dtsim::results::Result evaluate(const json& s) {
+  const auto scenario = dtsim::config::load_scenario_text(s.dump(), "test", dtsim::config::default_data_paths());
+  return dtsim::results::evaluate(scenario, {});
+}
+
+double breakdown_sum(const dtsim::results::Breakdown& b) {
+  return b.compute_s() + b.optimizer_s + b.exposed_comm_s() + b.pipeline_bubble_s;
+}
+
+}  // namespace
+
+TEST_CASE("symmetric and every-rank simulations agree when nothing breaks the symmetry") {
+  std::vector<json> cases;
+  cases.push_back(base_scenario());
+  json interleaved = base_scenario();
+  interleaved["parallelism"]["schedule"] = "interleaved";
+  interleaved["parallelism"]["virtual_stages"] = 2;
+  interleaved["parallelism"]["sequence_parallel"] = true;
+  interleaved["parallelism"]["distributed_optimizer"] = true;
+  interleaved["training"]["activation_recompute"] = "full";
+  cases.push_back(interleaved);
+  json zero3 = base_scenario();
+  zero3["parallelism"] = {{"data", 16}, {"zero_stage", 3}};
+  zero3["training"]["micro_batch_size"] = 2;
+  cases.push_back(zero3);
+  json context = base_scenario();
+  context["parallelism"] = {{"data", 2}, {"tensor", 2}, {"context", 2}, {"pipeline", 2}};
+  cases.push_back(context);
+  for (auto s : cases) {
+    CAPTURE(s.dump());
+    s["simulation"] = {{"ranks", "symmetric"}};
+    const auto symmetric = evaluate(s);
+    s["simulation"] = {{"ranks", "all"}};
+    const auto all = evaluate(s);
+    REQUIRE(symmetric.status == dtsim::results::Status::ok);
+    CHECK(all.engine.simulated_ranks == 16);
+    CHECK(symmetric.iteration_time_s == doctest::Approx(all.iteration_time_s).epsilon(1e-12));
+    CHECK(symmetric.flops.hardware_tflops_per_gpu == doctest::Approx(all.flops.hardware_tflops_per_gpu).epsilon(1e-12));
+    CHECK(symmetric.breakdown.pipeline_bubble_s == doctest::Approx(all.breakdown.pipeline_bubble_s).epsilon(1e-9));
+  }
+}
+
+TEST_CASE("the breakdown sums to the iteration time") {
+  const auto r = evaluate(base_scenario());
+  CHECK(breakdown_sum(r.breakdown) == doctest::Approx(r.iteration_time_s).epsilon(1e-9));
+}
+
+TEST_CASE("hardware FLOPs equal model FLOPs without recompute, and include the recompute pass") {
+  // Without recompute every executed FLOP is a model FLOP; full recompute replays each layer's forward:
+  // layers count 4 times instead of 3 (logits 3 times in both).
+  json s = base_scenario();
+  const auto plain = evaluate(s);
+  CHECK(plain.flops.hardware_tflops_per_gpu == doctest::Approx(plain.flops.model_tflops_per_gpu).epsilon(1e-9));
+  s["training"]["activation_recompute"] = "full";
+  const auto full = evaluate(s);
+  const auto spec = dtsim::config::load_scenario_text(s.dump(), "t", dtsim::config::default_data_paths()).model;
+  const double h = static_cast<double>(spec.hidden_size), sq = static_cast<double>(spec.seq_length);
+  const double layer_fwd_per_token = 24 * h * h + 4 * sq * h;  // GPT layer, FFN 4h
+  const double logits_per_token = 2 * h * static_cast<double>(spec.vocab_size);
+  const double expected_ratio = (4 * static_cast<double>(spec.layers) * layer_fwd_per_token + 3 * logits_per_token) /
+                                (3 * static_cast<double>(spec.layers) * layer_fwd_per_token + 3 * logits_per_token);
+  CHECK(full.flops.hfu / full.flops.mfu == doctest::Approx(expected_ratio).epsilon(1e-9));
+}
+
+TEST_CASE("same scenario, same numbers") {
+  const auto a = evaluate(base_scenario());
+  const auto b = evaluate(base_scenario());
+  CHECK(a.iteration_time_s == b.iteration_time_s);
+  CHECK(a.engine.events == b.engine.events);
+  CHECK(a.breakdown.exposed_data_comm_s == b.breakdown.exposed_data_comm_s);
+}
+
+TEST_CASE("indivisible dimensions are an infeasible result with the reason") {
+  json s = base_scenario();
+  s["training"]["global_batch_size"] = 30;  // not divisible by data 4 x micro-batch 1
+  const auto r = evaluate(s);
+  CHECK(r.status == dtsim::results::Status::infeasible);
+  CHECK(r.reason.find("global_batch_size 30 is not divisible") != std::string::npos);
+  json t = base_scenario();
+  t["parallelism"] = {{"tensor", 16}, {"data", 1}};  // 2 nodes hold 16 GPUs
+  t["model"]["heads"] = 8;                              // 8 heads over 16 tensor ranks is not
+  t["model"]["kv_heads"] = 8;
+  const auto u = evaluate(t);
+  CHECK(u.status == dtsim::results::Status::infeasible);
+  CHECK(u.reason.find("heads 8 are not divisible by tensor parallel 16") != std::string::npos);
+}
+
+TEST_CASE("GPT-3 175B without model parallelism does not fit on 80 GB GPUs") {
+  json s = base_scenario();
+  s["model"] = {{"preset", "gpt3-175b"}};
+  s["cluster"]["nodes"] = 8;
+  s["parallelism"] = {{"data", 64}};
+  s["training"] = {{"global_batch_size", 64}, {"activation_recompute", "full"}};
+  const auto r = evaluate(s);
+  CHECK(r.status == dtsim::results::Status::infeasible);
+  CHECK_FALSE(r.memory.fits);
+  CHECK(r.reason.find("out of memory") != std::string::npos);
+  // 175e9 parameters x (2 B weights + 4 B gradients + 12 B Adam states) = 3.15 TB, far over 80 GB.
+  CHECK(r.memory.peak_bytes_per_gpu > 3e12);
+}
+
+TEST_CASE("more pipeline micro-batches shrink the bubble: (p - 1) / m") {
+  // 1F1B over p = 2 stages: the idle share falls as the number of micro-batches grows.
+  json s = base_scenario();
+  s["training"]["global_batch_size"] = 8;  // m = 2 per replica
+  const auto few = evaluate(s);
+  s["training"]["global_batch_size"] = 64;  // m = 16
+  const auto many = evaluate(s);
+  CHECK(few.breakdown.pipeline_bubble_s / few.iteration_time_s >
+        2 * many.breakdown.pipeline_bubble_s / many.iteration_time_s);
+}
