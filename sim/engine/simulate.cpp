@@ -70,7 +70,6 @@ struct RankState {
   std::uint64_t compute_bits = 0;
   std::uint64_t comm_bits = 0;
   std::uint32_t stream_begin = 0;  // into Run::running_category_ and Run::rank_streams_
-  std::uint32_t stream_count = 0;
   std::uint32_t extra_begin = 0;   // into Run::extra_compute_bits_ / extra_comm_bits_
   std::uint32_t extra_end = 0;
   std::uint8_t slot = kIdleSlot;
@@ -105,7 +104,7 @@ class Run {
     start_ready();
     std::uint64_t events = 0;
     while (!queue_.empty()) {
-      if (superseded(queue_.top())) {
+      if (slowed_ && superseded(queue_.top())) {
         queue_.pop();
         continue;
       }
@@ -114,7 +113,7 @@ class Run {
       // start together see each other, whatever the order of the completions.
       do {
         const Event e = queue_.pop();
-        if (superseded(e)) continue;
+        if (slowed_ && superseded(e)) continue;
         finish(e.payload);
         ++events;
       } while (!queue_.empty() && queue_.top().time == now_);
@@ -158,7 +157,6 @@ class Run {
     for (std::uint32_t r = 0; r < rank_count; ++r) {
       RankState& rank = ranks_[r];
       rank.stream_begin = offset;
-      rank.stream_count = per_rank[r];
       offset += per_rank[r];
       rank.extra_begin = extra;
       if (per_rank[r] > kWordBits) extra += (per_rank[r] - 1) / kWordBits;
@@ -228,7 +226,7 @@ class Run {
     queue_.push(st.expected_end, t);
   }
 
-  // A completion event pushed before its task was re-rated.
+  // A completion event pushed before its task was re-rated (only with a slowdown).
   bool superseded(const Event& e) const {
     const StreamState& st = streams_[nodes_[e.payload].stream];
     return !st.busy || *st.next != e.payload || st.expected_end != e.time;
@@ -243,16 +241,24 @@ class Run {
   // The rank's communication started or stopped: bring its running compute tasks' remaining work up
   // to date at the old rate and reschedule their completions at the new one.
   void rerate_compute(RankState& rank, bool slowed) {
-    for (std::uint32_t local = 0, n = rank.stream_count; local < n; ++local) {
-      StreamState& c = streams_[rank_streams_[rank.stream_begin + local]];
-      if (!c.busy || c.comm || c.slowed == slowed) continue;
-      if ((nodes_[*c.next].op_word & kComputeOpFlag) == 0) continue;
-      const double elapsed = static_cast<double>(now_ - c.rate_since);
-      c.remaining = std::max(0.0, c.remaining - (c.slowed ? elapsed / overlap_slowdown_ : elapsed));
-      c.rate_since = now_;
-      c.slowed = slowed;
-      schedule_compute(c, *c.next);
+    // Busy compute streams only: the set bits of the rank's compute words.
+    for (std::uint64_t bits = rank.compute_bits; bits != 0; bits &= bits - 1) {
+      rerate(streams_[rank_streams_[rank.stream_begin + static_cast<std::uint32_t>(std::countr_zero(bits))]], slowed);
     }
+    for (std::uint32_t w = rank.extra_begin; w < rank.extra_end; ++w) {
+      for (std::uint64_t bits = extra_compute_bits_[w]; bits != 0; bits &= bits - 1) {
+        rerate(streams_[rank_streams_[rank.stream_begin + lowest(rank, w, bits)]], slowed);
+      }
+    }
+  }
+
+  void rerate(StreamState& c, bool slowed) {
+    if (c.slowed == slowed || (nodes_[*c.next].op_word & kComputeOpFlag) == 0) return;
+    const double elapsed = static_cast<double>(now_ - c.rate_since);
+    c.remaining = std::max(0.0, c.remaining - (c.slowed ? elapsed / overlap_slowdown_ : elapsed));
+    c.rate_since = now_;
+    c.slowed = slowed;
+    schedule_compute(c, *c.next);
   }
 
   void finish(TaskId t) {

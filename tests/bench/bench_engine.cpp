@@ -10,6 +10,7 @@
 // rate; main() prints engine/baseline ratios at the end. Debian's libbenchmark is a debug build, so
 // absolute numbers carry its overhead: compare ratios from one run.
 #include <benchmark/benchmark.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -239,7 +240,7 @@ void set_counters(benchmark::State& state, const Fixture& f) {
 }
 
 void register_shape(const std::shared_ptr<Fixture>& f) {
-  const std::string suffix = "/" + f->shape.name();
+  const std::string suffix = fmt::format("/{}", f->shape.name());
   benchmark::RegisterBenchmark(("baseline_pq" + suffix).c_str(), [f](benchmark::State& state) {
     for (auto _ : state) {
       PlainQueue queue(f->trace.max_pending);

@@ -9,6 +9,7 @@
 
 #include <fstream>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "config/scenario_loader.hpp"
@@ -62,8 +63,8 @@ std::vector<dtsim::testing::ValidationRow> run_table(const json& table, const st
     const json s = scenario_for(table, row);
     const auto scenario = dtsim::config::load_scenario_text(s.dump(), s["name"].get<std::string>(), data);
     const auto result = dtsim::results::evaluate(scenario, {});
-    std::string name = s["name"].get<std::string>() + " " + std::to_string(row["params_billion"].get<double>()).substr(0, 5) + "B";
-    if (row.contains("scheme")) name += " " + row["scheme"].get<std::string>().substr(0, 6);
+    std::string name = fmt::format("{} {}B", s["name"].get<std::string>(), row["params_billion"].get<double>());
+    if (row.contains("scheme")) name = fmt::format("{} {}", name, row["scheme"].get<std::string>().substr(0, 6));
     rows.push_back({name, row[measured_key].get<double>(), metric(result, table["metric"])});
   }
   return rows;
