@@ -54,6 +54,7 @@ constexpr std::array kColumns = {
            [](const Result& r) { return fmt::format("{}", r.scenario.parallelism.zero_stage); }},
     Column{"distributed_optimizer",
            [](const Result& r) { return flag(r.scenario.parallelism.distributed_optimizer); }},
+    Column{"tp_comm_overlap", [](const Result& r) { return flag(r.scenario.parallelism.tp_comm_overlap); }},
     Column{"schedule",
            [](const Result& r) { return std::string(config::to_string(r.scenario.parallelism.schedule)); }},
     Column{"global_batch_size", [](const Result& r) { return num(r.scenario.training.global_batch_size); }},

@@ -58,6 +58,7 @@ nlohmann::ordered_json parallelism_json(const config::ParallelismSpec& p) {
   j["expert"] = p.expert;
   j["zero_stage"] = p.zero_stage;
   j["distributed_optimizer"] = p.distributed_optimizer;
+  j["tp_comm_overlap"] = p.tp_comm_overlap;
   j["schedule"] = config::to_string(p.schedule);
   return j;
 }
@@ -69,6 +70,7 @@ nlohmann::ordered_json training_json(const config::TrainingSpec& t) {
   j["precision"] = config::to_string(t.precision);
   j["activation_recompute"] = config::to_string(t.activation_recompute);
   j["overlap_grad_reduce"] = t.overlap_grad_reduce;
+  j["overlap_param_gather"] = t.overlap_param_gather;
   j["bucket_mb"] = t.bucket_bytes / kBytesPerMb;
   return j;
 }

@@ -49,6 +49,7 @@ void write_setup(std::ostream& out, const config::Scenario& s) {
   parallel += fmt::format(", {} schedule", config::to_string(p.schedule));
   if (p.virtual_stages > 1) parallel += fmt::format(" with {} virtual stages", p.virtual_stages);
   if (p.sequence_parallel) parallel += ", sequence parallel";
+  if (p.tp_comm_overlap) parallel += " (communication overlapped)";
   parallel += fmt::format(", ZeRO-{}", p.zero_stage);
   if (p.distributed_optimizer) parallel += ", distributed optimizer";
   line(out, "parallelism", parallel);
@@ -59,6 +60,10 @@ void write_setup(std::ostream& out, const config::Scenario& s) {
                    t.micro_batch_size, config::to_string(t.precision),
                    config::to_string(t.activation_recompute),
                    t.overlap_grad_reduce ? "overlapped" : "after backward"));
+  if (p.distributed_optimizer || p.zero_stage == 1 || p.zero_stage == 2) {
+    line(out, "", fmt::format("parameter all-gather {}",
+                              t.overlap_param_gather ? "overlapped with the forward pass" : "after the optimizer"));
+  }
   line(out, "simulation",
        fmt::format("{} network, {} ranks, seed {}", config::to_string(s.simulation.network),
                    config::to_string(s.simulation.ranks), s.simulation.seed));

@@ -78,24 +78,25 @@ LayerOp memory(std::string_view name, double bytes, bool attention_core = false)
   return op;
 }
 
-LayerOp comm(std::string_view name, CommRole role, double bytes) {
+LayerOp comm(std::string_view name, CommRole role, double bytes, GemmOverlap overlap = GemmOverlap::none) {
   LayerOp op;
   op.name = name;
   op.role = role;
   op.comm_bytes = bytes;
+  op.overlap = overlap;
   return op;
 }
 
 // Communication entering a tensor-parallel region (forward): nothing without SP, all-gather with SP.
 void enter_tp_region(std::vector<LayerOp>& ops, const Dims& d, std::string_view name) {
-  if (d.sp) ops.push_back(comm(name, CommRole::tensor_all_gather, d.tokens * d.h * d.a));
+  if (d.sp) ops.push_back(comm(name, CommRole::tensor_all_gather, d.tokens * d.h * d.a, GemmOverlap::with_next));
 }
 
 // Communication leaving a tensor-parallel region (forward): all-reduce, or reduce-scatter with SP.
 void leave_tp_region(std::vector<LayerOp>& ops, const Dims& d, std::string_view name) {
   if (d.t <= 1) return;
   ops.push_back(comm(name, d.sp ? CommRole::tensor_reduce_scatter : CommRole::tensor_all_reduce,
-                     d.tokens * d.h * d.a));
+                     d.tokens * d.h * d.a, d.sp ? GemmOverlap::with_previous : GemmOverlap::none));
 }
 
 void attention_forward(std::vector<LayerOp>& ops, const config::TransformerSpec& m, const Dims& d,
@@ -198,7 +199,9 @@ LayerProgram transformer_layer(const config::TransformerSpec& m, const ShardConf
 
   auto& bw = p.backward;
   bw.push_back(memory("mlp_residual_bwd", he * (2 * a + 1)));
-  if (d.sp) bw.push_back(comm("mlp_grad_all_gather", CommRole::tensor_all_gather, d.tokens * d.h * a));
+  if (d.sp) {
+    bw.push_back(comm("mlp_grad_all_gather", CommRole::tensor_all_gather, d.tokens * d.h * a, GemmOverlap::with_next));
+  }
   bw.push_back(gemm("mlp_down_dgrad", d.tokens, d.f, d.h, a));
   bw.push_back(gemm("mlp_down_wgrad", d.f, d.h, d.tokens, a));
   bw.push_back(memory(d.swiglu ? "swiglu_bwd" : "gelu_bwd", (d.swiglu ? 5 : 3) * d.tokens * d.f * a));
@@ -207,7 +210,10 @@ LayerProgram transformer_layer(const config::TransformerSpec& m, const ShardConf
   leave_tp_region(bw, d, "mlp_grad_tp_reduce");
   bw.push_back(memory("mlp_norm_bwd", 3 * he * a));
   bw.push_back(memory("attention_residual_bwd", he * (2 * a + 1)));
-  if (d.sp) bw.push_back(comm("attention_grad_all_gather", CommRole::tensor_all_gather, d.tokens * d.h * a));
+  if (d.sp) {
+    bw.push_back(
+        comm("attention_grad_all_gather", CommRole::tensor_all_gather, d.tokens * d.h * a, GemmOverlap::with_next));
+  }
   bw.push_back(gemm("attention_projection_dgrad", d.tokens, d.heads * d.d, d.h, a));
   bw.push_back(gemm("attention_projection_wgrad", d.heads * d.d, d.h, d.tokens, a));
   attention_backward(bw, m, d, sh);

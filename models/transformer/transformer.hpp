@@ -32,11 +32,17 @@ struct ShardConfig {
 // Communication a layer needs inside its tensor- or context-parallel group.
 enum class CommRole : std::uint8_t { none, tensor_all_reduce, tensor_all_gather, tensor_reduce_scatter, context_exchange };
 
+// Whether a communication op can be pipelined with the GEMM beside it, chunk by chunk (the all-gather
+// feeding the next GEMM, or the reduce-scatter draining the previous one: Wang et al. 2022, "Overlap
+// Communication with Dependent Computation via Decomposition"; Transformer Engine userbuffers).
+enum class GemmOverlap : std::uint8_t { none, with_next, with_previous };
+
 struct LayerOp {
   std::string_view name;
   graph::ComputeOp compute;       // when role == none
   CommRole role = CommRole::none;
   double comm_bytes = 0.0;        // when role != none (CommOp::bytes convention)
+  GemmOverlap overlap = GemmOverlap::none;
   bool attention_core = false;    // recomputed by selective recompute
 };
 

@@ -56,6 +56,9 @@ struct ParallelismSpec {
   std::int64_t expert = 1;
   int zero_stage = 0;
   bool distributed_optimizer = false;
+  // Tensor-parallel all-gathers and reduce-scatters pipelined with their adjacent GEMMs (Megatron-Core
+  // --tp-comm-overlap, Transformer Engine userbuffers); needs sequence parallelism.
+  bool tp_comm_overlap = false;
   Schedule schedule = Schedule::one_f_one_b;
 };
 
@@ -67,6 +70,9 @@ struct TrainingSpec {
   Precision precision = Precision::bf16;
   Recompute activation_recompute = Recompute::none;
   bool overlap_grad_reduce = true;  // data-parallel gradient reduction overlapped with backward
+  // Sharded optimizers: the parameter all-gather overlapped with the next forward pass
+  // (Megatron-Core --overlap-param-gather) instead of following the optimizer step.
+  bool overlap_param_gather = true;
   double bucket_bytes = 40e6;       // gradient bucket size for the overlapped reduction
 };
 

@@ -98,7 +98,7 @@ ParallelismSpec read_parallelism(ObjectReader& top, const Scenario& scenario) {
   const json* found = top.find("parallelism");
   ObjectReader r(found != nullptr ? *found : empty, top.file(), pointer_append(top.pointer(), "parallelism"));
   r.expect_keys({"data", "tensor", "pipeline", "virtual_stages", "sequence_parallel", "context", "expert",
-                 "zero_stage", "distributed_optimizer", "schedule"});
+                 "zero_stage", "distributed_optimizer", "tp_comm_overlap", "schedule"});
   const IntRule positive = IntRule::positive();
   ParallelismSpec p;
   const std::optional<std::int64_t> data = r.maybe<std::int64_t>("data", positive);
@@ -110,11 +110,19 @@ ParallelismSpec read_parallelism(ObjectReader& top, const Scenario& scenario) {
   p.expert = r.optional<std::int64_t>("expert", 1, positive);
   p.zero_stage = r.optional<int>("zero_stage", 0, IntRule::between(0, 3));
   p.distributed_optimizer = r.optional<bool>("distributed_optimizer", false);
+  const bool sp_active = p.sequence_parallel && p.tensor > 1;
+  p.tp_comm_overlap = r.optional<bool>("tp_comm_overlap", sp_active);
   p.schedule = r.optional_enum<Schedule>(
       "schedule", Schedule::one_f_one_b,
       named_choices(std::array{Schedule::one_f_one_b, Schedule::gpipe, Schedule::interleaved}));
   r.finish();
 
+  if (p.tp_comm_overlap && !sp_active) {
+    throw r.error_at("tp_comm_overlap",
+                     fmt::format("got true; overlapping tensor-parallel communication with GEMMs needs "
+                                 "\"sequence_parallel\": true and tensor > 1 (tensor is {})",
+                                 p.tensor));
+  }
   if (p.schedule == Schedule::interleaved && p.virtual_stages < 2) {
     throw r.error_at("schedule",
                      fmt::format("got \"interleaved\"; the interleaved schedule needs virtual_stages >= 2, "
@@ -170,7 +178,7 @@ ParallelismSpec read_parallelism(ObjectReader& top, const Scenario& scenario) {
 TrainingSpec read_training(ObjectReader& top) {
   ObjectReader r = top.child("training");
   r.expect_keys({"global_batch_size", "micro_batch_size", "precision", "activation_recompute",
-                 "overlap_grad_reduce", "bucket_mb"});
+                 "overlap_grad_reduce", "overlap_param_gather", "bucket_mb"});
   TrainingSpec t;
   t.global_batch_size = r.required<std::int64_t>("global_batch_size", IntRule::positive());
   t.micro_batch_size = r.optional<std::int64_t>("micro_batch_size", 1, IntRule::positive());
@@ -182,6 +190,7 @@ TrainingSpec read_training(ObjectReader& top) {
       "activation_recompute", Recompute::none,
       named_choices(std::array{Recompute::none, Recompute::selective, Recompute::full}));
   t.overlap_grad_reduce = r.optional<bool>("overlap_grad_reduce", true);
+  t.overlap_param_gather = r.optional<bool>("overlap_param_gather", true);
   t.bucket_bytes = r.optional<double>("bucket_mb", 40.0, NumberRule::positive()) * kBytesPerMb;
   r.finish();
   return t;

@@ -31,6 +31,12 @@ struct OpRef {
   std::uint32_t label = 0;
   double flops = 0.0;
   bool attention_core = false;
+  bool gemm = false;
+  // Pipelined with the adjacent GEMM: one chunk (1/t of the bytes) on the critical path, the rest
+  // concurrent with the GEMM.
+  models::GemmOverlap overlap = models::GemmOverlap::none;
+  graph::OpId chunk_op = 0;  // 1/t of the bytes
+  graph::OpId rest_op = 0;   // (t-1)/t of the bytes
 };
 
 struct Program {
@@ -38,10 +44,15 @@ struct Program {
   std::vector<OpRef> backward;
 };
 
+// A sequence of dependent tasks; `also`, when set, is a second task the next one must wait for (the
+// communication running beside an overlapped GEMM).
 struct Chain {
   TaskId first = 0;
   TaskId last = 0;
   bool empty = true;
+  std::optional<TaskId> also;
+
+  static Chain after(TaskId task) { return Chain{task, task, false, std::nullopt}; }
 };
 
 // A simulated rank's place in the mesh. Symmetric mode has one rank per stage, at coordinate 0 of the
@@ -96,6 +107,8 @@ class Lowering {
     for (std::int64_t r = 0; r < ranks; ++r) add_rank(r);
     steps_.assign(static_cast<std::size_t>(ranks * v_ * m_ * 2), Chain{});
     grad_ready_.assign(static_cast<std::size_t>(ranks * v_ * max_chunk_layers_), TaskId{0});
+    first_use_.assign(static_cast<std::size_t>(ranks * v_ * max_chunk_layers_), TaskId{0});
+    step_first_.assign(static_cast<std::size_t>(ranks), TaskId{0});
     stage_last_.assign(static_cast<std::size_t>(ranks), TaskId{0});
     data_tasks_.assign(static_cast<std::size_t>(ranks), {});
     for (std::int64_t r = 0; r < ranks; ++r) emit_rank(r);
@@ -168,12 +181,12 @@ class Lowering {
     TaskId barrier = 0;
     if (it == pending_.end()) {
       barrier = add_task(r, stream_kind, arrival_op_, cat, lbl, mb);
-      if (!chain.empty) out_.graph.add_dependency(chain.last, barrier);
+      depend(chain, barrier);
       it = pending_.emplace(key, Rendezvous{barrier, size - 1}).first;
     } else {
       barrier = it->second.barrier;
       const TaskId arrive = add_task(r, stream_kind, arrival_op_, cat, lbl, mb);
-      if (!chain.empty) out_.graph.add_dependency(chain.last, arrive);
+      depend(chain, arrive);
       out_.graph.add_dependency(arrive, barrier);
       if (--it->second.waiting == 0) pending_.erase(it);
     }
@@ -181,6 +194,14 @@ class Lowering {
     out_.graph.add_dependency(barrier, run);
     if (chain.empty) chain.first = barrier, chain.empty = false;
     chain.last = run;
+    chain.also.reset();
+  }
+
+  // `task` waits for the end of `chain`.
+  void depend(const Chain& chain, TaskId task) {
+    if (chain.empty) return;
+    out_.graph.add_dependency(chain.last, task);
+    if (chain.also) out_.graph.add_dependency(*chain.also, task);
   }
 
   // ---- ops -------------------------------------------------------------------------------------
@@ -201,13 +222,14 @@ class Lowering {
         ref.op = out_.graph.add_op(op.compute);
         ref.stream = StreamKind::compute;
         ref.flops = op.compute.flops;
+        ref.gemm = op.compute.cls == graph::ComputeClass::gemm;
         return ref;
       case models::CommRole::tensor_all_reduce:
         return comm_ref(ref, graph::CollectiveKind::all_reduce, op.comm_bytes, mesh_.tensor_group());
       case models::CommRole::tensor_all_gather:
-        return comm_ref(ref, graph::CollectiveKind::all_gather, op.comm_bytes, mesh_.tensor_group());
+        return comm_ref(ref, graph::CollectiveKind::all_gather, op.comm_bytes, mesh_.tensor_group(), op.overlap);
       case models::CommRole::tensor_reduce_scatter:
-        return comm_ref(ref, graph::CollectiveKind::reduce_scatter, op.comm_bytes, mesh_.tensor_group());
+        return comm_ref(ref, graph::CollectiveKind::reduce_scatter, op.comm_bytes, mesh_.tensor_group(), op.overlap);
       case models::CommRole::context_exchange: {
         // Ring neighbours of the context group: the transfer crosses nodes when the group does.
         graph::CommGroup ring = mesh_.context_group();
@@ -222,10 +244,17 @@ class Lowering {
     throw core::InternalError("unknown communication role");
   }
 
-  OpRef comm_ref(OpRef ref, graph::CollectiveKind kind, double bytes, graph::CommGroup group) {
+  OpRef comm_ref(OpRef ref, graph::CollectiveKind kind, double bytes, graph::CommGroup group,
+                 models::GemmOverlap overlap = models::GemmOverlap::none) {
     ref.op = out_.graph.add_op(CommOp{kind, bytes, group});
     ref.stream = StreamKind::tensor_comm;
     ref.comm_category = Category::tensor_comm;
+    if (s_.parallelism.tp_comm_overlap && overlap != models::GemmOverlap::none) {
+      const double t = static_cast<double>(group.size);
+      ref.overlap = overlap;
+      ref.chunk_op = out_.graph.add_op(CommOp{kind, bytes / t, group});
+      ref.rest_op = out_.graph.add_op(CommOp{kind, bytes * (t - 1) / t, group});
+    }
     return ref;
   }
 
@@ -300,15 +329,41 @@ class Lowering {
 
   // Appends ops as a dependency chain; compute ops get `compute_category`.
   void emit(std::int64_t r, const std::vector<OpRef>& ops, Category compute_category, std::int32_t mb, Chain& chain) {
-    for (const auto& op : ops) {
-      if (op.stream == StreamKind::compute) {
-        link(chain, add_task(r, op.stream, op.op, compute_category, op.label, mb));
-        out_.hardware_flops += op.flops * static_cast<double>(replicas_);
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      const OpRef& op = ops[i];
+      const OpRef* next = i + 1 < ops.size() ? &ops[i + 1] : nullptr;
+      if (op.overlap == models::GemmOverlap::with_next && next != nullptr && next->gemm) {
+        // All-gather feeding a GEMM: the first chunk, then the GEMM beside the remaining chunks.
+        emit_comm(r, op, op.chunk_op, mb, chain);
+        Chain side = chain;
+        emit_compute(r, *next, compute_category, mb, chain);
+        emit_comm(r, op, op.rest_op, mb, side);
+        chain.also = side.last;
+        ++i;
+      } else if (op.gemm && next != nullptr && next->overlap == models::GemmOverlap::with_previous) {
+        // Reduce-scatter draining a GEMM: all chunks but the last beside the GEMM, then the last.
+        Chain side = chain;
+        emit_compute(r, op, compute_category, mb, chain);
+        emit_comm(r, *next, next->rest_op, mb, side);
+        chain.also = side.last;
+        emit_comm(r, *next, next->chunk_op, mb, chain);
+        ++i;
+      } else if (op.stream == StreamKind::compute) {
+        emit_compute(r, op, compute_category, mb, chain);
       } else {
-        const GroupKind kind = op.stream == StreamKind::context_comm ? GroupKind::context : GroupKind::tensor;
-        collective(r, kind, op.stream, op.op, op.comm_category, op.label, mb, chain);
+        emit_comm(r, op, op.op, mb, chain);
       }
     }
+  }
+
+  void emit_compute(std::int64_t r, const OpRef& op, Category category, std::int32_t mb, Chain& chain) {
+    link(chain, add_task(r, op.stream, op.op, category, op.label, mb));
+    out_.hardware_flops += op.flops * static_cast<double>(replicas_);
+  }
+
+  void emit_comm(std::int64_t r, const OpRef& op, graph::OpId which, std::int32_t mb, Chain& chain) {
+    const GroupKind kind = op.stream == StreamKind::context_comm ? GroupKind::context : GroupKind::tensor;
+    collective(r, kind, op.stream, which, op.comm_category, op.label, mb, chain);
   }
 
   void link(Chain& chain, TaskId id) {
@@ -316,9 +371,10 @@ class Lowering {
       chain.first = id;
       chain.empty = false;
     } else {
-      out_.graph.add_dependency(chain.last, id);
+      depend(chain, id);
     }
     chain.last = id;
+    chain.also.reset();
   }
 
   // ---- pipeline steps --------------------------------------------------------------------------
@@ -347,10 +403,12 @@ class Lowering {
       std::optional<TaskId> previous_layer;
       if (step.pass == Pass::forward) {
         if (first_chunk) emit(r, embedding_.forward, Category::forward, mb, chain);
+        if (first_chunk && mb == 0) step_first_[static_cast<std::size_t>(r)] = chain.first;
         for (std::int64_t l = 0; l < layers_in(stage, step.chunk); ++l) {
           Chain layer;
           emit(r, layer_.forward, Category::forward, mb, layer);
           if (zero3) gate(gather_layer(r, mb, previous_layer), layer);
+          if (mb == 0) first_use_[layer_index(r, step.chunk, l)] = layer.first;
           previous_layer = layer.first;
           append(chain, layer);
         }
@@ -369,6 +427,7 @@ class Lowering {
         }
         if (first_chunk) emit(r, embedding_.backward, Category::backward, mb, chain);
       }
+      DTSIM_CHECK(!chain.also, "a pipeline step ends beside an overlapped GEMM");
       steps_[step_index(r, step.chunk, mb, step.pass)] = chain;
       stage_last_[static_cast<std::size_t>(r)] = chain.last;
     }
@@ -377,18 +436,14 @@ class Lowering {
   // ZeRO-3: gather a layer's parameters; the gather may start once the previous layer has started
   // (one layer of prefetch) and the layer's first op waits for it (see gate()).
   TaskId gather_layer(std::int64_t r, std::int32_t mb, std::optional<TaskId> previous_layer_start) {
-    Chain gather;
-    if (previous_layer_start) {
-      gather.first = gather.last = *previous_layer_start;
-      gather.empty = false;
-    }
+    Chain gather = previous_layer_start ? Chain::after(*previous_layer_start) : Chain{};
     collective(r, GroupKind::data, StreamKind::param_gather, zero3_gather_op_, Category::data_comm,
                label("zero3_param_all_gather"), mb, gather);
     return gather.last;
   }
 
   void reduce_layer(std::int64_t r, std::int32_t mb, TaskId after) {
-    Chain reduce{after, after, false};
+    Chain reduce = Chain::after(after);
     collective(r, GroupKind::data, StreamKind::data_comm, zero3_reduce_op_, Category::data_comm,
                label("zero3_grad_reduce_scatter"), mb, reduce);
     data_tasks_[static_cast<std::size_t>(r)].push_back(reduce.last);
@@ -404,8 +459,9 @@ class Lowering {
       chain = next;
       return;
     }
-    out_.graph.add_dependency(chain.last, next.first);
+    depend(chain, next.first);
     chain.last = next.last;
+    chain.also = next.also;
   }
 
   // Activations flow to the next model chunk, gradients to the previous one, between the ranks of
@@ -467,7 +523,7 @@ class Lowering {
         if (bucket < s_.training.bucket_bytes && i + 1 < ready.size()) continue;
         const graph::OpId op = intern_comm(CommOp{kind, bucket, data_group()});
         const TaskId after = s_.training.overlap_grad_reduce ? ready[i] : backward_end;
-        Chain reduce{after, after, false};
+        Chain reduce = Chain::after(after);
         collective(r, GroupKind::data, StreamKind::data_comm, op, Category::data_comm, lbl, -1, reduce);
         reductions.push_back(reduce.last);
         bucket = 0.0;
@@ -486,11 +542,46 @@ class Lowering {
     for (TaskId t : reductions) out_.graph.add_dependency(t, opt);
 
     if (sharded && par.zero_stage < 3 && dp > 1) {
-      const graph::OpId op =
-          intern_comm(CommOp{graph::CollectiveKind::all_gather, params * weight_bytes_per_param(prec), data_group()});
-      Chain gather{opt, opt, false};
-      collective(r, GroupKind::data, StreamKind::param_gather, op, Category::data_comm, label("param_all_gather"), -1,
-                 gather);
+      if (s_.training.overlap_param_gather) {
+        emit_overlapped_param_gathers(r);
+      } else {
+        const graph::OpId op = intern_comm(
+            CommOp{graph::CollectiveKind::all_gather, params * weight_bytes_per_param(prec), data_group()});
+        Chain gather = Chain::after(opt);
+        collective(r, GroupKind::data, StreamKind::param_gather, op, Category::data_comm, label("param_all_gather"),
+                   -1, gather);
+      }
+    }
+  }
+
+  // The updated parameters are gathered in buckets, in the order the forward pass uses them, each
+  // bucket before its first layer's first micro-batch (steady state of Megatron-Core's
+  // --overlap-param-gather: the gathers of iteration i+1 run beside its forward pass).
+  void emit_overlapped_param_gathers(std::int64_t r) {
+    const std::int64_t stage = coord(r).stage;
+    const double weight_bytes = weight_bytes_per_param(s_.training.precision);
+    const double layer_bytes = models::parameters_per_layer(s_.model) / static_cast<double>(s_.parallelism.tensor) *
+                               weight_bytes;
+    const double extra_bytes =
+        (stage == 0 ? models::embedding_parameters(s_.model) : 0.0) +
+        (stage == p_ - 1 ? models::head_parameters(s_.model) : 0.0);
+    double bucket = extra_bytes / static_cast<double>(s_.parallelism.tensor) * weight_bytes;
+    std::optional<TaskId> bucket_user;
+    if (stage == 0) bucket_user = step_first_[static_cast<std::size_t>(r)];
+    const std::uint32_t lbl = label("param_all_gather");
+    for (std::int64_t c = 0; c < v_; ++c) {
+      for (std::int64_t l = 0; l < layers_in(stage, c); ++l) {
+        if (!bucket_user) bucket_user = first_use_[layer_index(r, c, l)];
+        bucket += layer_bytes;
+        const bool last = c == v_ - 1 && l == layers_in(stage, c) - 1;
+        if (bucket < s_.training.bucket_bytes && !last) continue;
+        const graph::OpId op = intern_comm(CommOp{graph::CollectiveKind::all_gather, bucket, data_group()});
+        Chain gather;
+        collective(r, GroupKind::data, StreamKind::param_gather, op, Category::data_comm, lbl, -1, gather);
+        out_.graph.add_dependency(gather.last, *bucket_user);
+        bucket = 0.0;
+        bucket_user.reset();
+      }
     }
   }
 
@@ -538,6 +629,8 @@ class Lowering {
   std::vector<std::array<graph::StreamId, graph::kStreamKindCount>> streams_;
   std::vector<Chain> steps_;
   std::vector<TaskId> grad_ready_;
+  std::vector<TaskId> first_use_;   // first task of each layer's first forward
+  std::vector<TaskId> step_first_;  // first task of the first forward step (embedding on stage 0)
   std::vector<TaskId> stage_last_;
   std::vector<std::vector<TaskId>> data_tasks_;
   std::map<std::int64_t, graph::OpId> optimizer_ops_;
