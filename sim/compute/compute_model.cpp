@@ -19,6 +19,7 @@ double peak_for(const config::GpuProfile& gpu, config::Precision precision) {
 
 ComputeModel::ComputeModel(const config::GpuProfile& gpu, config::Precision precision)
     : gpu_(&gpu),
+      curve_(&gpu.gemm_curve(precision)),
       peak_flops_per_s_(peak_for(gpu, precision)),
       memory_bytes_per_s_(gpu.hbm_bandwidth_gbytes_per_s * core::kGiga * gpu.memory_efficiency) {}
 
@@ -27,7 +28,7 @@ double ComputeModel::duration_s(const graph::ComputeOp& op) const {
   const double executed = op.flops * op.executed_fraction;
   switch (op.cls) {
     case graph::ComputeClass::gemm:
-      flop_time = executed / (peak_flops_per_s_ * gemm_efficiency(op.gemm, *gpu_));
+      flop_time = executed / (peak_flops_per_s_ * gemm_efficiency(op.gemm, *curve_, gpu_->sm_count));
       break;
     case graph::ComputeClass::attention:
       flop_time = executed / (peak_flops_per_s_ * gpu_->attention_efficiency);

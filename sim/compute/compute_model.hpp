@@ -24,6 +24,7 @@ class ComputeModel {
 
  private:
   const config::GpuProfile* gpu_;
+  const config::GemmCurve* curve_;
   double peak_flops_per_s_;
   double memory_bytes_per_s_;
 };

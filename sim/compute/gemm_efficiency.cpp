@@ -22,26 +22,26 @@ double tile_score(const graph::GemmShape& s, std::int64_t tm, std::int64_t tn, i
 
 }  // namespace
 
-double gemm_efficiency(const graph::GemmShape& shape, const config::GpuProfile& gpu) {
-  if (shape.m <= 0 || shape.n <= 0 || shape.k <= 0 || shape.batch <= 0) return gpu.gemm.max_efficiency;
+double gemm_efficiency(const graph::GemmShape& shape, const config::GemmCurve& curve, int sm_count) {
+  if (shape.m <= 0 || shape.n <= 0 || shape.k <= 0 || shape.batch <= 0) return curve.max_efficiency;
   double best = 0.0;
   double size_factor = 1.0;
-  std::int64_t tm = gpu.gemm.tile_m;
-  std::int64_t tn = gpu.gemm.tile_n;
-  // Halve the larger side first: 256x128 -> 128x128 -> 128x64 -> 64x64.
+  std::int64_t tm = curve.tile_m;
+  std::int64_t tn = curve.tile_n;
+  // Halve the larger side first: 128x256 -> 128x128 -> 64x128 -> 64x64.
   while (true) {
-    best = std::max(best, size_factor * tile_score(shape, tm, tn, gpu.sm_count));
+    best = std::max(best, size_factor * tile_score(shape, tm, tn, sm_count));
     if (tm <= 64 && tn <= 64) break;
     if (tm >= tn) {
       tm /= 2;
     } else {
       tn /= 2;
     }
-    size_factor *= 0.9;
+    size_factor *= curve.halving_efficiency;
   }
   const double k = static_cast<double>(shape.k);
-  const double q_k = k / (k + gpu.gemm.k_half);
-  return gpu.gemm.max_efficiency * best * q_k;
+  const double q_k = k / (k + curve.k_half);
+  return curve.max_efficiency * best * q_k;
 }
 
 }  // namespace dtsim::compute

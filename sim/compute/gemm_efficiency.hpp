@@ -6,15 +6,15 @@
 //   tile quantization   q_tile = (m * n) / (ceil(m/tm) * tm * ceil(n/tn) * tn)
 //   wave quantization   q_wave = T / (ceil(T / S) * S)
 //   main-loop depth     q_k    = k / (k + k_half)
-//   tile size           q_size = 0.9 ^ (number of halvings from the profile's largest tile)
+//   tile size           q_size = halving_efficiency ^ (number of halvings from the profile's tile)
 //
 //   efficiency = max_efficiency * max over candidate tiles of (q_tile * q_wave * q_size) * q_k
 //
 // Candidates are the profile's (tile_m, tile_n) and its halvings down to 64 x 64, as cuBLAS heuristics
 // choose smaller tiles for small or awkward shapes. Tile and wave quantization follow NVIDIA's "Matrix
-// Multiplication Background User's Guide" (Deep Learning Performance docs); max_efficiency is the best
-// measured large-GEMM throughput (the "maximum achievable matmul FLOPS" of the profile's source); the
-// 10% cost per halving and k_half are documented engineering constants, replaced by calibration tables.
+// Multiplication Background User's Guide" (Deep Learning Performance docs). max_efficiency, k_half and
+// halving_efficiency are fitted per GPU (and per precision where kernels differ) to measured cuBLASLt
+// throughput; the profile carries the measurements and the fit's source.
 #pragma once
 
 #include "config/hardware.hpp"
@@ -22,6 +22,6 @@
 
 namespace dtsim::compute {
 
-double gemm_efficiency(const graph::GemmShape& shape, const config::GpuProfile& gpu);
+double gemm_efficiency(const graph::GemmShape& shape, const config::GemmCurve& curve, int sm_count);
 
 }  // namespace dtsim::compute

@@ -3,8 +3,10 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace dtsim::config {
 
@@ -14,10 +16,20 @@ inline constexpr int kPrecisionCount = 5;
 // Parameters of the default GEMM efficiency curve of one GPU generation (see compute/gemm_efficiency.hpp
 // for the equation). A measured efficiency table from calibration replaces the curve when present.
 struct GemmCurve {
-  double max_efficiency = 0.0;  // best sustained fraction of the dense peak on large, aligned GEMMs
-  int tile_m = 0;               // output tile of the dominant kernel (tile quantization)
+  double max_efficiency = 0.0;      // sustained fraction of the dense peak on large, aligned GEMMs
+  int tile_m = 0;                   // output tile of the dominant kernel (tile quantization)
   int tile_n = 0;
-  double k_half = 0.0;          // reduction depth at which the main loop reaches half of max efficiency
+  double k_half = 0.0;              // reduction depth at which the main loop reaches half of max efficiency
+  double halving_efficiency = 0.9;  // efficiency kept by a kernel whose tile is half as large
+};
+
+// One measured GEMM: C[m x n] = A[m x k] B[k x n] at `tflops` in `precision`.
+struct GemmMeasurement {
+  std::int64_t m = 0;
+  std::int64_t n = 0;
+  std::int64_t k = 0;
+  Precision precision = Precision::bf16;
+  double tflops = 0.0;
 };
 
 struct GpuProfile {
@@ -30,6 +42,14 @@ struct GpuProfile {
   double memory_efficiency = 0.0;  // achievable fraction of HBM bandwidth for streaming kernels
   int sm_count = 0;
   GemmCurve gemm;
+  // The curve for one precision when it differs (e.g. FP8 kernels), else empty.
+  std::array<std::optional<GemmCurve>, kPrecisionCount> gemm_by_precision{};
+  // Measurements the curves were fitted to (documentation and tests; may be empty).
+  std::vector<GemmMeasurement> gemm_measured;
+  const GemmCurve& gemm_curve(Precision p) const {
+    const auto& curve = gemm_by_precision[static_cast<int>(p)];
+    return curve ? *curve : gemm;
+  }
   double attention_efficiency = 0.0;   // fraction of peak reached by attention score/context matmuls
   double kernel_launch_us = 0.0;       // fixed cost per kernel
   double overlap_slowdown = 1.0;       // compute slowdown while a communication kernel runs beside it

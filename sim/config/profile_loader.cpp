@@ -88,6 +88,28 @@ std::vector<std::string> list_ids(const std::string& folder) {
   return ids;
 }
 
+namespace {
+
+// A GEMM curve; every key is required unless a base curve supplies it.
+GemmCurve read_gemm_curve(ObjectReader& r, const std::optional<GemmCurve>& base) {
+  const auto number = [&](const char* key, double fallback, const NumberRule& rule) {
+    return base ? r.optional<double>(key, fallback, rule) : r.required<double>(key, rule);
+  };
+  const auto integer = [&](const char* key, int fallback) {
+    return base ? r.optional<int>(key, fallback, IntRule::positive()) : r.required<int>(key, IntRule::positive());
+  };
+  const GemmCurve b = base.value_or(GemmCurve{});
+  GemmCurve c;
+  c.max_efficiency = number("max_efficiency", b.max_efficiency, NumberRule::fraction());
+  c.tile_m = integer("tile_m", b.tile_m);
+  c.tile_n = integer("tile_n", b.tile_n);
+  c.k_half = number("k_half", b.k_half, NumberRule::non_negative());
+  c.halving_efficiency = number("halving_efficiency", b.halving_efficiency, NumberRule::fraction());
+  return c;
+}
+
+}  // namespace
+
 GpuProfile load_gpu_profile(const std::string& hardware_profiles, const std::string& id,
                             const IdLocation& where) {
   const std::string folder = (std::filesystem::path(hardware_profiles) / "gpus").string();
@@ -124,11 +146,39 @@ GpuProfile load_gpu_profile(const std::string& hardware_profiles, const std::str
   gpu.sm_count = r.required<int>("sm_count", IntRule::positive());
 
   ObjectReader gemm = r.child("gemm");
-  gemm.expect_keys({"max_efficiency", "tile_m", "tile_n", "k_half"});
-  gpu.gemm.max_efficiency = gemm.required<double>("max_efficiency", NumberRule::fraction());
-  gpu.gemm.tile_m = gemm.required<int>("tile_m", IntRule::positive());
-  gpu.gemm.tile_n = gemm.required<int>("tile_n", IntRule::positive());
-  gpu.gemm.k_half = gemm.required<double>("k_half", NumberRule::positive());
+  gemm.expect_keys({"max_efficiency", "tile_m", "tile_n", "k_half", "halving_efficiency", "by_precision",
+                    "measured"});
+  gpu.gemm = read_gemm_curve(gemm, std::nullopt);
+  if (auto by = gemm.optional_child("by_precision")) {
+    by->expect_keys({"fp32", "tf32", "fp16", "bf16", "fp8"});
+    for (Precision p : kAll) {
+      if (auto curve = by->optional_child(to_string(p))) {
+        curve->expect_keys({"max_efficiency", "tile_m", "tile_n", "k_half", "halving_efficiency"});
+        gpu.gemm_by_precision[static_cast<std::size_t>(p)] = read_gemm_curve(*curve, gpu.gemm);
+        curve->finish();
+      }
+    }
+    by->finish();
+  }
+  if (const json* measured = gemm.find("measured")) {
+    const std::string pointer = pointer_append(gemm.pointer(), "measured");
+    if (!measured->is_array()) {
+      throw core::InputError(path, pointer, fmt::format("got {}; expected an array of measurements",
+                                                        describe_value(*measured)));
+    }
+    for (std::size_t i = 0; i < measured->size(); ++i) {
+      ObjectReader row((*measured)[i], path, pointer_append(pointer, i));
+      row.expect_keys({"m", "n", "k", "precision", "tflops"});
+      GemmMeasurement g;
+      g.m = row.required<std::int64_t>("m", IntRule::positive());
+      g.n = row.required<std::int64_t>("n", IntRule::positive());
+      g.k = row.required<std::int64_t>("k", IntRule::positive());
+      g.precision = row.enum_value<Precision>("precision", named_choices(kAll));
+      g.tflops = row.required<double>("tflops", NumberRule::positive());
+      row.finish();
+      gpu.gemm_measured.push_back(g);
+    }
+  }
   gemm.finish();
 
   gpu.attention_efficiency = r.required<double>("attention_efficiency", NumberRule::fraction());

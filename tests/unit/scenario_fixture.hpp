@@ -29,7 +29,7 @@ inline config::Scenario fixture_scenario() {
   g.hbm_bandwidth_gbytes_per_s = 2000;
   g.memory_efficiency = 0.5;  // 1e12 B/s achievable
   g.sm_count = 100;
-  g.gemm = config::GemmCurve{0.8, 128, 128, 0.0};
+  g.gemm = config::GemmCurve{0.8, 128, 128, 0.0, 0.9};
   g.attention_efficiency = 0.5;
   g.kernel_launch_us = 0.0;
   g.overlap_slowdown = 1.0;

@@ -3,8 +3,12 @@
 // 1e12 B/s achievable memory bandwidth, no launch overhead.
 #include <doctest/doctest.h>
 
+#include <cmath>
+
 #include "compute/compute_model.hpp"
 #include "compute/gemm_efficiency.hpp"
+#include "config/profile_loader.hpp"
+#include "config/scenario_loader.hpp"
 #include "scenario_fixture.hpp"
 
 using dtsim::graph::ComputeClass;
@@ -14,7 +18,8 @@ using dtsim::graph::GemmShape;
 TEST_CASE("aligned GEMM filling whole waves runs at max efficiency") {
   const auto s = dtsim::testing::fixture_scenario();
   // 1280 x 1280 -> 10 x 10 = 100 tiles of 128x128 on 100 SMs: one full wave, no padding.
-  CHECK(dtsim::compute::gemm_efficiency(GemmShape{1280, 1280, 4096, 1}, s.gpu) == doctest::Approx(0.8));
+  CHECK(dtsim::compute::gemm_efficiency(GemmShape{1280, 1280, 4096, 1}, s.gpu.gemm, s.gpu.sm_count) ==
+        doctest::Approx(0.8));
 }
 
 TEST_CASE("wave quantization: 101 tiles need two waves, unless smaller tiles do better") {
@@ -22,7 +27,7 @@ TEST_CASE("wave quantization: 101 tiles need two waves, unless smaller tiles do 
   // 128 x 12928 -> 1 x 101 tiles: two waves -> q_wave = 101/200 = 0.505 at 128x128.
   // 64x128 tiles (x0.9): 202 tiles, 3 waves -> 202/300 = 0.673 * 0.9 = 0.606;
   // 64x64 (x0.81): 404 tiles, 5 waves -> 0.808 * 0.81 = 0.654: the best candidate.
-  const double e = dtsim::compute::gemm_efficiency(GemmShape{128, 12928, 4096, 1}, s.gpu);
+  const double e = dtsim::compute::gemm_efficiency(GemmShape{128, 12928, 4096, 1}, s.gpu.gemm, s.gpu.sm_count);
   CHECK(e == doctest::Approx(0.8 * 0.81 * 404.0 / 500.0));
 }
 
@@ -59,4 +64,32 @@ TEST_CASE("fused attention time counts only the executed fraction") {
   op.executed_fraction = 0.5;
   // 150e9 / (300e12 * 0.5) = 1 ms
   CHECK(model.duration_s(op) == doctest::Approx(1e-3));
+}
+
+TEST_CASE("shipped GEMM curves reproduce the measurements they were fitted to") {
+  // Each GPU profile that carries measured GEMM throughput (hardware_profiles/gpus/*.json, gemm.measured,
+  // sources in the file) must reproduce it with its curve for that precision: MAPE <= 15% per GPU and
+  // precision (the fits reach 3.8-13%).
+  const auto data = dtsim::config::default_data_paths();
+  const std::string gpus = data.hardware_profiles + "/gpus";
+  for (const auto& id : dtsim::config::list_ids(gpus)) {
+    const auto gpu = dtsim::config::load_gpu_profile(data.hardware_profiles, id, {"test", ""});
+    for (int p = 0; p < dtsim::config::kPrecisionCount; ++p) {
+      double error = 0.0;
+      int rows = 0;
+      for (const auto& g : gpu.gemm_measured) {
+        if (static_cast<int>(g.precision) != p) continue;
+        const double peak = *gpu.peak_tflops[static_cast<std::size_t>(p)];
+        const double predicted =
+            peak * dtsim::compute::gemm_efficiency(GemmShape{g.m, g.n, g.k, 1}, gpu.gemm_curve(g.precision), gpu.sm_count);
+        error += std::abs(predicted - g.tflops) / g.tflops;
+        ++rows;
+      }
+      if (rows == 0) continue;
+      const double mape = 100.0 * error / rows;
+      MESSAGE(id << " " << std::string(dtsim::config::to_string(static_cast<dtsim::config::Precision>(p))) << ": GEMM curve MAPE "
+                 << mape << "% over " << rows << " measured shapes");
+      CHECK(mape <= 15.0);
+    }
+  }
 }

@@ -44,7 +44,7 @@ config::GpuProfile ns_per_byte_gpu() {
   for (auto& peak : gpu.peak_tflops) peak = 100.0;
   gpu.hbm_bandwidth_gbytes_per_s = 1.0;
   gpu.memory_efficiency = 1.0;
-  gpu.gemm = config::GemmCurve{0.8, 128, 128, 64.0};
+  gpu.gemm = config::GemmCurve{0.8, 128, 128, 64.0, 0.9};
   gpu.attention_efficiency = 0.5;
   gpu.kernel_launch_us = 0.0;
   return gpu;

@@ -296,7 +296,7 @@ class DataFolder {
                       {"hbm_bandwidth_gbytes_per_s", 2000.0},
                       {"memory_efficiency", 0.8},
                       {"sm_count", 100},
-                      {"gemm", {{"max_efficiency", 0.8}, {"tile_m", 128}, {"tile_n", 128}, {"k_half", 64.0}}},
+                      {"gemm", {{"max_efficiency", 0.8}, {"tile_m", 128}, {"tile_n", 128}, {"k_half", 64.0}, {"halving_efficiency", 0.9}}},
                       {"attention_efficiency", 0.5},
                       {"kernel_launch_us", 4.0},
                       {"overlap_slowdown", 1.1}}));
