@@ -59,6 +59,7 @@ nlohmann::ordered_json parallelism_json(const config::ParallelismSpec& p) {
   j["zero_stage"] = p.zero_stage;
   j["distributed_optimizer"] = p.distributed_optimizer;
   j["tp_comm_overlap"] = p.tp_comm_overlap;
+  j["order"] = config::to_string(p.order);
   j["schedule"] = config::to_string(p.schedule);
   return j;
 }

@@ -108,4 +108,27 @@ const char* to_string(IntraNodeKind k) {
   throw core::InternalError("to_string: invalid IntraNodeKind value");
 }
 
+const char* to_string(MeshDim d) {
+  switch (d) {
+    case MeshDim::tensor:
+      return "tp";
+    case MeshDim::context:
+      return "cp";
+    case MeshDim::data:
+      return "dp";
+    case MeshDim::pipeline:
+      return "pp";
+  }
+  throw core::InternalError("to_string: invalid MeshDim value");
+}
+
+std::string to_string(const MeshOrder& order) {
+  std::string out;
+  for (const MeshDim d : order) {
+    if (!out.empty()) out += '-';
+    out += to_string(d);
+  }
+  return out;
+}
+
 }  // namespace dtsim::config

@@ -3,6 +3,7 @@
 // scenario_loader.hpp validates strictly and resolves presets and hardware profiles.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -46,6 +47,11 @@ struct ClusterSpec {
 
 enum class Schedule { one_f_one_b, gpipe, interleaved };
 
+// Dimensions of the rank mesh, in the order ranks are numbered along them (first fastest).
+enum class MeshDim { tensor, context, data, pipeline };
+inline constexpr int kMeshDims = 4;
+using MeshOrder = std::array<MeshDim, kMeshDims>;
+
 struct ParallelismSpec {
   std::int64_t data = 1;
   std::int64_t tensor = 1;
@@ -60,6 +66,8 @@ struct ParallelismSpec {
   // --tp-comm-overlap, Transformer Engine userbuffers); needs sequence parallelism.
   bool tp_comm_overlap = false;
   Schedule schedule = Schedule::one_f_one_b;
+  // Rank placement: Megatron-LM's default numbers tensor ranks fastest, then context, data, pipeline.
+  MeshOrder order{MeshDim::tensor, MeshDim::context, MeshDim::data, MeshDim::pipeline};
 };
 
 enum class Recompute { none, selective, full };
@@ -110,5 +118,7 @@ const char* to_string(NetworkFidelity n);
 const char* to_string(RankMode r);
 const char* to_string(TopologyKind t);
 const char* to_string(IntraNodeKind k);
+const char* to_string(MeshDim d);  // "tp", "cp", "dp", "pp"
+std::string to_string(const MeshOrder& order);  // "tp-cp-dp-pp"
 
 }  // namespace dtsim::config

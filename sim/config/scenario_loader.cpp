@@ -92,13 +92,40 @@ void read_cluster(ObjectReader& top, const DataPaths& data, Scenario& scenario) 
   scenario.fabric = load_fabric_profile(data.hardware_profiles, spec.network.fabric, fabric_at);
 }
 
+// "order": the four mesh dimensions as "tp-cp-dp-pp" in any order, each once.
+MeshOrder read_order(ObjectReader& r) {
+  const std::string text = r.required<std::string>("order");
+  const std::string expected = "a permutation of tp, cp, dp, pp joined by '-', e.g. \"tp-cp-dp-pp\"";
+  MeshOrder order{};
+  std::array<bool, kMeshDims> seen{};
+  std::size_t start = 0;
+  int count = 0;
+  while (start <= text.size()) {
+    const std::size_t end = std::min(text.find('-', start), text.size());
+    const std::string token = text.substr(start, end - start);
+    bool known = false;
+    for (int d = 0; d < kMeshDims; ++d) {
+      if (token != to_string(static_cast<MeshDim>(d))) continue;
+      known = !seen[static_cast<std::size_t>(d)] && count < kMeshDims;
+      if (known) {
+        seen[static_cast<std::size_t>(d)] = true;
+        order[static_cast<std::size_t>(count++)] = static_cast<MeshDim>(d);
+      }
+    }
+    if (!known) throw r.mismatch("order", expected);
+    start = end + 1;
+  }
+  if (count != kMeshDims) throw r.mismatch("order", expected);
+  return order;
+}
+
 // Reads "parallelism" (every key optional) and checks the degrees against the GPU count.
 ParallelismSpec read_parallelism(ObjectReader& top, const Scenario& scenario) {
   const json empty = json::object();
   const json* found = top.find("parallelism");
   ObjectReader r(found != nullptr ? *found : empty, top.file(), pointer_append(top.pointer(), "parallelism"));
   r.expect_keys({"data", "tensor", "pipeline", "virtual_stages", "sequence_parallel", "context", "expert",
-                 "zero_stage", "distributed_optimizer", "tp_comm_overlap", "schedule"});
+                 "zero_stage", "distributed_optimizer", "tp_comm_overlap", "schedule", "order"});
   const IntRule positive = IntRule::positive();
   ParallelismSpec p;
   const std::optional<std::int64_t> data = r.maybe<std::int64_t>("data", positive);
@@ -112,6 +139,7 @@ ParallelismSpec read_parallelism(ObjectReader& top, const Scenario& scenario) {
   p.distributed_optimizer = r.optional<bool>("distributed_optimizer", false);
   const bool sp_active = p.sequence_parallel && p.tensor > 1;
   p.tp_comm_overlap = r.optional<bool>("tp_comm_overlap", sp_active);
+  if (r.has("order")) p.order = read_order(r);
   p.schedule = r.optional_enum<Schedule>(
       "schedule", Schedule::one_f_one_b,
       named_choices(std::array{Schedule::one_f_one_b, Schedule::gpipe, Schedule::interleaved}));

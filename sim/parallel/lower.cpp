@@ -55,15 +55,6 @@ struct Chain {
   static Chain after(TaskId task) { return Chain{task, task, false, std::nullopt}; }
 };
 
-// A simulated rank's place in the mesh. Symmetric mode has one rank per stage, at coordinate 0 of the
-// other dimensions.
-struct Coord {
-  std::int64_t stage = 0;
-  std::int64_t tensor = 0;
-  std::int64_t context = 0;
-  std::int64_t data = 0;
-};
-
 // Groups a collective can run over.
 enum class GroupKind : std::uint8_t { tensor, context, data };
 
@@ -121,25 +112,10 @@ class Lowering {
 
  private:
   // ---- ranks -----------------------------------------------------------------------------------
-  // Every-rank mode numbers ranks in Megatron order: tp + t (cp + c (dp + d pp)).
-  Coord coord_of(std::int64_t r) const {
-    if (!every_rank_) return Coord{r, 0, 0, 0};
-    const auto& par = s_.parallelism;
-    Coord c;
-    c.tensor = r % par.tensor;
-    r /= par.tensor;
-    c.context = r % par.context;
-    r /= par.context;
-    c.data = r % par.data;
-    c.stage = r / par.data;
-    return c;
-  }
-
-  std::int64_t rank_of(const Coord& c) const {
-    if (!every_rank_) return c.stage;
-    const auto& par = s_.parallelism;
-    return c.tensor + par.tensor * (c.context + par.context * (c.data + par.data * c.stage));
-  }
+  // Every-rank mode simulates every mesh rank; symmetric mode one rank per stage (the stage's rank at
+  // coordinate 0 of the other dimensions), numbered by stage.
+  Coord coord_of(std::int64_t r) const { return every_rank_ ? mesh_.coord_of(r) : Coord{r, 0, 0, 0}; }
+  std::int64_t rank_of(const Coord& c) const { return every_rank_ ? mesh_.rank_of(c) : c.stage; }
 
   const Coord& coord(std::int64_t r) const { return coords_[static_cast<std::size_t>(r)]; }
 
@@ -231,10 +207,9 @@ class Lowering {
       case models::CommRole::tensor_reduce_scatter:
         return comm_ref(ref, graph::CollectiveKind::reduce_scatter, op.comm_bytes, mesh_.tensor_group(), op.overlap);
       case models::CommRole::context_exchange: {
-        // Ring neighbours of the context group: the transfer crosses nodes when the group does.
-        graph::CommGroup ring = mesh_.context_group();
-        graph::CommGroup pair = mesh_.group(2, s_.parallelism.tensor);
-        pair.nodes = ring.nodes > 1 ? 2 : 1;
+        // Each step passes K/V to the ring neighbour: the transfer crosses nodes when the ring does.
+        graph::CommGroup pair = mesh_.neighbours(config::MeshDim::context);
+        if (mesh_.context_group().nodes > 1) pair.nodes = 2;
         OpRef r = comm_ref(ref, graph::CollectiveKind::send_recv, op.comm_bytes, pair);
         r.stream = StreamKind::context_comm;
         r.comm_category = Category::context_comm;
@@ -292,7 +267,8 @@ class Lowering {
                           static_cast<double>(par.context);
     const double activation = tokens * static_cast<double>(s_.model.hidden_size) * a /
                               static_cast<double>(par.tensor);
-    pipeline_send_op_ = out_.graph.add_op(CommOp{graph::CollectiveKind::send_recv, activation, mesh_.pipeline_pair()});
+    pipeline_send_op_ = out_.graph.add_op(
+        CommOp{graph::CollectiveKind::send_recv, activation, mesh_.neighbours(config::MeshDim::pipeline)});
     // Every-rank mode: a member's arrival at a collective (and the group's barrier) take no time.
     arrival_op_ = out_.graph.add_op(CommOp{graph::CollectiveKind::all_reduce, 0.0, graph::CommGroup{}});
     if (par.zero_stage >= 3) {
@@ -595,9 +571,7 @@ class Lowering {
     return id;
   }
 
-  graph::CommGroup data_group() const {
-    return mesh_.group(s_.parallelism.data * s_.parallelism.context, s_.parallelism.tensor);
-  }
+  graph::CommGroup data_group() const { return mesh_.gradient_group(); }
 
   struct RendezvousKey {
     std::int64_t leader;

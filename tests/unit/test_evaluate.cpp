@@ -132,3 +132,19 @@ TEST_CASE("more pipeline micro-batches shrink the bubble: (p - 1) / m") {
   CHECK(few.breakdown.pipeline_bubble_s / few.iteration_time_s >
         2 * many.breakdown.pipeline_bubble_s / many.iteration_time_s);
 }
+
+TEST_CASE("rank placement: tensor groups spread over nodes pay for the network") {
+  // Default order tp-cp-dp-pp keeps the 8 tensor ranks of a group on one node's NVSwitch; with
+  // dp-tp-cp-pp the 2 data ranks come first, so each tensor group spans 2 nodes and its all-reduces
+  // cross InfiniBand: the iteration is slower.
+  json s = base_scenario();
+  s["parallelism"] = {{"data", 2}, {"tensor", 8}};
+  const auto inside = evaluate(s);
+  s["parallelism"]["order"] = "dp-tp-cp-pp";
+  const auto spread = evaluate(s);
+  CHECK(spread.breakdown.exposed_tensor_comm_s > 1.5 * inside.breakdown.exposed_tensor_comm_s);
+  CHECK(spread.iteration_time_s > inside.iteration_time_s);
+  // Every-rank mode follows the same placement.
+  s["simulation"] = {{"ranks", "all"}};
+  CHECK(evaluate(s).iteration_time_s == doctest::Approx(spread.iteration_time_s).epsilon(1e-12));
+}
