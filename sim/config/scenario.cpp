@@ -108,6 +108,16 @@ const char* to_string(IntraNodeKind k) {
   throw core::InternalError("to_string: invalid IntraNodeKind value");
 }
 
+const char* to_string(PipelineComm c) {
+  switch (c) {
+    case PipelineComm::overlapped:
+      return "overlapped";
+    case PipelineComm::blocking:
+      return "blocking";
+  }
+  throw core::InternalError("to_string: invalid PipelineComm value");
+}
+
 const char* to_string(MeshDim d) {
   switch (d) {
     case MeshDim::tensor:

@@ -47,6 +47,10 @@ struct ClusterSpec {
 
 enum class Schedule { one_f_one_b, gpipe, interleaved };
 
+// Pipeline transfers: asynchronous sends that compute does not wait for (Megatron-Core's overlapped
+// p2p), or Megatron-LM's batched send/recv after which the sender waits for completion.
+enum class PipelineComm { overlapped, blocking };
+
 // Dimensions of the rank mesh, in the order ranks are numbered along them (first fastest).
 enum class MeshDim { tensor, context, data, pipeline };
 inline constexpr int kMeshDims = 4;
@@ -66,6 +70,7 @@ struct ParallelismSpec {
   // --tp-comm-overlap, Transformer Engine userbuffers); needs sequence parallelism.
   bool tp_comm_overlap = false;
   Schedule schedule = Schedule::one_f_one_b;
+  PipelineComm pipeline_comm = PipelineComm::overlapped;
   // Rank placement: Megatron-LM's default numbers tensor ranks fastest, then context, data, pipeline.
   MeshOrder order{MeshDim::tensor, MeshDim::context, MeshDim::data, MeshDim::pipeline};
 };
@@ -119,6 +124,7 @@ const char* to_string(RankMode r);
 const char* to_string(TopologyKind t);
 const char* to_string(IntraNodeKind k);
 const char* to_string(MeshDim d);  // "tp", "cp", "dp", "pp"
+const char* to_string(PipelineComm c);
 std::string to_string(const MeshOrder& order);  // "tp-cp-dp-pp"
 
 }  // namespace dtsim::config

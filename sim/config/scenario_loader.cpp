@@ -125,7 +125,8 @@ ParallelismSpec read_parallelism(ObjectReader& top, const Scenario& scenario) {
   const json* found = top.find("parallelism");
   ObjectReader r(found != nullptr ? *found : empty, top.file(), pointer_append(top.pointer(), "parallelism"));
   r.expect_keys({"data", "tensor", "pipeline", "virtual_stages", "sequence_parallel", "context", "expert",
-                 "zero_stage", "distributed_optimizer", "tp_comm_overlap", "schedule", "order"});
+                 "zero_stage", "distributed_optimizer", "tp_comm_overlap", "schedule", "order",
+                 "pipeline_comm"});
   const IntRule positive = IntRule::positive();
   ParallelismSpec p;
   const std::optional<std::int64_t> data = r.maybe<std::int64_t>("data", positive);
@@ -140,6 +141,9 @@ ParallelismSpec read_parallelism(ObjectReader& top, const Scenario& scenario) {
   const bool sp_active = p.sequence_parallel && p.tensor > 1;
   p.tp_comm_overlap = r.optional<bool>("tp_comm_overlap", sp_active);
   if (r.has("order")) p.order = read_order(r);
+  p.pipeline_comm = r.optional_enum<PipelineComm>(
+      "pipeline_comm", PipelineComm::overlapped,
+      named_choices(std::array{PipelineComm::overlapped, PipelineComm::blocking}));
   p.schedule = r.optional_enum<Schedule>(
       "schedule", Schedule::one_f_one_b,
       named_choices(std::array{Schedule::one_f_one_b, Schedule::gpipe, Schedule::interleaved}));

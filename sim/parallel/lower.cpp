@@ -97,6 +97,7 @@ class Lowering {
     const auto ranks = static_cast<std::int64_t>(coords_.size());
     for (std::int64_t r = 0; r < ranks; ++r) add_rank(r);
     steps_.assign(static_cast<std::size_t>(ranks * v_ * m_ * 2), Chain{});
+    step_after_.assign(steps_.size(), std::nullopt);
     grad_ready_.assign(static_cast<std::size_t>(ranks * v_ * max_chunk_layers_), TaskId{0});
     first_use_.assign(static_cast<std::size_t>(ranks * v_ * max_chunk_layers_), TaskId{0});
     step_first_.assign(static_cast<std::size_t>(ranks), TaskId{0});
@@ -369,6 +370,7 @@ class Lowering {
 
   void emit_rank(std::int64_t r) {
     const std::int64_t stage = coord(r).stage;
+    previous_step_.reset();
     const bool zero3 = s_.parallelism.zero_stage >= 3;
     for (const auto& step : stage_schedule(s_.parallelism.schedule, p_, stage, m_, v_)) {
       Chain chain;
@@ -404,7 +406,11 @@ class Lowering {
         if (first_chunk) emit(r, embedding_.backward, Category::backward, mb, chain);
       }
       DTSIM_CHECK(!chain.also, "a pipeline step ends beside an overlapped GEMM");
-      steps_[step_index(r, step.chunk, mb, step.pass)] = chain;
+      const std::size_t index = step_index(r, step.chunk, mb, step.pass);
+      steps_[index] = chain;
+      // The step that follows in program order (a blocking pipeline transfer holds it back).
+      if (previous_step_) step_after_[*previous_step_] = chain.first;
+      previous_step_ = index;
       stage_last_[static_cast<std::size_t>(r)] = chain.last;
     }
   }
@@ -458,6 +464,12 @@ class Lowering {
                                    forward ? pipeline_send_label_ : pipeline_grad_label_, step.micro_batch);
       out_.graph.add_dependency(from.last, send);
       out_.graph.add_dependency(send, to.first);
+      if (s_.parallelism.pipeline_comm == config::PipelineComm::blocking) {
+        // Megatron-LM's batched send/recv waits for its requests and synchronizes the device: the
+        // sender's next step starts only when the transfer has completed.
+        const std::size_t from_index = step_index(r, step.chunk, step.micro_batch, step.pass);
+        if (step_after_[from_index]) out_.graph.add_dependency(send, *step_after_[from_index]);
+      }
     }
   }
 
@@ -602,6 +614,8 @@ class Lowering {
   std::uint32_t pipeline_grad_label_ = 0;
   std::vector<std::array<graph::StreamId, graph::kStreamKindCount>> streams_;
   std::vector<Chain> steps_;
+  std::vector<std::optional<TaskId>> step_after_;   // first task of the step run after, on the same rank
+  std::optional<std::size_t> previous_step_;
   std::vector<TaskId> grad_ready_;
   std::vector<TaskId> first_use_;   // first task of each layer's first forward
   std::vector<TaskId> step_first_;  // first task of the first forward step (embedding on stage 0)

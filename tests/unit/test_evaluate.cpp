@@ -148,3 +148,19 @@ TEST_CASE("rank placement: tensor groups spread over nodes pay for the network")
   s["simulation"] = {{"ranks", "all"}};
   CHECK(evaluate(s).iteration_time_s == doctest::Approx(spread.iteration_time_s).epsilon(1e-12));
 }
+
+TEST_CASE("blocking pipeline transfers hold the sender back; every schedule stays free of deadlock") {
+  for (const char* schedule : {"1f1b", "gpipe", "interleaved"}) {
+    CAPTURE(schedule);
+    json s = base_scenario();
+    s["parallelism"] = {{"data", 2}, {"tensor", 2}, {"pipeline", 4}, {"schedule", schedule}};
+    if (std::string(schedule) == "interleaved") s["parallelism"]["virtual_stages"] = 2;
+    const auto overlapped = evaluate(s);
+    s["parallelism"]["pipeline_comm"] = "blocking";
+    const auto blocking = evaluate(s);
+    REQUIRE(blocking.status == dtsim::results::Status::ok);
+    CHECK(blocking.iteration_time_s >= overlapped.iteration_time_s);
+    s["simulation"] = {{"ranks", "all"}};
+    CHECK(evaluate(s).iteration_time_s == doctest::Approx(blocking.iteration_time_s).epsilon(1e-12));
+  }
+}

@@ -173,7 +173,7 @@ TEST_CASE("scenario_json writes the resolved scenario in Scenario v1 form") {
   CHECK(j["cluster"]["network"]["topology"]["oversubscription"] == 2.0);
   CHECK(keys(j["parallelism"]) ==
         std::vector<std::string>{"data", "tensor", "pipeline", "virtual_stages", "sequence_parallel",
-                                 "context", "expert", "zero_stage", "distributed_optimizer", "tp_comm_overlap", "order", "schedule"});
+                                 "context", "expert", "zero_stage", "distributed_optimizer", "tp_comm_overlap", "order", "pipeline_comm", "schedule"});
   CHECK(j["parallelism"]["schedule"] == "1f1b");
   CHECK(j["parallelism"]["zero_stage"] == 1);
   CHECK(j["training"]["precision"] == "bf16");

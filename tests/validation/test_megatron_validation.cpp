@@ -4,8 +4,9 @@
 //
 // Knobs the publications leave unstated follow one rule for every row: micro-batch 1 when unstated;
 // the interleaved schedule with 2 virtual stages when pipeline > 1 and layers / pipeline is even, else
-// 1F1B. The attention kernel is a fact of each run's software, stated in its data file: unfused for
-// SC'21 (2021, before fused attention kernels), fused for the 2024 Megatron-Core runs.
+// 1F1B. The attention kernel and the pipeline transfers are facts of each run's software, stated in its
+// data file: unfused attention and blocking transfers for SC'21 (2021 Megatron-LM), fused attention
+// and overlapped transfers for the 2024 Megatron-Core runs.
 #include <doctest/doctest.h>
 
 #include <fstream>
@@ -41,7 +42,8 @@ json scenario_for(const json& table, const json& row) {
       {"parallelism",
        {{"data", row["dp"]}, {"tensor", tp}, {"pipeline", pp}, {"virtual_stages", vstages},
         {"schedule", vstages > 1 ? "interleaved" : "1f1b"}, {"sequence_parallel", sp},
-        {"zero_stage", row["zero_stage"]}, {"distributed_optimizer", table.value("distributed_optimizer", false)}}},
+        {"zero_stage", row["zero_stage"]}, {"distributed_optimizer", table.value("distributed_optimizer", false)},
+        {"pipeline_comm", table["pipeline_comm"]}}},
       {"training",
        {{"global_batch_size", row["global_batch"]},
         {"micro_batch_size", row["micro_batch"].is_null() ? json(1) : row["micro_batch"]},
