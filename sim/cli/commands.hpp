@@ -2,12 +2,15 @@
 // runs from the parsed options; errors propagate to run_cli(), which alone catches them.
 #pragma once
 
+#include <cstdint>
 #include <iosfwd>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
 #include "config/scenario.hpp"
+#include "config/scenario_loader.hpp"
 
 namespace dtsim::cli {
 
@@ -31,5 +34,40 @@ struct CheckOptions {
 
 CLI::App* add_check_command(CLI::App& app, CheckOptions& options);
 int check_command(const CheckOptions& options, std::istream& in, std::ostream& out);
+
+// A size in bytes as nccl-tests writes it: "8", "64M", "8G" (K, M, G are powers of 1024).
+double parse_size(const std::string& text, const std::string& option);
+
+struct NcclTestsOptions {
+  config::ClusterRequest cluster;
+  std::int64_t ranks_per_node = 0;  // 0: the node's GPUs
+  std::string fabric;
+  double nic_gbps = 0;
+  int nics_per_node = 0;
+  std::string op = "all_reduce";
+  std::string min_bytes = "8";
+  std::string max_bytes = "8G";
+  double factor = 2.0;
+  std::string type = "float";
+  std::string format = "text";
+};
+
+CLI::App* add_nccl_tests_command(CLI::App& app, NcclTestsOptions& options);
+int nccl_tests_command(const NcclTestsOptions& options, std::ostream& out);
+
+struct ImportNcclOptions {
+  std::vector<std::string> logs;
+  config::ClusterRequest cluster;
+  std::int64_t ranks_per_node = 0;
+  std::string fabric;
+  double nic_gbps = 0;
+  int nics_per_node = 0;
+  std::string id;
+  std::string out_path;
+  std::string min_bytes = "1M";
+};
+
+CLI::App* add_import_command(CLI::App& app, ImportNcclOptions& options);
+int import_nccl_command(const ImportNcclOptions& options, std::ostream& out);
 
 }  // namespace dtsim::cli

@@ -66,6 +66,8 @@ struct NodeProfile {
   double intra_gbytes_per_s = 0.0;  // per GPU, per direction
   double intra_efficiency = 0.0;    // achievable fraction for collectives (NCCL ring bus bandwidth / line)
   double intra_latency_us = 0.0;    // per step of a ring inside the node
+  // All-reduce bus bandwidth with NVLink SHARP (in-switch reduction, NVSwitch gen 3+); empty without.
+  std::optional<double> nvls_busbw_gbytes_per_s;
   std::string fabric;               // default FabricProfile id
   double nic_gbps = 0.0;            // default line rate per NIC
   int nics_per_node = 0;

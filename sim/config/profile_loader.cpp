@@ -204,12 +204,13 @@ NodeProfile load_node_profile(const std::string& hardware_profiles, const std::s
   node.gpus_per_node = r.required<int>("gpus_per_node", IntRule::positive());
 
   ObjectReader intra = r.child("intra_node");
-  intra.expect_keys({"kind", "gbytes_per_s", "efficiency", "latency_us"});
+  intra.expect_keys({"kind", "gbytes_per_s", "efficiency", "latency_us", "nvls_busbw_gbytes_per_s"});
   node.intra_kind = intra.enum_value<IntraNodeKind>(
       "kind", named_choices(std::array{IntraNodeKind::nvswitch, IntraNodeKind::nvlink, IntraNodeKind::pcie}));
   node.intra_gbytes_per_s = intra.required<double>("gbytes_per_s", NumberRule::positive());
   node.intra_efficiency = intra.required<double>("efficiency", NumberRule::fraction());
   node.intra_latency_us = intra.required<double>("latency_us", NumberRule::positive());
+  node.nvls_busbw_gbytes_per_s = intra.maybe<double>("nvls_busbw_gbytes_per_s", NumberRule::positive());
   intra.finish();
 
   ObjectReader network = r.child("network");
@@ -238,7 +239,7 @@ FabricProfile load_fabric_profile(const std::string& hardware_profiles, const st
   fabric.name = read_header(r, id);
   fabric.efficiency = r.required<double>("efficiency", NumberRule::fraction());
   fabric.latency_us = r.required<double>("latency_us", NumberRule::positive());
-  fabric.per_message_overhead_us = r.required<double>("per_message_overhead_us", NumberRule::positive());
+  fabric.per_message_overhead_us = r.required<double>("per_message_overhead_us", NumberRule::non_negative());
   fabric.per_flow_gbps = r.maybe<double>("per_flow_gbps", NumberRule::positive());
   check_sources(r);
   r.finish();

@@ -263,6 +263,23 @@ Scenario load_scenario(const std::string& path, const DataPaths& data) {
   return load_scenario_text(read_text_file(path), path, data);
 }
 
+Scenario load_cluster(const ClusterRequest& request, const std::string& source, const DataPaths& data) {
+  json cluster = {{"node", request.node}, {"nodes", request.nodes}};
+  json network = json::object();
+  if (request.fabric) network["fabric"] = *request.fabric;
+  if (request.nic_gbps) network["nic_gbps"] = *request.nic_gbps;
+  if (request.nics_per_node) network["nics_per_node"] = *request.nics_per_node;
+  if (request.oversubscription) network["topology"] = {{"kind", "fat-tree"}, {"oversubscription", *request.oversubscription}};
+  if (!network.empty()) cluster["network"] = network;
+  const json doc = {{"cluster", cluster}};
+  ObjectReader top(doc, source, "");
+  Scenario scenario;
+  scenario.source = source;
+  scenario.name = "cluster";
+  read_cluster(top, data, scenario);
+  return scenario;
+}
+
 Scenario load_scenario_text(const std::string& text, const std::string& source_name, const DataPaths& data) {
   const json doc = parse_json_text(text, source_name);
   ObjectReader top(doc, source_name, "");

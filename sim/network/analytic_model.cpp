@@ -9,6 +9,7 @@ PathParams path_params(const config::Scenario& scenario) {
   PathParams p;
   p.intra_bytes_per_s = node.intra_gbytes_per_s * core::kGiga * node.intra_efficiency;
   p.intra_latency_s = node.intra_latency_us * 1e-6;
+  if (node.nvls_busbw_gbytes_per_s) p.nvls_bytes_per_s = *node.nvls_busbw_gbytes_per_s * core::kGiga;
   // All inter-node traffic is taken to cross the oversubscribed tier (worst case of a fat-tree).
   p.node_inter_bytes_per_s = core::gbps_to_bytes_per_s(net.nic_gbps) * net.nics_per_node * fabric.efficiency /
                              net.oversubscription;

@@ -1,6 +1,7 @@
 #include "network/collective_cost.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/errors.hpp"
 
@@ -8,8 +9,8 @@ namespace dtsim::network {
 
 namespace {
 
-// Bandwidth available to one rank of the group for traffic leaving its node.
-double inter_share(const graph::CommOp& op, const PathParams& path) {
+// Bandwidth of the node's NICs available to one group (all its ranks on the node together).
+double node_share(const graph::CommOp& op, const PathParams& path) {
   const double concurrent = static_cast<double>(std::max<std::int64_t>(1, op.group.concurrent_per_node));
   double share = path.node_inter_bytes_per_s / concurrent;
   if (path.per_flow_bytes_per_s > 0.0) share = std::min(share, path.per_flow_bytes_per_s);
@@ -18,44 +19,82 @@ double inter_share(const graph::CommOp& op, const PathParams& path) {
 
 double ring_bus_bandwidth(const graph::CommOp& op, const PathParams& path) {
   if (op.group.nodes <= 1) return path.intra_bytes_per_s;
-  return std::min(path.intra_bytes_per_s, inter_share(op, path));
+  return std::min(path.intra_bytes_per_s, node_share(op, path));
 }
 
 double ring_latency(double steps, double inter_steps, const PathParams& path) {
   return (steps - inter_steps) * path.intra_latency_s + inter_steps * path.inter_latency_s;
 }
 
+CollectiveCost all_reduce(const graph::CommOp& op, const PathParams& path) {
+  const double n = static_cast<double>(op.group.size);
+  const double nodes = static_cast<double>(op.group.nodes);
+  const double r = n / nodes;
+  const double s = op.bytes;
+  CollectiveCost best{ring_latency(2 * (n - 1), nodes > 1 ? 2 * (nodes - 1) : 0.0, path) +
+                          2 * (n - 1) / n * s / ring_bus_bandwidth(op, path),
+                      Algorithm::ring};
+  if (nodes <= 1 && path.nvls_bytes_per_s > 0.0) {
+    const double t = path.intra_latency_s + 2 * (n - 1) / n * s / path.nvls_bytes_per_s;
+    if (t < best.time_s) best = {t, Algorithm::nvls};
+  }
+  if (nodes > 1 && r > 1) {
+    const double intra_bw = path.nvls_bytes_per_s > 0.0 ? path.nvls_bytes_per_s : path.intra_bytes_per_s;
+    const double intra = 2 * (r - 1) / r * s / intra_bw;
+    const double inter = 2 * (nodes - 1) / nodes * s / node_share(op, path);
+    const double latency = 2 * ((r - 1) * path.intra_latency_s + std::log2(nodes) * path.inter_latency_s);
+    const double t = latency + std::max(intra, inter);
+    if (t < best.time_s) best = {t, Algorithm::hierarchical};
+  }
+  return best;
+}
+
 }  // namespace
 
-double collective_time_s(const graph::CommOp& op, const PathParams& path) {
+CollectiveCost collective_cost(const graph::CommOp& op, const PathParams& path) {
   const double n = static_cast<double>(op.group.size);
   const double nodes = static_cast<double>(op.group.nodes);
   const double s = op.bytes;
-  if (op.group.size <= 1 || s <= 0.0) return 0.0;
+  if (op.group.size <= 1 || s <= 0.0) return {};
   DTSIM_CHECK(op.group.nodes >= 1 && op.group.size % op.group.nodes == 0, "group not spread evenly over nodes");
   const double multi = nodes > 1 ? 1.0 : 0.0;
   switch (op.kind) {
     case graph::CollectiveKind::all_reduce:
-      return ring_latency(2 * (n - 1), multi * 2 * (nodes - 1), path) +
-             2 * (n - 1) / n * s / ring_bus_bandwidth(op, path);
+      return all_reduce(op, path);
     case graph::CollectiveKind::all_gather:
     case graph::CollectiveKind::reduce_scatter:
-      return ring_latency(n - 1, multi * (nodes - 1), path) + (n - 1) / n * s / ring_bus_bandwidth(op, path);
+      return {ring_latency(n - 1, multi * (nodes - 1), path) + (n - 1) / n * s / ring_bus_bandwidth(op, path),
+              Algorithm::ring};
     case graph::CollectiveKind::broadcast:
     case graph::CollectiveKind::reduce:
-      return ring_latency(n - 1, multi * (nodes - 1), path) + s / ring_bus_bandwidth(op, path);
+      return {ring_latency(n - 1, multi * (nodes - 1), path) + s / ring_bus_bandwidth(op, path), Algorithm::ring};
     case graph::CollectiveKind::all_to_all: {
       const double r = n / nodes;
       const double intra_time = (r - 1) / n * s / path.intra_bytes_per_s;
-      const double inter_time = nodes > 1 ? (n - r) / n * s / inter_share(op, path) : 0.0;
+      // The (n - r)/n of every rank's buffer that leaves the node: r ranks share the node's NICs.
+      const double inter_time = nodes > 1 ? r * (n - r) / n * s / node_share(op, path) : 0.0;
       const double latency = nodes > 1 ? path.inter_latency_s : path.intra_latency_s;
-      return latency + std::max(intra_time, inter_time);
+      return {latency + std::max(intra_time, inter_time), Algorithm::direct};
     }
     case graph::CollectiveKind::send_recv:
-      if (nodes <= 1) return path.intra_latency_s + s / path.intra_bytes_per_s;
-      return path.inter_latency_s + s / inter_share(op, path);
+      if (nodes <= 1) return {path.intra_latency_s + s / path.intra_bytes_per_s, Algorithm::direct};
+      return {path.inter_latency_s + s / node_share(op, path), Algorithm::direct};
   }
-  return 0.0;
+  return {};
+}
+
+const char* to_string(Algorithm a) {
+  switch (a) {
+    case Algorithm::ring:
+      return "ring";
+    case Algorithm::hierarchical:
+      return "hierarchical";
+    case Algorithm::nvls:
+      return "nvls";
+    case Algorithm::direct:
+      return "direct";
+  }
+  return "?";
 }
 
 }  // namespace dtsim::network

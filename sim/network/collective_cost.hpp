@@ -1,17 +1,23 @@
-// Alpha-beta cost of collectives over a group laid out on nodes (ring algorithms, as NCCL runs them
-// for large messages).
+// Alpha-beta cost of collectives over a group laid out on nodes, with NCCL's algorithms and a
+// choice among them by predicted time, as NCCL's tuner does (network_collectives reference, Sec. 1).
 //
-// A group of n ranks on N nodes (r = n/N per node). Ring collectives move "bus bytes" through every
-// rank (NCCL's bus-bandwidth convention, nccl-tests PERFORMANCE.md):
-//   all_reduce        2(n-1)/n * S        all_gather / reduce_scatter   (n-1)/n * S   (S: full buffer)
-//   broadcast/reduce  S (pipelined ring)
-// Bus bandwidth: inside one node, the GPU's intra-node link; across nodes, every ring channel crosses
-// each node boundary, so the node's NICs carry the bus bytes of all groups running on that node at
-// once:  busbw = min(intra, node_nic / concurrent_groups_per_node) (NCCL topology search; see
-// network_collectives reference, "Flat NCCL ring over N nodes").
-// Latency (NCCL tuning.cc model): (steps - inter_steps) * intra_latency + inter_steps * inter_latency,
-// with steps 2(n-1) for all_reduce and n-1 for all_gather/reduce_scatter, inter_steps 2(N-1) / N-1.
-// all_to_all: each rank sends (n-1)/n * S; the (n-r)/n part leaving the node shares the node's NICs.
+// A group of n ranks on N nodes (r = n/N per node); S is the buffer (CommOp::bytes convention).
+// Bus bytes per rank (nccl-tests PERFORMANCE.md): all_reduce 2(n-1)/n S, all_gather and
+// reduce_scatter (n-1)/n S, broadcast/reduce S.
+//
+// all_reduce, the fastest of:
+//   ring          every ring channel crosses each node boundary once, so the node's NICs carry the
+//                 bus bytes of all groups running on the node at once:
+//                 t = 2(n-1)/n S / min(intra, node_nic / concurrent) + ring latency
+//   hierarchical  (N > 1, r > 1; NCCL's tree and NVLS-tree) reduce-scatter inside the node, all-reduce
+//                 of S/r per GPU across nodes, all-gather inside the node, pipelined so that the slower
+//                 phase sets the pace: t = max(2(r-1)/r S / intra', 2(N-1)/N S / (node_nic/concurrent))
+//                 + tree latency 2((r-1) intra_lat + log2(N) inter_lat), where intra' is the NVLink
+//                 SHARP bandwidth when the node has it, else the ring's intra bandwidth
+//   nvls          (N = 1, NVLink SHARP nodes) t = 2(n-1)/n S / nvls + intra latency
+// ring latency (NCCL tuning.cc): (steps - inter_steps) intra_lat + inter_steps inter_lat with steps
+// 2(n-1), inter steps 2(N-1); all_gather/reduce_scatter: n-1 and N-1.
+// all_to_all: each rank sends (n-1)/n S; the (n-r)/n part leaving the node shares the node's NICs.
 // send_recv: one transfer over the link joining the two ranks.
 #pragma once
 
@@ -19,14 +25,27 @@
 
 namespace dtsim::network {
 
+enum class Algorithm { ring, hierarchical, nvls, direct };
+
 struct PathParams {
-  double intra_bytes_per_s = 0.0;       // achievable per GPU per direction inside a node
+  double intra_bytes_per_s = 0.0;       // achievable per GPU per direction inside a node (ring bus bw)
   double intra_latency_s = 0.0;         // per ring step inside a node
+  double nvls_bytes_per_s = 0.0;        // all-reduce bus bandwidth with NVLink SHARP; 0 when absent
   double node_inter_bytes_per_s = 0.0;  // achievable per node per direction, all NICs together
-  double inter_latency_s = 0.0;         // per ring step across nodes (hop latency + message overhead)
-  double per_flow_bytes_per_s = 0.0;    // cap on one rank's inter-node stream (0: none)
+  double inter_latency_s = 0.0;         // per step across nodes (hop latency + message overhead)
+  double per_flow_bytes_per_s = 0.0;    // cap on one group's inter-node stream (0: none)
 };
 
-double collective_time_s(const graph::CommOp& op, const PathParams& path);
+struct CollectiveCost {
+  double time_s = 0.0;
+  Algorithm algorithm = Algorithm::ring;
+};
+
+CollectiveCost collective_cost(const graph::CommOp& op, const PathParams& path);
+inline double collective_time_s(const graph::CommOp& op, const PathParams& path) {
+  return collective_cost(op, path).time_s;
+}
+
+const char* to_string(Algorithm a);
 
 }  // namespace dtsim::network

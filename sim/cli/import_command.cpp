@@ -1,0 +1,110 @@
+// dtsim import nccl-tests LOG... : fit a link's efficiency and latency to measured nccl-tests
+// all-reduce logs and write a hardware profile that scenarios can use: a fabric profile for logs that
+// span nodes, a node profile (the given node with its intra-node link refitted) for one-node logs.
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "calibration/fit_network.hpp"
+#include "calibration/nccl_log.hpp"
+#include "cli/cli.hpp"
+#include "cli/commands.hpp"
+#include "config/scenario_loader.hpp"
+#include "core/errors.hpp"
+#include "reports/profile_json.hpp"
+
+namespace dtsim::cli {
+
+CLI::App* add_import_command(CLI::App& app, ImportNcclOptions& o) {
+  CLI::App* import = app.add_subcommand("import", "Turn measurements into hardware profiles");
+  import->require_subcommand(1);
+  CLI::App* cmd = import->add_subcommand("nccl-tests", "Fit a fabric (or intra-node link) to nccl-tests all-reduce logs");
+  cmd->add_option("logs", o.logs, "nccl-tests all_reduce_perf output files")->required()->check(CLI::ExistingFile);
+  cmd->add_option("--node", o.cluster.node, "Node profile the logs ran on")->required();
+  cmd->add_option("--nodes", o.cluster.nodes, "Nodes the logs ran on")->required()->check(CLI::PositiveNumber);
+  cmd->add_option("--ranks-per-node", o.ranks_per_node, "Ranks per node (default: the node's GPUs)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--fabric", o.fabric, "Fabric profile to start from (default: the node's)");
+  cmd->add_option("--nic-gbps", o.nic_gbps, "Line rate per NIC in Gb/s (default: the node's)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--nics-per-node", o.nics_per_node, "NICs per node (default: the node's)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--id", o.id, "Id of the written profile (also its file name)")->required();
+  cmd->add_option("--out", o.out_path, "Profile file to write")->required();
+  cmd->add_option("--min-bytes", o.min_bytes, "Fit rows of at least this size (K, M, G suffixes)");
+  return cmd;
+}
+
+int import_nccl_command(const ImportNcclOptions& o, std::ostream& out) {
+  config::ClusterRequest request = o.cluster;
+  if (!o.fabric.empty()) request.fabric = o.fabric;
+  if (o.nic_gbps > 0) request.nic_gbps = o.nic_gbps;
+  if (o.nics_per_node > 0) request.nics_per_node = o.nics_per_node;
+  const config::Scenario cluster = config::load_cluster(request, "command line", config::default_data_paths());
+  const int per_node = static_cast<int>(o.ranks_per_node > 0 ? o.ranks_per_node : cluster.node.gpus_per_node);
+  std::vector<calibration::NcclLog> logs;
+  for (const auto& path : o.logs) logs.push_back(calibration::read_nccl_log(path));
+  for (const auto& log : logs) {
+    if (log.ranks && *log.ranks != per_node * cluster.cluster.nodes && *log.ranks != per_node) {
+      throw core::InputError(log.file, "",
+                             fmt::format("the log lists {} ranks; --nodes {} x {} ranks per node make {}", *log.ranks,
+                                         cluster.cluster.nodes, per_node, per_node * cluster.cluster.nodes));
+    }
+  }
+  const double min_bytes = parse_size(o.min_bytes, "/min-bytes");
+  const calibration::LinkFit fit = calibration::fit_all_reduce(logs, cluster, per_node, min_bytes);
+  if (!(fit.efficiency > 0.0 && fit.efficiency <= 1.0)) {
+    throw core::InputError(o.logs.front(), "",
+                           fmt::format("the fitted efficiency {:.3f} is outside (0, 1]: the layout given with --node, "
+                                       "--nodes and --ranks-per-node does not match the log",
+                                       fit.efficiency));
+  }
+  std::string files;
+  for (const auto& path : o.logs) files += (files.empty() ? "" : ", ") + std::filesystem::path(path).filename().string();
+  const std::string how = fmt::format(
+      "fitted by dtsim import nccl-tests to {} ({} ranks: {} x {}, {} per node; {} all-reduce; {} rows of at least {} "
+      "bytes, weighted least squares on relative time, fit error {:.1f}%)",
+      files, per_node * cluster.cluster.nodes, cluster.cluster.nodes, cluster.node.id, per_node, fit.algorithm,
+      fit.fit.rows, o.min_bytes, fit.fit.mape);
+
+  nlohmann::ordered_json profile;
+  if (fit.target == calibration::FitTarget::fabric) {
+    config::FabricProfile fabric = cluster.fabric;
+    fabric.id = o.id;
+    fabric.name = fmt::format("{} (fitted to {})", cluster.fabric.name, files);
+    fabric.efficiency = fit.efficiency;
+    fabric.latency_us = fit.latency_us;
+    fabric.per_message_overhead_us = 0.0;
+    fabric.per_flow_gbps.reset();
+    reports::Sources sources{{"efficiency", how + fmt::format("; relative to {} x {:g} Gb/s per node",
+                                                            cluster.cluster.network.nics_per_node,
+                                                            cluster.cluster.network.nic_gbps)},
+                             {"latency_us", how + "; per network step, message overhead included"},
+                             {"per_message_overhead_us", "0: folded into latency_us by the fit"}};
+    profile = reports::fabric_profile_json(fabric, sources);
+  } else {
+    config::NodeProfile node = cluster.node;
+    node.id = o.id;
+    node.name = fmt::format("{} (intra-node link fitted to {})", cluster.node.name, files);
+    node.intra_efficiency = fit.efficiency;
+    node.intra_latency_us = fit.latency_us;
+    const std::string copied = fmt::format("copied from node profile {} (see its sources)", cluster.node.id);
+    reports::Sources sources{{"gpu", copied},     {"gpus_per_node", copied}, {"network", copied},
+                             {"host_memory_bytes", copied},
+                             {"intra_node", fmt::format("efficiency and latency_us {}; kind and gbytes_per_s {}", how,
+                                                        copied)}};
+    profile = reports::node_profile_json(node, sources);
+  }
+  std::ofstream file(o.out_path);
+  if (!file) throw core::InputError(o.out_path, "", "cannot write the profile file");
+  file << profile.dump(2) << "\n";
+  out << fmt::format("wrote {} ({} profile \"{}\"): efficiency {:.3f}, latency {:.2f} us per step ({}; fit error {:.1f}% "
+                     "over {} rows)\n",
+                     o.out_path, fit.target == calibration::FitTarget::fabric ? "fabric" : "node", o.id, fit.efficiency,
+                     fit.latency_us, fit.algorithm, fit.fit.mape, fit.fit.rows);
+  return kExitOk;
+}
+
+}  // namespace dtsim::cli

@@ -1,0 +1,136 @@
+// dtsim nccl-tests: the table NVIDIA's nccl-tests would print for one collective on a modeled cluster.
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "cli/cli.hpp"
+#include "cli/commands.hpp"
+#include "config/scenario_loader.hpp"
+#include "core/errors.hpp"
+#include "network/nccl_tests.hpp"
+#include "reports/nccl_tests_report.hpp"
+
+namespace dtsim::cli {
+
+namespace {
+
+const std::vector<std::pair<std::string, graph::CollectiveKind>>& operations() {
+  static const std::vector<std::pair<std::string, graph::CollectiveKind>> ops{
+      {"all_reduce", graph::CollectiveKind::all_reduce}, {"all_gather", graph::CollectiveKind::all_gather},
+      {"reduce_scatter", graph::CollectiveKind::reduce_scatter}, {"alltoall", graph::CollectiveKind::all_to_all},
+      {"broadcast", graph::CollectiveKind::broadcast},  {"reduce", graph::CollectiveKind::reduce}};
+  return ops;
+}
+
+double type_bytes(const std::string& type) {
+  if (type == "float" || type == "int32") return 4;
+  if (type == "half" || type == "bfloat16") return 2;
+  if (type == "double" || type == "int64") return 8;
+  if (type == "int8" || type == "uint8") return 1;
+  throw core::InputError("command line", "/type",
+                         fmt::format("got \"{}\"; expected float, half, bfloat16, double, int32, int64 or int8", type));
+}
+
+}  // namespace
+
+double parse_size(const std::string& text, const std::string& option) {
+  // nccl-tests sizes: a number with an optional K, M or G suffix (powers of 1024).
+  std::size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  double scale = 1;
+  if (used + 1 == text.size()) {
+    switch (text.back()) {
+      case 'K': case 'k': scale = 1024.0; break;
+      case 'M': case 'm': scale = 1024.0 * 1024.0; break;
+      case 'G': case 'g': scale = 1024.0 * 1024.0 * 1024.0; break;
+      default: used = 0;
+    }
+    if (used != 0) ++used;
+  }
+  if (used != text.size() || !(value > 0)) {
+    throw core::InputError("command line", option,
+                           fmt::format("got \"{}\"; expected a positive size in bytes, with an optional K, M or G "
+                                       "suffix",
+                                       text));
+  }
+  return value * scale;
+}
+
+CLI::App* add_nccl_tests_command(CLI::App& app, NcclTestsOptions& o) {
+  CLI::App* cmd = app.add_subcommand("nccl-tests", "Print the nccl-tests table a collective would produce on a cluster");
+  cmd->add_option("--node", o.cluster.node, "Node profile id (hardware_profiles/nodes)")->required();
+  cmd->add_option("--nodes", o.cluster.nodes, "Number of nodes")->required()->check(CLI::PositiveNumber);
+  cmd->add_option("--ranks-per-node", o.ranks_per_node, "Ranks per node (default: the node's GPUs)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--fabric", o.fabric, "Fabric profile id (default: the node's)");
+  cmd->add_option("--nic-gbps", o.nic_gbps, "Line rate per NIC in Gb/s (default: the node's)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--nics-per-node", o.nics_per_node, "NICs per node (default: the node's)")
+      ->check(CLI::PositiveNumber);
+  std::vector<std::string> names;
+  for (const auto& [name, kind] : operations()) names.push_back(name);
+  cmd->add_option("--op", o.op, "Collective")->check(CLI::IsMember(names));
+  cmd->add_option("--min-bytes,-b", o.min_bytes, "Smallest size (K, M, G suffixes)");
+  cmd->add_option("--max-bytes,-e", o.max_bytes, "Largest size (K, M, G suffixes)");
+  cmd->add_option("--factor,-f", o.factor, "Size multiplier between rows")->check(CLI::Range(1.0001, 1e6));
+  cmd->add_option("--type", o.type, "Element type");
+  cmd->add_option("--format", o.format, "Output format")->check(CLI::IsMember({"text", "json"}));
+  return cmd;
+}
+
+int nccl_tests_command(const NcclTestsOptions& o, std::ostream& out) {
+  config::ClusterRequest request = o.cluster;
+  if (!o.fabric.empty()) request.fabric = o.fabric;
+  if (o.nic_gbps > 0) request.nic_gbps = o.nic_gbps;
+  if (o.nics_per_node > 0) request.nics_per_node = o.nics_per_node;
+  const config::Scenario cluster = config::load_cluster(request, "command line", config::default_data_paths());
+  const std::int64_t per_node = o.ranks_per_node > 0 ? o.ranks_per_node : cluster.node.gpus_per_node;
+  if (per_node > cluster.node.gpus_per_node) {
+    throw core::InputError("command line", "/ranks-per-node",
+                           fmt::format("got {}; a {} node has {} GPUs", per_node, cluster.node.id,
+                                       cluster.node.gpus_per_node));
+  }
+  graph::CollectiveKind kind = graph::CollectiveKind::all_reduce;
+  for (const auto& [name, k] : operations()) {
+    if (name == o.op) kind = k;
+  }
+  const double element = type_bytes(o.type);
+  const double min_bytes = parse_size(o.min_bytes, "/min-bytes");
+  const double max_bytes = parse_size(o.max_bytes, "/max-bytes");
+  if (max_bytes < min_bytes) {
+    throw core::InputError("command line", "/max-bytes",
+                           fmt::format("got {}; expected at least --min-bytes ({})", o.max_bytes, o.min_bytes));
+  }
+  graph::CommGroup group{cluster.cluster.nodes * per_node, cluster.cluster.nodes, 1};
+  const auto model = network::make_network_model(cluster);
+  reports::NcclTestsTable table;
+  table.op = o.op;
+  table.type = o.type;
+  table.redop = kind == graph::CollectiveKind::all_gather || kind == graph::CollectiveKind::all_to_all ||
+                        kind == graph::CollectiveKind::broadcast
+                    ? "none"
+                    : "sum";
+  table.ranks = group.size;
+  table.title = fmt::format("dtsim {} ({} model): {} on {} x {} = {} ranks ({} per node), {} {} x {:g} Gb/s per node",
+                            DTSIM_VERSION, model->name(), o.op, cluster.cluster.nodes, cluster.node.id, group.size,
+                            per_node, cluster.cluster.network.fabric, cluster.cluster.network.nics_per_node,
+                            cluster.cluster.network.nic_gbps);
+  table.rows = network::predict_nccl_tests(*model, kind, group, network::nccl_tests_sizes(min_bytes, max_bytes, o.factor, element),
+                                           element);
+  std::ostringstream text;
+  if (o.format == "json") {
+    reports::write_nccl_tests_json(text, table);
+  } else {
+    reports::write_nccl_tests_text(text, table);
+  }
+  out << text.str();
+  return kExitOk;
+}
+
+}  // namespace dtsim::cli
