@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace dtsim::graph {
 
@@ -34,6 +35,14 @@ struct ComputeOp {
   double bytes = 0.0;  // bytes read and written in HBM
   GemmShape gemm;      // meaningful for gemm and attention
   int kernels = 1;     // kernel launches it takes
+};
+
+// Compute kernels that run back to back on one stream, as one task: its time is that of the kernels
+// run one after another, each costed and rounded to whole ns by the compute model on its own, exactly
+// as separate tasks would be; the engine also applies the overlap slowdown kernel by kernel
+// (engine/simulate.hpp). Lets a simulation of every rank keep its task count down.
+struct FusedOp {
+  std::vector<ComputeOp> kernels;
 };
 
 enum class CollectiveKind : std::uint8_t {
