@@ -35,6 +35,15 @@ struct CheckOptions {
 CLI::App* add_check_command(CLI::App& app, CheckOptions& options);
 int check_command(const CheckOptions& options, std::istream& in, std::ostream& out);
 
+struct CompareOptions {
+  std::vector<std::string> scenarios;
+  std::string format = "text";
+  bool no_timing = false;
+};
+
+CLI::App* add_compare_command(CLI::App& app, CompareOptions& options);
+int compare_command(const CompareOptions& options, std::istream& in, std::ostream& out);
+
 // A size in bytes as nccl-tests writes it: "8", "64M", "8G" (K, M, G are powers of 1024).
 double parse_size(const std::string& text, const std::string& option);
 

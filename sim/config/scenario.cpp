@@ -108,6 +108,20 @@ const char* to_string(IntraNodeKind k) {
   throw core::InternalError("to_string: invalid IntraNodeKind value");
 }
 
+const char* to_string(AllReduceAlgorithm a) {
+  switch (a) {
+    case AllReduceAlgorithm::automatic:
+      return "auto";
+    case AllReduceAlgorithm::ring:
+      return "ring";
+    case AllReduceAlgorithm::hierarchical:
+      return "hierarchical";
+    case AllReduceAlgorithm::nvls:
+      return "nvls";
+  }
+  throw core::InternalError("to_string: invalid AllReduceAlgorithm value");
+}
+
 const char* to_string(PipelineComm c) {
   switch (c) {
     case PipelineComm::overlapped:

@@ -31,12 +31,17 @@ struct TransformerSpec {
 
 enum class TopologyKind { fat_tree };
 
+// All-reduce algorithm: NCCL-like choice by predicted time, or one forced (where it does not apply to
+// a group, e.g. hierarchical inside one node, the ring is used).
+enum class AllReduceAlgorithm { automatic, ring, hierarchical, nvls };
+
 struct NetworkSpec {
   std::string fabric;  // FabricProfile id
   double nic_gbps = 0.0;
   int nics_per_node = 0;
   TopologyKind topology = TopologyKind::fat_tree;
   double oversubscription = 1.0;
+  AllReduceAlgorithm all_reduce_algorithm = AllReduceAlgorithm::automatic;
 };
 
 struct ClusterSpec {
@@ -125,6 +130,7 @@ const char* to_string(TopologyKind t);
 const char* to_string(IntraNodeKind k);
 const char* to_string(MeshDim d);  // "tp", "cp", "dp", "pp"
 const char* to_string(PipelineComm c);
+const char* to_string(AllReduceAlgorithm a);
 std::string to_string(const MeshOrder& order);  // "tp-cp-dp-pp"
 
 }  // namespace dtsim::config

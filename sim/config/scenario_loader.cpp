@@ -66,7 +66,7 @@ void read_cluster(ObjectReader& top, const DataPaths& data, Scenario& scenario) 
   const json* network_json = cluster.find("network");
   ObjectReader network(network_json != nullptr ? *network_json : empty, cluster.file(),
                        pointer_append(cluster.pointer(), "network"));
-  network.expect_keys({"fabric", "nic_gbps", "nics_per_node", "topology"});
+  network.expect_keys({"fabric", "nic_gbps", "nics_per_node", "topology", "all_reduce_algorithm"});
   IdLocation fabric_at{profile_path(data, "nodes", spec.node_id), "/network/fabric"};
   if (network.has("fabric"))
     fabric_at = IdLocation{network.file(), pointer_append(network.pointer(), "fabric")};
@@ -84,6 +84,10 @@ void read_cluster(ObjectReader& top, const DataPaths& data, Scenario& scenario) 
   spec.network.oversubscription =
       topology.optional<double>("oversubscription", 1.0, NumberRule::at_least(1.0));
   topology.finish();
+  spec.network.all_reduce_algorithm = network.optional_enum<AllReduceAlgorithm>(
+      "all_reduce_algorithm", AllReduceAlgorithm::automatic,
+      named_choices(std::array{AllReduceAlgorithm::automatic, AllReduceAlgorithm::ring,
+                               AllReduceAlgorithm::hierarchical, AllReduceAlgorithm::nvls}));
   network.finish();
   cluster.finish();
 

@@ -15,6 +15,19 @@ PathParams path_params(const config::Scenario& scenario) {
                              net.oversubscription;
   p.inter_latency_s = (fabric.latency_us + fabric.per_message_overhead_us) * 1e-6;
   if (fabric.per_flow_gbps) p.per_flow_bytes_per_s = core::gbps_to_bytes_per_s(*fabric.per_flow_gbps);
+  switch (net.all_reduce_algorithm) {
+    case config::AllReduceAlgorithm::automatic:
+      break;
+    case config::AllReduceAlgorithm::ring:
+      p.forced_all_reduce = Algorithm::ring;
+      break;
+    case config::AllReduceAlgorithm::hierarchical:
+      p.forced_all_reduce = Algorithm::hierarchical;
+      break;
+    case config::AllReduceAlgorithm::nvls:
+      p.forced_all_reduce = Algorithm::nvls;
+      break;
+  }
   return p;
 }
 

@@ -31,14 +31,17 @@ CollectiveCost all_reduce(const graph::CommOp& op, const PathParams& path) {
   const double nodes = static_cast<double>(op.group.nodes);
   const double r = n / nodes;
   const double s = op.bytes;
-  CollectiveCost best{ring_latency(2 * (n - 1), nodes > 1 ? 2 * (nodes - 1) : 0.0, path) +
-                          2 * (n - 1) / n * s / ring_bus_bandwidth(op, path),
-                      Algorithm::ring};
-  if (nodes <= 1 && path.nvls_bytes_per_s > 0.0) {
+  const CollectiveCost ring{ring_latency(2 * (n - 1), nodes > 1 ? 2 * (nodes - 1) : 0.0, path) +
+                                 2 * (n - 1) / n * s / ring_bus_bandwidth(op, path),
+                             Algorithm::ring};
+  CollectiveCost best = ring;
+  const auto allowed = [&](Algorithm a) { return !path.forced_all_reduce || *path.forced_all_reduce == a; };
+  if (path.forced_all_reduce && *path.forced_all_reduce != Algorithm::ring) best.time_s = 1e300;
+  if (nodes <= 1 && path.nvls_bytes_per_s > 0.0 && allowed(Algorithm::nvls)) {
     const double t = path.intra_latency_s + 2 * (n - 1) / n * s / path.nvls_bytes_per_s;
     if (t < best.time_s) best = {t, Algorithm::nvls};
   }
-  if (nodes > 1 && r > 1) {
+  if (nodes > 1 && r > 1 && allowed(Algorithm::hierarchical)) {
     const double intra_bw = path.nvls_bytes_per_s > 0.0 ? path.nvls_bytes_per_s : path.intra_bytes_per_s;
     const double intra = 2 * (r - 1) / r * s / intra_bw;
     const double inter = 2 * (nodes - 1) / nodes * s / node_share(op, path);
@@ -46,7 +49,7 @@ CollectiveCost all_reduce(const graph::CommOp& op, const PathParams& path) {
     const double t = latency + std::max(intra, inter);
     if (t < best.time_s) best = {t, Algorithm::hierarchical};
   }
-  return best;
+  return best.time_s < 1e300 ? best : ring;  // a forced algorithm that does not apply: the ring
 }
 
 }  // namespace

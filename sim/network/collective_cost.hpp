@@ -19,7 +19,13 @@
 // 2(n-1), inter steps 2(N-1); all_gather/reduce_scatter: n-1 and N-1.
 // all_to_all: each rank sends (n-1)/n S; the (n-r)/n part leaving the node shares the node's NICs.
 // send_recv: one transfer over the link joining the two ranks.
+// A scenario may force the all-reduce algorithm; where the forced one does not apply to a group
+// (hierarchical inside one node, NVLS without NVLink SHARP or across nodes) the ring is used.
+// Fat-tree oversubscription divides the node's NIC bandwidth (all inter-node traffic is taken to
+// cross the oversubscribed tier).
 #pragma once
+
+#include <optional>
 
 #include "graph/ops.hpp"
 
@@ -34,6 +40,7 @@ struct PathParams {
   double node_inter_bytes_per_s = 0.0;  // achievable per node per direction, all NICs together
   double inter_latency_s = 0.0;         // per step across nodes (hop latency + message overhead)
   double per_flow_bytes_per_s = 0.0;    // cap on one group's inter-node stream (0: none)
+  std::optional<Algorithm> forced_all_reduce;  // use this all-reduce algorithm where it applies
 };
 
 struct CollectiveCost {

@@ -195,3 +195,23 @@ TEST_CASE("an infeasible plan exits 3 and still writes its result") {
   CHECK(j["memory"]["fits"] == false);
   CHECK(o.err.rfind("infeasible: ", 0) == 0);
 }
+
+TEST_CASE("compare: one column per scenario; exit 3 when a plan is infeasible") {
+  const std::string dir = std::string(DTSIM_SOURCE_DIR) + "/scenarios/";
+  std::istringstream in;
+  std::ostringstream out, err;
+  const int ok = dtsim::cli::run_cli({"compare", dir + "default.json", dir + "llama2-7b-h100-32.json"}, in, out, err);
+  CHECK(ok == 0);
+  CHECK(out.str().find("DP x TP x PP x CP") != std::string::npos);
+  CHECK(out.str().find("16x1x1x1") != std::string::npos);
+  std::ostringstream out2, err2;
+  const int infeasible = dtsim::cli::run_cli(
+      {"compare", "--format", "json", dir + "default.json", dir + "gpt3-175b-data-parallel-only.json"}, in, out2, err2);
+  CHECK(infeasible == 3);
+  const auto j = nlohmann::json::parse(out2.str());
+  REQUIRE(j.size() == 2);
+  CHECK(j[1]["status"] == "infeasible");
+  std::ostringstream out3, err3;
+  CHECK(dtsim::cli::run_cli({"compare", dir + "default.json", dir + "missing.json"}, in, out3, err3) == 2);
+  CHECK(out3.str().empty());
+}

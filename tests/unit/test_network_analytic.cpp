@@ -59,3 +59,28 @@ TEST_CASE("a group of one costs nothing") {
   const CommOp op{CollectiveKind::all_reduce, 1e9, CommGroup{1, 1, 1}};
   CHECK(dtsim::network::collective_time_s(op, path()) == 0.0);
 }
+
+TEST_CASE("a forced all-reduce algorithm is used where it applies, else the ring") {
+  auto p = path();
+  p.forced_all_reduce = dtsim::network::Algorithm::ring;
+  const CommOp across{CollectiveKind::all_reduce, 1e9, CommGroup{32, 4, 1}};
+  // Ring across 4 nodes (see above): 19.375 ms + 56 x 1 us + 6 x 5 us.
+  CHECK(dtsim::network::collective_cost(across, p).algorithm == dtsim::network::Algorithm::ring);
+  CHECK(dtsim::network::collective_time_s(across, p) == doctest::Approx(19.375e-3 + 56e-6 + 30e-6));
+  p.forced_all_reduce = dtsim::network::Algorithm::hierarchical;
+  const CommOp inside{CollectiveKind::all_reduce, 1e9, CommGroup{8, 1, 1}};
+  CHECK(dtsim::network::collective_cost(inside, p).algorithm == dtsim::network::Algorithm::ring);
+}
+
+TEST_CASE("oversubscription slows traffic leaving the node by its ratio") {
+  // 2:1 oversubscription halves the node's 100e9 B/s: the hierarchical all-reduce's inter-node phase
+  // (2*3/4*1e9 bytes) takes 30 ms instead of 15 ms; intra-node traffic is unchanged.
+  auto s = dtsim::testing::fixture_scenario();
+  s.cluster.network.oversubscription = 2.0;
+  const auto p = dtsim::network::path_params(s);
+  CHECK(p.node_inter_bytes_per_s == doctest::Approx(50e9));
+  const CommOp across{CollectiveKind::all_reduce, 1e9, CommGroup{32, 4, 1}};
+  CHECK(dtsim::network::collective_time_s(across, p) == doctest::Approx(30e-3 + 34e-6));
+  const CommOp inside{CollectiveKind::all_reduce, 1e9, CommGroup{8, 1, 1}};
+  CHECK(dtsim::network::collective_time_s(inside, p) == doctest::Approx(8.75e-3 + 14e-6));
+}

@@ -1,0 +1,127 @@
+#include "reports/compare_report.hpp"
+
+#include <algorithm>
+#include <functional>
+#include <string>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/units.hpp"
+#include "reports/reports.hpp"
+
+namespace dtsim::reports {
+
+namespace {
+
+using results::Result;
+
+struct Row {
+  std::string label;
+  std::function<std::string(const Result&)> cell;
+  bool needs_ok = false;  // blank for infeasible plans that never ran
+};
+
+std::string seconds(double s) { return fmt::format("{:.4f}", s); }
+std::string share(double part, double whole) { return whole > 0 ? fmt::format("{:.1f}%", 100 * part / whole) : "-"; }
+
+const std::vector<Row>& rows() {
+  static const std::vector<Row> all{
+      {"status", [](const Result& r) { return std::string(results::to_string(r.status)); }},
+      {"GPUs", [](const Result& r) { return std::to_string(r.scenario.gpu_count()); }},
+      {"DP x TP x PP x CP",
+       [](const Result& r) {
+         const auto& p = r.scenario.parallelism;
+         return fmt::format("{}x{}x{}x{}", p.data, p.tensor, p.pipeline, p.context);
+       }},
+      {"schedule",
+       [](const Result& r) {
+         const auto& p = r.scenario.parallelism;
+         return p.virtual_stages > 1 ? fmt::format("{} v{}", config::to_string(p.schedule), p.virtual_stages)
+                                     : std::string(config::to_string(p.schedule));
+       }},
+      {"micro-batch", [](const Result& r) { return std::to_string(r.scenario.training.micro_batch_size); }},
+      {"recompute", [](const Result& r) { return std::string(config::to_string(r.scenario.training.activation_recompute)); }},
+      {"ZeRO / dist. optimizer",
+       [](const Result& r) {
+         return fmt::format("{} / {}", r.scenario.parallelism.zero_stage,
+                            r.scenario.parallelism.distributed_optimizer ? "yes" : "no");
+       }},
+      {"iteration (s)", [](const Result& r) { return seconds(r.iteration_time_s); }, true},
+      {"tokens/s", [](const Result& r) { return fmt::format("{:.0f}", r.throughput.tokens_per_s); }, true},
+      {"model TFLOP/s/GPU", [](const Result& r) { return fmt::format("{:.1f}", r.flops.model_tflops_per_gpu); }, true},
+      {"MFU", [](const Result& r) { return fmt::format("{:.1f}%", 100 * r.flops.mfu); }, true},
+      {"HFU", [](const Result& r) { return fmt::format("{:.1f}%", 100 * r.flops.hfu); }, true},
+      {"  compute", [](const Result& r) { return share(r.breakdown.compute_s(), r.iteration_time_s); }, true},
+      {"  optimizer", [](const Result& r) { return share(r.breakdown.optimizer_s, r.iteration_time_s); }, true},
+      {"  exposed comm", [](const Result& r) { return share(r.breakdown.exposed_comm_s(), r.iteration_time_s); }, true},
+      {"  pipeline bubble", [](const Result& r) { return share(r.breakdown.pipeline_bubble_s, r.iteration_time_s); },
+       true},
+      {"memory/GPU (GiB)",
+       [](const Result& r) {
+         return fmt::format("{:.1f} of {:.0f}", r.memory.peak_bytes_per_gpu / core::kGiB,
+                            r.memory.capacity_bytes_per_gpu / core::kGiB);
+       }},
+      {"fits", [](const Result& r) { return std::string(r.memory.fits ? "yes" : "no"); }},
+  };
+  return all;
+}
+
+// Column headers: the scenario names without the words they all start with.
+std::vector<std::string> headers(const std::vector<Result>& results) {
+  std::vector<std::string> names;
+  for (const auto& r : results) names.push_back(r.scenario.name);
+  if (names.size() < 2) return names;
+  std::size_t common = names.front().size();
+  for (const auto& n : names) {
+    std::size_t i = 0;
+    while (i < common && i < n.size() && n[i] == names.front()[i]) ++i;
+    common = i;
+  }
+  const std::size_t cut = names.front().rfind(' ', common);
+  if (cut == std::string::npos || cut == 0) return names;
+  for (auto& n : names) n = n.size() > cut + 1 ? n.substr(cut + 1) : n;
+  return names;
+}
+
+}  // namespace
+
+void write_compare_text(std::ostream& out, const std::vector<Result>& results) {
+  const std::vector<std::string> names = headers(results);
+  std::size_t label_width = 0;
+  for (const auto& row : rows()) label_width = std::max(label_width, row.label.size());
+  std::vector<std::size_t> widths;
+  std::vector<std::vector<std::string>> cells;
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    const Result& r = results[i];
+    std::vector<std::string> column{names[i]};
+    for (const auto& row : rows()) {
+      const bool blank = row.needs_ok && r.status != results::Status::ok && r.iteration_time_s <= 0;
+      column.push_back(blank ? "-" : row.cell(r));
+    }
+    std::size_t w = 0;
+    for (const auto& c : column) w = std::max(w, c.size());
+    widths.push_back(std::min<std::size_t>(w, 40));
+    cells.push_back(std::move(column));
+  }
+  for (std::size_t line = 0; line <= rows().size(); ++line) {
+    out << fmt::format("{:<{}}", line == 0 ? "" : rows()[line - 1].label, label_width);
+    for (std::size_t c = 0; c < cells.size(); ++c) {
+      std::string text = cells[c][line];
+      if (text.size() > widths[c]) text = text.substr(0, widths[c] - 1) + "~";
+      out << fmt::format("  {:>{}}", text, widths[c]);
+    }
+    out << "\n";
+  }
+  for (const auto& r : results) {
+    if (r.status != results::Status::ok) out << fmt::format("{}: {}\n", r.scenario.name, r.reason);
+  }
+}
+
+void write_compare_json(std::ostream& out, const std::vector<Result>& results) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::array();
+  for (const auto& r : results) j.push_back(result_json(r));
+  out << j.dump(2) << "\n";
+}
+
+}  // namespace dtsim::reports
