@@ -11,6 +11,7 @@
 #include "calibration/nccl_log.hpp"
 #include "cli/cli.hpp"
 #include "core/errors.hpp"
+#include "config/scenario_loader.hpp"
 #include "network/nccl_tests.hpp"
 
 using dtsim::graph::CollectiveKind;
@@ -84,4 +85,35 @@ TEST_CASE("fitting recovers the parameters of a synthetic log") {
   CHECK(fit.alpha_s == doctest::Approx(20e-6));
   CHECK(fit.beta_s_per_byte == doctest::Approx(1e-11));
   CHECK(fit.mape < 1e-6);
+}
+
+TEST_CASE("an imported fabric profile loads and reproduces its log") {
+  // dtsim import nccl-tests on the 2x p4de log writes a fabric profile; a copy of the shipped data
+  // with that profile added loads it, and the 1 GiB all-reduce it predicts is within 10% of the log's.
+  namespace fs = std::filesystem;
+  const fs::path root = fs::temp_directory_path() / "dtsim_import_test";
+  fs::remove_all(root);
+  fs::create_directories(root / "models");
+  const auto shipped = dtsim::config::default_data_paths();
+  fs::copy(shipped.hardware_profiles, root / "hardware_profiles", fs::copy_options::recursive);
+  fs::copy(shipped.model_presets, root / "models" / "presets", fs::copy_options::recursive);
+  const std::string log = std::string(DTSIM_TESTS_DIR) + "/validation/nccl_logs/aws_p4de_2node_efa400_allreduce.log";
+  const std::string profile = (root / "hardware_profiles" / "fabrics" / "efa-p4de.json").string();
+  std::istringstream in;
+  std::ostringstream out, err;
+  REQUIRE(dtsim::cli::run_cli({"import", "nccl-tests", log, "--node", "aws-p4d", "--nodes", "2", "--min-bytes", "64M",
+                               "--id", "efa-p4de", "--out", profile},
+                              in, out, err) == 0);
+  CHECK(out.str().find("fabric profile \"efa-p4de\"") != std::string::npos);
+  const dtsim::config::DataPaths data{(root / "hardware_profiles").string(), (root / "models" / "presets").string()};
+  dtsim::config::ClusterRequest request;
+  request.node = "aws-p4d";
+  request.nodes = 2;
+  request.fabric = "efa-p4de";
+  const auto cluster = dtsim::config::load_cluster(request, "test", data);
+  const auto model = dtsim::network::make_network_model(cluster);
+  const auto rows = dtsim::network::predict_nccl_tests(*model, CollectiveKind::all_reduce, dtsim::graph::CommGroup{16, 2, 1},
+                                                       {1073741824.0}, 4.0);
+  CHECK(rows.front().busbw_gbps == doctest::Approx(76.79).epsilon(0.10));  // the log's 1 GiB row
+  fs::remove_all(root);
 }
