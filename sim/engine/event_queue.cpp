@@ -1,11 +1,14 @@
 #include "engine/event_queue.hpp"
 
+#include <cstdint>
+
 #include "core/errors.hpp"
 
 namespace dtsim::engine {
 
 // Sift-up with a hole: parents move down until the new event's place is found, then it is written once.
 void EventQueue::push(core::TimeNs time, std::uint32_t payload) {
+  DTSIM_CHECK(next_seq_ != UINT32_MAX, "more than 2^32 events pushed into one event queue");
   const Event event{time, next_seq_++, payload};
   std::size_t i = heap_.size();
   heap_.push_back(event);

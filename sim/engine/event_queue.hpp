@@ -1,7 +1,8 @@
 // The engine's pending-event queue: a binary min-heap on (time, sequence). The sequence number is
 // assigned at push, so events at the same time pop in the order they were scheduled: runs are
 // deterministic. Storage is one contiguous vector reused across pushes (no allocation per event once
-// it has grown).
+// it has grown). An event is 16 bytes (4 per cache line): the sequence is 32-bit, so one queue
+// accepts 2^32 pushes before clear() (InternalError beyond).
 #pragma once
 
 #include <cstddef>
@@ -14,7 +15,7 @@ namespace dtsim::engine {
 
 struct Event {
   core::TimeNs time = 0;
-  std::uint64_t seq = 0;
+  std::uint32_t seq = 0;
   std::uint32_t payload = 0;
 };
 
@@ -28,6 +29,8 @@ class EventQueue {
   Event pop();
   // The earliest event; the queue must not be empty.
   const Event& top() const { return heap_.front(); }
+  // Whether an event at `time` is pending and earliest.
+  bool more_at(core::TimeNs time) const { return !heap_.empty() && heap_.front().time == time; }
   void clear() {
     heap_.clear();
     next_seq_ = 0;
@@ -42,7 +45,7 @@ class EventQueue {
     return (earlier | (tie & pushed_first)) != 0;
   }
   std::vector<Event> heap_;
-  std::uint64_t next_seq_ = 0;
+  std::uint32_t next_seq_ = 0;
 };
 
 }  // namespace dtsim::engine

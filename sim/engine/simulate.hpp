@@ -4,6 +4,13 @@
 // compute model (compute ops) or the network model (communication ops), memoized per op (each op is
 // costed once, at its first use). Zero durations are allowed.
 //
+// A gang task (task_graph.hpp) starts once it heads every member stream and its dependencies are
+// done; it runs its collective's duration (never slowed) on all members at once: each member rank's
+// books count it, and it slows the compute of every member rank as communication of that rank.
+// A fused op takes the time of its kernels run one after another on the stream, each rounded to ns,
+// slowed or not, exactly as the same kernels as consecutive tasks would (for overlap_slowdown >= 1):
+// an iteration with fused runs of kernels gives the same times as with one task per kernel.
+//
 // Same-instant rule: all completions at one instant are processed before the starts they allow; then
 // tasks on communication streams start before tasks on compute streams (each group in the order the
 // streams became ready; initially by stream id). This makes overlap independent of the order in which

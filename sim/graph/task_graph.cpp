@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <variant>
 
 #include "core/errors.hpp"
 
@@ -47,44 +48,81 @@ std::uint32_t TaskGraph::add_label(std::string label) {
   return id;
 }
 
-TaskId TaskGraph::add_task(const Task& task) {
+void TaskGraph::reject_task(const Task& task) const {
   check_open(finalized_);
   DTSIM_CHECK(task.stream < streams_.size(),
               fmt::format("task added to stream {} but the graph has {} streams", task.stream, streams_.size()));
+  next_id(tasks_.size(), "tasks");
+  throw core::InternalError("task rejected");
+}
+
+void TaskGraph::reject_finalized() {
+  check_open(true);
+  throw core::InternalError("the task graph is already finalized");
+}
+
+TaskId TaskGraph::add_gang_task(const Task& task, std::span<const StreamId> members) {
+  check_open(finalized_);
+  DTSIM_CHECK(!members.empty(), "a gang task needs at least one member stream");
+  if (members.size() == 1) {
+    Task single = task;
+    single.stream = members.front();
+    return add_task(single);
+  }
   const TaskId id = next_id(tasks_.size(), "tasks");
-  tasks_.push_back(task);
-  streams_[task.stream].tasks.push_back(id);
+  const std::uint32_t begin = next_id(gang_streams_.size(), "gang members");
+  for (const StreamId s : members) {
+    DTSIM_CHECK(s < streams_.size(),
+                fmt::format("gang task added to stream {} but the graph has {} streams", s, streams_.size()));
+  }
+  for (std::size_t i = 0; i < members.size(); ++i) {
+    // A stream named twice already ends with this task the second time: undo and report.
+    std::vector<TaskId>& order = streams_[members[i]].tasks;
+    if (!order.empty() && order.back() == id) {
+      for (std::size_t j = 0; j < i; ++j) streams_[members[j]].tasks.pop_back();
+      throw core::InternalError(fmt::format("gang task names stream {} twice", members[i]));
+    }
+    order.push_back(id);
+  }
+  Task gang = task;
+  gang.stream = members.front();
+  tasks_.push_back(gang);
+  for (const StreamId s : members) gang_streams_.push_back(s);
+  gangs_.push_back(Gang{id, begin, static_cast<std::uint32_t>(members.size())});
   return id;
 }
 
-void TaskGraph::add_dependency(TaskId before, TaskId after) {
-  check_open(finalized_);
-  edges_.emplace_back(before, after);
+std::span<const StreamId> TaskGraph::streams_of(TaskId task) const {
+  DTSIM_CHECK(task < tasks_.size(), fmt::format("no task {} in a graph of {}", task, tasks_.size()));
+  const auto it = std::lower_bound(gangs_.begin(), gangs_.end(), task,
+                                   [](const Gang& g, TaskId t) { return g.task < t; });
+  if (it == gangs_.end() || it->task != task) return {&tasks_[task].stream, 1};
+  return {gang_streams_.data() + it->begin, it->size};
 }
 
 void TaskGraph::finalize() {
   check_open(finalized_);
   const std::size_t n = tasks_.size();
   DTSIM_CHECK(edges_.size() < kNone, "too many dependencies for 32-bit offsets");
-  for (const auto& [before, after] : edges_) {
-    if (before >= n || after >= n) {
-      throw core::InternalError(fmt::format("task graph: dependency {} -> {} names a task that does not exist ({} tasks)",
-                                            before, after, n));
-    }
-  }
-  // Counting sort of the edges by source: stable, so each successor list keeps insertion order.
+  // Counting sort of the edges by source, stable (each successor list keeps insertion order): count,
+  // turn the counts into list ends, then place the edges last to first, moving each end to its start.
   succ_begin_.assign(n + 1, 0);
   pred_count_.assign(n, 0);
   for (const auto& [before, after] : edges_) {
-    ++succ_begin_[before + 1];
+    if (before >= n || after >= n) [[unlikely]] {
+      throw core::InternalError(fmt::format("task graph: dependency {} -> {} names a task that does not exist ({} tasks)",
+                                            before, after, n));
+    }
+    ++succ_begin_[before];
     ++pred_count_[after];
   }
-  for (std::size_t t = 0; t < n; ++t) succ_begin_[t + 1] += succ_begin_[t];
+  std::uint32_t end = 0;
+  for (std::size_t t = 0; t < n; ++t) succ_begin_[t] = end += succ_begin_[t];
+  succ_begin_[n] = end;
   successors_.resize(edges_.size());
-  std::vector<std::uint32_t> fill(succ_begin_.begin(), succ_begin_.end() - 1);
-  for (const auto& [before, after] : edges_) successors_[fill[before]++] = after;
-  edges_.clear();
-  edges_.shrink_to_fit();
+  for (std::size_t e = edges_.size(); e-- > 0;)
+    successors_[--succ_begin_[edges_[e].before]] = edges_[e].after;
+  edges_.release();
   finalized_ = true;
 }
 
@@ -94,6 +132,11 @@ std::string TaskGraph::task_name(TaskId task) const {
   const std::string label = t.label < labels_.size() ? labels_[t.label] : fmt::format("#{}", task);
   if (t.stream >= streams_.size()) return label;
   const Stream& s = streams_[t.stream];
+  const std::size_t members = streams_of(task).size();
+  if (members > 1) {
+    return fmt::format("{} ({} stream of rank {} and {} more)", label, to_string(s.kind), s.rank,
+                       members - 1);
+  }
   return fmt::format("{} ({} stream of rank {})", label, to_string(s.kind), s.rank);
 }
 
@@ -117,16 +160,31 @@ void TaskGraph::validate() const {
                                             task.label, labels_.size()));
     }
   }
+  for (const Gang& gang : gangs_) {
+    if (!std::holds_alternative<CommOp>(ops_[tasks_[gang.task].op])) {
+      throw core::InternalError(fmt::format(
+          "task graph: gang task {} runs a compute op; gangs run collectives", task_name(gang.task)));
+    }
+  }
 
-  // Kahn's pass over dependencies plus stream order.
+  // Stream order as edges: each task's place in each stream it occupies (one place, or one per gang
+  // member), with the tasks before and after it there.
+  std::vector<std::uint32_t> place_begin(n + 1, 1);
+  place_begin[0] = 0;
+  for (const Gang& gang : gangs_) place_begin[gang.task + 1] = gang.size;
+  for (std::size_t t = 0; t < n; ++t) place_begin[t + 1] += place_begin[t];
+  std::vector<TaskId> next_in_stream(place_begin[n], kNone);
+  std::vector<TaskId> prev_in_stream(place_begin[n], kNone);
+  std::vector<std::uint32_t> fill(place_begin.begin(), place_begin.end() - 1);
   std::vector<std::uint32_t> indegree(pred_count_);
-  std::vector<TaskId> next_in_stream(n, kNone);
-  std::vector<TaskId> prev_in_stream(n, kNone);
   for (const Stream& s : streams_) {
-    for (std::size_t i = 1; i < s.tasks.size(); ++i) {
-      next_in_stream[s.tasks[i - 1]] = s.tasks[i];
-      prev_in_stream[s.tasks[i]] = s.tasks[i - 1];
-      ++indegree[s.tasks[i]];
+    for (std::size_t i = 0; i < s.tasks.size(); ++i) {
+      const std::uint32_t place = fill[s.tasks[i]]++;
+      if (i > 0) {
+        prev_in_stream[place] = s.tasks[i - 1];
+        ++indegree[s.tasks[i]];
+      }
+      if (i + 1 < s.tasks.size()) next_in_stream[place] = s.tasks[i + 1];
     }
   }
   std::vector<TaskId> order;
@@ -139,7 +197,10 @@ void TaskGraph::validate() const {
     for (std::uint32_t e = succ_begin_[t]; e < succ_begin_[t + 1]; ++e) {
       if (--indegree[successors_[e]] == 0) order.push_back(successors_[e]);
     }
-    if (next_in_stream[t] != kNone && --indegree[next_in_stream[t]] == 0) order.push_back(next_in_stream[t]);
+    for (std::uint32_t p = place_begin[t]; p < place_begin[t + 1]; ++p) {
+      const TaskId next = next_in_stream[p];
+      if (next != kNone && --indegree[next] == 0) order.push_back(next);
+    }
   }
   if (order.size() == n) return;
 
@@ -154,7 +215,9 @@ void TaskGraph::validate() const {
     }
   }
   const auto blocked_pred = [&](TaskId t) {
-    if (prev_in_stream[t] != kNone && !visited[prev_in_stream[t]]) return prev_in_stream[t];
+    for (std::uint32_t p = place_begin[t]; p < place_begin[t + 1]; ++p) {
+      if (prev_in_stream[p] != kNone && !visited[prev_in_stream[p]]) return prev_in_stream[p];
+    }
     const auto& p = preds[t];
     const auto it = std::find_if(p.begin(), p.end(), [&](TaskId q) { return !visited[q]; });
     DTSIM_CHECK(it != p.end(), "a blocked task has no blocked predecessor");

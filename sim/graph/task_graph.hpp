@@ -3,18 +3,25 @@
 // (program order), a task starting once it is at the head of its stream and all its dependencies have
 // finished. Overlap of communication with compute arises from tasks on different streams.
 //
+// A gang task runs one collective on a stream of each member of its group at once: it is in the
+// program order of every member stream, starts once it is at the head of all of them and its
+// dependencies have finished (so it waits for the last member to reach it), occupies all of them while
+// it runs and ends on all of them together.
+//
 // Built once by parallel::lower(), then finalize()d (successor lists in CSR form) and validate()d
 // (every dependency points between existing tasks and no cycle exists through dependencies and stream
 // order together). A dependency may name a task that is added later; ids are checked by finalize().
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <utility>
 #include <variant>
 #include <vector>
 
 #include "graph/ops.hpp"
+#include "graph/pod_vector.hpp"
 
 namespace dtsim::graph {
 
@@ -54,16 +61,26 @@ struct Stream {
 
 struct Task {
   OpId op = 0;
-  StreamId stream = 0;
+  StreamId stream = 0;  // a gang task's first member stream
   Category category = Category::forward;
   std::uint32_t label = 0;        // index into TaskGraph::labels(), for traces
   std::int32_t micro_batch = -1;  // -1 when not tied to one micro-batch
 };
 
-using Op = std::variant<ComputeOp, CommOp>;
+using Op = std::variant<ComputeOp, CommOp, FusedOp>;
+
+// The member streams of gang task `task`: gang_streams()[begin .. begin + size).
+struct Gang {
+  TaskId task = 0;
+  std::uint32_t begin = 0;
+  std::uint32_t size = 0;
+};
 
 class TaskGraph {
  public:
+  // Ids are 32-bit; the largest is reserved.
+  static constexpr std::size_t kMaxTasks = 0xffffffffU;
+
   explicit TaskGraph(std::uint32_t ranks) : ranks_(ranks) {}
 
   // Ids are dense and assigned in call order, starting at 0. Every add_* after finalize() throws
@@ -73,25 +90,37 @@ class TaskGraph {
   std::uint32_t add_label(std::string label);
   // Appends the task to its stream's program order; throws InternalError if the stream does not exist.
   TaskId add_task(const Task& task);
+  // Appends one task to the program order of each member stream (a gang task, see above); `task.stream`
+  // is ignored. One member makes a plain task. Throws InternalError on no members, a stream that does
+  // not exist or one named twice. Its op must be a CommOp (validate() checks): a gang's time is its
+  // collective's, never slowed.
+  TaskId add_gang_task(const Task& task, std::span<const StreamId> members);
   // `after` cannot start before `before` has finished. Duplicates are kept (each counts once more).
   void add_dependency(TaskId before, TaskId after);
 
   // Builds successor lists and predecessor counts; call once after the last add_*. Throws
   // InternalError on a dependency naming a task that does not exist.
   void finalize();
-  // Throws InternalError on a dangling reference (op, label, rank of a stream) or a deadlock: a Kahn
-  // topological pass over dependencies plus stream order (consecutive tasks of one stream) that
-  // cannot visit every task; the message names the tasks of one cycle. Requires finalize().
+  // Throws InternalError on a dangling reference (op, label, rank of a stream), a gang task whose op
+  // is not a CommOp, or a deadlock: a Kahn topological pass over dependencies plus stream order
+  // (consecutive tasks of one stream) that cannot visit every task; the message names the tasks of
+  // one cycle. Requires finalize().
   void validate() const;
 
-  // The task's label for messages ("#<id>" when it has none), with its stream and rank.
+  // The task's label for messages ("#<id>" when it has none), with its stream and rank (a gang: its
+  // first member's and how many more).
   std::string task_name(TaskId task) const;
+  // The streams a task occupies: its stream, or a gang's members in the order given. O(log gangs).
+  std::span<const StreamId> streams_of(TaskId task) const;
 
   std::uint32_t ranks() const { return ranks_; }
   const std::vector<Op>& ops() const { return ops_; }
   const std::vector<Stream>& streams() const { return streams_; }
-  const std::vector<Task>& tasks() const { return tasks_; }
+  std::span<const Task> tasks() const { return tasks_.view(); }
   const std::vector<std::string>& labels() const { return labels_; }
+  // Gang tasks by increasing task id, and their member streams.
+  std::span<const Gang> gangs() const { return gangs_.view(); }
+  std::span<const StreamId> gang_streams() const { return gang_streams_.view(); }
   // Successors of task t: successors()[succ_begin()[t] .. succ_begin()[t+1]), in the order the
   // dependencies were added. Only after finalize().
   const std::vector<std::uint32_t>& succ_begin() const { return succ_begin_; }
@@ -101,12 +130,23 @@ class TaskGraph {
   bool finalized() const { return finalized_; }
 
  private:
+  struct Edge {
+    TaskId before = 0;
+    TaskId after = 0;
+  };
+
+  // Throw InternalError: the graph is finalized, or the task names no stream, or ids ran out.
+  [[noreturn]] void reject_task(const Task& task) const;
+  [[noreturn]] static void reject_finalized();
+
   std::uint32_t ranks_;
   std::vector<Op> ops_;
   std::vector<Stream> streams_;
-  std::vector<Task> tasks_;
+  PodVector<Task> tasks_;
   std::vector<std::string> labels_;
-  std::vector<std::pair<TaskId, TaskId>> edges_;
+  PodVector<Gang> gangs_;
+  PodVector<StreamId> gang_streams_;
+  PodVector<Edge> edges_;
   std::vector<std::uint32_t> succ_begin_;
   std::vector<TaskId> successors_;
   std::vector<std::uint32_t> pred_count_;
@@ -115,5 +155,20 @@ class TaskGraph {
 
 const char* to_string(StreamKind k);
 const char* to_string(Category c);
+
+// The two calls made once per task and dependency, inline.
+inline TaskId TaskGraph::add_task(const Task& task) {
+  if (finalized_ || task.stream >= streams_.size() || tasks_.size() >= kMaxTasks) [[unlikely]]
+    reject_task(task);
+  const auto id = static_cast<TaskId>(tasks_.size());
+  tasks_.push_back(task);
+  streams_[task.stream].tasks.push_back(id);
+  return id;
+}
+
+inline void TaskGraph::add_dependency(TaskId before, TaskId after) {
+  if (finalized_) [[unlikely]] reject_finalized();
+  edges_.push_back(Edge{before, after});
+}
 
 }  // namespace dtsim::graph

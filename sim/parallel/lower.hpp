@@ -14,6 +14,12 @@
 // all-reduce, or reduce-scatter + parameter all-gather with a distributed optimizer / ZeRO-1/2;
 // ZeRO-3 gathers each layer's parameters before its forward and backward (one layer of prefetch) and
 // reduce-scatters its gradients after each backward. The optimizer step closes the iteration.
+//
+// Every-rank mode simulates every GPU. To keep its task count down, each collective is one gang task
+// over the streams of its group's members (gangs.hpp), and each run of compute kernels that follow one
+// another with nothing between them, within a layer or across the boundary of two layers that no
+// other task waits on, is one task of a fused op (layer_ops.hpp). The engine times a fused op exactly
+// as its separate kernels: the iteration takes the same time as in symmetric mode.
 #pragma once
 
 #include <string>

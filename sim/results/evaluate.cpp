@@ -76,7 +76,10 @@ Trace trace_of(const parallel::LoweredGraph& lowered, const engine::EngineResult
   t.spans.reserve(r.spans.size());
   for (const auto& span : r.spans) {
     const graph::Task& task = g.tasks()[span.task];
-    t.spans.push_back({task.stream, task.label, task.category, task.micro_batch, span.start, span.end});
+    // A gang task (a collective of every rank) shows on each member's track.
+    for (const graph::StreamId stream : g.streams_of(span.task)) {
+      t.spans.push_back({stream, task.label, task.category, task.micro_batch, span.start, span.end});
+    }
   }
   return t;
 }

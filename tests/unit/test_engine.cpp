@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <initializer_list>
+#include <optional>
 #include <random>
 #include <string>
 #include <variant>
@@ -322,6 +323,196 @@ TEST_CASE("engine: deadlock and misuse are internal errors") {
   }
 }
 
+TEST_CASE("engine: a gang task starts once the last member's stream reaches it and its dependencies end") {
+  // Ranks 0..2, each with a compute and a tensor stream; gang G (5 ns) on the three tensor streams.
+  // Rank 0's tensor stream runs X (10) before G, rank 2's Y (20); rank 1's starts with G. C (4) on
+  // rank 1's compute stream waits for G.
+  //   G starts when Y, the last task ahead of it, ends: [20,25); C [25,29). Makespan 29.
+  // Each member rank's books count G as its tensor communication:
+  //   rank 0: X 10 + G 5 exposed, idle 10..20 and 25..29 = 14
+  //   rank 1: idle 0..20, G 5 exposed, C 4 busy
+  //   rank 2: Y 20 + G 5 exposed, idle 4
+  // With a dependency D (30, rank 2's compute stream) -> G, G waits for it instead: [30,35), C [35,39).
+  for (const bool with_dependency : {false, true}) {
+    Models m;
+    graph::TaskGraph g(3);
+    std::vector<graph::StreamId> compute, tensor;
+    for (graph::RankId r = 0; r < 3; ++r) {
+      compute.push_back(g.add_stream(r, StreamKind::compute));
+      tensor.push_back(g.add_stream(r, StreamKind::tensor_comm));
+    }
+    const TaskId x = add(g, tensor[0], comm(10), Category::tensor_comm, "X");
+    const TaskId y = add(g, tensor[2], comm(20), Category::tensor_comm, "Y");
+    const TaskId gang = g.add_gang_task(
+        graph::Task{g.add_op(comm(5)), 0, Category::tensor_comm, g.add_label("G"), -1}, tensor);
+    const TaskId c = add(g, compute[1], memory(4), Category::forward, "C", {gang});
+    if (with_dependency) {
+      const TaskId d = add(g, compute[2], memory(30), Category::forward, "D");
+      g.add_dependency(d, gang);
+    }
+    const auto r = run(g, m);
+    const TimeNs begin = with_dependency ? 30 : 20;
+    CHECK(span_of(r, x).end == 10);
+    CHECK(span_of(r, y).end == 20);
+    CHECK(span_of(r, gang).start == begin);
+    CHECK(span_of(r, gang).end == begin + 5);
+    CHECK(span_of(r, c).start == begin + 5);
+    CHECK(r.makespan == begin + 9);
+    CHECK(r.events == g.tasks().size());
+    CHECK(r.spans.size() == g.tasks().size());  // one span for the gang
+    for (graph::RankId rank = 0; rank < 3; ++rank) CHECK(total(r.ranks[rank]) == r.makespan);
+    if (!with_dependency) {
+      CHECK(exposed(r.ranks[0], Category::tensor_comm) == 15);
+      CHECK(r.ranks[0].idle_ns == 14);
+      CHECK(r.ranks[1].idle_ns == 20);
+      CHECK(exposed(r.ranks[1], Category::tensor_comm) == 5);
+      CHECK(busy(r.ranks[1], Category::forward) == 4);
+      CHECK(exposed(r.ranks[2], Category::tensor_comm) == 25);
+      CHECK(r.ranks[2].idle_ns == 4);
+    }
+  }
+}
+
+TEST_CASE("engine: a gang task slows the compute of every member rank") {
+  // Slowdown 2. Ranks 0 and 1 each run M (10 ns of work) on their compute stream from 0; gang G (4)
+  // on their tensor streams waits for Z (3) on rank 2's data stream: G [3,7). Rank 3, no member,
+  // runs M too. On ranks 0 and 1, M does 3 ns of work by 3, then 4 ns at half speed (2 ns of work),
+  // then the last 5 at full speed: it ends at 12. On rank 3 it ends at 10.
+  // Books: ranks 0 and 1 forward 12 (G fully overlapped, nothing exposed); rank 2 data comm 3 exposed,
+  // idle 9; rank 3 forward 10, idle 2.
+  Models m;
+  graph::TaskGraph g(4);
+  std::vector<graph::StreamId> compute, tensor;
+  for (graph::RankId r = 0; r < 4; ++r) {
+    compute.push_back(g.add_stream(r, StreamKind::compute));
+    tensor.push_back(g.add_stream(r, StreamKind::tensor_comm));
+  }
+  const auto data2 = g.add_stream(2, StreamKind::data_comm);
+  const auto work = g.add_op(memory(10));
+  const TaskId m0 = add(g, compute[0], work, Category::forward, "M0");
+  const TaskId m1 = add(g, compute[1], work, Category::forward, "M1");
+  const TaskId m3 = add(g, compute[3], work, Category::forward, "M3");
+  const TaskId z = add(g, data2, comm(3), Category::data_comm, "Z");
+  const std::vector<graph::StreamId> members{tensor[0], tensor[1]};
+  const TaskId gang = g.add_gang_task(
+      graph::Task{g.add_op(comm(4)), 0, Category::tensor_comm, g.add_label("G"), -1}, members);
+  g.add_dependency(z, gang);
+  const auto r = run(g, m, 2.0);
+  CHECK(span_of(r, gang).start == 3);
+  CHECK(span_of(r, gang).end == 7);
+  CHECK(span_of(r, m0).end == 12);
+  CHECK(span_of(r, m1).end == 12);
+  CHECK(span_of(r, m3).end == 10);
+  CHECK(r.makespan == 12);
+  for (const graph::RankId rank : {0U, 1U}) {
+    CHECK(busy(r.ranks[rank], Category::forward) == 12);
+    CHECK(exposed(r.ranks[rank], Category::tensor_comm) == 0);
+    CHECK(r.ranks[rank].idle_ns == 0);
+  }
+  CHECK(exposed(r.ranks[2], Category::data_comm) == 3);
+  CHECK(r.ranks[2].idle_ns == 9);
+  CHECK(busy(r.ranks[3], Category::forward) == 10);
+  CHECK(r.ranks[3].idle_ns == 2);
+}
+
+namespace {
+
+// The same random schedule twice: each run of compute kernels as one task per kernel, or as one task
+// of a FusedOp. Per rank: a compute, a tensor and a data stream, and 40 runs of 1..4 memory kernels
+// (0..30 ns each, some zero). After a run, half the time a communication task (0..40 ns) on the tensor
+// or data stream, which the next run waits for half the time (else it runs beside it, slowed) and
+// which may also wait for the latest run of the rank below. Dependencies enter a run at its first
+// kernel and leave from its last.
+struct RunGraph {
+  graph::TaskGraph graph{3};
+  std::vector<std::pair<TaskId, TaskId>> runs;  // first and last task of each run
+};
+
+RunGraph run_graph(std::uint64_t seed, bool fused) {
+  std::mt19937_64 rng(seed);
+  RunGraph out;
+  auto& g = out.graph;
+  struct RankStreams {
+    graph::StreamId compute, tensor, data;
+  };
+  std::vector<RankStreams> streams;
+  for (graph::RankId r = 0; r < 3; ++r) {
+    streams.push_back({g.add_stream(r, StreamKind::compute), g.add_stream(r, StreamKind::tensor_comm),
+                       g.add_stream(r, StreamKind::data_comm)});
+  }
+  const std::uint32_t label = g.add_label("k");
+  std::vector<std::optional<TaskId>> waits(3), last_run(3);
+  for (int segment = 0; segment < 40; ++segment) {
+    for (graph::RankId r = 0; r < 3; ++r) {
+      const auto kernels = 1 + rng() % 4;
+      std::vector<graph::ComputeOp> ops;
+      for (std::uint64_t k = 0; k < kernels; ++k) {
+        graph::ComputeOp op;
+        op.bytes = rng() % 5 == 0 ? 0.0 : static_cast<double>(rng() % 31);
+        ops.push_back(op);
+      }
+      TaskId first = 0;
+      TaskId last = 0;
+      if (fused) {
+        first = last = g.add_task(
+            graph::Task{g.add_op(graph::FusedOp{ops}), streams[r].compute, Category::forward, label, -1});
+      } else {
+        for (std::size_t k = 0; k < ops.size(); ++k) {
+          last = g.add_task(graph::Task{g.add_op(ops[k]), streams[r].compute, Category::forward, label, -1});
+          if (k == 0) first = last;
+        }
+      }
+      if (waits[r]) g.add_dependency(*waits[r], first);
+      waits[r].reset();
+      out.runs.emplace_back(first, last);
+      last_run[r] = last;
+      if (rng() % 2 == 0) {
+        const auto stream = rng() % 2 == 0 ? streams[r].tensor : streams[r].data;
+        const TaskId c =
+            add(g, stream, comm(static_cast<double>(rng() % 41)), Category::tensor_comm, "c", {last});
+        if (r > 0 && rng() % 3 == 0) g.add_dependency(*last_run[r - 1], c);
+        if (rng() % 2 == 0) waits[r] = c;
+      }
+    }
+  }
+  g.finalize();
+  g.validate();
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("engine: a fused run of kernels times exactly as its kernels one task each") {
+  // Whatever the slowdown and however communication starts and stops during a run, the fused task
+  // starts with its first kernel and ends with its last, and every rank's books are the same: the
+  // engine rounds each kernel as a task of its own would be rounded.
+  for (const double slowdown : {1.0, 1.19, 1.5, 2.0}) {
+    for (std::uint64_t seed = 1; seed <= 6; ++seed) {
+      CAPTURE(slowdown);
+      CAPTURE(seed);
+      Models m;
+      const RunGraph split = run_graph(seed, false);
+      const RunGraph fused = run_graph(seed, true);
+      const auto a =
+          engine::simulate(split.graph, m.compute, m.network, engine::EngineOptions{true, slowdown});
+      const auto b =
+          engine::simulate(fused.graph, m.compute, m.network, engine::EngineOptions{true, slowdown});
+      REQUIRE(split.runs.size() == fused.runs.size());
+      CHECK(a.makespan == b.makespan);
+      CHECK(b.events == fused.graph.tasks().size());
+      for (std::size_t i = 0; i < split.runs.size(); ++i) {
+        CHECK(span_of(a, split.runs[i].first).start == span_of(b, fused.runs[i].first).start);
+        CHECK(span_of(a, split.runs[i].second).end == span_of(b, fused.runs[i].second).end);
+      }
+      for (std::size_t r = 0; r < a.ranks.size(); ++r) {
+        CHECK(a.ranks[r].busy_ns == b.ranks[r].busy_ns);
+        CHECK(a.ranks[r].exposed_ns == b.ranks[r].exposed_ns);
+        CHECK(a.ranks[r].idle_ns == b.ranks[r].idle_ns);
+      }
+    }
+  }
+}
+
 namespace {
 
 // A random acyclic graph: dependencies only from lower to higher ids, and ids increase along every
@@ -458,8 +649,10 @@ TEST_CASE("engine: random graphs obey the stream rules, and accounting matches t
           TimeNs ready = i == 0 ? 0 : by_task[stream.tasks[i - 1]].end;
           for (const TaskId p : rg.preds[t]) ready = std::max(ready, by_task[p].end);
           REQUIRE(by_task[t].start == ready);
-          const TimeNs plain =
-              std::visit([](const auto& op) { return static_cast<TimeNs>(op.bytes); }, g.ops()[g.tasks()[t].op]);
+          const graph::Op& op = g.ops()[g.tasks()[t].op];
+          const TimeNs plain = std::holds_alternative<graph::CommOp>(op)
+                                   ? static_cast<TimeNs>(std::get<graph::CommOp>(op).bytes)
+                                   : static_cast<TimeNs>(std::get<graph::ComputeOp>(op).bytes);
           const TimeNs took = by_task[t].end - by_task[t].start;
           const bool compute_op = std::holds_alternative<graph::ComputeOp>(g.ops()[g.tasks()[t].op]) &&
                                   g.streams()[g.tasks()[t].stream].kind == StreamKind::compute;

@@ -21,9 +21,25 @@ json base_scenario() {
   })");
 }
 
-dtsim::results::Result evaluate(const json& s) {
+dtsim::results::Result evaluate(const json& s, bool trace = false) {
   const auto scenario = dtsim::config::load_scenario_text(s.dump(), "test", dtsim::config::default_data_paths());
-  return dtsim::results::evaluate(scenario, {});
+  return dtsim::results::evaluate(scenario, dtsim::results::EvaluateOptions{trace});
+}
+
+// Trace spans and their total length on each track named `stream`, by the rank of the track.
+struct TrackLoad {
+  std::size_t spans = 0;
+  std::int64_t ns = 0;
+};
+std::vector<TrackLoad> load_by_rank(const dtsim::results::Trace& t, const std::string& stream) {
+  std::vector<TrackLoad> out(t.rank_names.size());
+  for (const auto& span : t.spans) {
+    const auto& track = t.tracks[span.track];
+    if (track.name != stream) continue;
+    ++out[track.rank].spans;
+    out[track.rank].ns += span.end_ns - span.start_ns;
+  }
+  return out;
 }
 
 double breakdown_sum(const dtsim::results::Breakdown& b) {
@@ -60,6 +76,35 @@ TEST_CASE("symmetric and every-rank simulations agree when nothing breaks the sy
     CHECK(symmetric.iteration_time_s == doctest::Approx(all.iteration_time_s).epsilon(1e-12));
     CHECK(symmetric.flops.hardware_tflops_per_gpu == doctest::Approx(all.flops.hardware_tflops_per_gpu).epsilon(1e-12));
     CHECK(symmetric.breakdown.pipeline_bubble_s == doctest::Approx(all.breakdown.pipeline_bubble_s).epsilon(1e-9));
+  }
+}
+
+TEST_CASE("every-rank traces: a collective on every member's track, fused kernels in fewer spans") {
+  // Every-rank mode runs each collective as one gang task over its group and each run of kernels with
+  // nothing between them as one task: the trace shows the collective on the tensor track of each
+  // member with the same spans and times as the symmetric trace shows for the member's stage, and the
+  // compute track of each rank busy as long as its stage's, in fewer spans.
+  json s = base_scenario();
+  s["simulation"] = {{"ranks", "symmetric"}};
+  const auto symmetric = evaluate(s, true);
+  s["simulation"] = {{"ranks", "all"}};
+  const auto all = evaluate(s, true);
+  REQUIRE(symmetric.trace.has_value());
+  REQUIRE(all.trace.has_value());
+  const auto sym_tensor = load_by_rank(*symmetric.trace, "tensor_comm");
+  const auto sym_compute = load_by_rank(*symmetric.trace, "compute");
+  const auto all_tensor = load_by_rank(*all.trace, "tensor_comm");
+  const auto all_compute = load_by_rank(*all.trace, "compute");
+  REQUIRE(all_tensor.size() == 16);
+  // Ranks are numbered tensor fastest, then data, then pipeline: rank r is in stage r / 8.
+  for (std::size_t r = 0; r < all_tensor.size(); ++r) {
+    CAPTURE(r);
+    const std::size_t stage = r / 8;
+    CHECK(sym_tensor[stage].spans > 0);
+    CHECK(all_tensor[r].spans == sym_tensor[stage].spans);
+    CHECK(all_tensor[r].ns == sym_tensor[stage].ns);
+    CHECK(all_compute[r].ns == sym_compute[stage].ns);
+    CHECK(all_compute[r].spans < sym_compute[stage].spans);
   }
 }
 

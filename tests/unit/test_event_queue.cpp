@@ -80,3 +80,14 @@ TEST_CASE("event queue: interleaved pushes and pops agree with an ordered set of
   }
   CHECK(q.empty());
 }
+
+TEST_CASE("event queue: more_at tells whether the earliest pending event is at that time") {
+  dtsim::engine::EventQueue q;
+  CHECK_FALSE(q.more_at(5));
+  q.push(5, 1);
+  q.push(7, 2);
+  CHECK(q.more_at(5));
+  CHECK_FALSE(q.more_at(7));
+  q.pop();
+  CHECK(q.more_at(7));
+}

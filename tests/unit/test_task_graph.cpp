@@ -193,6 +193,88 @@ TEST_CASE("task graph: long chains across streams validate") {
   CHECK_NOTHROW(g.validate());
 }
 
+TEST_CASE("task graph: a gang task joins the program order of every member stream") {
+  // Streams: s0 (rank 0), s1 (rank 1), s2 (rank 2). a on s0, then gang g over s0, s1, s2, then b on
+  // s1. Program orders: s0 = a, g; s1 = g, b; s2 = g. g is one task, named after its first member.
+  TaskGraph g(3);
+  const StreamId s0 = g.add_stream(0, StreamKind::tensor_comm);
+  const StreamId s1 = g.add_stream(1, StreamKind::tensor_comm);
+  const StreamId s2 = g.add_stream(2, StreamKind::tensor_comm);
+  const TaskId a = add_named(g, s0, "a");
+  Task gang;
+  gang.op = g.add_op(CommOp{});
+  gang.label = g.add_label("g");
+  const std::vector<StreamId> members{s0, s1, s2};
+  const TaskId gt = g.add_gang_task(gang, members);
+  const TaskId b = add_named(g, s1, "b");
+  g.add_dependency(a, b);
+  g.finalize();
+  CHECK(g.tasks().size() == 3);
+  CHECK(g.streams()[s0].tasks == std::vector<TaskId>{a, gt});
+  CHECK(g.streams()[s1].tasks == std::vector<TaskId>{gt, b});
+  CHECK(g.streams()[s2].tasks == std::vector<TaskId>{gt});
+  CHECK(g.tasks()[gt].stream == s0);
+  const auto of_gang = g.streams_of(gt);
+  CHECK(std::vector<StreamId>(of_gang.begin(), of_gang.end()) == members);
+  REQUIRE(g.streams_of(b).size() == 1);
+  CHECK(g.streams_of(b)[0] == s1);
+  REQUIRE(g.gangs().size() == 1);
+  CHECK(g.gangs()[0].task == gt);
+  CHECK(g.gangs()[0].size == 3);
+  CHECK(g.task_name(gt) == "g (tensor_comm stream of rank 0 and 2 more)");
+  CHECK_NOTHROW(g.validate());
+}
+
+TEST_CASE("task graph: gang misuse and deadlock through a gang") {
+  SUBCASE("one member is a plain task; none, an unknown or a repeated stream is an error") {
+    TaskGraph g(2);
+    const StreamId s0 = g.add_stream(0, StreamKind::tensor_comm);
+    const StreamId s1 = g.add_stream(1, StreamKind::tensor_comm);
+    Task t;
+    t.op = g.add_op(CommOp{});
+    t.label = g.add_label("t");
+    const std::vector<StreamId> one{s1};
+    const TaskId single = g.add_gang_task(t, one);
+    CHECK(g.gangs().empty());
+    CHECK(g.tasks()[single].stream == s1);
+    CHECK_THROWS_AS(g.add_gang_task(t, std::vector<StreamId>{}), InternalError);
+    CHECK_THROWS_AS(g.add_gang_task(t, std::vector<StreamId>{s0, 7}), InternalError);
+    CHECK_THROWS_AS(g.add_gang_task(t, std::vector<StreamId>{s0, s1, s0}), InternalError);
+    // A rejected gang leaves no trace in the program orders.
+    CHECK(g.streams()[s0].tasks.empty());
+    CHECK(g.streams()[s1].tasks == std::vector<TaskId>{single});
+    CHECK(g.tasks().size() == 1);
+  }
+  SUBCASE("a gang runs a collective") {
+    TaskGraph g(2);
+    Task t;
+    t.op = g.add_op(ComputeOp{});
+    t.label = g.add_label("compute gang");
+    g.add_gang_task(
+        t, std::vector<StreamId>{g.add_stream(0, StreamKind::compute), g.add_stream(1, StreamKind::compute)});
+    g.finalize();
+    CHECK(what_of(g).find("runs a compute op") != std::string::npos);
+  }
+  SUBCASE("deadlock") {
+    // s0 (rank 0): a, then gang g; s1 (rank 1): g, then b; b -> a. a waits for b, which queues
+    // behind g, which queues behind a on s0: a -> g (s0 order) -> b (s1 order) -> a.
+    TaskGraph g(2);
+    const StreamId s0 = g.add_stream(0, StreamKind::tensor_comm);
+    const StreamId s1 = g.add_stream(1, StreamKind::tensor_comm);
+    const TaskId a = add_named(g, s0, "a");
+    Task t;
+    t.op = g.add_op(CommOp{});
+    t.label = g.add_label("g");
+    g.add_gang_task(t, std::vector<StreamId>{s0, s1});
+    const TaskId b = add_named(g, s1, "b");
+    g.add_dependency(b, a);
+    g.finalize();
+    const std::string what = what_of(g);
+    CHECK(what.find("3 of 3 tasks") != std::string::npos);
+    CHECK(what.find("g (tensor_comm stream of rank 0 and 1 more)") != std::string::npos);
+  }
+}
+
 TEST_CASE("graph enums print their names") {
   CHECK(std::string(to_string(ComputeClass::gemm)) == "gemm");
   CHECK(std::string(to_string(ComputeClass::optimizer)) == "optimizer");

@@ -1,0 +1,186 @@
+// The state of one simulate() call (simulate.hpp has the contract): what the event loop keeps per
+// task, stream and rank, sized once by the setup (run_setup.cpp) so that the loop (simulate.cpp)
+// allocates nothing. Internal to the engine.
+#pragma once
+
+#include <bit>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "compute/compute_model.hpp"
+#include "core/units.hpp"
+#include "engine/event_queue.hpp"
+#include "engine/simulate.hpp"
+#include "graph/task_graph.hpp"
+#include "network/network_model.hpp"
+
+namespace dtsim::engine::detail {
+
+using core::TimeNs;
+using graph::StreamId;
+using graph::TaskId;
+
+// Accounting slots of a rank: busy_ns[c] at c, exposed_ns[c] at kCategoryCount + c, idle last.
+inline constexpr int kSlotsPerRank = 2 * graph::kCategoryCount + 1;
+inline constexpr std::uint8_t kIdleSlot = 2 * graph::kCategoryCount;
+inline constexpr TimeNs kNotCosted = -1;
+inline constexpr std::uint32_t kWordBits = 64;
+
+// Task node word: index << kOpShift | flags | category, where the index is the op's, or for a gang
+// task the gang's (Run::gangs_). Fused ops carry both the compute and the fused flag.
+inline constexpr std::uint32_t kCategoryBits = 3;
+inline constexpr std::uint32_t kCategoryMask = (1U << kCategoryBits) - 1;
+inline constexpr std::uint32_t kComputeOpFlag = 1U << kCategoryBits;
+inline constexpr std::uint32_t kFusedFlag = 1U << (kCategoryBits + 1);
+inline constexpr std::uint32_t kGangFlag = 1U << (kCategoryBits + 2);
+inline constexpr std::uint32_t kOpShift = kCategoryBits + 3;
+inline constexpr std::uint32_t kNoKernel = std::numeric_limits<std::uint32_t>::max();
+inline constexpr TaskId kNoTask = std::numeric_limits<TaskId>::max();
+inline constexpr std::uint32_t kListAhead = 16;  // program order entries read ahead of the head (a cache line)
+static_assert(graph::kCategoryCount <= (1 << kCategoryBits));
+
+// std::llround for a non-negative value, without the library call: x - trunc(x) is exact below 2^52.
+inline TimeNs round_to_ns(double x) {
+  auto whole = static_cast<TimeNs>(x);
+  if (x - static_cast<double>(whole) >= 0.5) ++whole;
+  return whole;
+}
+
+// What the loop needs of a task, in 16 bytes: its successors are
+// successors[node.succ_begin .. next node's succ_begin).
+struct Node {
+  std::uint32_t pending = 0;  // dependencies not finished yet; for a gang, also members not at it yet
+  StreamId stream = 0;        // a gang's first member
+  std::uint32_t succ_begin = 0;
+  std::uint32_t op_word = 0;
+};
+
+// A stream, in one cache line: its place in program order and what the loop needs of its running
+// task, copied from the task's node when it starts so that its completion reads the stream only.
+struct alignas(64) StreamState {
+  const TaskId* next = nullptr;  // program order, at the head
+  TimeNs start = 0;              // of the running task
+  TimeNs expected_end = 0;       // completion event that is current (earlier pushes are stale)
+  TaskId head = kNoTask;         // the running task, or the next to run; kNoTask past the end
+  TaskId after = kNoTask;        // the task after the running one
+  std::uint32_t left = 0;        // tasks after the head
+  std::uint32_t word = 0;        // running task: node word
+  std::uint32_t succ_begin = 0;  // running task: successors[succ_begin .. succ_end)
+  std::uint32_t succ_end = 0;
+  std::uint32_t rank = 0;
+  std::uint16_t local = 0;  // index among the rank's streams, by increasing stream id
+  bool comm = false;        // a non-compute stream
+  bool busy = false;
+  bool queued = false;    // in a ready list
+  bool slowable = false;  // running a compute op on a compute stream: re-rated with its rank's communication
+};
+static_assert(sizeof(StreamState) == 64);
+
+// The progress of a compute stream's running task while the overlap slowdown applies.
+struct RateState {
+  TimeNs since = 0;                  // when `remaining` was last brought up to date
+  double remaining = 0.0;            // unslowed work left, in ns (of the running kernel if fused)
+  std::uint32_t kernel = kNoKernel;  // fused: the running kernel (Run::kernels_), else kNoKernel
+  std::uint32_t kernel_last = 0;     // fused: its last kernel
+  bool slowed = false;               // progressing at 1 / overlap_slowdown
+};
+
+// A rank's busy flags (bit = local stream index; streams beyond 64 in extra words), where the
+// categories of its streams' running tasks are, and its books.
+struct RankState {
+  TimeNs last_change = 0;
+  std::uint32_t comm_running = 0;  // tasks with a non-zero duration running on its comm streams
+  std::uint64_t compute_bits = 0;
+  std::uint64_t comm_bits = 0;
+  std::uint32_t stream_begin = 0;  // into Run::running_category_ and Run::rank_streams_
+  std::uint32_t extra_begin = 0;   // into Run::extra_compute_bits_ / extra_comm_bits_
+  std::uint32_t extra_end = 0;
+  std::uint8_t slot = kIdleSlot;
+  TimeNs acc[kSlotsPerRank] = {};
+};
+
+// A kernel of a fused op: its time alone and slowed, and the time of the kernels after it in the op.
+struct Kernel {
+  TimeNs plain = 0;
+  TimeNs slowed = 0;  // round(plain * overlap_slowdown), as a kernel started slowed would take
+  TimeNs tail_plain = 0;
+  TimeNs tail_slowed = 0;
+};
+
+// A gang task: its op and its member streams, TaskGraph::gang_streams()[begin .. begin + size).
+struct GangRun {
+  std::uint32_t op = 0;
+  std::uint32_t begin = 0;
+  std::uint32_t size = 0;
+};
+
+class Run {
+ public:
+  Run(const graph::TaskGraph& graph, const compute::ComputeModel& compute,
+      const network::NetworkModel& network, const EngineOptions& options);
+  EngineResult run();
+
+ private:
+  // ---- setup and costing (run_setup.cpp) ----
+  void setup_nodes();
+  void setup_streams();
+  TimeNs cost(std::uint32_t op);
+  TimeNs cost_fused(std::uint32_t op, const graph::FusedOp& fused);
+  [[noreturn]] void throw_deadlock(std::uint64_t events) const;
+  EngineResult result(std::uint64_t events);
+
+  // ---- the event loop (simulate.cpp) ----
+  void enqueue(StreamId s, StreamState& st);
+  void arrive(StreamId s, StreamState& st);
+  void start_ready();
+  void start(StreamId s);
+  void start_gang(StreamId first_stream, StreamState& first);
+  bool superseded(const Event& e) const;
+  void schedule_compute(StreamId s, StreamState& st, const RateState& rate);
+  void rerate_compute(RankState& rank, bool slowed);
+  void rerate(StreamId s, bool slowed);
+  void advance_kernels(RateState& rate) const;
+  void finish(StreamId s);
+  void finish_gang(StreamState& first);
+  void release_successors(std::uint32_t begin, std::uint32_t end);
+  void set_busy(RankState& rank, StreamState& st, bool busy);
+  std::uint8_t current_slot(const RankState& rank) const;
+  static std::uint32_t lowest(const RankState& rank, std::uint32_t w, std::uint64_t bits) {
+    return (w - rank.extra_begin + 1) * kWordBits + static_cast<std::uint32_t>(std::countr_zero(bits));
+  }
+  static void advance(StreamState& st) {
+    ++st.next;
+    st.head = st.after;
+    if (st.left > 0) --st.left;
+  }
+
+  const graph::TaskGraph& graph_;
+  const TaskId* successors_;
+  const StreamId* gang_streams_;
+  const compute::ComputeModel& compute_;
+  const network::NetworkModel& network_;
+  const bool record_spans_;
+  const double overlap_slowdown_;
+  const bool slowed_;
+
+  TimeNs now_ = 0;
+  EventQueue queue_;
+  std::vector<Node> nodes_;  // one per task and a sentinel
+  std::vector<TimeNs> memo_;
+  std::vector<std::uint32_t> kernel_begin_;  // per op: its kernels are kernels_[begin[op] .. begin[op + 1])
+  std::vector<Kernel> kernels_;
+  std::vector<GangRun> gangs_;
+  std::vector<StreamState> streams_;
+  std::vector<RateState> rates_;  // per stream (compute streams use theirs)
+  std::vector<RankState> ranks_;
+  std::vector<std::uint8_t> running_category_;  // per stream, grouped by rank (local index)
+  std::vector<StreamId> rank_streams_;          // stream ids grouped by rank (local index)
+  std::vector<std::uint64_t> extra_compute_bits_;
+  std::vector<std::uint64_t> extra_comm_bits_;
+  std::vector<StreamId> ready_comm_;
+  std::vector<StreamId> ready_compute_;
+  std::vector<Span> spans_;
+};
+
+}  // namespace dtsim::engine::detail

@@ -1,0 +1,181 @@
+// Setup, costing and results of one simulation run (run.hpp); the loop is in simulate.cpp.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <variant>
+
+#include "core/errors.hpp"
+#include "engine/run.hpp"
+
+namespace dtsim::engine::detail {
+
+Run::Run(const graph::TaskGraph& graph, const compute::ComputeModel& compute,
+         const network::NetworkModel& network, const EngineOptions& options)
+    : graph_(graph),
+      successors_(graph.successors().data()),
+      gang_streams_(graph.gang_streams().data()),
+      compute_(compute),
+      network_(network),
+      record_spans_(options.record_spans),
+      overlap_slowdown_(options.overlap_slowdown),
+      slowed_(options.overlap_slowdown != 1.0) {
+  DTSIM_CHECK(graph.finalized(), "simulate() needs a finalized task graph");
+  DTSIM_CHECK(std::isfinite(overlap_slowdown_) && overlap_slowdown_ > 0.0,
+              fmt::format("overlap_slowdown must be a positive factor, got {}", overlap_slowdown_));
+  setup_nodes();
+  setup_streams();
+  queue_.reserve(streams_.size() + 1);  // at most one running task per stream
+  ready_comm_.reserve(streams_.size());
+  ready_compute_.reserve(streams_.size());
+  if (record_spans_) spans_.reserve(graph.tasks().size());
+}
+
+void Run::setup_nodes() {
+  const auto tasks = graph_.tasks();
+  const auto& ops = graph_.ops();
+  const auto& pred = graph_.predecessor_counts();
+  const auto& succ_begin = graph_.succ_begin();
+  const auto gangs = graph_.gangs();
+  constexpr std::size_t kMaxIndex = std::size_t{1} << (32 - kOpShift);
+  DTSIM_CHECK(ops.size() < kMaxIndex, "too many ops for the engine's task nodes");
+  DTSIM_CHECK(gangs.size() < kMaxIndex, "too many gang tasks for the engine's task nodes");
+  std::vector<std::uint32_t> kind(ops.size());
+  for (std::size_t o = 0; o < ops.size(); ++o) {
+    kind[o] = std::holds_alternative<graph::ComputeOp>(ops[o]) ? kComputeOpFlag
+              : std::holds_alternative<graph::FusedOp>(ops[o]) ? kComputeOpFlag | kFusedFlag
+                                                               : 0U;
+  }
+  nodes_.resize(tasks.size() + 1);
+  gangs_.resize(gangs.size());
+  std::size_t gang = 0;
+  for (std::size_t t = 0; t < tasks.size(); ++t) {
+    const graph::Task& task = tasks[t];
+    DTSIM_CHECK(task.op < ops.size(), fmt::format("task uses op {} of {}", task.op, ops.size()));
+    const auto category = static_cast<std::uint32_t>(task.category);
+    if (gang < gangs.size() && gangs[gang].task == t) [[unlikely]] {
+      DTSIM_CHECK(kind[task.op] == 0U,
+                  fmt::format("gang task {} runs a compute op", graph_.task_name(static_cast<TaskId>(t))));
+      const graph::Gang& g = gangs[gang];
+      gangs_[gang] = GangRun{task.op, g.begin, g.size};
+      nodes_[t] = Node{pred[t] + g.size, task.stream, succ_begin[t],
+                       static_cast<std::uint32_t>(gang) << kOpShift | kGangFlag | category};
+      ++gang;
+      continue;
+    }
+    nodes_[t] = Node{pred[t], task.stream, succ_begin[t], task.op << kOpShift | kind[task.op] | category};
+  }
+  nodes_.back().succ_begin = succ_begin.back();
+  memo_.assign(ops.size(), kNotCosted);
+  kernel_begin_.assign(ops.size() + 1, 0);
+  for (std::size_t o = 0; o < ops.size(); ++o) {
+    const auto* fused = std::get_if<graph::FusedOp>(&ops[o]);
+    DTSIM_CHECK(fused == nullptr || !fused->kernels.empty(), fmt::format("fused op {} has no kernels", o));
+    kernel_begin_[o + 1] =
+        kernel_begin_[o] + (fused != nullptr ? static_cast<std::uint32_t>(fused->kernels.size()) : 0U);
+  }
+  kernels_.resize(kernel_begin_.back());
+}
+
+void Run::setup_streams() {
+  const auto& streams = graph_.streams();
+  const std::uint32_t rank_count = graph_.ranks();
+  std::vector<std::uint32_t> per_rank(rank_count, 0);
+  for (const graph::Stream& s : streams) {
+    DTSIM_CHECK(s.rank < rank_count,
+                fmt::format("stream of rank {} in a graph of {} ranks", s.rank, rank_count));
+    DTSIM_CHECK(++per_rank[s.rank] <= std::numeric_limits<std::uint16_t>::max(),
+                fmt::format("rank {} has too many streams", s.rank));
+  }
+  ranks_.resize(rank_count);
+  std::uint32_t extra = 0;
+  std::uint32_t offset = 0;
+  for (std::uint32_t r = 0; r < rank_count; ++r) {
+    RankState& rank = ranks_[r];
+    rank.stream_begin = offset;
+    offset += per_rank[r];
+    rank.extra_begin = extra;
+    if (per_rank[r] > kWordBits) extra += (per_rank[r] - 1) / kWordBits;
+    rank.extra_end = extra;
+    per_rank[r] = 0;  // from here on: the next local index
+  }
+  extra_compute_bits_.assign(extra, 0);
+  extra_comm_bits_.assign(extra, 0);
+  running_category_.assign(streams.size(), 0);
+  rank_streams_.assign(streams.size(), 0);
+  streams_.resize(streams.size());
+  rates_.resize(streams.size());
+  for (StreamId s = 0; s < streams.size(); ++s) {
+    const graph::Stream& in = streams[s];
+    StreamState& st = streams_[s];
+    st.next = in.tasks.data();
+    st.head = in.tasks.empty() ? kNoTask : in.tasks.front();
+    st.left = in.tasks.empty() ? 0 : static_cast<std::uint32_t>(in.tasks.size() - 1);
+    st.rank = in.rank;
+    st.local = static_cast<std::uint16_t>(per_rank[in.rank]++);
+    rank_streams_[ranks_[in.rank].stream_begin + st.local] = s;
+    st.comm = in.kind != graph::StreamKind::compute;
+  }
+}
+
+TimeNs Run::cost(std::uint32_t op) {
+  const graph::Op& o = graph_.ops()[op];
+  TimeNs duration = 0;
+  if (const auto* c = std::get_if<graph::ComputeOp>(&o)) {
+    duration = compute_.duration(*c);
+  } else if (const auto* m = std::get_if<graph::CommOp>(&o)) {
+    duration = network_.duration(*m);
+  } else {
+    duration = cost_fused(op, std::get<graph::FusedOp>(o));
+  }
+  DTSIM_CHECK(duration >= 0, fmt::format("negative duration {} ns for op {}", duration, op));
+  memo_[op] = duration;
+  return duration;
+}
+
+// Each kernel costed on its own; the op takes their sum.
+TimeNs Run::cost_fused(std::uint32_t op, const graph::FusedOp& fused) {
+  Kernel* const first = &kernels_[kernel_begin_[op]];
+  const std::size_t count = fused.kernels.size();
+  for (std::size_t i = 0; i < count; ++i) {
+    const TimeNs plain = compute_.duration(fused.kernels[i]);
+    DTSIM_CHECK(plain >= 0, fmt::format("negative duration {} ns for kernel {} of op {}", plain, i, op));
+    first[i].plain = plain;
+    first[i].slowed = round_to_ns(static_cast<double>(plain) * overlap_slowdown_);
+  }
+  for (std::size_t i = count - 1; i > 0; --i) {
+    first[i - 1].tail_plain = first[i].tail_plain + first[i].plain;
+    first[i - 1].tail_slowed = first[i].tail_slowed + first[i].slowed;
+  }
+  return first[0].tail_plain + first[0].plain;
+}
+
+void Run::throw_deadlock(std::uint64_t events) const {
+  const std::size_t never = graph_.tasks().size() - events;
+  const auto blocked = std::find_if(streams_.begin(), streams_.end(),
+                                    [](const StreamState& st) { return st.head != kNoTask; });
+  DTSIM_CHECK(blocked != streams_.end(), "unfinished tasks but no stream has one");
+  throw core::InternalError(
+      fmt::format("deadlock: {} tasks never ran, e.g. {}", never, graph_.task_name(blocked->head)));
+}
+
+EngineResult Run::result(std::uint64_t events) {
+  EngineResult out;
+  out.makespan = now_;
+  out.events = events;
+  out.ranks.resize(ranks_.size());
+  for (std::size_t r = 0; r < ranks_.size(); ++r) {
+    RankState& rank = ranks_[r];
+    rank.acc[rank.slot] += now_ - rank.last_change;  // close the books at the makespan
+    RankTime& rt = out.ranks[r];
+    for (int c = 0; c < graph::kCategoryCount; ++c) {
+      rt.busy_ns[c] = rank.acc[c];
+      rt.exposed_ns[c] = rank.acc[graph::kCategoryCount + c];
+    }
+    rt.idle_ns = rank.acc[kIdleSlot];
+  }
+  out.spans = std::move(spans_);
+  return out;
+}
+
+}  // namespace dtsim::engine::detail

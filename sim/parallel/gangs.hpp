@@ -1,0 +1,54 @@
+// Collectives when every rank is simulated: one gang task per collective instance, shared by the
+// members of its group (graph/task_graph.hpp), instead of one task per member.
+//
+// The members of a group run the same program, so the k-th collective a rank runs on its stream of
+// one kind is the k-th of every other member on theirs. The first member to reach it adds the gang
+// task, which appends it to the stream of that kind of every member; the others find it at place k
+// of their own stream. This needs each stream kind to carry collectives over one kind of group and
+// nothing else (tensor_comm: tensor groups; context_comm: context groups; data_comm and param_gather:
+// data x context groups). A member that finds a task with another op or label there, or a creator
+// whose stream holds other tasks, throws InternalError.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "graph/task_graph.hpp"
+#include "parallel/mesh.hpp"
+
+namespace dtsim::parallel {
+
+// Groups a collective can run over.
+enum class GroupKind : std::uint8_t { tensor, context, data };
+
+// Ranks of the group of `kind` that the rank at `c` belongs to, in increasing order, into `out`
+// (cleared first): tensor varies the tensor coordinate, context the context coordinate, data the data
+// and context coordinates (gradients are reduced over both).
+void group_members(const Mesh& mesh, const Coord& c, GroupKind kind, std::vector<std::int64_t>& out);
+
+class GangTable {
+ public:
+  using RankStreams = std::array<graph::StreamId, graph::kStreamKindCount>;
+
+  // `streams[r]` are rank r's streams by kind; mesh ranks are graph ranks. The references must
+  // outlive the table.
+  GangTable(graph::TaskGraph& graph, const Mesh& mesh, const std::vector<RankStreams>& streams);
+
+  // Rank r's part of its next collective over its group of `kind`, on its stream of `stream`: the gang
+  // task running `task.op` (its stream is ignored), added on first use.
+  graph::TaskId join(std::int64_t r, GroupKind kind, graph::StreamKind stream, const graph::Task& task);
+
+ private:
+  // The rank with coordinate 0 along the dimensions of r's group of `kind`.
+  std::int64_t first_member(std::int64_t r, GroupKind kind) const;
+
+  graph::TaskGraph& graph_;
+  const Mesh& mesh_;
+  const std::vector<RankStreams>& streams_;
+  std::vector<std::array<std::uint32_t, graph::kStreamKindCount>> joined_;  // collectives per rank and stream
+  std::array<std::vector<std::int64_t>, 3> offsets_;  // per group kind: member ranks minus the first's
+  std::vector<graph::StreamId> members_;              // scratch: a group's streams
+};
+
+}  // namespace dtsim::parallel

@@ -1,0 +1,212 @@
+#include "parallel/layer_ops.hpp"
+
+#include <variant>
+
+#include <fmt/format.h>
+
+#include "core/errors.hpp"
+
+namespace dtsim::parallel {
+
+namespace {
+
+using graph::Category;
+using graph::CommOp;
+using graph::StreamKind;
+
+class Interner {
+ public:
+  Interner(const config::Scenario& s, const Mesh& mesh, graph::TaskGraph& graph, LabelTable& labels)
+      : s_(s), mesh_(mesh), graph_(graph), labels_(labels) {}
+
+  Program program(const models::LayerProgram& p) { return {all(p.forward), all(p.backward)}; }
+
+ private:
+  std::vector<OpRef> all(const std::vector<models::LayerOp>& ops) {
+    std::vector<OpRef> out;
+    out.reserve(ops.size());
+    for (const auto& op : ops) out.push_back(intern(op));
+    return out;
+  }
+
+  OpRef intern(const models::LayerOp& op) {
+    OpRef ref;
+    ref.label = labels_.id(graph_, op.name);
+    ref.first_kernel_label = ref.last_kernel_label = ref.label;
+    ref.attention_core = op.attention_core;
+    switch (op.role) {
+      case models::CommRole::none:
+        ref.op = graph_.add_op(op.compute);
+        ref.stream = StreamKind::compute;
+        ref.flops = op.compute.flops;
+        ref.gemm = op.compute.cls == graph::ComputeClass::gemm;
+        return ref;
+      case models::CommRole::tensor_all_reduce:
+        return comm_ref(ref, graph::CollectiveKind::all_reduce, op.comm_bytes, mesh_.tensor_group());
+      case models::CommRole::tensor_all_gather:
+        return comm_ref(ref, graph::CollectiveKind::all_gather, op.comm_bytes, mesh_.tensor_group(),
+                        op.overlap);
+      case models::CommRole::tensor_reduce_scatter:
+        return comm_ref(ref, graph::CollectiveKind::reduce_scatter, op.comm_bytes, mesh_.tensor_group(),
+                        op.overlap);
+      case models::CommRole::context_exchange: {
+        // Each step passes K/V to the ring neighbour: the transfer crosses nodes when the ring does.
+        graph::CommGroup pair = mesh_.neighbours(config::MeshDim::context);
+        if (mesh_.context_group().nodes > 1) pair.nodes = 2;
+        OpRef r = comm_ref(ref, graph::CollectiveKind::send_recv, op.comm_bytes, pair);
+        r.stream = StreamKind::context_comm;
+        r.comm_category = Category::context_comm;
+        return r;
+      }
+    }
+    throw core::InternalError("unknown communication role");
+  }
+
+  OpRef comm_ref(OpRef ref, graph::CollectiveKind kind, double bytes, graph::CommGroup group,
+                 models::GemmOverlap overlap = models::GemmOverlap::none) {
+    ref.op = graph_.add_op(CommOp{kind, bytes, group});
+    ref.stream = StreamKind::tensor_comm;
+    ref.comm_category = Category::tensor_comm;
+    if (s_.parallelism.tp_comm_overlap && overlap != models::GemmOverlap::none) {
+      const double t = static_cast<double>(group.size);
+      ref.overlap = overlap;
+      ref.chunk_op = graph_.add_op(CommOp{kind, bytes / t, group});
+      ref.rest_op = graph_.add_op(CommOp{kind, bytes * (t - 1) / t, group});
+    }
+    return ref;
+  }
+
+  const config::Scenario& s_;
+  const Mesh& mesh_;
+  graph::TaskGraph& graph_;
+  LabelTable& labels_;
+};
+
+}  // namespace
+
+EmitPattern pattern_at(const std::vector<OpRef>& ops, std::size_t i) {
+  const OpRef& op = ops[i];
+  const OpRef* next = i + 1 < ops.size() ? &ops[i + 1] : nullptr;
+  if (op.overlap == models::GemmOverlap::with_next && next != nullptr && next->gemm)
+    return EmitPattern::gather_gemm;
+  if (op.gemm && next != nullptr && next->overlap == models::GemmOverlap::with_previous) {
+    return EmitPattern::gemm_scatter;
+  }
+  return op.stream == StreamKind::compute ? EmitPattern::compute : EmitPattern::comm;
+}
+
+std::uint32_t LabelTable::id(graph::TaskGraph& graph, std::string_view name) {
+  const auto it = ids_.find(name);
+  if (it != ids_.end()) return it->second;
+  const std::uint32_t id = graph.add_label(std::string(name));
+  ids_.emplace(std::string(name), id);
+  return id;
+}
+
+LayerOps intern_layer_ops(const config::Scenario& s, const Mesh& mesh, graph::TaskGraph& graph,
+                          LabelTable& labels) {
+  const auto& par = s.parallelism;
+  const models::ShardConfig shard{par.tensor, par.sequence_parallel, par.context, s.training.micro_batch_size,
+                                  s.training.precision};
+  Interner interner(s, mesh, graph, labels);
+  LayerOps out;
+  out.layer = interner.program(models::transformer_layer(s.model, shard));
+  out.embedding = interner.program(models::embedding_layer(s.model, shard));
+  out.head = interner.program(models::head_layer(s.model, shard));
+  switch (s.training.activation_recompute) {
+    case config::Recompute::none:
+      break;
+    case config::Recompute::full:
+      out.recompute = out.layer.forward;
+      break;
+    case config::Recompute::selective:
+      for (const auto& op : out.layer.forward) {
+        // A fused attention kernel keeps no scores: its backward recomputes them itself.
+        if (op.attention_core && s.model.attention == config::AttentionKind::standard)
+          out.recompute.push_back(op);
+      }
+      break;
+  }
+  return out;
+}
+
+namespace {
+
+// The kernels a compute op runs: itself, or a fused op's.
+void append_kernels(const graph::TaskGraph& graph, graph::OpId op, std::vector<graph::ComputeOp>& out) {
+  const graph::Op& o = graph.ops()[op];
+  if (const auto* fused = std::get_if<graph::FusedOp>(&o)) {
+    out.insert(out.end(), fused->kernels.begin(), fused->kernels.end());
+  } else {
+    out.push_back(std::get<graph::ComputeOp>(o));
+  }
+}
+
+// One fused op of the compute ops ops[begin .. end), with their FLOPs summed.
+OpRef fuse(const std::vector<OpRef>& ops, std::size_t begin, std::size_t end, graph::TaskGraph& graph,
+           LabelTable& labels) {
+  graph::FusedOp fused;
+  OpRef ref;
+  for (std::size_t j = begin; j < end; ++j) {
+    append_kernels(graph, ops[j].op, fused.kernels);
+    ref.flops += ops[j].flops;
+  }
+  ref.first_kernel_label = ops[begin].first_kernel_label;
+  ref.last_kernel_label = ops[end - 1].last_kernel_label;
+  const std::string name = fmt::format("{} .. {} ({} kernels)", graph.labels()[ref.first_kernel_label],
+                                       graph.labels()[ref.last_kernel_label], fused.kernels.size());
+  ref.op = graph.add_op(std::move(fused));
+  ref.stream = StreamKind::compute;
+  ref.label = labels.id(graph, name);
+  return ref;
+}
+
+}  // namespace
+
+LayerSequence::LayerSequence(const std::vector<OpRef>& ops, graph::TaskGraph& graph, LabelTable& labels) {
+  programs_[0] = ops;
+  // The last op starts a pattern of its own only if the patterns before it end right before it.
+  std::size_t last_start = 0;
+  for (std::size_t i = 0; i < ops.size(); i += pattern_size(pattern_at(ops, i))) last_start = i;
+  joinable_ = ops.size() >= 2 && pattern_at(ops, 0) == EmitPattern::compute && last_start == ops.size() - 1 &&
+              pattern_at(ops, last_start) == EmitPattern::compute;
+  if (!joinable_) return;
+  const std::vector<OpRef> boundary{ops.back(), ops.front()};
+  const OpRef joined = fuse(boundary, 0, 2, graph, labels);
+  std::vector<OpRef> middle(ops.begin() + 1, ops.end() - 1);
+  programs_[1] = {joined};  // joined first op, own last op
+  programs_[1].insert(programs_[1].end(), middle.begin(), middle.end());
+  programs_[1].push_back(ops.back());
+  programs_[2] = {ops.front()};  // own first op, last op left to the next layer
+  programs_[2].insert(programs_[2].end(), middle.begin(), middle.end());
+  programs_[3] = {joined};  // joined first op, last op left to the next layer
+  programs_[3].insert(programs_[3].end(), middle.begin(), middle.end());
+}
+
+std::vector<OpRef> fuse_compute_runs(const std::vector<OpRef>& ops, bool first_alone, graph::TaskGraph& graph,
+                                     LabelTable& labels) {
+  std::vector<OpRef> out;
+  std::size_t run_begin = 0;
+  std::size_t run_size = 0;
+  const auto flush = [&] {
+    if (run_size == 1) out.push_back(ops[run_begin]);
+    if (run_size >= 2) out.push_back(fuse(ops, run_begin, run_begin + run_size, graph, labels));
+    run_size = 0;
+  };
+  for (std::size_t i = 0; i < ops.size();) {
+    const EmitPattern p = pattern_at(ops, i);
+    if (p == EmitPattern::compute && !(first_alone && i == 0)) {
+      if (run_size == 0) run_begin = i;
+      ++run_size;
+      ++i;
+      continue;
+    }
+    flush();
+    for (std::size_t j = 0; j < pattern_size(p); ++j) out.push_back(ops[i + j]);
+    i += pattern_size(p);
+  }
+  flush();
+  return out;
+}
+
+}  // namespace dtsim::parallel

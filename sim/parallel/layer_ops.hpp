@@ -1,0 +1,104 @@
+// The layer programs of a scenario's model (models/transformer) as ops of a task graph, ready for
+// lower() to emit per rank and micro-batch: one op per distinct operator, shared by every task that
+// runs it, and for a simulation of every rank, runs of compute kernels fused into one op each.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "config/scenario.hpp"
+#include "graph/task_graph.hpp"
+#include "models/transformer/transformer.hpp"
+#include "parallel/mesh.hpp"
+
+namespace dtsim::parallel {
+
+// One op of a layer program, interned in the graph.
+struct OpRef {
+  graph::OpId op = 0;
+  graph::StreamKind stream = graph::StreamKind::compute;
+  graph::Category comm_category = graph::Category::tensor_comm;  // for communication ops
+  std::uint32_t label = 0;
+  // Compute ops: labels of the first and the last kernel (a fused op's label names both).
+  std::uint32_t first_kernel_label = 0;
+  std::uint32_t last_kernel_label = 0;
+  double flops = 0.0;
+  bool attention_core = false;
+  bool gemm = false;
+  // Pipelined with the adjacent GEMM: one chunk (1/t of the bytes) on the critical path, the rest
+  // concurrent with the GEMM.
+  models::GemmOverlap overlap = models::GemmOverlap::none;
+  graph::OpId chunk_op = 0;  // 1/t of the bytes
+  graph::OpId rest_op = 0;   // (t-1)/t of the bytes
+};
+
+struct Program {
+  std::vector<OpRef> forward;
+  std::vector<OpRef> backward;
+};
+
+struct LayerOps {
+  Program layer;
+  Program embedding;
+  Program head;
+  std::vector<OpRef> recompute;  // replayed before each layer's backward
+};
+
+// How the ops of a program at index i are emitted, one after another:
+//   gather_gemm   an all-gather chunk, then the GEMM it feeds beside the remaining chunks (2 ops)
+//   gemm_scatter  a GEMM beside all reduce-scatter chunks but the last, then the last (2 ops)
+//   compute       one compute op
+//   comm          one communication op
+enum class EmitPattern : std::uint8_t { gather_gemm, gemm_scatter, compute, comm };
+EmitPattern pattern_at(const std::vector<OpRef>& ops, std::size_t i);
+inline std::size_t pattern_size(EmitPattern p) {
+  return p == EmitPattern::gather_gemm || p == EmitPattern::gemm_scatter ? 2 : 1;
+}
+
+// Interned labels: one id per distinct text.
+class LabelTable {
+ public:
+  std::uint32_t id(graph::TaskGraph& graph, std::string_view name);
+
+ private:
+  std::map<std::string, std::uint32_t, std::less<>> ids_;
+};
+
+// The layer, embedding and head programs under the scenario's sharding, and what the scenario's
+// activation recompute replays.
+LayerOps intern_layer_ops(const config::Scenario& s, const Mesh& mesh, graph::TaskGraph& graph,
+                          LabelTable& labels);
+
+// The same program with every run of two or more consecutive `compute` ops (pattern_at) as one op
+// reference to a graph::FusedOp of their kernels, labelled "<first> .. <last> (<n> kernels)", with
+// their FLOPs summed. Communication ops and GEMMs overlapped with communication stay as they are, and
+// so does the first op with `first_alone` (when its end is an event others wait for).
+std::vector<OpRef> fuse_compute_runs(const std::vector<OpRef>& ops, bool first_alone, graph::TaskGraph& graph,
+                                     LabelTable& labels);
+
+// Consecutive layers of one pipeline step as one sequence: where nothing waits on the boundary
+// between two layers, the last compute op of the first and the first compute op of the second (fused
+// programs that start and end with a lone compute op) run as one fused op, labelled as in
+// fuse_compute_runs(). program(keeps_first, keeps_last) is a layer's program within such a sequence:
+// with its own first op, or else the joined op in its place; with its own last op, or else none (the
+// next layer's program starts with the joined op). Programs that cannot be joined keep both.
+class LayerSequence {
+ public:
+  LayerSequence() = default;
+  LayerSequence(const std::vector<OpRef>& ops, graph::TaskGraph& graph, LabelTable& labels);
+
+  bool joinable() const { return joinable_; }
+  const std::vector<OpRef>& program(bool keeps_first, bool keeps_last) const {
+    return programs_[joinable_ ? (keeps_first ? 0U : 1U) + (keeps_last ? 0U : 2U) : 0U];
+  }
+
+ private:
+  std::array<std::vector<OpRef>, 4> programs_;
+  bool joinable_ = false;
+};
+
+}  // namespace dtsim::parallel

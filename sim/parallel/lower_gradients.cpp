@@ -1,0 +1,117 @@
+// Gradient reductions, optimizer step and parameter gathers of each rank (lowering.hpp).
+#include <algorithm>
+
+#include "parallel/lowering.hpp"
+
+namespace dtsim::parallel::detail {
+
+double Lowering::stage_parameters(std::int64_t stage) const {
+  std::int64_t layers = 0;
+  for (std::int64_t c = 0; c < v_; ++c) layers += layers_in(stage, c);
+  double params = static_cast<double>(layers) * models::parameters_per_layer(s_.model);
+  if (stage == 0) params += models::embedding_parameters(s_.model);
+  if (stage == p_ - 1) params += models::head_parameters(s_.model);
+  return params / static_cast<double>(s_.parallelism.tensor);
+}
+
+void Lowering::emit_gradient_sync_and_optimizer(std::int64_t r) {
+  const auto& par = s_.parallelism;
+  const config::Precision prec = s_.training.precision;
+  const bool sharded = par.distributed_optimizer || par.zero_stage >= 1;
+  const std::int64_t dp = par.data * par.context;
+  const std::int64_t stage = coord(r).stage;
+  const TaskId backward_end = stage_last_[static_cast<std::size_t>(r)];
+  std::vector<TaskId>& reductions = data_tasks_[static_cast<std::size_t>(r)];
+
+  if (par.zero_stage < 3 && dp > 1) {
+    // Gradients become final when their layer's last backward ends; bucket them in that order.
+    std::vector<TaskId> ready;
+    for (std::int64_t c = 0; c < v_; ++c) {
+      for (std::int64_t l = 0; l < layers_in(stage, c); ++l)
+        ready.push_back(grad_ready_[layer_index(r, c, l)]);
+    }
+    std::sort(ready.begin(), ready.end());
+    const double layer_params = models::parameters_per_layer(s_.model) / static_cast<double>(par.tensor);
+    const double layer_bytes = layer_params * gradient_bytes_per_param(prec);
+    const double extra_bytes = (stage_parameters(stage) - static_cast<double>(ready.size()) * layer_params) *
+                               gradient_bytes_per_param(prec);
+    const auto kind = sharded ? graph::CollectiveKind::reduce_scatter : graph::CollectiveKind::all_reduce;
+    const std::uint32_t lbl = label(sharded ? "grad_reduce_scatter" : "grad_all_reduce");
+    double bucket = extra_bytes;  // embedding/head gradients travel with the first bucket
+    for (std::size_t i = 0; i < ready.size(); ++i) {
+      bucket += layer_bytes;
+      if (bucket < s_.training.bucket_bytes && i + 1 < ready.size()) continue;
+      const graph::OpId op = intern_comm(CommOp{kind, bucket, data_group()});
+      const TaskId after = s_.training.overlap_grad_reduce ? ready[i] : backward_end;
+      Chain reduce = Chain::after(after);
+      collective(r, GroupKind::data, StreamKind::data_comm, op, Category::data_comm, lbl, -1, reduce);
+      reductions.push_back(reduce.last);
+      bucket = 0.0;
+    }
+  }
+
+  const double params = stage_parameters(stage);
+  graph::ComputeOp step;
+  step.cls = graph::ComputeClass::optimizer;
+  step.bytes = params / (sharded ? static_cast<double>(dp) : 1.0) * optimizer_bytes_per_param(prec);
+  step.kernels = 4;
+  if (!optimizer_ops_.count(stage)) optimizer_ops_[stage] = out_.graph.add_op(step);
+  const TaskId opt =
+      add_task(r, StreamKind::compute, optimizer_ops_[stage], Category::optimizer, optimizer_label_, -1);
+  wait(backward_end, opt);
+  for (TaskId t : reductions) wait(t, opt);
+
+  if (sharded && par.zero_stage < 3 && dp > 1) {
+    if (s_.training.overlap_param_gather) {
+      emit_overlapped_param_gathers(r);
+    } else {
+      const graph::OpId op = intern_comm(
+          CommOp{graph::CollectiveKind::all_gather, params * weight_bytes_per_param(prec), data_group()});
+      Chain gather = Chain::after(opt);
+      collective(r, GroupKind::data, StreamKind::param_gather, op, Category::data_comm, param_gather_label_,
+                 -1, gather);
+    }
+  }
+}
+
+// The updated parameters are gathered in buckets, in the order the forward pass uses them, each
+// bucket before its first layer's first micro-batch (steady state of Megatron-Core's
+// --overlap-param-gather: the gathers of iteration i+1 run beside its forward pass).
+void Lowering::emit_overlapped_param_gathers(std::int64_t r) {
+  const std::int64_t stage = coord(r).stage;
+  const double weight_bytes = weight_bytes_per_param(s_.training.precision);
+  const double layer_bytes =
+      models::parameters_per_layer(s_.model) / static_cast<double>(s_.parallelism.tensor) * weight_bytes;
+  const double extra_bytes = (stage == 0 ? models::embedding_parameters(s_.model) : 0.0) +
+                             (stage == p_ - 1 ? models::head_parameters(s_.model) : 0.0);
+  double bucket = extra_bytes / static_cast<double>(s_.parallelism.tensor) * weight_bytes;
+  std::optional<TaskId> bucket_user;
+  if (stage == 0) bucket_user = step_first_[static_cast<std::size_t>(r)];
+  const std::uint32_t lbl = param_gather_label_;
+  for (std::int64_t c = 0; c < v_; ++c) {
+    for (std::int64_t l = 0; l < layers_in(stage, c); ++l) {
+      if (!bucket_user) bucket_user = first_use_[layer_index(r, c, l)];
+      bucket += layer_bytes;
+      const bool last = c == v_ - 1 && l == layers_in(stage, c) - 1;
+      if (bucket < s_.training.bucket_bytes && !last) continue;
+      const graph::OpId op = intern_comm(CommOp{graph::CollectiveKind::all_gather, bucket, data_group()});
+      Chain gather;
+      collective(r, GroupKind::data, StreamKind::param_gather, op, Category::data_comm, lbl, -1, gather);
+      wait(gather.last, *bucket_user);
+      bucket = 0.0;
+      bucket_user.reset();
+    }
+  }
+}
+
+// One op per distinct communication (buckets of equal size share theirs).
+graph::OpId Lowering::intern_comm(const CommOp& op) {
+  const auto key = std::make_tuple(static_cast<int>(op.kind), op.bytes, op.group.size, op.group.nodes);
+  auto it = comm_ops_.find(key);
+  if (it != comm_ops_.end()) return it->second;
+  const graph::OpId id = out_.graph.add_op(op);
+  comm_ops_.emplace(key, id);
+  return id;
+}
+
+}  // namespace dtsim::parallel::detail

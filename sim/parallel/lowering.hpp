@@ -1,0 +1,157 @@
+// The lowering of one scenario (lower.hpp has the contract): the state it keeps while it emits the
+// task graph rank by rank. Internal to lower(): lower.cpp emits the ranks' programs and pipeline
+// transfers, lower_gradients.cpp the gradient reductions, optimizer step and parameter gathers.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string_view>
+#include <tuple>
+#include <vector>
+
+#include "config/scenario.hpp"
+#include "graph/task_graph.hpp"
+#include "models/transformer/transformer.hpp"
+#include "parallel/gangs.hpp"
+#include "parallel/layer_ops.hpp"
+#include "parallel/lower.hpp"
+#include "parallel/mesh.hpp"
+#include "parallel/pipeline_schedule.hpp"
+
+namespace dtsim::parallel::detail {
+
+using graph::Category;
+using graph::CommOp;
+using graph::StreamKind;
+using graph::TaskId;
+
+// A sequence of dependent tasks; `also`, when set, is a second task the next one must wait for (the
+// communication running beside an overlapped GEMM).
+struct Chain {
+  TaskId first = 0;
+  TaskId last = 0;
+  bool empty = true;
+  std::optional<TaskId> also;
+
+  static Chain after(TaskId task) { return Chain{task, task, false, std::nullopt}; }
+};
+
+inline double gradient_bytes_per_param(config::Precision p) {
+  return p == config::Precision::fp16 ? 2.0 : 4.0;
+}
+inline double weight_bytes_per_param(config::Precision p) { return models::activation_bytes_per_element(p); }
+// Adam step per parameter: read FP32 master, gradient, m, v; write master, m, v and the 16-bit copy.
+inline double optimizer_bytes_per_param(config::Precision p) {
+  return 4 * 4 + 3 * 4 + (weight_bytes_per_param(p) < 4 ? weight_bytes_per_param(p) : 0.0);
+}
+
+class Lowering {
+ public:
+  explicit Lowering(const config::Scenario& s);
+  LoweredGraph run();
+
+ private:
+  // ---- ranks -----------------------------------------------------------------------------------
+  // Every-rank mode simulates every mesh rank; symmetric mode one rank per stage (the stage's rank at
+  // coordinate 0 of the other dimensions), numbered by stage.
+  Coord coord_of(std::int64_t r) const { return every_rank_ ? mesh_.coord_of(r) : Coord{r, 0, 0, 0}; }
+  std::int64_t rank_of(const Coord& c) const { return every_rank_ ? mesh_.rank_of(c) : c.stage; }
+  const Coord& coord(std::int64_t r) const { return coords_[static_cast<std::size_t>(r)]; }
+  std::int64_t group_size(GroupKind kind) const;
+  void collective(std::int64_t r, GroupKind kind, StreamKind stream_kind, graph::OpId op, Category cat,
+                  std::uint32_t lbl, std::int32_t mb, Chain& chain);
+  void wait(TaskId before, TaskId after);
+  void depend(const Chain& chain, TaskId task);
+
+  // ---- ops -------------------------------------------------------------------------------------
+  std::uint32_t label(std::string_view name) { return labels_.id(out_.graph, name); }
+  void intern_programs();
+
+  // ---- ranks and streams -----------------------------------------------------------------------
+  void add_streams(std::int64_t ranks);
+  void add_rank(std::int64_t r);
+  graph::StreamId stream(std::int64_t r, StreamKind kind) const {
+    return streams_[static_cast<std::size_t>(r)][static_cast<int>(kind)];
+  }
+  TaskId add_task(std::int64_t r, StreamKind kind, graph::OpId op, Category cat, std::uint32_t lbl,
+                  std::int32_t mb) {
+    return out_.graph.add_task(graph::Task{op, stream(r, kind), cat, lbl, mb});
+  }
+  void emit(std::int64_t r, const std::vector<OpRef>& ops, Category compute_category, std::int32_t mb,
+            Chain& chain);
+  void emit_compute(std::int64_t r, const OpRef& op, Category category, std::int32_t mb, Chain& chain);
+  void emit_comm(std::int64_t r, const OpRef& op, graph::OpId which, std::int32_t mb, Chain& chain);
+  void link(Chain& chain, TaskId id);
+
+  // ---- pipeline steps --------------------------------------------------------------------------
+  std::size_t step_index(std::int64_t r, std::int64_t chunk, std::int64_t mb, Pass pass) const {
+    return static_cast<std::size_t>((((r * v_ + chunk) * m_ + mb) * 2) + (pass == Pass::backward ? 1 : 0));
+  }
+  std::size_t layer_index(std::int64_t r, std::int64_t chunk, std::int64_t layer) const {
+    return static_cast<std::size_t>((r * v_ + chunk) * max_chunk_layers_ + layer);
+  }
+  std::int64_t model_chunk(std::int64_t stage, std::int64_t chunk) const { return chunk * p_ + stage; }
+  std::int64_t layers_in(std::int64_t stage, std::int64_t chunk) const {
+    return chunk_layers_[static_cast<std::size_t>(model_chunk(stage, chunk))];
+  }
+  bool joins_layers(const PipelineStep& step, bool last_backward) const;
+  const std::vector<OpRef>& layer_program(const LayerSequence& sequence, const std::vector<OpRef>& plain,
+                                          bool join, std::int64_t l, std::int64_t count) const;
+  void emit_rank(std::int64_t r);
+  TaskId gather_layer(std::int64_t r, std::int32_t mb, std::optional<TaskId> previous_layer_start);
+  void reduce_layer(std::int64_t r, std::int32_t mb, TaskId after);
+  // The first task of `chain` waits for `task`.
+  void gate(TaskId task, const Chain& chain) { wait(task, chain.first); }
+  void append(Chain& chain, const Chain& next);
+  void connect_stages(std::int64_t r);
+
+  // ---- gradients and optimizer -----------------------------------------------------------------
+  double stage_parameters(std::int64_t stage) const;
+  void emit_gradient_sync_and_optimizer(std::int64_t r);
+  void emit_overlapped_param_gathers(std::int64_t r);
+  graph::OpId intern_comm(const CommOp& op);
+  const graph::CommGroup& data_group() const { return data_group_; }
+
+  // ---- state -----------------------------------------------------------------------------------
+  const config::Scenario& s_;
+  Mesh mesh_;
+  std::int64_t p_;
+  std::int64_t v_;
+  std::int64_t m_;
+  std::vector<std::int64_t> chunk_layers_;
+  std::int64_t max_chunk_layers_;
+  bool every_rank_;
+  graph::CommGroup data_group_;
+  std::int64_t replicas_;
+  LoweredGraph out_;
+  std::vector<Coord> coords_;
+  LabelTable labels_;
+  std::optional<GangTable> gangs_;  // every-rank mode
+  Program layer_, embedding_, head_;
+  LayerSequence forward_sequence_, backward_sequence_;  // every-rank mode
+  std::vector<OpRef> recompute_;
+  graph::OpId pipeline_send_op_ = 0;
+  graph::OpId zero3_gather_op_ = 0;
+  graph::OpId zero3_reduce_op_ = 0;
+  std::uint32_t pipeline_send_label_ = 0;
+  std::uint32_t pipeline_grad_label_ = 0;
+  std::uint32_t zero3_gather_label_ = 0;
+  std::uint32_t zero3_reduce_label_ = 0;
+  std::uint32_t optimizer_label_ = 0;
+  std::uint32_t param_gather_label_ = 0;
+  std::vector<std::array<graph::StreamId, graph::kStreamKindCount>> streams_;
+  std::vector<Chain> steps_;
+  std::vector<std::optional<TaskId>> step_after_;  // first task of the step run after, on the same rank
+  std::optional<std::size_t> previous_step_;
+  std::vector<TaskId> grad_ready_;
+  std::vector<TaskId> first_use_;   // first task of each layer's first forward
+  std::vector<TaskId> step_first_;  // first task of the first forward step (embedding on stage 0)
+  std::vector<TaskId> stage_last_;
+  std::vector<std::vector<TaskId>> data_tasks_;
+  std::map<std::int64_t, graph::OpId> optimizer_ops_;
+  std::map<std::tuple<int, double, std::int64_t, std::int64_t>, graph::OpId> comm_ops_;
+};
+
+}  // namespace dtsim::parallel::detail
