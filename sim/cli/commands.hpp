@@ -44,15 +44,30 @@ struct CompareOptions {
 CLI::App* add_compare_command(CLI::App& app, CompareOptions& options);
 int compare_command(const CompareOptions& options, std::istream& in, std::ostream& out);
 
-// A size in bytes as nccl-tests writes it: "8", "64M", "8G" (K, M, G are powers of 1024).
-double parse_size(const std::string& text, const std::string& option);
-
-struct NcclTestsOptions {
-  config::ClusterRequest cluster;
+// The cluster a communication-only command runs on: --node, --nodes, --ranks-per-node, --fabric,
+// --nic-gbps, --nics-per-node (network defaults from the node profile).
+struct ClusterOptions {
+  config::ClusterRequest request;
   std::int64_t ranks_per_node = 0;  // 0: the node's GPUs
   std::string fabric;
   double nic_gbps = 0;
   int nics_per_node = 0;
+};
+
+struct ResolvedCluster {
+  config::Scenario cluster;  // cluster and hardware filled
+  std::int64_t ranks_per_node = 0;
+};
+
+void add_cluster_options(CLI::App* cmd, ClusterOptions& options);
+// InputError (pointer /ranks-per-node) when more ranks per node than GPUs are asked for.
+ResolvedCluster resolve_cluster(const ClusterOptions& options);
+
+// A size in bytes as nccl-tests writes it: "8", "64M", "8G" (K, M, G are powers of 1024).
+double parse_size(const std::string& text, const std::string& option);
+
+struct NcclTestsOptions {
+  ClusterOptions cluster;
   std::string op = "all_reduce";
   std::string min_bytes = "8";
   std::string max_bytes = "8G";
@@ -66,11 +81,7 @@ int nccl_tests_command(const NcclTestsOptions& options, std::ostream& out);
 
 struct ImportNcclOptions {
   std::vector<std::string> logs;
-  config::ClusterRequest cluster;
-  std::int64_t ranks_per_node = 0;
-  std::string fabric;
-  double nic_gbps = 0;
-  int nics_per_node = 0;
+  ClusterOptions cluster;
   std::string id;
   std::string out_path;
   std::string min_bytes = "1M";

@@ -22,15 +22,7 @@ CLI::App* add_import_command(CLI::App& app, ImportNcclOptions& o) {
   import->require_subcommand(1);
   CLI::App* cmd = import->add_subcommand("nccl-tests", "Fit a fabric (or intra-node link) to nccl-tests all-reduce logs");
   cmd->add_option("logs", o.logs, "nccl-tests all_reduce_perf output files")->required()->check(CLI::ExistingFile);
-  cmd->add_option("--node", o.cluster.node, "Node profile the logs ran on")->required();
-  cmd->add_option("--nodes", o.cluster.nodes, "Nodes the logs ran on")->required()->check(CLI::PositiveNumber);
-  cmd->add_option("--ranks-per-node", o.ranks_per_node, "Ranks per node (default: the node's GPUs)")
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--fabric", o.fabric, "Fabric profile to start from (default: the node's)");
-  cmd->add_option("--nic-gbps", o.nic_gbps, "Line rate per NIC in Gb/s (default: the node's)")
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--nics-per-node", o.nics_per_node, "NICs per node (default: the node's)")
-      ->check(CLI::PositiveNumber);
+  add_cluster_options(cmd, o.cluster);  // the cluster the logs ran on
   cmd->add_option("--id", o.id, "Id of the written profile (also its file name)")->required();
   cmd->add_option("--out", o.out_path, "Profile file to write")->required();
   cmd->add_option("--min-bytes", o.min_bytes, "Fit rows of at least this size (K, M, G suffixes)");
@@ -38,12 +30,9 @@ CLI::App* add_import_command(CLI::App& app, ImportNcclOptions& o) {
 }
 
 int import_nccl_command(const ImportNcclOptions& o, std::ostream& out) {
-  config::ClusterRequest request = o.cluster;
-  if (!o.fabric.empty()) request.fabric = o.fabric;
-  if (o.nic_gbps > 0) request.nic_gbps = o.nic_gbps;
-  if (o.nics_per_node > 0) request.nics_per_node = o.nics_per_node;
-  const config::Scenario cluster = config::load_cluster(request, "command line", config::default_data_paths());
-  const int per_node = static_cast<int>(o.ranks_per_node > 0 ? o.ranks_per_node : cluster.node.gpus_per_node);
+  const ResolvedCluster resolved = resolve_cluster(o.cluster);
+  const config::Scenario& cluster = resolved.cluster;
+  const int per_node = static_cast<int>(resolved.ranks_per_node);
   std::vector<calibration::NcclLog> logs;
   for (const auto& path : o.logs) logs.push_back(calibration::read_nccl_log(path));
   for (const auto& log : logs) {

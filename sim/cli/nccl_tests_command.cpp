@@ -64,15 +64,7 @@ double parse_size(const std::string& text, const std::string& option) {
 
 CLI::App* add_nccl_tests_command(CLI::App& app, NcclTestsOptions& o) {
   CLI::App* cmd = app.add_subcommand("nccl-tests", "Print the nccl-tests table a collective would produce on a cluster");
-  cmd->add_option("--node", o.cluster.node, "Node profile id (hardware_profiles/nodes)")->required();
-  cmd->add_option("--nodes", o.cluster.nodes, "Number of nodes")->required()->check(CLI::PositiveNumber);
-  cmd->add_option("--ranks-per-node", o.ranks_per_node, "Ranks per node (default: the node's GPUs)")
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--fabric", o.fabric, "Fabric profile id (default: the node's)");
-  cmd->add_option("--nic-gbps", o.nic_gbps, "Line rate per NIC in Gb/s (default: the node's)")
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--nics-per-node", o.nics_per_node, "NICs per node (default: the node's)")
-      ->check(CLI::PositiveNumber);
+  add_cluster_options(cmd, o.cluster);
   std::vector<std::string> names;
   for (const auto& [name, kind] : operations()) names.push_back(name);
   cmd->add_option("--op", o.op, "Collective")->check(CLI::IsMember(names));
@@ -84,18 +76,38 @@ CLI::App* add_nccl_tests_command(CLI::App& app, NcclTestsOptions& o) {
   return cmd;
 }
 
-int nccl_tests_command(const NcclTestsOptions& o, std::ostream& out) {
-  config::ClusterRequest request = o.cluster;
+void add_cluster_options(CLI::App* cmd, ClusterOptions& o) {
+  cmd->add_option("--node", o.request.node, "Node profile id (hardware_profiles/nodes)")->required();
+  cmd->add_option("--nodes", o.request.nodes, "Number of nodes")->required()->check(CLI::PositiveNumber);
+  cmd->add_option("--ranks-per-node", o.ranks_per_node, "Ranks per node (default: the node's GPUs)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--fabric", o.fabric, "Fabric profile id (default: the node's)");
+  cmd->add_option("--nic-gbps", o.nic_gbps, "Line rate per NIC in Gb/s (default: the node's)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--nics-per-node", o.nics_per_node, "NICs per node (default: the node's)")
+      ->check(CLI::PositiveNumber);
+}
+
+ResolvedCluster resolve_cluster(const ClusterOptions& o) {
+  config::ClusterRequest request = o.request;
   if (!o.fabric.empty()) request.fabric = o.fabric;
   if (o.nic_gbps > 0) request.nic_gbps = o.nic_gbps;
   if (o.nics_per_node > 0) request.nics_per_node = o.nics_per_node;
-  const config::Scenario cluster = config::load_cluster(request, "command line", config::default_data_paths());
-  const std::int64_t per_node = o.ranks_per_node > 0 ? o.ranks_per_node : cluster.node.gpus_per_node;
-  if (per_node > cluster.node.gpus_per_node) {
+  ResolvedCluster out{config::load_cluster(request, "command line", config::default_data_paths()), 0};
+  const config::NodeProfile& node = out.cluster.node;
+  out.ranks_per_node = o.ranks_per_node > 0 ? o.ranks_per_node : node.gpus_per_node;
+  if (out.ranks_per_node > node.gpus_per_node) {
     throw core::InputError("command line", "/ranks-per-node",
-                           fmt::format("got {}; a {} node has {} GPUs", per_node, cluster.node.id,
-                                       cluster.node.gpus_per_node));
+                           fmt::format("got {}; a {} node has {} GPUs", out.ranks_per_node, node.id,
+                                       node.gpus_per_node));
   }
+  return out;
+}
+
+int nccl_tests_command(const NcclTestsOptions& o, std::ostream& out) {
+  const ResolvedCluster resolved = resolve_cluster(o.cluster);
+  const config::Scenario& cluster = resolved.cluster;
+  const std::int64_t per_node = resolved.ranks_per_node;
   graph::CollectiveKind kind = graph::CollectiveKind::all_reduce;
   for (const auto& [name, k] : operations()) {
     if (name == o.op) kind = k;
