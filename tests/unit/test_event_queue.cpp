@@ -91,3 +91,25 @@ TEST_CASE("event queue: more_at tells whether the earliest pending event is at t
   q.pop();
   CHECK(q.more_at(7));
 }
+
+TEST_CASE("event queue: events of one time in several slots pop in push order") {
+  // Pushes at 5, 9, 5, 5, 9: the second run of 5s opens a new slot (the open one is at 9), yet all
+  // 5s pop before the 9s and in push order (payloads 1, 3, 4), then the 9s (2, 5).
+  dtsim::engine::EventQueue q;
+  q.push(5, 1);
+  q.push(9, 2);
+  q.push(5, 3);
+  q.push(5, 4);
+  q.push(9, 5);
+  std::vector<std::uint32_t> order;
+  while (!q.empty()) order.push_back(q.pop().payload);
+  CHECK(order == std::vector<std::uint32_t>{1, 3, 4, 2, 5});
+  // A push at the time being drained joins its slot and pops after the earlier ones.
+  q.push(3, 10);
+  q.push(3, 11);
+  CHECK(q.pop().payload == 10);
+  q.push(3, 12);
+  CHECK(q.pop().payload == 11);
+  CHECK(q.pop().payload == 12);
+  CHECK(q.empty());
+}
