@@ -42,6 +42,8 @@ int run_cli(const std::vector<std::string>& args, std::istream& in, std::ostream
   CLI::App* run = add_run_command(app, run_options);
   CheckOptions check_options;
   CLI::App* check = add_check_command(app, check_options);
+  SweepOptions sweep_options;
+  CLI::App* sweep = add_sweep_command(app, sweep_options);
   CompareOptions compare_options;
   CLI::App* compare = add_compare_command(app, compare_options);
   NcclTestsOptions nccl_options;
@@ -60,6 +62,7 @@ int run_cli(const std::vector<std::string>& args, std::istream& in, std::ostream
     if (run->parsed()) return run_command(run_options, in, out, err);
     if (check->parsed()) return check_command(check_options, in, out);
     if (compare->parsed()) return compare_command(compare_options, in, out);
+    if (sweep->parsed()) return sweep_command(sweep_options, in, out, err);
     if (nccl->parsed()) return nccl_tests_command(nccl_options, out);
     if (import->parsed()) return import_nccl_command(import_options, out);
     err << "error: a subcommand is required\nRun with --help for more information.\n";

@@ -35,6 +35,19 @@ struct CheckOptions {
 CLI::App* add_check_command(CLI::App& app, CheckOptions& options);
 int check_command(const CheckOptions& options, std::istream& in, std::ostream& out);
 
+struct SweepOptions {
+  std::string scenario;
+  std::vector<std::string> sets;
+  std::string scaling = "none";
+  int jobs = 0;  // 0: all cores
+  std::string format = "jsonl";
+  std::string out_path;
+  bool no_timing = false;
+};
+
+CLI::App* add_sweep_command(CLI::App& app, SweepOptions& options);
+int sweep_command(const SweepOptions& options, std::istream& in, std::ostream& out, std::ostream& err);
+
 struct CompareOptions {
   std::vector<std::string> scenarios;
   std::string format = "text";

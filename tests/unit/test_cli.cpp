@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -214,4 +215,51 @@ TEST_CASE("compare: one column per scenario; exit 3 when a plan is infeasible") 
   std::ostringstream out3, err3;
   CHECK(dtsim::cli::run_cli({"compare", dir + "default.json", dir + "missing.json"}, in, out3, err3) == 2);
   CHECK(out3.str().empty());
+}
+
+TEST_CASE("sweep: every combination, weak scaling keeps the batch per GPU, threads do not change results") {
+  const std::string scenario = std::string(DTSIM_SOURCE_DIR) + "/scenarios/default.json";
+  std::istringstream in;
+  const auto run = [&](std::vector<std::string> args, std::string& text) {
+    std::ostringstream out, err;
+    const int status = dtsim::cli::run_cli(args, in, out, err);
+    text = out.str() + err.str();
+    return status;
+  };
+  std::string text;
+  // default.json: 2 nodes, data 16, global batch 512. Weak scaling over 1, 2, 4 nodes: data 8, 16, 32
+  // and global batch 256, 512, 1024 (32 sequences per GPU each time), times 2 fabrics = 6 points.
+  REQUIRE(run({"sweep", scenario, "--set", "/cluster/nodes=1,2,4", "--set", "cluster.network.fabric=efa,infiniband",
+               "--scaling", "weak", "--jobs", "2", "--no-timing"},
+              text) == 0);
+  std::map<int, nlohmann::json> by_index;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    const auto j = nlohmann::json::parse(line);
+    by_index[j["index"].get<int>()] = j;
+  }
+  REQUIRE(by_index.size() == 6);
+  CHECK(by_index[0]["set"] == nlohmann::json::array({"/cluster/nodes=1", "/cluster/network/fabric=efa"}));
+  CHECK(by_index[1]["set"][1] == "/cluster/network/fabric=infiniband");
+  for (const auto& [index, j] : by_index) {
+    const auto& s = j["result"]["scenario"];
+    CHECK(s["training"]["global_batch_size"].get<int>() == 32 * s["cluster"]["gpus"].get<int>());
+    CHECK(s["parallelism"]["data"] == s["cluster"]["gpus"]);
+  }
+  // One thread gives the same results.
+  std::string single;
+  REQUIRE(run({"sweep", scenario, "--set", "/cluster/nodes=1,2,4", "--set", "cluster.network.fabric=efa,infiniband",
+               "--scaling", "weak", "--jobs", "1", "--no-timing"},
+              single) == 0);
+  std::istringstream first(single);
+  for (std::string line; std::getline(first, line);) {
+    const auto j = nlohmann::json::parse(line);
+    CHECK(j == by_index[j["index"].get<int>()]);
+  }
+  // A malformed --set and a point that is bad input stop the sweep before anything is written.
+  CHECK(run({"sweep", scenario, "--set", "nodes"}, text) == 2);
+  CHECK(text.find("expected POINTER=VALUE") != std::string::npos);
+  CHECK(run({"sweep", scenario, "--set", "/cluster/nodes=1,2"}, text) == 2);
+  CHECK(text.find("(sweep point /cluster/nodes=1)") != std::string::npos);
+  CHECK(text.find("{") == std::string::npos);
 }
