@@ -44,6 +44,8 @@ int run_cli(const std::vector<std::string>& args, std::istream& in, std::ostream
   CLI::App* check = add_check_command(app, check_options);
   SweepOptions sweep_options;
   CLI::App* sweep = add_sweep_command(app, sweep_options);
+  MergeOptions merge_options;
+  CLI::App* merge = add_merge_command(app, merge_options);
   CompareOptions compare_options;
   CLI::App* compare = add_compare_command(app, compare_options);
   NcclTestsOptions nccl_options;
@@ -63,6 +65,7 @@ int run_cli(const std::vector<std::string>& args, std::istream& in, std::ostream
     if (check->parsed()) return check_command(check_options, in, out);
     if (compare->parsed()) return compare_command(compare_options, in, out);
     if (sweep->parsed()) return sweep_command(sweep_options, in, out, err);
+    if (merge->parsed()) return merge_command(merge_options, out);
     if (nccl->parsed()) return nccl_tests_command(nccl_options, out);
     if (import->parsed()) return import_nccl_command(import_options, out);
     err << "error: a subcommand is required\nRun with --help for more information.\n";

@@ -43,10 +43,19 @@ struct SweepOptions {
   std::string format = "jsonl";
   std::string out_path;
   bool no_timing = false;
+  std::string shard;  // "K/N": the K-th (1-based) of N disjoint slices of the points, by index
 };
 
 CLI::App* add_sweep_command(CLI::App& app, SweepOptions& options);
 int sweep_command(const SweepOptions& options, std::istream& in, std::ostream& out, std::ostream& err);
+
+struct MergeOptions {
+  std::vector<std::string> inputs;  // JSON Lines written by sweep shards
+  std::string out_path;
+};
+
+CLI::App* add_merge_command(CLI::App& app, MergeOptions& options);
+int merge_command(const MergeOptions& options, std::ostream& out);
 
 struct CompareOptions {
   std::vector<std::string> scenarios;

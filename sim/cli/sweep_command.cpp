@@ -38,8 +38,33 @@ CLI::App* add_sweep_command(CLI::App& app, SweepOptions& o) {
   cmd->add_option("--format", o.format, "jsonl: one JSON object per line; csv")->check(CLI::IsMember({"jsonl", "csv"}));
   cmd->add_option("--out", o.out_path, "Write to FILE instead of standard output");
   cmd->add_flag("--no-timing", o.no_timing, "Report the engine's wall time as 0");
+  cmd->add_option("--shard", o.shard, "K/N: evaluate only the points whose index % N == K - 1");
   return cmd;
 }
+
+namespace {
+
+// "K/N" with 1 <= K <= N.
+std::pair<std::size_t, std::size_t> parse_shard(const std::string& text) {
+  const std::size_t slash = text.find('/');
+  std::size_t k = 0, n = 0;
+  try {
+    if (slash != std::string::npos) {
+      std::size_t used_k = 0, used_n = 0;
+      k = std::stoul(text.substr(0, slash), &used_k);
+      n = std::stoul(text.substr(slash + 1), &used_n);
+      if (used_k != slash || used_n != text.size() - slash - 1) n = 0;
+    }
+  } catch (const std::exception&) {
+    n = 0;
+  }
+  if (n == 0 || k == 0 || k > n) {
+    throw core::InputError("command line", "/shard", fmt::format("got \"{}\"; expected K/N with 1 <= K <= N", text));
+  }
+  return {k - 1, n};
+}
+
+}  // namespace
 
 int sweep_command(const SweepOptions& o, std::istream& in, std::ostream& out, std::ostream& err) {
   std::string text;
@@ -53,10 +78,18 @@ int sweep_command(const SweepOptions& o, std::istream& in, std::ostream& out, st
   const config::Scaling scaling = o.scaling == "weak"     ? config::Scaling::weak
                                   : o.scaling == "strong" ? config::Scaling::strong
                                                           : config::Scaling::none;
-  const auto points = config::sweep_points(text, o.scenario, axes, scaling);
+  std::vector<config::SweepPoint> points = config::sweep_points(text, o.scenario, axes, scaling);
+  std::vector<std::size_t> indexes;
+  if (o.shard.empty()) {
+    for (std::size_t i = 0; i < points.size(); ++i) indexes.push_back(i);
+  } else {
+    const auto [k, n] = parse_shard(o.shard);
+    for (std::size_t i = k; i < points.size(); i += n) indexes.push_back(i);
+  }
   // Every point is read before any is evaluated: a bad value stops the sweep with nothing written.
   std::vector<config::Scenario> scenarios;
-  for (const auto& p : points) {
+  for (const std::size_t index : indexes) {
+    const config::SweepPoint& p = points[index];
     try {
       scenarios.push_back(config::load_scenario_text(p.scenario_text, o.scenario, config::default_data_paths()));
     } catch (const core::InputError& e) {
@@ -87,8 +120,8 @@ int sweep_command(const SweepOptions& o, std::istream& in, std::ostream& out, st
         reports::write_csv_row(line, r);
       } else {
         nlohmann::ordered_json j;
-        j["index"] = i;
-        j["set"] = points[i].assignment;
+        j["index"] = indexes[i];
+        j["set"] = points[indexes[i]].assignment;
         j["result"] = reports::result_json(r);
         line << j.dump() << "\n";
       }

@@ -263,3 +263,40 @@ TEST_CASE("sweep: every combination, weak scaling keeps the batch per GPU, threa
   CHECK(text.find("(sweep point /cluster/nodes=1)") != std::string::npos);
   CHECK(text.find("{") == std::string::npos);
 }
+
+TEST_CASE("sweep shards merged give the same lines as one run") {
+  namespace fs = std::filesystem;
+  const std::string scenario = std::string(DTSIM_SOURCE_DIR) + "/scenarios/default.json";
+  const fs::path dir = fs::temp_directory_path() / "dtsim_shard_test";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::istringstream in;
+  const std::vector<std::string> base{"sweep", scenario, "--set", "cluster.nodes=1,2,4", "--set",
+                                      "cluster.network.fabric=efa,infiniband", "--scaling", "weak", "--no-timing"};
+  std::vector<std::string> shard_files;
+  for (const char* shard : {"1/2", "2/2"}) {
+    auto args = base;
+    const std::string file = (dir / (std::string("shard") + shard[0] + ".jsonl")).string();
+    args.insert(args.end(), {"--shard", shard, "--out", file});
+    std::ostringstream out, err;
+    REQUIRE(dtsim::cli::run_cli(args, in, out, err) == 0);
+    shard_files.push_back(file);
+  }
+  std::ostringstream merged, merge_err;
+  REQUIRE(dtsim::cli::run_cli({"merge", shard_files[0], shard_files[1]}, in, merged, merge_err) == 0);
+  auto whole_args = base;
+  whole_args.insert(whole_args.end(), {"--jobs", "1"});
+  std::ostringstream whole, whole_err;
+  REQUIRE(dtsim::cli::run_cli(whole_args, in, whole, whole_err) == 0);
+  CHECK(merged.str() == whole.str());
+  // The same shard twice is a duplicate point; a bad --shard is bad input.
+  std::ostringstream dup, dup_err;
+  CHECK(dtsim::cli::run_cli({"merge", shard_files[0], shard_files[0]}, in, dup, dup_err) == 2);
+  CHECK(dup_err.str().find("appears twice") != std::string::npos);
+  auto bad = base;
+  bad.insert(bad.end(), {"--shard", "3/2"});
+  std::ostringstream bad_out, bad_err;
+  CHECK(dtsim::cli::run_cli(bad, in, bad_out, bad_err) == 2);
+  CHECK(bad_err.str().find("expected K/N with 1 <= K <= N") != std::string::npos);
+  fs::remove_all(dir);
+}
