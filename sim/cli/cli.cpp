@@ -10,16 +10,21 @@
 #include <string_view>
 
 #include "cli/commands.hpp"
+#include "config/json_reader.hpp"
 #include "config/scenario_loader.hpp"
 #include "core/errors.hpp"
 
 namespace dtsim::cli {
 
-config::Scenario read_scenario(const std::string& path, std::istream& in) {
-  if (path != "-") return config::load_scenario(path, config::default_data_paths());
+std::string read_scenario_text(const std::string& path, std::istream& in) {
+  if (path != "-") return config::read_text_file(path);
   std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
   if (in.bad()) throw core::InputError(path, "", "could not read the scenario from standard input");
-  return config::load_scenario_text(text, path, config::default_data_paths());
+  return text;
+}
+
+config::Scenario read_scenario(const std::string& path, std::istream& in) {
+  return config::load_scenario_text(read_scenario_text(path, in), path, config::default_data_paths());
 }
 
 namespace {

@@ -14,6 +14,8 @@
 
 namespace dtsim::cli {
 
+// A scenario's text from a file, or from `in` when the path is "-".
+std::string read_scenario_text(const std::string& path, std::istream& in);
 // A scenario from a file, or from `in` when the path is "-".
 config::Scenario read_scenario(const std::string& path, std::istream& in);
 

@@ -67,12 +67,7 @@ std::pair<std::size_t, std::size_t> parse_shard(const std::string& text) {
 }  // namespace
 
 int sweep_command(const SweepOptions& o, std::istream& in, std::ostream& out, std::ostream& err) {
-  std::string text;
-  if (o.scenario == "-") {
-    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  } else {
-    text = config::read_text_file(o.scenario);
-  }
+  const std::string text = read_scenario_text(o.scenario, in);
   std::vector<config::SweepAxis> axes;
   for (const auto& s : o.sets) axes.push_back(config::parse_sweep_axis(s));
   const config::Scaling scaling = o.scaling == "weak"     ? config::Scaling::weak

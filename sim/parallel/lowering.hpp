@@ -17,6 +17,7 @@
 #include "parallel/gangs.hpp"
 #include "parallel/layer_ops.hpp"
 #include "parallel/lower.hpp"
+#include "parallel/memory_model.hpp"
 #include "parallel/mesh.hpp"
 #include "parallel/pipeline_schedule.hpp"
 
@@ -38,10 +39,8 @@ struct Chain {
   static Chain after(TaskId task) { return Chain{task, task, false, std::nullopt}; }
 };
 
-inline double gradient_bytes_per_param(config::Precision p) {
-  return p == config::Precision::fp16 ? 2.0 : 4.0;
-}
-inline double weight_bytes_per_param(config::Precision p) { return models::activation_bytes_per_element(p); }
+inline double gradient_bytes_per_param(config::Precision p) { return parameter_bytes(p).gradients; }
+inline double weight_bytes_per_param(config::Precision p) { return parameter_bytes(p).weights; }
 // Adam step per parameter: read FP32 master, gradient, m, v; write master, m, v and the 16-bit copy.
 inline double optimizer_bytes_per_param(config::Precision p) {
   return 4 * 4 + 3 * 4 + (weight_bytes_per_param(p) < 4 ? weight_bytes_per_param(p) : 0.0);

@@ -11,26 +11,6 @@ namespace dtsim::parallel {
 
 namespace {
 
-struct StateBytes {
-  double weights = 2;
-  double gradients = 4;
-  double optimizer = 12;
-};
-
-StateBytes state_bytes(config::Precision p) {
-  switch (p) {
-    case config::Precision::fp32:
-    case config::Precision::tf32:
-      return {4, 4, 8};
-    case config::Precision::fp16:
-      return {2, 2, 12};
-    case config::Precision::bf16:
-    case config::Precision::fp8:
-      return {2, 4, 12};
-  }
-  return {};
-}
-
 double layers_on_stage(const config::Scenario& s, std::int64_t stage) {
   const auto& par = s.parallelism;
   const auto chunks = chunk_layers(s.model.layers, par.pipeline, par.virtual_stages);
@@ -70,7 +50,7 @@ MemoryEstimate stage_memory(const config::Scenario& s, std::int64_t stage) {
   if (last) params += models::head_parameters(model);
   params /= t;
 
-  const StateBytes b = state_bytes(s.training.precision);
+  const ParameterBytes b = parameter_bytes(s.training.precision);
   const bool shard_optimizer = par.distributed_optimizer || par.zero_stage >= 1;
   MemoryEstimate e;
   e.weights_bytes = params * b.weights / (par.zero_stage >= 3 ? d : 1.0);
@@ -90,6 +70,20 @@ MemoryEstimate stage_memory(const config::Scenario& s, std::int64_t stage) {
 }
 
 }  // namespace
+
+ParameterBytes parameter_bytes(config::Precision p) {
+  switch (p) {
+    case config::Precision::fp32:
+    case config::Precision::tf32:
+      return {4, 4, 8};
+    case config::Precision::fp16:
+      return {2, 2, 12};
+    case config::Precision::bf16:
+    case config::Precision::fp8:
+      return {2, 4, 12};
+  }
+  return {};
+}
 
 double layer_activation_bytes(const config::Scenario& s) {
   const auto& m = s.model;

@@ -37,6 +37,16 @@ struct MemoryEstimate {
   }
 };
 
+// Bytes of state per parameter held (the table above): weights, gradients and optimizer states by
+// training precision. The lowering uses the same figures for the sizes of gradient and parameter
+// collectives.
+struct ParameterBytes {
+  double weights = 2;
+  double gradients = 4;
+  double optimizer = 12;
+};
+ParameterBytes parameter_bytes(config::Precision precision);
+
 // Activation bytes of one transformer layer for one micro-batch on one rank.
 double layer_activation_bytes(const config::Scenario& scenario);
 
