@@ -24,6 +24,7 @@ struct RunOptions {
   std::string format = "text";
   std::string out_path;    // "" writes the report to the output stream
   std::string trace_path;  // "" writes no trace
+  std::string report_path;  // "" writes no report (.html, .md or .csv)
   bool no_timing = false;  // zero engine.wall_s so that repeated runs give identical bytes
 };
 
@@ -46,6 +47,7 @@ struct SweepOptions {
   std::string out_path;
   bool no_timing = false;
   std::string shard;  // "K/N": the K-th (1-based) of N disjoint slices of the points, by index
+  std::string report_path;  // "" writes no report; else written once all points are done
 };
 
 CLI::App* add_sweep_command(CLI::App& app, SweepOptions& options);
@@ -63,6 +65,7 @@ struct CompareOptions {
   std::vector<std::string> scenarios;
   std::string format = "text";
   bool no_timing = false;
+  std::string report_path;  // "" writes no report
 };
 
 CLI::App* add_compare_command(CLI::App& app, CompareOptions& options);

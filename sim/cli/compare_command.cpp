@@ -1,8 +1,10 @@
 // dtsim compare A.json B.json ...: evaluates each scenario and prints them side by side.
 #include <sstream>
+#include <string>
 
 #include "cli/cli.hpp"
 #include "cli/commands.hpp"
+#include "cli/report_option.hpp"
 #include "reports/compare_report.hpp"
 #include "reports/reports.hpp"
 #include "results/evaluate.hpp"
@@ -14,6 +16,7 @@ CLI::App* add_compare_command(CLI::App& app, CompareOptions& o) {
   cmd->add_option("scenarios", o.scenarios, "Scenario v1 JSON files (at most one may be -)")->required();
   cmd->add_option("--format", o.format, "Output format")->check(CLI::IsMember({"text", "json", "csv"}));
   cmd->add_flag("--no-timing", o.no_timing, "Report the engine's wall time as 0");
+  add_report_option(cmd, o.report_path);
   return cmd;
 }
 
@@ -35,6 +38,15 @@ int compare_command(const CompareOptions& o, std::istream& in, std::ostream& out
     reports::write_csv(text, all);
   } else {
     reports::write_compare_text(text, all);
+  }
+  if (!o.report_path.empty()) {
+    results::ReportData data{.title = "Comparison of " + std::to_string(all.size()) + " plans",
+                             .kind = results::ReportKind::compare};
+    for (std::size_t i = 0; i < all.size(); ++i) {
+      const std::string label = all[i].scenario.name.empty() ? o.scenarios[i] : all[i].scenario.name;
+      data.entries.push_back({.label = label, .knobs = {{"scenario", o.scenarios[i]}}, .result = all[i]});
+    }
+    write_report_file(o.report_path, data);
   }
   out << text.str();
   return any_infeasible ? kExitInfeasible : kExitOk;

@@ -10,6 +10,7 @@
 
 #include "cli/cli.hpp"
 #include "cli/commands.hpp"
+#include "cli/report_option.hpp"
 #include "core/errors.hpp"
 #include "reports/reports.hpp"
 #include "results/evaluate.hpp"
@@ -59,6 +60,7 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& options) {
       ->type_name("FILE");
   run->add_option("--trace", options.trace_path, "Write a Chrome trace (Perfetto, chrome://tracing) to FILE")
       ->type_name("FILE");
+  add_report_option(run, options.report_path);
   run->add_flag("--no-timing", options.no_timing,
                 "Report the engine's wall time as 0, so that repeated runs give identical bytes");
   return run;
@@ -69,7 +71,9 @@ int run_command(const RunOptions& options, std::istream& in, std::ostream& out, 
   const bool want_trace = !options.trace_path.empty();
   const config::Scenario scenario = read_scenario(options.scenario, in);
 
-  results::Result result = results::evaluate(scenario, {.trace = want_trace});
+  const bool want_report = !options.report_path.empty();
+  // A report shows a timeline excerpt, so it asks for the trace too.
+  results::Result result = results::evaluate(scenario, {.trace = want_trace || want_report});
   if (options.no_timing) result.engine.wall_s = 0.0;
   const bool infeasible = result.status == results::Status::infeasible;
 
@@ -84,6 +88,13 @@ int run_command(const RunOptions& options, std::istream& in, std::ostream& out, 
     files.push_back({options.trace_path, trace.str()});
   } else if (want_trace && !infeasible) {
     throw core::InternalError("a trace was asked for but the result has none");
+  }
+  if (want_report) {
+    results::ReportData data{.title = scenario.name.empty() ? options.scenario : scenario.name,
+                             .kind = results::ReportKind::run};
+    data.entries.push_back(
+        {.label = scenario.name.empty() ? options.scenario : scenario.name, .result = result});
+    files.push_back({options.report_path, render_report(options.report_path, data)});
   }
 
   write_files(files);

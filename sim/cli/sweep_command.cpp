@@ -9,6 +9,7 @@
 #include <iostream>
 #include <iterator>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -17,6 +18,7 @@
 
 #include "cli/cli.hpp"
 #include "cli/commands.hpp"
+#include "cli/report_option.hpp"
 #include "config/json_reader.hpp"
 #include "config/sweep_points.hpp"
 #include "core/errors.hpp"
@@ -39,6 +41,7 @@ CLI::App* add_sweep_command(CLI::App& app, SweepOptions& o) {
   cmd->add_option("--out", o.out_path, "Write to FILE instead of standard output");
   cmd->add_flag("--no-timing", o.no_timing, "Report the engine's wall time as 0");
   cmd->add_option("--shard", o.shard, "K/N: evaluate only the points whose index % N == K - 1");
+  add_report_option(cmd, o.report_path);
   return cmd;
 }
 
@@ -62,6 +65,27 @@ std::pair<std::size_t, std::size_t> parse_shard(const std::string& text) {
     throw core::InputError("command line", "/shard", fmt::format("got \"{}\"; expected K/N with 1 <= K <= N", text));
   }
   return {k - 1, n};
+}
+
+// "Sweep of FILE over /a x /b".
+std::string sweep_title(const std::string& source, const std::vector<config::SweepAxis>& axes) {
+  std::string over;
+  for (const config::SweepAxis& axis : axes) over += (over.empty() ? "" : " \u00d7 ") + axis.pointer;
+  return fmt::format("Sweep of {} over {}", source == "-" ? "standard input" : source, over);
+}
+
+// A report entry per point: the --set assignments as knobs, labelled by their last pointer segment.
+results::ReportEntry report_entry(const config::SweepPoint& point, results::Result result) {
+  results::ReportEntry entry{.result = std::move(result)};
+  for (const std::string& a : point.assignment) {
+    const std::size_t eq = a.find('=');
+    results::Knob knob{a.substr(0, eq), eq == std::string::npos ? std::string() : a.substr(eq + 1)};
+    const std::size_t slash = knob.key.find_last_of('/');
+    if (!entry.label.empty()) entry.label += ", ";
+    entry.label += (slash == std::string::npos ? knob.key : knob.key.substr(slash + 1)) + "=" + knob.value;
+    entry.knobs.push_back(std::move(knob));
+  }
+  return entry;
 }
 
 }  // namespace
@@ -105,11 +129,14 @@ int sweep_command(const SweepOptions& o, std::istream& in, std::ostream& out, st
   std::atomic<std::size_t> next{0};
   std::size_t done = 0;
   bool infeasible = false;
+  const bool want_report = !o.report_path.empty();
+  std::vector<std::optional<results::Result>> kept(want_report ? scenarios.size() : 0);
   if (o.format == "csv") reports::write_csv_header(sink);
   const auto worker = [&] {
     for (std::size_t i = next++; i < scenarios.size(); i = next++) {
       results::Result r = results::evaluate(scenarios[i], {});
       if (o.no_timing) r.engine.wall_s = 0.0;
+      const results::Status kept_status = r.status;
       std::ostringstream line;
       if (o.format == "csv") {
         reports::write_csv_row(line, r);
@@ -122,7 +149,8 @@ int sweep_command(const SweepOptions& o, std::istream& in, std::ostream& out, st
       }
       std::lock_guard<std::mutex> guard(lock);
       sink << line.str() << std::flush;
-      infeasible = infeasible || r.status != results::Status::ok;
+      if (want_report) kept[i] = std::move(r);
+      infeasible = infeasible || kept_status != results::Status::ok;
       ++done;
       if (progress) err << fmt::format("\rsweep: {}/{} points", done, scenarios.size()) << std::flush;
     }
@@ -134,6 +162,17 @@ int sweep_command(const SweepOptions& o, std::istream& in, std::ostream& out, st
   worker();
   for (auto& t : pool) t.join();
   if (progress) err << "\n";
+  if (want_report) {
+    results::ReportData data{.title = sweep_title(o.scenario, axes),
+                             .kind = results::ReportKind::sweep,
+                             .scaling = scaling == config::Scaling::weak     ? results::ReportScaling::weak
+                                        : scaling == config::Scaling::strong ? results::ReportScaling::strong
+                                                                             : results::ReportScaling::none};
+    for (std::size_t i = 0; i < kept.size(); ++i) {
+      data.entries.push_back(report_entry(points[indexes[i]], std::move(*kept[i])));
+    }
+    write_report_file(o.report_path, data);
+  }
   return infeasible ? kExitInfeasible : kExitOk;
 }
 

@@ -1,0 +1,42 @@
+// Report as CSV: "entry", one column per knob key, then the CSV result columns (csv_report.hpp), one
+// row per entry. Fields are quoted as RFC 4180 says.
+#include <sstream>
+#include <string>
+
+#include "reports/csv_report.hpp"
+#include "reports/report_writer.hpp"
+
+namespace dtsim::reports {
+
+namespace {
+
+std::string field(const std::string& text) {
+  if (text.find_first_of(",\"\r\n") == std::string::npos) return text;
+  std::string out = "\"";
+  for (const char c : text) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+}  // namespace
+
+void write_report_csv(std::ostream& out, const results::ReportData& data) {
+  const std::vector<std::string> keys = results::knob_keys(data);
+  out << "entry";
+  for (const std::string& key : keys) out << ',' << field(key);
+  out << ',';
+  write_csv_header(out);
+  for (const results::ReportEntry& e : data.entries) {
+    out << field(e.label);
+    for (const std::string& key : keys) {
+      std::string value;
+      for (const results::Knob& k : e.knobs) {
+        if (k.key == key) value = k.value;
+      }
+      out << ',' << field(value);
+    }
+    out << ',';
+    write_csv_row(out, e.result);
+  }
+}
+
+}  // namespace dtsim::reports

@@ -1,0 +1,250 @@
+// Report sections: charts and tables from ReportData (see report_sections.hpp). Only formatting here:
+// seconds, bytes shown as GiB (2^30 bytes), fractions as percent.
+#include "reports/report_sections.hpp"
+
+#include <fmt/format.h>
+
+#include "reports/svg_chart.hpp"
+
+namespace dtsim::reports {
+
+namespace {
+
+using results::ReportData;
+using results::ReportEntry;
+using results::Result;
+using results::Status;
+
+constexpr double kBytesPerGib = 1024.0 * 1024.0 * 1024.0;
+
+std::string secs(double s) { return fmt::format("{:.4f}", s); }
+std::string gb(double bytes) { return fmt::format("{:.2f}", bytes / kBytesPerGib); }
+std::string pct(double fraction) { return fmt::format("{:.1f}%", 100.0 * fraction); }
+std::string count(double v) { return fmt::format("{:.1f}", v); }
+bool ok(const Result& r) { return r.status == Status::ok; }
+
+std::string plan(const Result& r) {
+  const auto& p = r.scenario.parallelism;
+  return fmt::format("{}x{}x{}x{}", p.data, p.tensor, p.pipeline, p.context);
+}
+
+// The bar label: the entry's label, marked when the plan did not run.
+std::string bar_label(const ReportEntry& e) { return ok(e.result) ? e.label : e.label + " (infeasible)"; }
+
+ReportSection results_section(const ReportData& data) {
+  ReportSection s{.id = "results", .heading = "All results"};
+  const std::vector<std::string> keys = results::knob_keys(data);
+  s.table.header = {"entry"};
+  s.table.header.insert(s.table.header.end(), keys.begin(), keys.end());
+  for (const char* h : {"GPUs", "DPxTPxPPxCP", "status", "iteration (s)", "samples/s", "tokens/s", "MFU",
+                        "peak memory (GiB)", "reason"}) {
+    s.table.header.emplace_back(h);
+  }
+  for (const ReportEntry& e : data.entries) {
+    const Result& r = e.result;
+    std::vector<std::string> row{e.label};
+    for (const std::string& key : keys) {
+      std::string value = "-";
+      for (const results::Knob& k : e.knobs) {
+        if (k.key == key) value = k.value;
+      }
+      row.push_back(value);
+    }
+    row.push_back(std::to_string(r.scenario.gpu_count()));
+    row.push_back(plan(r));
+    row.emplace_back(results::to_string(r.status));
+    row.push_back(ok(r) ? secs(r.iteration_time_s) : "-");
+    row.push_back(ok(r) ? count(r.throughput.samples_per_s) : "-");
+    row.push_back(ok(r) ? fmt::format("{:.0f}", r.throughput.tokens_per_s) : "-");
+    row.push_back(ok(r) ? pct(r.flops.mfu) : "-");
+    row.push_back(gb(r.memory.peak_bytes_per_gpu));
+    row.push_back(r.reason);
+    s.table.rows.push_back(std::move(row));
+  }
+  return s;
+}
+
+ReportSection scaling_section(const ReportData& data, const std::vector<results::ScalingSeries>& series) {
+  const std::string kind = data.scaling == results::ReportScaling::none
+                               ? std::string()
+                               : std::string(results::to_string(data.scaling)) + " ";
+  ReportSection s{.id = "scaling",
+                  .heading = "Scaling",
+                  .note = kind +
+                          "scaling; efficiency = (throughput / GPUs) relative to the series' smallest "
+                          "GPU count"};
+  svg::LineChart throughput{
+      .title = "Throughput vs GPUs", .x_label = "GPUs", .y_label = "samples/s", .log2_x = true};
+  svg::LineChart efficiency{.title = "Scaling efficiency vs GPUs",
+                            .x_label = "GPUs",
+                            .y_label = "efficiency (%)",
+                            .log2_x = true,
+                            .reference_y = 100.0,
+                            .reference_label = "ideal"};
+  s.table.header = {"series", "GPUs", "samples/s", "tokens/s", "efficiency"};
+  for (const results::ScalingSeries& line : series) {
+    svg::Series t{.name = line.name}, e{.name = line.name};
+    for (const results::ScalingPoint& p : line.points) {
+      const auto gpus = static_cast<double>(p.gpus);
+      t.points.push_back({gpus, p.samples_per_s});
+      e.points.push_back({gpus, 100.0 * p.efficiency});
+      s.table.rows.push_back({line.name, std::to_string(p.gpus), count(p.samples_per_s),
+                              fmt::format("{:.0f}", p.tokens_per_s), pct(p.efficiency)});
+    }
+    throughput.series.push_back(std::move(t));
+    efficiency.series.push_back(std::move(e));
+  }
+  s.svgs = {svg::render(throughput), svg::render(efficiency)};
+  return s;
+}
+
+ReportSection strategy_section(const ReportData& data) {
+  ReportSection s{.id = "strategies", .heading = "Strategy comparison"};
+  svg::StackedBarChart chart{.title = "Throughput by plan", .y_label = "samples/s"};
+  chart.stacks = {{.name = "samples/s"}};
+  s.table.header = {"entry",     "DPxTPxPPxCP", "schedule",         "ZeRO",      "recompute",
+                    "samples/s", "MFU",         "exposed comm (s)", "bubble (s)"};
+  for (const ReportEntry& e : data.entries) {
+    const Result& r = e.result;
+    const auto& p = r.scenario.parallelism;
+    chart.categories.push_back(bar_label(e));
+    chart.stacks[0].values.push_back(ok(r) ? r.throughput.samples_per_s : 0.0);
+    s.table.rows.push_back({e.label, plan(r), config::to_string(p.schedule), std::to_string(p.zero_stage),
+                            config::to_string(r.scenario.training.activation_recompute),
+                            ok(r) ? count(r.throughput.samples_per_s) : "-", ok(r) ? pct(r.flops.mfu) : "-",
+                            ok(r) ? secs(r.breakdown.exposed_comm_s()) : "-",
+                            ok(r) ? secs(r.breakdown.pipeline_bubble_s) : "-"});
+  }
+  s.svgs = {svg::render(chart)};
+  return s;
+}
+
+ReportSection breakdown_section(const ReportData& data) {
+  ReportSection s{.id = "breakdown",
+                  .heading = "Iteration time breakdown",
+                  .note = "mean over the simulated ranks; the parts sum to the iteration time"};
+  const std::vector<std::string> parts = {"forward",         "backward",        "recompute",
+                                          "optimizer",       "exposed TP comm", "exposed CP comm",
+                                          "exposed PP comm", "exposed DP comm", "pipeline bubble"};
+  svg::StackedBarChart chart{.title = "Where an iteration's time goes", .y_label = "seconds"};
+  for (const std::string& p : parts) chart.stacks.push_back({.name = p});
+  s.table.header = {"entry"};
+  for (const std::string& p : parts) s.table.header.push_back(p + " (s)");
+  s.table.header.emplace_back("iteration (s)");
+  for (const ReportEntry& e : data.entries) {
+    const results::Breakdown& b = e.result.breakdown;
+    const std::vector<double> values = {b.forward_s,
+                                        b.backward_s,
+                                        b.recompute_s,
+                                        b.optimizer_s,
+                                        b.exposed_tensor_comm_s,
+                                        b.exposed_context_comm_s,
+                                        b.exposed_pipeline_comm_s,
+                                        b.exposed_data_comm_s,
+                                        b.pipeline_bubble_s};
+    chart.categories.push_back(bar_label(e));
+    std::vector<std::string> row{e.label};
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      chart.stacks[i].values.push_back(ok(e.result) ? values[i] : 0.0);
+      row.push_back(ok(e.result) ? secs(values[i]) : "-");
+    }
+    row.push_back(ok(e.result) ? secs(e.result.iteration_time_s) : "-");
+    s.table.rows.push_back(std::move(row));
+  }
+  s.svgs = {svg::render(chart)};
+  return s;
+}
+
+ReportSection memory_section(const ReportData& data) {
+  ReportSection s{.id = "memory",
+                  .heading = "Memory per GPU",
+                  .note = "the most loaded rank (first pipeline stage), against the GPU's capacity"};
+  svg::StackedBarChart chart{.title = "Memory per GPU by part", .y_label = "GiB"};
+  const std::vector<std::string> parts = {"weights", "gradients", "optimizer", "activations", "buffers"};
+  for (const std::string& p : parts) chart.stacks.push_back({.name = p});
+  s.table.header = {"entry"};
+  for (const std::string& p : parts) s.table.header.push_back(p + " (GiB)");
+  for (const char* h : {"peak (GiB)", "capacity (GiB)", "fits"}) s.table.header.emplace_back(h);
+  std::optional<double> capacity;
+  bool same_capacity = true;
+  for (const ReportEntry& e : data.entries) {
+    const results::Memory& m = e.result.memory;
+    const std::vector<double> values = {m.weights_bytes, m.gradients_bytes, m.optimizer_bytes,
+                                        m.activations_bytes, m.buffers_bytes};
+    chart.categories.push_back(e.label);
+    std::vector<std::string> row{e.label};
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      chart.stacks[i].values.push_back(values[i] / kBytesPerGib);
+      row.push_back(gb(values[i]));
+    }
+    row.push_back(gb(m.peak_bytes_per_gpu));
+    row.push_back(gb(m.capacity_bytes_per_gpu));
+    row.emplace_back(m.fits ? "yes" : "no");
+    s.table.rows.push_back(std::move(row));
+    if (capacity && *capacity != m.capacity_bytes_per_gpu) same_capacity = false;
+    capacity = m.capacity_bytes_per_gpu;
+  }
+  if (capacity && same_capacity) {
+    chart.reference_y = *capacity / kBytesPerGib;
+    chart.reference_label = fmt::format("capacity {} GiB", gb(*capacity));
+  }
+  s.svgs = {svg::render(chart)};
+  return s;
+}
+
+ReportSection timeline_section(const ReportEntry& entry) {
+  const results::TimelineExcerpt excerpt = results::timeline_excerpt(*entry.result.trace, kTimelineRanks);
+  ReportSection s{.id = "timeline",
+                  .heading = "Timeline",
+                  .note = fmt::format("one iteration of {}: the streams of the first {} simulated ranks",
+                                      entry.label, kTimelineRanks)};
+  svg::TimelineChart chart{.title = "One iteration", .x_label = "seconds", .lanes = excerpt.lanes};
+  for (int c = 0; c < graph::kCategoryCount; ++c) {
+    chart.legend.emplace_back(graph::to_string(static_cast<graph::Category>(c)));
+  }
+  for (const results::TimelineSpan& span : excerpt.spans) {
+    const char* category = graph::to_string(span.category);
+    const double length_s = span.end_s - span.start_s;
+    std::string tooltip = span.merged > 1 ? fmt::format("{} and {} more ({}): {:.6f} s", span.label,
+                                                        span.merged - 1, category, length_s)
+                                          : fmt::format("{} ({}): {:.6f} s", span.label, category, length_s);
+    chart.spans.push_back({.lane = span.lane,
+                           .start = span.start_s,
+                           .end = span.end_s,
+                           .color = static_cast<std::size_t>(span.category),
+                           .tooltip = std::move(tooltip)});
+  }
+  s.svgs = {svg::render(chart)};
+  s.table.header = {"stream", "spans", "busy (s)", "busy share"};
+  for (std::size_t l = 0; l < excerpt.lanes.size(); ++l) {
+    s.table.rows.push_back({excerpt.lanes[l], std::to_string(excerpt.span_count[l]), secs(excerpt.busy_s[l]),
+                            excerpt.end_s > 0 ? pct(excerpt.busy_s[l] / excerpt.end_s) : "-"});
+  }
+  return s;
+}
+
+}  // namespace
+
+std::vector<ReportSection> report_sections(const ReportData& data) {
+  std::vector<ReportSection> sections;
+  const std::vector<results::ScalingSeries> series = results::scaling_series(data);
+  if (data.kind == results::ReportKind::sweep && results::has_scaling(series))
+    sections.push_back(scaling_section(data, series));
+  if (data.kind == results::ReportKind::compare || data.kind == results::ReportKind::search) {
+    sections.push_back(strategy_section(data));
+  }
+  if (!data.entries.empty()) {
+    sections.push_back(breakdown_section(data));
+    sections.push_back(memory_section(data));
+  }
+  for (const ReportEntry& e : data.entries) {
+    if (e.result.trace) {
+      sections.push_back(timeline_section(e));
+      break;
+    }
+  }
+  sections.push_back(results_section(data));
+  return sections;
+}
+
+}  // namespace dtsim::reports

@@ -1,0 +1,41 @@
+#include "cli/report_option.hpp"
+
+#include <fstream>
+#include <sstream>
+
+#include "core/errors.hpp"
+#include "reports/report_writer.hpp"
+
+namespace dtsim::cli {
+
+void add_report_option(CLI::App* cmd, std::string& path) {
+  const CLI::Validator extension(
+      [](std::string& value) -> std::string {
+        if (reports::report_format_for(value)) return "";
+        return "the report file must end in .html, .md or .csv: " + value;
+      },
+      "FILE.html|.md|.csv", "report extension");
+  cmd->add_option("--report", path,
+                  "Also write a report to FILE; its extension picks the format: .html (charts), .md or .csv")
+      ->type_name("FILE")
+      ->check(extension);
+}
+
+std::string render_report(const std::string& path, const results::ReportData& data) {
+  const std::optional<reports::ReportFormat> format = reports::report_format_for(path);
+  if (!format) throw core::InputError(path, "", "the report file must end in .html, .md or .csv");
+  std::ostringstream out;
+  reports::write_report(out, data, *format);
+  return out.str();
+}
+
+void write_report_file(const std::string& path, const results::ReportData& data) {
+  const std::string content = render_report(path, data);
+  std::ofstream file(path, std::ios::binary | std::ios::trunc);
+  if (!file) throw core::InputError(path, "", "cannot open the report file for writing");
+  file << content;
+  file.close();
+  if (!file) throw core::InputError(path, "", "could not write the report file");
+}
+
+}  // namespace dtsim::cli

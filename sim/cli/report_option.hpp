@@ -1,0 +1,22 @@
+// `--report FILE.html|.md|.csv` on run, sweep and compare: the option (its extension is checked when
+// the command line is parsed, so anything else is a usage error, exit 2) and the rendering of a
+// ReportData into the file's format.
+#pragma once
+
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "results/report_data.hpp"
+
+namespace dtsim::cli {
+
+void add_report_option(CLI::App* cmd, std::string& path);
+
+// The report's bytes in the format the path's extension names.
+std::string render_report(const std::string& path, const results::ReportData& data);
+
+// render_report() written to path; InputError naming the path when it cannot be written.
+void write_report_file(const std::string& path, const results::ReportData& data);
+
+}  // namespace dtsim::cli

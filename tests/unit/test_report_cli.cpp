@@ -1,0 +1,142 @@
+// `--report FILE` on run, sweep and compare, driven in-process through run_cli(): the extension picks
+// HTML, Markdown or CSV; anything else is a usage error (exit 2) with nothing written. The HTML of a
+// weak-scaling sweep and of a comparison is checked for structure: well-formed XML, the charts and
+// their series, one bar per plan, no NaN, escaped text.
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <doctest/doctest.h>
+
+#include "cli/cli.hpp"
+#include "reports/report_writer.hpp"
+#include "xml_check.hpp"
+
+namespace {
+
+int run(const std::vector<std::string>& args, std::string* err_text = nullptr) {
+  std::istringstream in;
+  std::ostringstream out, err;
+  const int status = dtsim::cli::run_cli(args, in, out, err);
+  if (err_text) *err_text = err.str();
+  return status;
+}
+
+std::string read_file(const std::filesystem::path& path) {
+  std::ifstream f(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+std::size_t occurrences(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (std::size_t pos = text.find(what); pos != std::string::npos; pos = text.find(what, pos + 1)) ++n;
+  return n;
+}
+
+std::filesystem::path scratch_dir(const std::string& name) {
+  const auto dir = std::filesystem::temp_directory_path() / ("dtsim_test_report_" + name);
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+const std::string kSource = DTSIM_SOURCE_DIR;
+const std::string kDefault = kSource + "/scenarios/default.json";
+
+}  // namespace
+
+TEST_CASE("sweep --report .html: a weak-scaling report with one line per fabric, well-formed, no NaN") {
+  const auto dir = scratch_dir("sweep");
+  const std::string html = (dir / "weak.html").string();
+  const int status = run({"sweep", kDefault, "--set", "/cluster/nodes=1,2,4", "--set",
+                          "/cluster/network/fabric=tcp,efa,infiniband", "--scaling", "weak", "--jobs", "2",
+                          "--no-timing", "--report", html, "--out", (dir / "points.jsonl").string()});
+  REQUIRE(status == dtsim::cli::kExitOk);
+  const std::string text = read_file(html);
+  CHECK(dtsim::test::xml_error(text).empty());
+  CHECK(text.find("<script") == std::string::npos);
+  CHECK(text.find("http://www.w3.org/2000/svg") != std::string::npos);
+  CHECK(text.find("nan") == std::string::npos);
+  CHECK(text.find("Infinity") == std::string::npos);
+  // Throughput and efficiency charts, three fabrics each.
+  CHECK(occurrences(text, "<polyline class=\"series\"") == 6);
+  CHECK(text.find("<td>fabric=efa</td>") != std::string::npos);
+  // Breakdown and memory: stacked bars for the 9 points.
+  CHECK(occurrences(text, "<svg ") == 4);
+  // Scaling, breakdown, memory and all results; no timeline (sweep points carry no trace).
+  CHECK(occurrences(text, "<section id=") == 4);
+  CHECK(text.find("id=\"timeline\"") == std::string::npos);
+  CHECK(text.find("weak scaling") != std::string::npos);
+  // Efficiency at the smallest GPU count is 100% by definition.
+  CHECK(text.find("<td>100.0%</td>") != std::string::npos);
+
+  // The same sweep as Markdown and CSV: the rows of every point, in index order.
+  const std::string md = (dir / "weak.md").string(), csv = (dir / "weak.csv").string();
+  REQUIRE(run({"sweep", kDefault, "--set", "/cluster/nodes=1,2,4", "--set",
+               "/cluster/network/fabric=tcp,efa,infiniband", "--scaling", "weak", "--no-timing", "--report",
+               md, "--out", (dir / "p2.jsonl").string()}) == 0);
+  REQUIRE(run({"sweep", kDefault, "--set", "/cluster/nodes=1,2,4", "--set",
+               "/cluster/network/fabric=tcp,efa,infiniband", "--scaling", "weak", "--no-timing", "--report",
+               csv, "--out", (dir / "p3.jsonl").string()}) == 0);
+  const std::string md_text = read_file(md);
+  CHECK(md_text.find("## Scaling") != std::string::npos);
+  CHECK(md_text.find("## Memory per GPU") != std::string::npos);
+  const std::string csv_text = read_file(csv);
+  CHECK(occurrences(csv_text, "\n") == 10);  // header + 9 points
+  CHECK(csv_text.rfind("entry,/cluster/nodes,/cluster/network/fabric,name,", 0) == 0);
+  CHECK(csv_text.find("\nnodes=1, fabric=tcp,1,tcp,") == std::string::npos);  // labels with ", " are quoted
+  CHECK(csv_text.find("\n\"nodes=1, fabric=tcp\",1,tcp,") != std::string::npos);
+  CHECK(csv_text.find("\n\"nodes=4, fabric=infiniband\",4,infiniband,") != std::string::npos);
+}
+
+TEST_CASE("compare --report .html: one bar per plan in the strategy chart; run --report has a timeline") {
+  const auto dir = scratch_dir("compare");
+  const std::string html = (dir / "compare.html").string();
+  const std::string other = kSource + "/scenarios/llama3-8b-h100-64.json";
+  REQUIRE(run({"compare", kDefault, other, "--no-timing", "--report", html}) == dtsim::cli::kExitOk);
+  const std::string text = read_file(html);
+  CHECK(dtsim::test::xml_error(text).empty());
+  CHECK(text.find("id=\"strategies\"") != std::string::npos);
+  CHECK(text.find("id=\"scaling\"") == std::string::npos);  // scaling charts are for sweeps
+  const std::size_t from = text.find("id=\"strategies\"");
+  const std::size_t to = text.find("</section>", from);
+  CHECK(occurrences(text.substr(from, to - from), "<rect class=\"bar\"") == 2);
+  CHECK(text.find("nan") == std::string::npos);
+
+  const std::string run_html = (dir / "run.html").string();
+  REQUIRE(run({"run", kDefault, "--no-timing", "--report", run_html}) == dtsim::cli::kExitOk);
+  const std::string run_text = read_file(run_html);
+  CHECK(dtsim::test::xml_error(run_text).empty());
+  CHECK(run_text.find("id=\"timeline\"") != std::string::npos);
+  CHECK(occurrences(run_text, "<rect class=\"span\"") > 10);
+}
+
+TEST_CASE("--report with another extension is a usage error and writes nothing") {
+  const auto dir = scratch_dir("bad");
+  const std::string bad = (dir / "report.txt").string();
+  std::string err;
+  CHECK(run({"run", kDefault, "--report", bad}, &err) == dtsim::cli::kExitBadInput);
+  CHECK(err.find(".html, .md or .csv") != std::string::npos);
+  CHECK(run({"sweep", kDefault, "--set", "/cluster/nodes=1,2", "--report", bad}, &err) ==
+        dtsim::cli::kExitBadInput);
+  CHECK(run({"compare", kDefault, "--report", (dir / "x").string()}, &err) == dtsim::cli::kExitBadInput);
+  CHECK_FALSE(std::filesystem::exists(bad));
+}
+
+TEST_CASE("report text is escaped: a title with markup stays text") {
+  dtsim::results::ReportData data{.title = "<script>alert('x')</script> & co"};
+  dtsim::results::Result r;
+  r.scenario.name = "a<b";
+  r.scenario.cluster.nodes = 1;
+  r.scenario.node.gpus_per_node = 8;
+  data.entries.push_back({.label = "a<b", .knobs = {{"/name", "\"quoted\" & <tag>"}}, .result = r});
+  std::ostringstream html;
+  dtsim::reports::write_html_report(html, data);
+  CHECK(dtsim::test::xml_error(html.str()).empty());
+  CHECK(html.str().find("<script>") == std::string::npos);
+  CHECK(html.str().find("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; co") != std::string::npos);
+  CHECK(html.str().find("&quot;quoted&quot; &amp; &lt;tag&gt;") != std::string::npos);
+}
