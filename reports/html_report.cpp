@@ -16,7 +16,7 @@ constexpr const char* kStyle = R"(
 body { font-family: sans-serif; margin: 24px auto; max-width: 1100px; color: #222; }
 h1 { font-size: 22px; } h2 { font-size: 17px; margin-top: 32px; border-bottom: 1px solid #ccc; }
 p.note, p.meta { color: #555; font-size: 13px; }
-figure { margin: 8px 0; }
+figure { margin: 8px 0; overflow-x: auto; }
 .table-wrap { overflow-x: auto; }
 table { border-collapse: collapse; font-size: 12px; margin: 8px 0 16px; }
 th, td { border: 1px solid #ddd; padding: 3px 7px; text-align: right; white-space: nowrap; }

@@ -2,6 +2,9 @@
 // seconds, bytes shown as GiB (2^30 bytes), fractions as percent.
 #include "reports/report_sections.hpp"
 
+#include <algorithm>
+#include <set>
+
 #include <fmt/format.h>
 
 #include "reports/svg_chart.hpp"
@@ -81,18 +84,31 @@ ReportSection scaling_section(const ReportData& data, const std::vector<results:
                             .log2_x = true,
                             .reference_y = 100.0,
                             .reference_label = "ideal"};
-  s.table.header = {"series", "GPUs", "samples/s", "tokens/s", "efficiency"};
+  // One row per GPU count, two columns (samples/s, efficiency) per series.
+  std::set<std::int64_t> gpu_counts;
+  s.table.header = {"GPUs"};
   for (const results::ScalingSeries& line : series) {
     svg::Series t{.name = line.name}, e{.name = line.name};
     for (const results::ScalingPoint& p : line.points) {
       const auto gpus = static_cast<double>(p.gpus);
       t.points.push_back({gpus, p.samples_per_s});
       e.points.push_back({gpus, 100.0 * p.efficiency});
-      s.table.rows.push_back({line.name, std::to_string(p.gpus), count(p.samples_per_s),
-                              fmt::format("{:.0f}", p.tokens_per_s), pct(p.efficiency)});
+      gpu_counts.insert(p.gpus);
     }
     throughput.series.push_back(std::move(t));
     efficiency.series.push_back(std::move(e));
+    s.table.header.push_back(line.name + " samples/s");
+    s.table.header.push_back(line.name + " efficiency");
+  }
+  for (const std::int64_t gpus : gpu_counts) {
+    std::vector<std::string> row{std::to_string(gpus)};
+    for (const results::ScalingSeries& line : series) {
+      const auto at = std::find_if(line.points.begin(), line.points.end(),
+                                   [&](const results::ScalingPoint& p) { return p.gpus == gpus; });
+      row.push_back(at == line.points.end() ? "-" : count(at->samples_per_s));
+      row.push_back(at == line.points.end() ? "-" : pct(at->efficiency));
+    }
+    s.table.rows.push_back(std::move(row));
   }
   s.svgs = {svg::render(throughput), svg::render(efficiency)};
   return s;
@@ -102,6 +118,8 @@ ReportSection strategy_section(const ReportData& data) {
   ReportSection s{.id = "strategies", .heading = "Strategy comparison"};
   svg::StackedBarChart chart{.title = "Throughput by plan", .y_label = "samples/s"};
   chart.stacks = {{.name = "samples/s"}};
+  svg::StackedBarChart mfu{.title = "Model FLOPs utilization by plan", .y_label = "MFU (%)"};
+  mfu.stacks = {{.name = "MFU"}};
   s.table.header = {"entry",     "DPxTPxPPxCP", "schedule",         "ZeRO",      "recompute",
                     "samples/s", "MFU",         "exposed comm (s)", "bubble (s)"};
   for (const ReportEntry& e : data.entries) {
@@ -109,13 +127,15 @@ ReportSection strategy_section(const ReportData& data) {
     const auto& p = r.scenario.parallelism;
     chart.categories.push_back(bar_label(e));
     chart.stacks[0].values.push_back(ok(r) ? r.throughput.samples_per_s : 0.0);
+    mfu.categories.push_back(bar_label(e));
+    mfu.stacks[0].values.push_back(ok(r) ? 100.0 * r.flops.mfu : 0.0);
     s.table.rows.push_back({e.label, plan(r), config::to_string(p.schedule), std::to_string(p.zero_stage),
                             config::to_string(r.scenario.training.activation_recompute),
                             ok(r) ? count(r.throughput.samples_per_s) : "-", ok(r) ? pct(r.flops.mfu) : "-",
                             ok(r) ? secs(r.breakdown.exposed_comm_s()) : "-",
                             ok(r) ? secs(r.breakdown.pipeline_bubble_s) : "-"});
   }
-  s.svgs = {svg::render(chart)};
+  s.svgs = {svg::render(chart), svg::render(mfu)};
   return s;
 }
 
@@ -187,6 +207,10 @@ ReportSection memory_section(const ReportData& data) {
   if (capacity && same_capacity) {
     chart.reference_y = *capacity / kBytesPerGib;
     chart.reference_label = fmt::format("capacity {} GiB", gb(*capacity));
+  } else {
+    for (const ReportEntry& e : data.entries)
+      chart.limits.push_back(e.result.memory.capacity_bytes_per_gpu / kBytesPerGib);
+    chart.limits_label = "capacity";
   }
   s.svgs = {svg::render(chart)};
   return s;

@@ -42,7 +42,7 @@ std::string tick_text(double v) {
 
 bool finite(double v) { return std::isfinite(v); }
 
-void open_svg(std::string& out, double height, const std::string& title) {
+void open_svg(std::string& out, double width, double height, const std::string& title) {
   fmt::format_to(std::back_inserter(out),
                  R"(<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {0:.0f} {1:.0f}" width="{0:.0f}" )"
                  R"(height="{1:.0f}" font-family="sans-serif" font-size="11" role="img">)"
@@ -51,7 +51,7 @@ void open_svg(std::string& out, double height, const std::string& title) {
                  "\n"
                  R"(<text x="{3:.1f}" y="20" font-size="14" font-weight="bold">{2}</text>)"
                  "\n",
-                 kWidth, height, escape_xml(title), kLeft);
+                 width, height, escape_xml(title), kLeft);
 }
 
 void text_at(std::string& out, double x, double y, std::string_view anchor, const std::string& text,
@@ -187,7 +187,7 @@ std::string render(const LineChart& chart) {
 
   std::string out;
   const double height = f.bottom() + 46;
-  open_svg(out, height, chart.title);
+  open_svg(out, kWidth, height, chart.title);
   y_axis(out, f, y_ticks, chart.y_label);
   line(out, f.left, f.bottom(), f.right(), f.bottom(), "#333333");
   for (const double t : x_ticks) {
@@ -239,11 +239,18 @@ std::string render(const StackedBarChart& chart) {
     y_hi = std::max(y_hi, total);
   }
   if (chart.reference_y && finite(*chart.reference_y)) y_hi = std::max(y_hi, *chart.reference_y);
+  for (const double limit : chart.limits) {
+    if (finite(limit)) y_hi = std::max(y_hi, limit);
+  }
   const std::vector<double> y_ticks = nice_ticks(0.0, y_hi * 1.02, 5);
   const double scale = f.height / (y_ticks.back() - y_ticks.front());
+  // Many bars widen the plot (at least kMinSlot per bar) and turn their labels steeper.
+  constexpr double kMinSlot = 22.0;
+  f.width = std::max(f.width, kMinSlot * static_cast<double>(n));
   const bool slanted = n > 4;
+  const int label_angle = n > 12 ? -60 : -35;
   std::string out;
-  open_svg(out, f.bottom() + (slanted ? 110 : 40), chart.title);
+  open_svg(out, f.right() + kLegendWidth, f.bottom() + (slanted ? 150 : 40), chart.title);
   y_axis(out, f, y_ticks, chart.y_label);
   line(out, f.left, f.bottom(), f.right(), f.bottom(), "#333333");
   const double slot = n > 0 ? f.width / static_cast<double>(n) : f.width;
@@ -263,14 +270,19 @@ std::string render(const StackedBarChart& chart) {
                      escape_xml(chart.stacks[s].name), v);
       base -= h;
     }
+    if (c < chart.limits.size() && finite(chart.limits[c])) {
+      const double y = f.bottom() - chart.limits[c] * scale;
+      line(out, x - bar / 2 - 6, y, x + bar / 2 + 6, y, "#d62728",
+           R"( stroke-width="2" stroke-dasharray="4,3")");
+    }
     std::string name = chart.categories[c];
     if (name.size() > 28) name = name.substr(0, 27) + "\u2026";
     if (slanted) {
       fmt::format_to(
           std::back_inserter(out),
-          R"svg(<text x="{0:.1f}" y="{1:.1f}" text-anchor="end" transform="rotate(-35 {0:.1f} {1:.1f})">)svg"
+          R"svg(<text x="{0:.1f}" y="{1:.1f}" text-anchor="end" transform="rotate({3} {0:.1f} {1:.1f})">)svg"
           "{2}</text>\n",
-          x, f.bottom() + 14, escape_xml(name));
+          x + 3, f.bottom() + 12, escape_xml(name), label_angle);
     } else {
       text_at(out, x, f.bottom() + 16, "middle", name);
     }
@@ -283,6 +295,11 @@ std::string render(const StackedBarChart& chart) {
   std::vector<std::string> names;
   for (const Stack& s : chart.stacks) names.push_back(s.name);
   legend(out, f, names, "box");
+  if (!chart.limits.empty()) {
+    const double y = f.top + 6 + 18 * static_cast<double>(names.size());
+    line(out, f.right() + 16, y, f.right() + 34, y, "#d62728", R"( stroke-width="2" stroke-dasharray="4,3")");
+    text_at(out, f.right() + 40, y + 4, "start", chart.limits_label);
+  }
   out += "</svg>\n";
   return out;
 }
@@ -304,7 +321,7 @@ std::string render(const TimelineChart& chart) {
   };
   const double legend_rows = std::ceil(static_cast<double>(chart.legend.size()) / 4.0);
   std::string out;
-  open_svg(out, f.bottom() + 50 + 18 * legend_rows, chart.title);
+  open_svg(out, kWidth, f.bottom() + 50 + 18 * legend_rows, chart.title);
   for (std::size_t l = 0; l < chart.lanes.size(); ++l) {
     const double y = f.top + kLaneHeight * static_cast<double>(l);
     if (l % 2 == 0) {

@@ -46,6 +46,8 @@ struct StackedBarChart {
   std::vector<Stack> stacks{};            // bottom to top
   std::optional<double> reference_y{};    // a dashed horizontal line, e.g. memory capacity
   std::string reference_label{};
+  std::vector<double> limits{};  // when not empty: one dashed mark over each bar (e.g. each bar's capacity)
+  std::string limits_label{};    // legend entry of the marks
 };
 
 struct Span {

@@ -63,7 +63,7 @@ TEST_CASE("sweep --report .html: a weak-scaling report with one line per fabric,
   CHECK(text.find("Infinity") == std::string::npos);
   // Throughput and efficiency charts, three fabrics each.
   CHECK(occurrences(text, "<polyline class=\"series\"") == 6);
-  CHECK(text.find("<td>fabric=efa</td>") != std::string::npos);
+  CHECK(text.find("<th>fabric=efa samples/s</th>") != std::string::npos);
   // Breakdown and memory: stacked bars for the 9 points.
   CHECK(occurrences(text, "<svg ") == 4);
   // Scaling, breakdown, memory and all results; no timeline (sweep points carry no trace).
@@ -72,6 +72,13 @@ TEST_CASE("sweep --report .html: a weak-scaling report with one line per fabric,
   CHECK(text.find("weak scaling") != std::string::npos);
   // Efficiency at the smallest GPU count is 100% by definition.
   CHECK(text.find("<td>100.0%</td>") != std::string::npos);
+
+  // Deterministic: one worker thread gives the same bytes as two.
+  const std::string again = (dir / "again.html").string();
+  REQUIRE(run({"sweep", kDefault, "--set", "/cluster/nodes=1,2,4", "--set",
+               "/cluster/network/fabric=tcp,efa,infiniband", "--scaling", "weak", "--jobs", "1", "--report",
+               again, "--out", (dir / "p1.jsonl").string()}) == dtsim::cli::kExitOk);
+  CHECK(read_file(again) == text);
 
   // The same sweep as Markdown and CSV: the rows of every point, in index order.
   const std::string md = (dir / "weak.md").string(), csv = (dir / "weak.csv").string();
@@ -103,7 +110,12 @@ TEST_CASE("compare --report .html: one bar per plan in the strategy chart; run -
   CHECK(text.find("id=\"scaling\"") == std::string::npos);  // scaling charts are for sweeps
   const std::size_t from = text.find("id=\"strategies\"");
   const std::size_t to = text.find("</section>", from);
-  CHECK(occurrences(text.substr(from, to - from), "<rect class=\"bar\"") == 2);
+  // Throughput and MFU charts, one bar per plan each.
+  CHECK(occurrences(text.substr(from, to - from), "<rect class=\"bar\"") == 4);
+  // The plans run on GPUs of different capacity: one capacity mark per bar in the memory chart.
+  const std::size_t memory = text.find("id=\"memory\"");
+  CHECK(occurrences(text.substr(memory, text.find("</svg>", memory) - memory), "stroke-dasharray=\"4,3\"") ==
+        3);
   CHECK(text.find("nan") == std::string::npos);
 
   const std::string run_html = (dir / "run.html").string();
