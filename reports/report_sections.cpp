@@ -97,8 +97,9 @@ ReportSection scaling_section(const ReportData& data, const std::vector<results:
     }
     throughput.series.push_back(std::move(t));
     efficiency.series.push_back(std::move(e));
-    s.table.header.push_back(line.name + " samples/s");
-    s.table.header.push_back(line.name + " efficiency");
+    const std::string prefix = series.size() == 1 ? std::string() : line.name + " ";
+    s.table.header.push_back(prefix + "samples/s");
+    s.table.header.push_back(prefix + "efficiency");
   }
   for (const std::int64_t gpus : gpu_counts) {
     std::vector<std::string> row{std::to_string(gpus)};
