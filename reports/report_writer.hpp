@@ -1,4 +1,4 @@
-// Report files (`--report FILE` on run, sweep and compare; search later): the format follows the file's
+// Report files (`--report FILE` on run, sweep and compare): the format follows the file's
 // extension. All three render the same ReportData (results/report_data.hpp):
 //   .html  one self-contained page (inline CSS and SVG charts, no scripts, no network), well-formed XML
 //   .md    the same sections as Markdown tables

@@ -248,7 +248,7 @@ std::string render(const StackedBarChart& chart) {
   constexpr double kMinSlot = 22.0;
   f.width = std::max(f.width, kMinSlot * static_cast<double>(n));
   const bool slanted = n > 4;
-  const int label_angle = n > 12 ? -60 : -35;
+  const int label_angle = n > 12 ? 60 : 35;  // clockwise: labels run down and to the right of their bar
   std::string out;
   open_svg(out, f.right() + kLegendWidth, f.bottom() + (slanted ? 150 : 40), chart.title);
   y_axis(out, f, y_ticks, chart.y_label);
@@ -280,9 +280,9 @@ std::string render(const StackedBarChart& chart) {
     if (slanted) {
       fmt::format_to(
           std::back_inserter(out),
-          R"svg(<text x="{0:.1f}" y="{1:.1f}" text-anchor="end" transform="rotate({3} {0:.1f} {1:.1f})">)svg"
+          R"svg(<text x="{0:.1f}" y="{1:.1f}" text-anchor="start" transform="rotate({3} {0:.1f} {1:.1f})">)svg"
           "{2}</text>\n",
-          x + 3, f.bottom() + 12, escape_xml(name), label_angle);
+          x - 3, f.bottom() + 10, escape_xml(name), label_angle);
     } else {
       text_at(out, x, f.bottom() + 16, "middle", name);
     }
@@ -290,15 +290,22 @@ std::string render(const StackedBarChart& chart) {
   if (chart.reference_y && finite(*chart.reference_y)) {
     const double y = f.bottom() - *chart.reference_y * scale;
     line(out, f.left, y, f.right(), y, "#d62728", R"( stroke-width="1.5" stroke-dasharray="6,4")");
-    text_at(out, f.right() - 4, y - 4, "end", chart.reference_label, R"( fill="#d62728")");
   }
   std::vector<std::string> names;
   for (const Stack& s : chart.stacks) names.push_back(s.name);
   legend(out, f, names, "box");
+  // The reference line and the per-bar marks are legend entries under the stacks' (the plot is busy).
+  double legend_y = f.top + 6 + 18 * static_cast<double>(names.size());
+  if (chart.reference_y && finite(*chart.reference_y)) {
+    line(out, f.right() + 16, legend_y, f.right() + 34, legend_y, "#d62728",
+         R"( stroke-width="1.5" stroke-dasharray="6,4")");
+    text_at(out, f.right() + 40, legend_y + 4, "start", chart.reference_label);
+    legend_y += 18;
+  }
   if (!chart.limits.empty()) {
-    const double y = f.top + 6 + 18 * static_cast<double>(names.size());
-    line(out, f.right() + 16, y, f.right() + 34, y, "#d62728", R"( stroke-width="2" stroke-dasharray="4,3")");
-    text_at(out, f.right() + 40, y + 4, "start", chart.limits_label);
+    line(out, f.right() + 16, legend_y, f.right() + 34, legend_y, "#d62728",
+         R"( stroke-width="2" stroke-dasharray="4,3")");
+    text_at(out, f.right() + 40, legend_y + 4, "start", chart.limits_label);
   }
   out += "</svg>\n";
   return out;
