@@ -263,7 +263,7 @@ std::vector<ReportSection> report_sections(const ReportData& data) {
     sections.push_back(memory_section(data));
   }
   for (const ReportEntry& e : data.entries) {
-    if (e.result.trace) {
+    if (e.result.trace && !e.result.trace->spans.empty()) {
       sections.push_back(timeline_section(e));
       break;
     }

@@ -1,5 +1,6 @@
 #include "cli/report_option.hpp"
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -27,6 +28,14 @@ std::string render_report(const std::string& path, const results::ReportData& da
   std::ostringstream out;
   reports::write_report(out, data, *format);
   return out.str();
+}
+
+void check_report_folder(const std::string& path) {
+  const std::filesystem::path folder = std::filesystem::path(path).parent_path();
+  std::error_code error;
+  if (!folder.empty() && !std::filesystem::is_directory(folder, error)) {
+    throw core::InputError(path, "", "the report's folder does not exist: " + folder.string());
+  }
 }
 
 void write_report_file(const std::string& path, const results::ReportData& data) {

@@ -16,6 +16,10 @@ void add_report_option(CLI::App* cmd, std::string& path);
 // The report's bytes in the format the path's extension names.
 std::string render_report(const std::string& path, const results::ReportData& data);
 
+// InputError naming the path when its folder does not exist: a command that streams other output first
+// (sweep) calls this before it starts.
+void check_report_folder(const std::string& path);
+
 // render_report() written to path; InputError naming the path when it cannot be written.
 void write_report_file(const std::string& path, const results::ReportData& data);
 

@@ -118,6 +118,7 @@ int sweep_command(const SweepOptions& o, std::istream& in, std::ostream& out, st
     }
   }
 
+  if (!o.report_path.empty()) check_report_folder(o.report_path);
   std::ofstream file;
   if (!o.out_path.empty()) {
     file.open(o.out_path);

@@ -138,6 +138,17 @@ TEST_CASE("--report with another extension is a usage error and writes nothing")
   CHECK_FALSE(std::filesystem::exists(bad));
 }
 
+TEST_CASE("sweep --report into a missing folder stops before any point is written") {
+  const auto dir = scratch_dir("missing");
+  const std::string points = (dir / "points.jsonl").string();
+  std::string err;
+  CHECK(run({"sweep", kDefault, "--set", "/cluster/nodes=1,2", "--scaling", "weak", "--out", points,
+             "--report", (dir / "no" / "such" / "r.html").string()},
+            &err) == dtsim::cli::kExitBadInput);
+  CHECK(err.find("folder does not exist") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(points));
+}
+
 TEST_CASE("report text is escaped: a title with markup stays text") {
   dtsim::results::ReportData data{.title = "<script>alert('x')</script> & co"};
   dtsim::results::Result r;
