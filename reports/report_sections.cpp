@@ -243,7 +243,7 @@ ReportSection timeline_section(const ReportEntry& entry) {
   s.table.header = {"stream", "spans", "busy (s)", "busy share"};
   for (std::size_t l = 0; l < excerpt.lanes.size(); ++l) {
     s.table.rows.push_back({excerpt.lanes[l], std::to_string(excerpt.span_count[l]), secs(excerpt.busy_s[l]),
-                            excerpt.end_s > 0 ? pct(excerpt.busy_s[l] / excerpt.end_s) : "-"});
+                            pct(excerpt.busy_share[l])});
   }
   return s;
 }

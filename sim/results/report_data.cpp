@@ -169,6 +169,7 @@ TimelineExcerpt timeline_excerpt(const Trace& trace, std::size_t max_ranks) {
     }
     last_end_ns[lane] = s.end_ns;
   }
+  for (const double busy : out.busy_s) out.busy_share.push_back(out.end_s > 0.0 ? busy / out.end_s : 0.0);
   return out;
 }
 

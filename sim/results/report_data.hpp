@@ -91,6 +91,7 @@ struct TimelineExcerpt {
   std::vector<std::string> lanes{};  // "rank name / stream"
   std::vector<TimelineSpan> spans{};
   std::vector<double> busy_s{};           // per lane: the sum of its span durations
+  std::vector<double> busy_share{};       // per lane: busy_s / end_s (0 when end_s is 0)
   std::vector<std::size_t> span_count{};  // per lane
   double end_s = 0.0;
 };

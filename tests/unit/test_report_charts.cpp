@@ -129,14 +129,21 @@ TEST_CASE("timeline excerpt keeps the first ranks' tracks, times from the first 
   trace.spans = {{.track = 0, .label = 0, .start_ns = 1000, .end_ns = 3000},
                  {.track = 1, .label = 1, .start_ns = 2000, .end_ns = 2500},
                  {.track = 2, .label = 0, .start_ns = 3000, .end_ns = 5000},
-                 {.track = 3, .label = 0, .start_ns = 0, .end_ns = 9000}};
+                 {.track = 3, .label = 0, .start_ns = 0, .end_ns = 9000},
+                 {.track = 0, .label = 1, .start_ns = 3000, .end_ns = 3500}};
   const auto excerpt = dtsim::results::timeline_excerpt(trace, 2);
   REQUIRE(excerpt.lanes.size() == 3);  // rank 2's track left out
   CHECK(excerpt.lanes[1] == "stage 0 / dp comm");
+  // The last span touches the first one on its lane (3000 ns) with the same category: one mark.
   REQUIRE(excerpt.spans.size() == 3);
-  // Times from the first kept span (1000 ns): span 3 runs 2000..4000 ns = 2e-6..4e-6 s.
+  CHECK(excerpt.spans[0].merged == 2);
+  CHECK(excerpt.spans[0].end_s == doctest::Approx(2.5e-6));
+  // Times from the first kept span (1000 ns): the rank-1 span runs 2000..4000 ns = 2e-6..4e-6 s.
   CHECK(excerpt.spans[2].start_s == doctest::Approx(2e-6));
   CHECK(excerpt.end_s == doctest::Approx(4e-6));
-  CHECK(excerpt.busy_s[0] == doctest::Approx(2e-6));
+  // Lane 0 is busy 2000 + 500 ns; its share of the excerpt's 4e-6 s is 2.5e-6 / 4e-6 = 0.625.
+  CHECK(excerpt.busy_s[0] == doctest::Approx(2.5e-6));
+  CHECK(excerpt.busy_share[0] == doctest::Approx(0.625));
+  CHECK(excerpt.span_count[0] == 2);
   CHECK(excerpt.span_count[1] == 1);
 }
