@@ -1,3 +1,4 @@
+// --report: the option with its extension check, and rendering a ReportData into the chosen format.
 #include "cli/report_option.hpp"
 
 #include <filesystem>

@@ -109,6 +109,7 @@ def main():
     if chromium is None:
         fail("chromium is not installed: run `make deps` (Debian package chromium) to render HTML reports")
     shot = subprocess.run([chromium, "--headless", "--disable-gpu", "--no-sandbox", "--hide-scrollbars",
+                           "--disable-dev-shm-usage",
                            f"--user-data-dir={os.path.join(work, 'chromium-profile')}", f"--screenshot={png}",
                            "--window-size=1200,1600", "file://" + os.path.abspath(report)],
                           capture_output=True, text=True, timeout=120, check=False)
