@@ -42,7 +42,8 @@ CLI::App* add_search_command(CLI::App& app, SearchCommandOptions& o) {
   cmd->add_option("--format", o.format, "Output format")->check(CLI::IsMember({"text", "json", "csv"}));
   cmd->add_option("--out", o.out_path, "Write to FILE instead of standard output");
   cmd->add_flag("--exact", o.exact, "Simulate every micro-batch of each plan (no extrapolation)");
-  cmd->add_flag("--no-timing", o.no_timing, "Report wall times and speed as 0");
+  cmd->add_flag("--no-timing", o.no_timing,
+                "Report wall times, speed and thread count as 0 (identical bytes on every run)");
   add_space_options(cmd, o.bounds);
   return cmd;
 }
@@ -78,6 +79,7 @@ int search_command(const SearchCommandOptions& o, std::istream& in, std::ostream
   search::SearchOutcome outcome = search::search(base, options);
   if (o.no_timing) {
     outcome.enumerate_wall_s = outcome.evaluate_wall_s = outcome.configs_per_s_per_core = 0.0;
+    outcome.jobs = 0;
     for (auto& e : outcome.top) e.result.engine.wall_s = 0.0;
   }
   std::ostringstream text;

@@ -47,7 +47,7 @@ ExtrapolationPoints extrapolation_points(const config::Scenario& s) {
   const std::int64_t p = s.parallelism.pipeline;
   const bool interleaved = s.parallelism.schedule == config::Schedule::interleaved;
   ExtrapolationPoints points;
-  points.m1 = 2 * std::max<std::int64_t>(p, 1);
+  points.m1 = std::max<std::int64_t>(p, 2);
   points.m2 = points.m1 + (interleaved ? p : 1);
   return points;
 }

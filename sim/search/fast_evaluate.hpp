@@ -8,7 +8,7 @@
 //   T(m) = T(m1) + (T(m2) - T(m1)) (m - m1) / (m2 - m1)          for m >= m1 >= steady start
 // (Narayanan et al. 2021, arXiv 2104.04473, Sec. 2.2: the 1F1B and interleaved iteration is
 // (m + p - 1) t_slot and (m + (p - 1)/v) t_slot with fixed per-iteration terms). Both runs are full
-// simulations by the same engine; m1 = 2p (p = pipeline stages, at least 2) and m2 = m1 + k where k is
+// simulations by the same engine; m1 = p (pipeline stages; at least 2) and m2 = m1 + k where k is
 // 1, or p for the interleaved schedule (which needs m divisible by p). When the real m is not above m2
 // the scenario is simulated as is. tests/unit/test_fast_evaluate.cpp compares both with the full
 // simulation and prints the error.
