@@ -45,21 +45,28 @@ CliOutcome run_cli(const std::vector<std::string>& args) {
 
 }  // namespace
 
-// The extrapolation is exact when the iteration is affine in the micro-batch count m beyond m1 (the
-// header's argument). Tolerance 0.5% of the full simulation's iteration time: the affine law holds up to
-// the integer-nanosecond rounding of the two short runs and any non-steady overlap of the data-parallel
-// reduction with the last backward; each case prints its error.
+// The extrapolation is exact when the iteration is bilinear in the micro-batch count and the layers per
+// chunk (the header's argument). Tolerance 0.5% of the full simulation's iteration time: the affine law holds
+// up to the integer-nanosecond rounding of the short runs, the gradient buckets (a fixed size: their count is
+// not exactly proportional to the layers) and any non-steady overlap of the data-parallel reduction with
+// the last backward; each case prints its error.
 TEST_CASE("micro-batch extrapolation agrees with the full simulation within 0.5%") {
   struct Case {
     const char* scenario;
     std::int64_t pipeline, virtual_stages, data;
+    int zero_stage = 0;
+    std::int64_t context = 1;
+    bool full_recompute = false;
   };
   const std::vector<Case> cases{
-      {"megatron-sc21-145b.json", 8, 2, 24},  // interleaved, m = 96
-      {"megatron-sc21-145b.json", 8, 1, 24},  // 1F1B, m = 96
-      {"megatron-sc21-18b.json", 1, 1, 0},    // shipped split: tp8 dp32, m = 32
-      {"llama2-7b-h100-32.json", 1, 1, 16},   // no pipeline, data parallel, m = 8
-      {"llama2-7b-h100-32.json", 4, 1, 4},    // m = 32
+      {"megatron-sc21-145b.json", 8, 2, 24},             // interleaved, m = 96
+      {"megatron-sc21-145b.json", 8, 1, 24},             // 1F1B, m = 96
+      {"megatron-sc21-18b.json", 1, 1, 0},               // shipped split: tp8 dp32, m = 32
+      {"llama2-7b-h100-32.json", 1, 1, 16},              // no pipeline, data parallel, m = 8
+      {"llama2-7b-h100-32.json", 4, 1, 4},               // m = 32
+      {"llama2-7b-h100-32.json", 1, 1, 16, 3, 1, true},  // ZeRO-3 gathers per layer, full recompute
+      {"llama2-7b-h100-32.json", 2, 1, 4, 0, 2},         // context parallel 2, m = 32
+      {"bert-large-256-p3dn-tcp.json", 1, 1, 0},         // data parallel over TCP (gradients exposed)
   };
   for (const Case& c : cases) {
     Scenario s = shipped(c.scenario);
@@ -69,6 +76,9 @@ TEST_CASE("micro-batch extrapolation agrees with the full simulation within 0.5%
       s.parallelism.schedule =
           c.virtual_stages > 1 ? dtsim::config::Schedule::interleaved : dtsim::config::Schedule::one_f_one_b;
       s.parallelism.data = c.data;
+      s.parallelism.zero_stage = c.zero_stage;
+      s.parallelism.context = c.context;
+      if (c.full_recompute) s.training.activation_recompute = dtsim::config::Recompute::full;
     }
     REQUIRE_FALSE(dtsim::parallel::infeasibility(s));
     const auto full = dtsim::results::evaluate(s, {});
@@ -76,13 +86,15 @@ TEST_CASE("micro-batch extrapolation agrees with the full simulation within 0.5%
     const double error = (fast.iteration_time_s - full.iteration_time_s) / full.iteration_time_s;
     const auto points = dtsim::search::extrapolation_points(s);
     std::printf(
-        "extrapolation %-24s pp%lld v%lld dp%lld m=%lld (m1=%lld m2=%lld): full %.6f s, fast %.6f s, error "
+        "extrapolation %-24s pp%lld v%lld dp%lld m=%lld (m %lld|%lld, layers/chunk %lld|%lld): full %.6f s, "
+        "fast %.6f s, error "
         "%+.4f%%, "
         "events %llu vs %llu\n",
         c.scenario, static_cast<long long>(s.parallelism.pipeline),
         static_cast<long long>(s.parallelism.virtual_stages), static_cast<long long>(s.parallelism.data),
         static_cast<long long>(dtsim::parallel::micro_batches(s)), static_cast<long long>(points.m1),
-        static_cast<long long>(points.m2), full.iteration_time_s, fast.iteration_time_s, 100 * error,
+        static_cast<long long>(points.m2), static_cast<long long>(points.l1),
+        static_cast<long long>(points.l2), full.iteration_time_s, fast.iteration_time_s, 100 * error,
         static_cast<unsigned long long>(full.engine.events),
         static_cast<unsigned long long>(fast.engine.events));
     CHECK(std::abs(error) <= 0.005);
