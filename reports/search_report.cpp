@@ -20,12 +20,14 @@ void write_text(std::ostream& out, const config::Scenario& base, const search::S
                      base.node.id, base.gpu_count(), base.training.global_batch_size);
   out << fmt::format("plans   {} enumerated, {} pruned before simulation, {} simulated ({})\n", o.enumerated,
                      o.pruned, o.evaluated,
-                     o.extrapolated ? "micro-batches extrapolated from two short runs" : "full simulation");
+                     o.extrapolated ? "extrapolated from short simulations" : "full simulation");
   write_rejections_text(out, o, "  ");
   out << fmt::format(
-      "speed   {} plans in {:.3f} s on {} thread{}: {:.0f} plans/s per core (enumeration {:.3f} s)\n",
-      o.evaluated, o.evaluate_wall_s, o.jobs, o.jobs == 1 ? "" : "s", o.configs_per_s_per_core,
-      o.enumerate_wall_s);
+      "speed   {} plans in {:.3f} s on {} thread{}, {:.3f} CPU-s: {:.0f} plans per second per core "
+      "(enumeration "
+      "{:.3f} s)\n",
+      o.evaluated, o.evaluate_wall_s, o.jobs, o.jobs == 1 ? "" : "s", o.evaluate_cpu_s,
+      o.configs_per_s_per_core, o.enumerate_wall_s);
   if (o.top.empty()) {
     out << "no plan fits: every combination was rejected\n";
     return;
@@ -78,6 +80,7 @@ nlohmann::ordered_json search_counts_json(const search::SearchOutcome& o) {
   j["method"] = o.extrapolated ? "extrapolated" : "full";
   j["jobs"] = o.jobs;
   j["evaluate_wall_s"] = o.evaluate_wall_s;
+  j["evaluate_cpu_s"] = o.evaluate_cpu_s;
   j["configs_per_s_per_core"] = o.configs_per_s_per_core;
   return j;
 }

@@ -82,10 +82,11 @@ results::Result evaluate_extrapolated(const config::Scenario& scenario) {
   if (parallel::infeasibility(scenario) || e.total_bytes() > scenario.gpu.hbm_bytes) {
     return results::evaluate(scenario, {});
   }
-  // A dimension already as small as its second point is simulated at its real value.
-  if (m <= points.m2) points.m1 = points.m2 = m;
+  // A dimension is extrapolated only where that simulates fewer (micro-batch x layer) steps than its
+  // real value: m1 + m2 < m, l1 + l2 < l (the work of the runs is their sum along each dimension).
+  if (points.m1 + points.m2 >= m) points.m1 = points.m2 = m;
   const std::int64_t l = scenario.model.layers / chunks;
-  if (points.l2 == 0 || l <= points.l2) points.l1 = points.l2 = l;
+  if (points.l2 == 0 || points.l1 + points.l2 >= l) points.l1 = points.l2 = l;
   if (points.m1 == m && points.l1 == l) return results::evaluate(scenario, {});
 
   const auto started = std::chrono::steady_clock::now();

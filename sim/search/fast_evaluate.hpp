@@ -15,8 +15,9 @@
 // virtual stages: m1 = 2, m2 = 3 (interleaved: p and 2p, which it needs divisible by p), l1 = 4,
 // l2 = 6 (only when the layers split evenly into the chunks; with 2 and 3 layers the first gradient
 // buckets, sized in bytes, and the embedding's overlap differently and data-parallel plans on slow
-// networks were off by 0.5%). A dimension whose real value is not above
-// its second point is simulated at its real value. tests/unit/test_search.cpp compares the
+// networks were off by 0.5%). A dimension is extrapolated only where
+// its two points sum to less than its real value (fewer steps simulated); otherwise it is simulated at
+// its real value. tests/unit/test_search.cpp compares the
 // result with the full simulation and prints the error.
 //
 // Memory, status and the model FLOP rates are those of the real scenario; engine.events and
@@ -41,7 +42,7 @@ struct ExtrapolationPoints {
 ExtrapolationPoints extrapolation_points(const config::Scenario& scenario);
 
 // The Result of results::evaluate() without a trace, the iteration extrapolated as above. Infeasible
-// plans (their result carries the reason) and plans with neither dimension above its second point are
+// plans (their result carries the reason) and plans where neither dimension is extrapolated are
 // simulated as they are.
 results::Result evaluate_extrapolated(const config::Scenario& scenario);
 

@@ -38,7 +38,8 @@ struct SearchOutcome {
   std::size_t jobs = 1;
   double enumerate_wall_s = 0.0;
   double evaluate_wall_s = 0.0;
-  // evaluated / (evaluate_wall_s x jobs): estimated plans per second per core
+  double evaluate_cpu_s = 0.0;  // CPU time of the worker threads while they estimated
+  // evaluated / evaluate_cpu_s: estimated plans per CPU-second, i.e. per second on one core
   double configs_per_s_per_core = 0.0;
   bool extrapolated = true;
   std::vector<SearchEntry> top;  // best first
@@ -47,9 +48,13 @@ struct SearchOutcome {
 SearchOutcome search(const config::Scenario& base, const SearchOptions& options);
 
 // The evaluation step alone, for callers that enumerate themselves (the capacity planner) and for
-// the benchmark: every candidate estimated on `jobs` threads, results in the candidates' order.
-std::vector<results::Result> evaluate_candidates(const std::vector<Candidate>& candidates, std::size_t jobs,
-                                                 bool extrapolate);
+// the benchmark: every candidate estimated on `jobs` threads, results in the candidates' order, and the
+// CPU time the threads spent.
+struct Evaluated {
+  std::vector<results::Result> results;
+  double cpu_s = 0.0;
+};
+Evaluated evaluate_candidates(const std::vector<Candidate>& candidates, std::size_t jobs, bool extrapolate);
 
 // Indexes of `results` ranked as above (only status ok), best first, at most `top`.
 std::vector<std::size_t> rank_results(const std::vector<results::Result>& results, std::size_t top);

@@ -21,6 +21,7 @@ enum Rule : std::size_t {
   kInterleaved,
   kOther,
   kMemory,
+  kDuplicate,
   kRuleCount
 };
 
@@ -34,6 +35,7 @@ constexpr std::array<const char*, kRuleCount> kRuleText{
     "interleaved schedule: micro-batches not divisible by pipeline",
     "other feasibility rule (GPU precision support)",
     "out of memory (memory model)",
+    "fits, but the same plan as recompute none (selective recompute with flash attention recomputes nothing)",
 };
 
 struct Sharding {
@@ -134,7 +136,11 @@ Space enumerate_space(const config::Scenario& base, const SpaceBounds& bounds) {
                   s.training.micro_batch_size = mb;
                   s.training.activation_recompute = rc;
                   ++space.enumerated;
-                  const std::size_t rule = first_broken_rule(s);
+                  std::size_t rule = first_broken_rule(s);
+                  if (rule == kRuleCount && !bounds.keep_recompute && rc == config::Recompute::selective &&
+                      s.model.attention == config::AttentionKind::flash) {
+                    rule = kDuplicate;
+                  }
                   if (rule < kRuleCount) {
                     ++rejected[rule];
                     continue;

@@ -10,8 +10,10 @@
 //   seq_length must divide by 2 x context (load-balanced causal split); the global batch by
 //   data x micro-batch; the interleaved schedule needs micro-batches divisible by pipeline;
 //   sequence parallelism is only enumerated with tensor > 1, sharding only with data x context > 1
-//   (otherwise they are the same plan); finally parallel::infeasibility() (feasibility.hpp) and the
-//   memory model (memory_model.hpp): the most loaded GPU must fit in the GPU's memory.
+//   (otherwise they are the same plan); parallel::infeasibility() (feasibility.hpp); selective
+//   recompute with flash attention is skipped as the same plan as no recompute (the fused kernel keeps
+//   no scores, so there is nothing to recompute: layer_ops.cpp, memory_model.cpp); finally the memory
+//   model (memory_model.hpp): the most loaded GPU must fit in the GPU's memory.
 #pragma once
 
 #include <cstdint>
