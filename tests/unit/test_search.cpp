@@ -2,6 +2,7 @@
 // ranking's independence from the thread count, and the search and plan commands end to end.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <sstream>
@@ -199,4 +200,24 @@ TEST_CASE("dtsim search: json and csv output, same bytes with --no-timing on 1 a
   CHECK(ja.out.find("\"rejections\"") != std::string::npos);
   CHECK(cc.status == 0);
   CHECK(cc.out.rfind("rank,label,headroom_bytes,name,", 0) == 0);
+}
+
+TEST_CASE("dtsim plan: exit 3 when no cluster meets the deadline, json and csv list every cluster") {
+  const std::string plan = R"({"schema_version": 1, "name": "t", "model": {"preset": "gpt-1.3b"},
+    "training": {"global_batch_size": 64}, "steps": 1000, "deadline_days": 1e-6,
+    "search": {"max_context": 1, "max_micro_batch": 1, "max_virtual_stages": 1, "keep_sharding": true,
+               "keep_recompute": true, "keep_sequence_parallel": true},
+    "candidates": [{"node": "dgx-a100", "usd_per_gpu_hour": 2.0, "price_source": "test", "nodes": [1, 2]}]})";
+  std::istringstream in_json(plan), in_csv(plan);
+  std::ostringstream out_json, out_csv, err;
+  const int json_status =
+      dtsim::cli::run_cli({"plan", "-", "--format", "json", "--no-timing"}, in_json, out_json, err);
+  const int csv_status = dtsim::cli::run_cli({"plan", "-", "--format", "csv"}, in_csv, out_csv, err);
+  CHECK(json_status == 3);
+  CHECK(csv_status == 3);
+  CHECK(out_json.str().find("\"cheapest\": null") != std::string::npos);
+  CHECK(out_json.str().find("\"meets_deadline\": false") != std::string::npos);
+  // Header and one row per cluster (1 and 2 nodes).
+  const std::string csv = out_csv.str();
+  CHECK(std::count(csv.begin(), csv.end(), '\n') == 3);
 }
