@@ -16,7 +16,8 @@ CLI::App* add_plan_command(CLI::App& app, PlanCommandOptions& o) {
   cmd->add_option("--jobs,-j", o.jobs, "Worker threads (default: all cores)")->check(CLI::PositiveNumber);
   cmd->add_option("--format", o.format, "Output format")->check(CLI::IsMember({"text", "json", "csv"}));
   cmd->add_option("--out", o.out_path, "Write to FILE instead of standard output");
-  cmd->add_flag("--no-timing", o.no_timing, "Report wall times as 0");
+  cmd->add_flag("--no-timing", o.no_timing,
+                "Report wall times, speed and thread count as 0 (identical bytes on every run)");
   return cmd;
 }
 
@@ -29,6 +30,7 @@ int plan_command(const PlanCommandOptions& o, std::istream& in, std::ostream& ou
     for (auto& row : outcome.rows) {
       row.search.enumerate_wall_s = row.search.evaluate_wall_s = row.search.evaluate_cpu_s =
           row.search.configs_per_s_per_core = 0.0;
+      row.search.jobs = 0;
       row.best.engine.wall_s = 0.0;
     }
   }

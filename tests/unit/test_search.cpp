@@ -202,7 +202,9 @@ TEST_CASE("dtsim search: json and csv output, same bytes with --no-timing on 1 a
   CHECK(cc.out.rfind("rank,label,headroom_bytes,name,", 0) == 0);
 }
 
-TEST_CASE("dtsim plan: exit 3 when no cluster meets the deadline, json and csv list every cluster") {
+TEST_CASE(
+    "dtsim plan: exit 3 when no cluster meets the deadline, json and csv list every cluster, same bytes on 1 "
+    "and 2 jobs") {
   const std::string plan = R"({"schema_version": 1, "name": "t", "model": {"preset": "gpt-1.3b"},
     "training": {"global_batch_size": 64}, "steps": 1000, "deadline_days": 1e-6,
     "search": {"max_context": 1, "max_micro_batch": 1, "max_virtual_stages": 1, "keep_sharding": true,
