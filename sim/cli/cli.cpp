@@ -53,6 +53,10 @@ int run_cli(const std::vector<std::string>& args, std::istream& in, std::ostream
   CLI::App* merge = add_merge_command(app, merge_options);
   CompareOptions compare_options;
   CLI::App* compare = add_compare_command(app, compare_options);
+  SearchCommandOptions search_options;
+  CLI::App* search = add_search_command(app, search_options);
+  PlanCommandOptions plan_options;
+  CLI::App* plan = add_plan_command(app, plan_options);
   NcclTestsOptions nccl_options;
   CLI::App* nccl = add_nccl_tests_command(app, nccl_options);
   ImportNcclOptions import_options;
@@ -71,6 +75,8 @@ int run_cli(const std::vector<std::string>& args, std::istream& in, std::ostream
     if (compare->parsed()) return compare_command(compare_options, in, out);
     if (sweep->parsed()) return sweep_command(sweep_options, in, out, err);
     if (merge->parsed()) return merge_command(merge_options, out);
+    if (search->parsed()) return search_command(search_options, in, out);
+    if (plan->parsed()) return plan_command(plan_options, in, out);
     if (nccl->parsed()) return nccl_tests_command(nccl_options, out);
     if (import->parsed()) return import_nccl_command(import_options, out);
     err << "error: a subcommand is required\nRun with --help for more information.\n";

@@ -11,6 +11,8 @@
 
 #include "config/scenario.hpp"
 #include "config/scenario_loader.hpp"
+#include "reports/reports.hpp"
+#include "search/space.hpp"
 
 namespace dtsim::cli {
 
@@ -116,5 +118,37 @@ struct ImportNcclOptions {
 
 CLI::App* add_import_command(CLI::App& app, ImportNcclOptions& options);
 int import_nccl_command(const ImportNcclOptions& options, std::ostream& out);
+
+struct SearchCommandOptions {
+  std::string scenario;
+  int top = 10;
+  int jobs = 0;  // 0: all cores
+  std::string format = "text";
+  std::string out_path;
+  bool exact = false;
+  bool no_timing = false;
+  search::SpaceBounds bounds;
+};
+
+CLI::App* add_search_command(CLI::App& app, SearchCommandOptions& options);
+int search_command(const SearchCommandOptions& options, std::istream& in, std::ostream& out);
+
+struct PlanCommandOptions {
+  std::string plan;
+  int jobs = 0;  // 0: all cores
+  std::string format = "text";
+  std::string out_path;
+  bool no_timing = false;
+};
+
+CLI::App* add_plan_command(CLI::App& app, PlanCommandOptions& options);
+int plan_command(const PlanCommandOptions& options, std::istream& in, std::ostream& out);
+
+// Shared by search and plan: the --max-* and --keep-* options of the strategy space, the thread count
+// (0: all cores), the --format value and writing to --out (or `out` when empty).
+void add_space_options(CLI::App* cmd, search::SpaceBounds& bounds);
+std::size_t worker_threads(int jobs);
+reports::Format output_format(const std::string& format);
+void write_output(const std::string& text, const std::string& out_path, std::ostream& out);
 
 }  // namespace dtsim::cli

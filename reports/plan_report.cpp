@@ -1,0 +1,139 @@
+#include "reports/plan_report.hpp"
+
+#include <string>
+
+#include <fmt/format.h>
+
+#include "reports/search_report.hpp"
+
+namespace dtsim::reports {
+
+namespace {
+
+constexpr double kSecondsPerDay = 86400.0;
+
+std::string yes_no(bool v) { return v ? "yes" : "no"; }
+
+std::string goal_text(const config::Plan& p) {
+  std::string work = p.tokens ? fmt::format("{:.4g} tokens", *p.tokens) : fmt::format("{} steps", *p.steps);
+  std::string limits;
+  if (p.deadline_days) limits += fmt::format("deadline {:g} days", *p.deadline_days);
+  if (p.budget_usd) limits += fmt::format("{}budget ${:.0f}", limits.empty() ? "" : ", ", *p.budget_usd);
+  return work + "; " + limits;
+}
+
+void write_pick(std::ostream& out, const char* what, const search::PlanOutcome& o,
+                const std::optional<std::size_t>& index) {
+  if (!index) {
+    out << fmt::format("{:<9} none meets the plan\n", what);
+    return;
+  }
+  const search::PlanRow& r = o.rows[*index];
+  out << fmt::format("{:<9} {} x {} ({}, {} GPUs): {:.1f} days, ${:.0f}, {}\n", what,
+                     r.cluster->scenario.cluster.nodes, r.cluster->node_id, r.cluster->fabric, r.gpus,
+                     r.train_s / kSecondsPerDay, r.cost_usd, r.strategy);
+}
+
+void write_text(std::ostream& out, const config::Plan& p, const search::PlanOutcome& o) {
+  out << fmt::format("plan      {}: {}\n", p.name, goal_text(p));
+  write_pick(out, "cheapest", o, o.cheapest);
+  write_pick(out, "fastest", o, o.fastest);
+  out << fmt::format("\n{:<10} {:<11} {:>5} {:>6} {:>7} {:<44} {:>9} {:>8} {:>12} {:>8} {:>6}\n", "node",
+                     "fabric", "nodes", "GPUs", "$/GPU-h", "best strategy", "tokens/s", "days", "cost ($)",
+                     "deadline", "budget");
+  for (const search::PlanRow& r : o.rows) {
+    const auto& c = *r.cluster;
+    if (!r.feasible) {
+      out << fmt::format("{:<10} {:<11} {:>5} {:>6} {:>7.2f} infeasible: {}\n", c.node_id, c.fabric,
+                         c.scenario.cluster.nodes, r.gpus, c.usd_per_gpu_hour, r.reason);
+      continue;
+    }
+    out << fmt::format("{:<10} {:<11} {:>5} {:>6} {:>7.2f} {:<44} {:>9.0f} {:>8.1f} {:>12.0f} {:>8} {:>6}\n",
+                       c.node_id, c.fabric, c.scenario.cluster.nodes, r.gpus, c.usd_per_gpu_hour, r.strategy,
+                       r.best.throughput.tokens_per_s, r.train_s / kSecondsPerDay, r.cost_usd,
+                       p.deadline_days ? yes_no(r.meets_deadline) : "-",
+                       p.budget_usd ? yes_no(r.meets_budget) : "-");
+  }
+  out << fmt::format("\n{} strategies estimated in {:.3f} s\nprices:\n", o.evaluated, o.evaluate_wall_s);
+  std::size_t last = static_cast<std::size_t>(-1);
+  for (const search::PlanRow& r : o.rows) {
+    if (r.cluster->candidate == last) continue;
+    last = r.cluster->candidate;
+    out << fmt::format("  {} ({}): ${:.2f} per GPU-hour, {}\n", r.cluster->node_id, r.cluster->fabric,
+                       r.cluster->usd_per_gpu_hour, r.cluster->price_source);
+  }
+}
+
+nlohmann::ordered_json row_json(const config::Plan& p, const search::PlanRow& r) {
+  const auto& c = *r.cluster;
+  nlohmann::ordered_json j;
+  j["node"] = c.node_id;
+  j["fabric"] = c.fabric;
+  j["nodes"] = c.scenario.cluster.nodes;
+  j["gpus"] = r.gpus;
+  j["usd_per_gpu_hour"] = c.usd_per_gpu_hour;
+  j["price_source"] = c.price_source;
+  j["status"] = r.feasible ? "ok" : "infeasible";
+  j["reason"] = r.reason;
+  j["strategy"] = r.strategy;
+  j["train_s"] = r.train_s;
+  j["train_days"] = r.train_s / kSecondsPerDay;
+  j["gpu_hours"] = r.gpu_hours;
+  j["cost_usd"] = r.cost_usd;
+  j["meets_deadline"] = p.deadline_days ? nlohmann::ordered_json(r.meets_deadline) : nlohmann::ordered_json();
+  j["meets_budget"] = p.budget_usd ? nlohmann::ordered_json(r.meets_budget) : nlohmann::ordered_json();
+  j["search"] = search_counts_json(r.search);
+  if (r.feasible) j["result"] = result_json(r.best);
+  return j;
+}
+
+void write_json(std::ostream& out, const config::Plan& p, const search::PlanOutcome& o) {
+  nlohmann::ordered_json j;
+  j["name"] = p.name;
+  j["tokens"] = p.tokens ? nlohmann::ordered_json(*p.tokens) : nlohmann::ordered_json();
+  j["steps"] = p.steps ? nlohmann::ordered_json(*p.steps) : nlohmann::ordered_json();
+  j["deadline_days"] = p.deadline_days ? nlohmann::ordered_json(*p.deadline_days) : nlohmann::ordered_json();
+  j["budget_usd"] = p.budget_usd ? nlohmann::ordered_json(*p.budget_usd) : nlohmann::ordered_json();
+  j["cheapest"] = o.cheapest ? nlohmann::ordered_json(*o.cheapest) : nlohmann::ordered_json();
+  j["fastest"] = o.fastest ? nlohmann::ordered_json(*o.fastest) : nlohmann::ordered_json();
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  for (const auto& r : o.rows) rows.push_back(row_json(p, r));
+  j["clusters"] = std::move(rows);
+  out << j.dump(2) << "\n";
+}
+
+void write_csv(std::ostream& out, const config::Plan& p, const search::PlanOutcome& o) {
+  out << "node,fabric,nodes,gpus,usd_per_gpu_hour,status,strategy,tokens_per_s,iteration_s,train_days,gpu_"
+         "hours,"
+         "cost_usd,meets_deadline,meets_budget,cheapest,fastest,reason\n";
+  for (std::size_t i = 0; i < o.rows.size(); ++i) {
+    const auto& r = o.rows[i];
+    const auto& c = *r.cluster;
+    out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},\"{}\"\n", c.node_id, c.fabric,
+                       c.scenario.cluster.nodes, r.gpus, c.usd_per_gpu_hour, r.feasible ? "ok" : "infeasible",
+                       r.strategy, r.best.throughput.tokens_per_s, r.best.iteration_time_s,
+                       r.train_s / kSecondsPerDay, r.gpu_hours, r.cost_usd,
+                       p.deadline_days ? yes_no(r.meets_deadline) : "",
+                       p.budget_usd ? yes_no(r.meets_budget) : "", o.cheapest == i ? "yes" : "no",
+                       o.fastest == i ? "yes" : "no", r.reason);
+  }
+}
+
+}  // namespace
+
+void write_plan(std::ostream& out, const config::Plan& plan, const search::PlanOutcome& outcome,
+                Format format) {
+  switch (format) {
+    case Format::text:
+      write_text(out, plan, outcome);
+      return;
+    case Format::json:
+      write_json(out, plan, outcome);
+      return;
+    case Format::csv:
+      write_csv(out, plan, outcome);
+      return;
+  }
+}
+
+}  // namespace dtsim::reports

@@ -1,0 +1,107 @@
+#include "reports/search_report.hpp"
+
+#include <sstream>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "core/units.hpp"
+#include "reports/csv_report.hpp"
+
+namespace dtsim::reports {
+
+namespace {
+
+double gib(double bytes) { return bytes / core::kGiB; }
+
+void write_text(std::ostream& out, const config::Scenario& base, const search::SearchOutcome& o) {
+  out << fmt::format("search  {} on {} x {} ({} GPUs), global batch {}\n",
+                     base.model.preset.empty() ? "model" : base.model.preset, base.cluster.nodes,
+                     base.node.id, base.gpu_count(), base.training.global_batch_size);
+  out << fmt::format("plans   {} enumerated, {} pruned before simulation, {} simulated ({})\n", o.enumerated,
+                     o.pruned, o.evaluated,
+                     o.extrapolated ? "extrapolated from short simulations" : "full simulation");
+  write_rejections_text(out, o, "  ");
+  out << fmt::format(
+      "speed   {} plans in {:.3f} s on {} thread{}, {:.3f} CPU-s: {:.0f} plans per second per core "
+      "(enumeration "
+      "{:.3f} s)\n",
+      o.evaluated, o.evaluate_wall_s, o.jobs, o.jobs == 1 ? "" : "s", o.evaluate_cpu_s,
+      o.configs_per_s_per_core, o.enumerate_wall_s);
+  if (o.top.empty()) {
+    out << "no plan fits: every combination was rejected\n";
+    return;
+  }
+  out << fmt::format("\n{:>4}  {:<46} {:>10} {:>11} {:>6} {:>9} {:>9}\n", "rank", "plan", "iter (s)",
+                     "tokens/s", "MFU", "mem GiB", "headroom");
+  for (const auto& e : o.top) {
+    const auto& r = e.result;
+    out << fmt::format("{:>4}  {:<46} {:>10.4f} {:>11.0f} {:>5.1f}% {:>9.1f} {:>9.1f}\n", e.rank, e.label,
+                       r.iteration_time_s, r.throughput.tokens_per_s, 100.0 * r.flops.mfu,
+                       gib(r.memory.peak_bytes_per_gpu), gib(e.headroom_bytes));
+  }
+}
+
+void write_json(std::ostream& out, const search::SearchOutcome& o) {
+  nlohmann::ordered_json j;
+  j["search"] = search_counts_json(o);
+  nlohmann::ordered_json top = nlohmann::ordered_json::array();
+  for (const auto& e : o.top) {
+    nlohmann::ordered_json row;
+    row["rank"] = e.rank;
+    row["label"] = e.label;
+    row["headroom_bytes"] = e.headroom_bytes;
+    row["result"] = result_json(e.result);
+    top.push_back(std::move(row));
+  }
+  j["top"] = std::move(top);
+  out << j.dump(2) << "\n";
+}
+
+void write_csv(std::ostream& out, const search::SearchOutcome& o) {
+  out << "rank,label,headroom_bytes,";
+  write_csv_header(out);
+  for (const auto& e : o.top) {
+    out << fmt::format("{},{},{},", e.rank, e.label, e.headroom_bytes);
+    write_csv_row(out, e.result);
+  }
+}
+
+}  // namespace
+
+nlohmann::ordered_json search_counts_json(const search::SearchOutcome& o) {
+  nlohmann::ordered_json j;
+  j["enumerated"] = o.enumerated;
+  j["pruned"] = o.pruned;
+  nlohmann::ordered_json rejections = nlohmann::ordered_json::array();
+  for (const auto& r : o.rejections) rejections.push_back({{"reason", r.reason}, {"count", r.count}});
+  j["rejections"] = std::move(rejections);
+  j["evaluated"] = o.evaluated;
+  j["method"] = o.extrapolated ? "extrapolated" : "full";
+  j["jobs"] = o.jobs;
+  j["evaluate_wall_s"] = o.evaluate_wall_s;
+  j["evaluate_cpu_s"] = o.evaluate_cpu_s;
+  j["configs_per_s_per_core"] = o.configs_per_s_per_core;
+  return j;
+}
+
+void write_rejections_text(std::ostream& out, const search::SearchOutcome& o, const char* indent) {
+  for (const auto& r : o.rejections) out << fmt::format("{}{:>9}  {}\n", indent, r.count, r.reason);
+}
+
+void write_search(std::ostream& out, const config::Scenario& base, const search::SearchOutcome& outcome,
+                  Format format) {
+  switch (format) {
+    case Format::text:
+      write_text(out, base, outcome);
+      return;
+    case Format::json:
+      write_json(out, outcome);
+      return;
+    case Format::csv:
+      write_csv(out, outcome);
+      return;
+  }
+}
+
+}  // namespace dtsim::reports

@@ -1,0 +1,43 @@
+// dtsim plan PLAN.json: the cheapest and the fastest candidate clusters that meet a deadline and/or a
+// budget, each with its best strategy (capacity_plan.hpp).
+#include <sstream>
+
+#include "cli/cli.hpp"
+#include "cli/commands.hpp"
+#include "config/plan_loader.hpp"
+#include "reports/plan_report.hpp"
+#include "search/capacity_plan.hpp"
+
+namespace dtsim::cli {
+
+CLI::App* add_plan_command(CLI::App& app, PlanCommandOptions& o) {
+  CLI::App* cmd = app.add_subcommand("plan", "Size a cluster for a token budget, a deadline and a budget");
+  cmd->add_option("plan", o.plan, "Plan v1 JSON file, or - for standard input")->required();
+  cmd->add_option("--jobs,-j", o.jobs, "Worker threads (default: all cores)")->check(CLI::PositiveNumber);
+  cmd->add_option("--format", o.format, "Output format")->check(CLI::IsMember({"text", "json", "csv"}));
+  cmd->add_option("--out", o.out_path, "Write to FILE instead of standard output");
+  cmd->add_flag("--no-timing", o.no_timing,
+                "Report wall times, speed and thread count as 0 (identical bytes on every run)");
+  return cmd;
+}
+
+int plan_command(const PlanCommandOptions& o, std::istream& in, std::ostream& out) {
+  const config::Plan plan =
+      config::load_plan_text(read_scenario_text(o.plan, in), o.plan, config::default_data_paths());
+  search::PlanOutcome outcome = search::evaluate_plan(plan, worker_threads(o.jobs));
+  if (o.no_timing) {
+    outcome.evaluate_wall_s = 0.0;
+    for (auto& row : outcome.rows) {
+      row.search.enumerate_wall_s = row.search.evaluate_wall_s = row.search.evaluate_cpu_s =
+          row.search.configs_per_s_per_core = 0.0;
+      row.search.jobs = 0;
+      row.best.engine.wall_s = 0.0;
+    }
+  }
+  std::ostringstream text;
+  reports::write_plan(text, plan, outcome, output_format(o.format));
+  write_output(text.str(), o.out_path, out);
+  return outcome.cheapest || outcome.fastest ? kExitOk : kExitInfeasible;
+}
+
+}  // namespace dtsim::cli

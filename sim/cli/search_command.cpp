@@ -1,0 +1,92 @@
+// dtsim search SCENARIO: the fastest plans for the scenario's model, cluster and batch (search.hpp).
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "cli/cli.hpp"
+#include "cli/commands.hpp"
+#include "core/errors.hpp"
+#include "reports/search_report.hpp"
+#include "search/search.hpp"
+
+namespace dtsim::cli {
+
+void add_space_options(CLI::App* cmd, search::SpaceBounds& b) {
+  cmd->add_option("--max-tensor", b.max_tensor,
+                  "Largest tensor degree (powers of two; default: GPUs per node)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--max-pipeline", b.max_pipeline, "Largest pipeline degree (default: layers)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--max-context", b.max_context, "Largest context degree (powers of two)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--max-micro-batch", b.max_micro_batch, "Largest micro-batch size (powers of two)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--max-virtual-stages", b.max_virtual_stages, "Largest virtual stages per pipeline stage")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_flag("--keep-recompute", b.keep_recompute, "Only the scenario's activation recompute");
+  cmd->add_flag("--keep-sharding", b.keep_sharding,
+                "Only the scenario's ZeRO stage and distributed optimizer");
+  cmd->add_flag("--keep-sequence-parallel", b.keep_sequence_parallel,
+                "Only the scenario's sequence parallelism");
+}
+
+CLI::App* add_search_command(CLI::App& app, SearchCommandOptions& o) {
+  CLI::App* cmd =
+      app.add_subcommand("search", "Rank the parallel plans of a scenario's model on its cluster");
+  cmd->add_option("scenario", o.scenario, "Scenario v1 JSON file, or - for standard input")->required();
+  cmd->add_option("--top", o.top, "Plans to list")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--jobs,-j", o.jobs, "Worker threads (default: all cores)")->check(CLI::PositiveNumber);
+  cmd->add_option("--format", o.format, "Output format")->check(CLI::IsMember({"text", "json", "csv"}));
+  cmd->add_option("--out", o.out_path, "Write to FILE instead of standard output");
+  cmd->add_flag("--exact", o.exact, "Simulate every micro-batch of each plan (no extrapolation)");
+  cmd->add_flag("--no-timing", o.no_timing,
+                "Report wall times, speed and thread count as 0 (identical bytes on every run)");
+  add_space_options(cmd, o.bounds);
+  return cmd;
+}
+
+std::size_t worker_threads(int jobs) {
+  if (jobs > 0) return static_cast<std::size_t>(jobs);
+  return std::max(1U, std::thread::hardware_concurrency());
+}
+
+reports::Format output_format(const std::string& format) {
+  if (format == "json") return reports::Format::json;
+  if (format == "csv") return reports::Format::csv;
+  return reports::Format::text;
+}
+
+void write_output(const std::string& text, const std::string& out_path, std::ostream& out) {
+  if (out_path.empty()) {
+    out << text;
+    return;
+  }
+  std::ofstream file(out_path);
+  if (!file) throw core::InputError(out_path, "", "cannot open the output file");
+  file << text;
+}
+
+int search_command(const SearchCommandOptions& o, std::istream& in, std::ostream& out) {
+  const config::Scenario base = read_scenario(o.scenario, in);
+  search::SearchOptions options;
+  options.bounds = o.bounds;
+  options.top = static_cast<std::size_t>(o.top);
+  options.jobs = worker_threads(o.jobs);
+  options.extrapolate = !o.exact;
+  search::SearchOutcome outcome = search::search(base, options);
+  if (o.no_timing) {
+    outcome.enumerate_wall_s = outcome.evaluate_wall_s = outcome.evaluate_cpu_s =
+        outcome.configs_per_s_per_core = 0.0;
+    outcome.jobs = 0;
+    for (auto& e : outcome.top) e.result.engine.wall_s = 0.0;
+  }
+  std::ostringstream text;
+  reports::write_search(text, base, outcome, output_format(o.format));
+  write_output(text.str(), o.out_path, out);
+  return outcome.top.empty() ? kExitInfeasible : kExitOk;
+}
+
+}  // namespace dtsim::cli

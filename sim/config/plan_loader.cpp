@@ -1,0 +1,144 @@
+#include "config/plan_loader.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "config/json_reader.hpp"
+#include "config/profile_loader.hpp"
+
+namespace dtsim::config {
+
+namespace {
+
+using json = nlohmann::json;
+
+constexpr std::int64_t kPlanSchemaVersion = 1;
+
+PlanSearchBounds read_search(ObjectReader& top) {
+  PlanSearchBounds b;
+  std::optional<ObjectReader> r = top.optional_child("search");
+  if (!r) return b;
+  const auto positive = IntRule::positive();
+  b.max_tensor = r->optional<std::int64_t>("max_tensor", b.max_tensor, positive);
+  b.max_pipeline = r->optional<std::int64_t>("max_pipeline", b.max_pipeline, positive);
+  b.max_context = r->optional<std::int64_t>("max_context", b.max_context, positive);
+  b.max_micro_batch = r->optional<std::int64_t>("max_micro_batch", b.max_micro_batch, positive);
+  b.max_virtual_stages = r->optional<std::int64_t>("max_virtual_stages", b.max_virtual_stages, positive);
+  b.keep_recompute = r->optional<bool>("keep_recompute", b.keep_recompute);
+  b.keep_sharding = r->optional<bool>("keep_sharding", b.keep_sharding);
+  b.keep_sequence_parallel = r->optional<bool>("keep_sequence_parallel", b.keep_sequence_parallel);
+  r->finish();
+  return b;
+}
+
+// "nodes": [16, 32, 64] (ascending) or {"from": 16, "to": 128} (doubling from `from` while <= `to`).
+std::vector<std::int64_t> read_node_counts(ObjectReader& c) {
+  const json* value = c.find("nodes");
+  const std::string at = pointer_append(c.pointer(), "nodes");
+  if (value == nullptr) throw c.mismatch("nodes", "a list of node counts or {\"from\": N, \"to\": M}");
+  std::vector<std::int64_t> counts;
+  if (value->is_object()) {
+    ObjectReader range(*value, c.file(), at);
+    const std::int64_t from = range.required<std::int64_t>("from", IntRule::positive());
+    const std::int64_t to = range.required<std::int64_t>("to", IntRule::at_least(from));
+    range.finish();
+    for (std::int64_t n = from; n <= to; n *= 2) counts.push_back(n);
+    return counts;
+  }
+  if (!value->is_array() || value->empty()) {
+    throw c.mismatch("nodes", "a non-empty list of node counts or {\"from\": N, \"to\": M}",
+                     !value->is_array());
+  }
+  for (std::size_t i = 0; i < value->size(); ++i) {
+    const json& v = (*value)[i];
+    const std::string item = pointer_append(at, i);
+    if (!v.is_number_integer() || v.get<std::int64_t>() <= 0) {
+      throw core::InputError(c.file(), item,
+                             fmt::format("got {}; expected a positive integer", describe_value(v)));
+    }
+    const auto n = v.get<std::int64_t>();
+    if (!counts.empty() && n <= counts.back()) {
+      throw core::InputError(
+          c.file(), item,
+          fmt::format("got {} after {}; expected node counts in ascending order", n, counts.back()));
+    }
+    counts.push_back(n);
+  }
+  return counts;
+}
+
+}  // namespace
+
+Plan load_plan_text(const std::string& text, const std::string& source, const DataPaths& data) {
+  const json doc = parse_json_text(text, source);
+  ObjectReader top(doc, source, "");
+  if (!top.has("schema_version")) throw top.mismatch("schema_version", "1");
+  const std::int64_t version = top.required<std::int64_t>("schema_version", IntRule::any());
+  if (version != kPlanSchemaVersion) {
+    throw top.error_at(
+        "schema_version",
+        fmt::format("unsupported plan schema_version {}; this dtsim reads {}", version, kPlanSchemaVersion));
+  }
+  top.expect_keys({"schema_version", "name", "model", "training", "parallelism", "simulation", "tokens",
+                   "steps", "deadline_days", "budget_usd", "candidates", "search"});
+  Plan plan;
+  plan.source = source;
+  plan.name = top.required<std::string>("name");
+  plan.tokens = top.maybe<double>("tokens", NumberRule::positive());
+  plan.steps = top.maybe<std::int64_t>("steps", IntRule::positive());
+  if (plan.tokens.has_value() == plan.steps.has_value()) {
+    throw top.error_here(plan.tokens ? "both \"tokens\" and \"steps\" given; expected one of them"
+                                     : "neither \"tokens\" nor \"steps\" given; expected one of them");
+  }
+  plan.deadline_days = top.maybe<double>("deadline_days", NumberRule::positive());
+  plan.budget_usd = top.maybe<double>("budget_usd", NumberRule::positive());
+  if (!plan.deadline_days && !plan.budget_usd) {
+    throw top.error_here("neither \"deadline_days\" nor \"budget_usd\" given; expected at least one");
+  }
+  plan.search = read_search(top);
+  // Scenario keys are checked by the scenario loader below, with the same pointers as in the plan.
+  top.child("model");
+  top.child("training");
+  json scenario_keys = json::object();
+  for (const char* key : {"model", "training", "parallelism", "simulation"}) {
+    if (const json* v = top.find(key)) scenario_keys[key] = *v;
+  }
+
+  const json* candidates = top.find("candidates");
+  if (candidates == nullptr || !candidates->is_array() || candidates->empty()) {
+    if (candidates == nullptr) throw top.mismatch("candidates", "a non-empty list of candidate clusters");
+    throw top.mismatch("candidates", "a non-empty list of candidate clusters", !candidates->is_array());
+  }
+  top.finish();
+  for (std::size_t i = 0; i < candidates->size(); ++i) {
+    ObjectReader c((*candidates)[i], source, pointer_append("/candidates", i));
+    c.expect_keys(
+        {"node", "fabric", "nic_gbps", "nics_per_node", "usd_per_gpu_hour", "price_source", "nodes"});
+    const std::string node_id = c.required<std::string>("node");
+    const NodeProfile node = load_node_profile(data.hardware_profiles, node_id,
+                                               IdLocation{source, pointer_append(c.pointer(), "node")});
+    const std::string fabric = c.optional<std::string>("fabric", node.fabric);
+    load_fabric_profile(data.hardware_profiles, fabric,
+                        IdLocation{source, pointer_append(c.pointer(), "fabric")});
+    const std::optional<double> nic_gbps = c.maybe<double>("nic_gbps", NumberRule::positive());
+    const std::optional<std::int64_t> nics = c.maybe<std::int64_t>("nics_per_node", IntRule::positive());
+    const double price = c.required<double>("usd_per_gpu_hour", NumberRule::positive());
+    const std::string price_source = c.required<std::string>("price_source");
+    const std::vector<std::int64_t> counts = read_node_counts(c);
+    c.finish();
+    for (const std::int64_t nodes : counts) {
+      json s = scenario_keys;
+      s["schema_version"] = 1;
+      s["name"] = fmt::format("{}: {} x {} ({})", plan.name, nodes, node_id, fabric);
+      json network = {{"fabric", fabric}};
+      if (nic_gbps) network["nic_gbps"] = *nic_gbps;
+      if (nics) network["nics_per_node"] = *nics;
+      s["cluster"] = {{"node", node_id}, {"nodes", nodes}, {"network", network}};
+      plan.clusters.push_back(
+          {i, node_id, fabric, price, price_source, load_scenario_text(s.dump(), source, data)});
+    }
+  }
+  return plan;
+}
+
+}  // namespace dtsim::config

@@ -1,0 +1,48 @@
+// Capacity planning: for each candidate cluster of a plan (config/plan.hpp), the fastest strategy found
+// by the strategy search (search.hpp) and what training on it takes:
+//   time to train  = tokens / tokens_per_s   (or steps x iteration time)
+//   GPU-hours      = GPUs x time to train / 3600 s
+//   cost           = GPU-hours x price per GPU-hour (the plan's price, with its source)
+// A cluster meets the plan when its time is within the deadline and its cost within the budget (each
+// when given). The cheapest and the fastest clusters that meet it are picked (ties: fewer GPUs, then
+// file order). A cluster on which no plan fits or runs is kept with the reason.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/plan.hpp"
+#include "results/result.hpp"
+#include "search/search.hpp"
+
+namespace dtsim::search {
+
+struct PlanRow {
+  const config::PlanCluster* cluster = nullptr;  // into the Plan
+  std::int64_t gpus = 0;
+  bool feasible = false;
+  std::string reason;    // why no strategy runs here (when !feasible)
+  std::string strategy;  // strategy_label() of the best plan
+  results::Result best;  // its result (status ok when feasible)
+  double train_s = 0.0;
+  double gpu_hours = 0.0;
+  double cost_usd = 0.0;
+  bool meets_deadline = false;
+  bool meets_budget = false;
+  bool meets() const { return feasible && meets_deadline && meets_budget; }
+  SearchOutcome search;  // counts of the cluster's search (top holds the best plan only)
+};
+
+struct PlanOutcome {
+  std::vector<PlanRow> rows;            // one per cluster, in the plan's order
+  std::optional<std::size_t> cheapest;  // index into rows
+  std::optional<std::size_t> fastest;
+  std::size_t evaluated = 0;  // plans estimated over all clusters
+  double evaluate_wall_s = 0.0;
+};
+
+PlanOutcome evaluate_plan(const config::Plan& plan, std::size_t jobs);
+
+}  // namespace dtsim::search

@@ -1,0 +1,97 @@
+#include "search/search.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <ctime>
+#include <mutex>
+#include <numeric>
+#include <thread>
+
+#include "results/evaluate.hpp"
+#include "search/fast_evaluate.hpp"
+
+namespace dtsim::search {
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+double thread_cpu_s() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
+double headroom(const results::Result& r) {
+  return r.memory.capacity_bytes_per_gpu - r.memory.peak_bytes_per_gpu;
+}
+
+}  // namespace
+
+Evaluated evaluate_candidates(const std::vector<Candidate>& candidates, std::size_t jobs, bool extrapolate) {
+  Evaluated out;
+  out.results.resize(candidates.size());
+  std::atomic<std::size_t> next{0};
+  std::mutex lock;
+  const auto worker = [&] {
+    const double cpu_start = thread_cpu_s();
+    for (std::size_t i = next++; i < candidates.size(); i = next++) {
+      out.results[i] = extrapolate ? evaluate_extrapolated(candidates[i].scenario)
+                                   : results::evaluate(candidates[i].scenario, {});
+    }
+    const double cpu = thread_cpu_s() - cpu_start;
+    std::lock_guard<std::mutex> guard(lock);
+    out.cpu_s += cpu;
+  };
+  const std::size_t threads = std::max<std::size_t>(1, std::min(jobs, candidates.size()));
+  std::vector<std::thread> pool;
+  for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
+  return out;
+}
+
+std::vector<std::size_t> rank_results(const std::vector<results::Result>& results, std::size_t top) {
+  std::vector<std::size_t> order;
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    if (results[i].status == results::Status::ok) order.push_back(i);
+  }
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    const double ta = results[a].throughput.tokens_per_s, tb = results[b].throughput.tokens_per_s;
+    if (ta != tb) return ta > tb;
+    return headroom(results[a]) > headroom(results[b]);
+  });
+  if (order.size() > top) order.resize(top);
+  return order;
+}
+
+SearchOutcome search(const config::Scenario& base, const SearchOptions& options) {
+  SearchOutcome out;
+  out.extrapolated = options.extrapolate;
+  const auto enumerate_start = std::chrono::steady_clock::now();
+  Space space = enumerate_space(base, options.bounds);
+  out.enumerate_wall_s = seconds_since(enumerate_start);
+  out.enumerated = space.enumerated;
+  out.rejections = space.rejections;
+  for (const auto& r : out.rejections) out.pruned += r.count;
+  out.jobs = std::max<std::size_t>(1, std::min(options.jobs, space.candidates.size()));
+
+  const auto evaluate_start = std::chrono::steady_clock::now();
+  Evaluated evaluated = evaluate_candidates(space.candidates, out.jobs, options.extrapolate);
+  std::vector<results::Result>& results = evaluated.results;
+  out.evaluate_wall_s = seconds_since(evaluate_start);
+  out.evaluate_cpu_s = evaluated.cpu_s;
+  out.evaluated = results.size();
+  if (out.evaluate_cpu_s > 0.0)
+    out.configs_per_s_per_core = static_cast<double>(out.evaluated) / out.evaluate_cpu_s;
+  std::size_t rank = 0;
+  for (const std::size_t i : rank_results(results, options.top)) {
+    out.top.push_back({++rank, space.candidates[i].label, headroom(results[i]), std::move(results[i])});
+  }
+  return out;
+}
+
+}  // namespace dtsim::search

@@ -1,0 +1,62 @@
+// Strategy search: enumerate the plans of a model on a cluster (space.hpp), prune those that break a
+// rule or do not fit in memory, estimate the iteration of every remaining plan on a pool of threads
+// (fast_evaluate.hpp by default, or the full simulation) and rank them: highest tokens/s first, ties
+// broken by the larger memory headroom (GPU memory minus the most loaded GPU's peak), then by
+// enumeration order. The ranking does not depend on the number of threads.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "config/scenario.hpp"
+#include "results/result.hpp"
+#include "search/space.hpp"
+
+namespace dtsim::search {
+
+struct SearchOptions {
+  SpaceBounds bounds;
+  std::size_t top = 10;     // entries kept, best first
+  std::size_t jobs = 1;     // worker threads (>= 1)
+  bool extrapolate = true;  // fast path (fast_evaluate.hpp); false: full simulation of each plan
+};
+
+// One ranked plan: a plain record a report renderer can take.
+struct SearchEntry {
+  std::size_t rank = 0;  // 1 = best
+  std::string label;     // strategy_label()
+  double headroom_bytes = 0.0;
+  results::Result result;
+};
+
+struct SearchOutcome {
+  std::size_t enumerated = 0;  // combinations looked at
+  std::size_t pruned = 0;      // rejected before simulation (sum over rejections)
+  std::vector<RejectionClass> rejections;
+  std::size_t evaluated = 0;  // plans whose iteration time was estimated
+  std::size_t jobs = 1;
+  double enumerate_wall_s = 0.0;
+  double evaluate_wall_s = 0.0;
+  double evaluate_cpu_s = 0.0;  // CPU time of the worker threads while they estimated
+  // evaluated / evaluate_cpu_s: estimated plans per CPU-second, i.e. per second on one core
+  double configs_per_s_per_core = 0.0;
+  bool extrapolated = true;
+  std::vector<SearchEntry> top;  // best first
+};
+
+SearchOutcome search(const config::Scenario& base, const SearchOptions& options);
+
+// The evaluation step alone, for callers that enumerate themselves (the capacity planner) and for
+// the benchmark: every candidate estimated on `jobs` threads, results in the candidates' order, and the
+// CPU time the threads spent.
+struct Evaluated {
+  std::vector<results::Result> results;
+  double cpu_s = 0.0;
+};
+Evaluated evaluate_candidates(const std::vector<Candidate>& candidates, std::size_t jobs, bool extrapolate);
+
+// Indexes of `results` ranked as above (only status ok), best first, at most `top`.
+std::vector<std::size_t> rank_results(const std::vector<results::Result>& results, std::size_t top);
+
+}  // namespace dtsim::search

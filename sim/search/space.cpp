@@ -1,0 +1,164 @@
+#include "search/space.hpp"
+
+#include <array>
+
+#include <fmt/format.h>
+
+#include "parallel/feasibility.hpp"
+#include "parallel/memory_model.hpp"
+
+namespace dtsim::search {
+
+namespace {
+
+enum Rule : std::size_t {
+  kHeads,
+  kKvHeads,
+  kFfn,
+  kLayers,
+  kSequence,
+  kBatch,
+  kInterleaved,
+  kOther,
+  kMemory,
+  kDuplicate,
+  kRuleCount
+};
+
+constexpr std::array<const char*, kRuleCount> kRuleText{
+    "tensor degree does not divide heads",
+    "kv_heads and tensor degree: neither divides the other",
+    "tensor degree does not divide ffn_hidden_size",
+    "layers do not split evenly into pipeline x virtual stages",
+    "seq_length not divisible by 2 x context degree",
+    "global batch not divisible by data x micro-batch",
+    "interleaved schedule: micro-batches not divisible by pipeline",
+    "other feasibility rule (GPU precision support)",
+    "out of memory (memory model)",
+    "fits, but the same plan as recompute none (selective recompute with flash attention recomputes nothing)",
+};
+
+struct Sharding {
+  int zero_stage = 0;
+  bool distributed_optimizer = false;
+};
+
+const char* sharding_name(int zero_stage, bool distributed_optimizer) {
+  if (zero_stage == 0) return distributed_optimizer ? "dist-opt" : "zero0";
+  if (zero_stage == 1) return "zero1";
+  return zero_stage == 2 ? "zero2" : "zero3";
+}
+
+std::vector<std::int64_t> powers_of_two(std::int64_t bound) {
+  std::vector<std::int64_t> out;
+  for (std::int64_t v = 1; v <= bound; v *= 2) out.push_back(v);
+  return out;
+}
+
+// The first rule `s` breaks, or kRuleCount when it passes them all.
+std::size_t first_broken_rule(const config::Scenario& s) {
+  const auto& m = s.model;
+  const auto& p = s.parallelism;
+  const auto& t = s.training;
+  if (m.heads % p.tensor != 0) return kHeads;
+  if (m.kv_heads % p.tensor != 0 && p.tensor % m.kv_heads != 0) return kKvHeads;
+  if (m.ffn_hidden_size % p.tensor != 0) return kFfn;
+  if (m.layers % (p.pipeline * p.virtual_stages) != 0) return kLayers;
+  if (p.context > 1 && m.seq_length % (2 * p.context) != 0) return kSequence;
+  if (t.global_batch_size % (p.data * t.micro_batch_size) != 0) return kBatch;
+  if (p.schedule == config::Schedule::interleaved && parallel::micro_batches(s) % p.pipeline != 0)
+    return kInterleaved;
+  if (parallel::infeasibility(s)) return kOther;
+  if (parallel::memory_per_gpu(s).total_bytes() > s.gpu.hbm_bytes) return kMemory;
+  return kRuleCount;
+}
+
+}  // namespace
+
+std::string strategy_label(const config::Scenario& s) {
+  const auto& p = s.parallelism;
+  return fmt::format("tp{} pp{} dp{} cp{} v{} mb{} {} rc={} {}", p.tensor, p.pipeline, p.data, p.context,
+                     p.virtual_stages, s.training.micro_batch_size, p.sequence_parallel ? "sp" : "-",
+                     config::to_string(s.training.activation_recompute),
+                     sharding_name(p.zero_stage, p.distributed_optimizer));
+}
+
+Space enumerate_space(const config::Scenario& base, const SpaceBounds& bounds) {
+  const std::int64_t gpus = base.gpu_count();
+  const std::int64_t max_tensor = bounds.max_tensor > 0 ? bounds.max_tensor : base.node.gpus_per_node;
+  const std::int64_t max_pipeline = bounds.max_pipeline > 0 ? bounds.max_pipeline : base.model.layers;
+  const std::int64_t max_context = bounds.max_context > 0 ? bounds.max_context : gpus;
+  const std::int64_t max_virtual = std::max<std::int64_t>(bounds.max_virtual_stages, 1);
+  const std::int64_t max_micro =
+      bounds.max_micro_batch > 0 ? bounds.max_micro_batch : base.training.global_batch_size;
+
+  std::vector<config::Recompute> recomputes{config::Recompute::none, config::Recompute::selective,
+                                            config::Recompute::full};
+  if (bounds.keep_recompute) recomputes = {base.training.activation_recompute};
+  std::vector<Sharding> shardings{{0, false}, {0, true}, {2, false}, {3, false}};
+  if (bounds.keep_sharding)
+    shardings = {{base.parallelism.zero_stage, base.parallelism.distributed_optimizer}};
+  const config::Schedule flat_schedule = base.parallelism.schedule == config::Schedule::interleaved
+                                             ? config::Schedule::one_f_one_b
+                                             : base.parallelism.schedule;
+
+  Space space;
+  std::array<std::size_t, kRuleCount> rejected{};
+  for (const std::int64_t tp : powers_of_two(std::min(max_tensor, gpus))) {
+    for (const std::int64_t cp : powers_of_two(std::min(max_context, gpus / tp))) {
+      if (gpus % (tp * cp) != 0) continue;
+      const std::int64_t rest = gpus / (tp * cp);
+      for (std::int64_t pp = 1; pp <= std::min(rest, max_pipeline); ++pp) {
+        if (rest % pp != 0) continue;
+        const std::int64_t dp = rest / pp;
+        for (std::int64_t v = 1; v <= (pp > 1 ? max_virtual : 1); ++v) {
+          for (const std::int64_t mb : powers_of_two(max_micro)) {
+            for (const bool sp : tp > 1 && !bounds.keep_sequence_parallel
+                                     ? std::vector<bool>{false, true}
+                                     : std::vector<bool>{tp > 1 && base.parallelism.sequence_parallel}) {
+              for (const config::Recompute rc : recomputes) {
+                for (const Sharding& sh : shardings) {
+                  if (dp * cp == 1 && (sh.zero_stage != 0 || sh.distributed_optimizer) &&
+                      !bounds.keep_sharding)
+                    continue;
+                  config::Scenario s = base;
+                  auto& par = s.parallelism;
+                  par.tensor = tp;
+                  par.context = cp;
+                  par.pipeline = pp;
+                  par.data = dp;
+                  par.virtual_stages = v;
+                  par.schedule = v > 1 ? config::Schedule::interleaved : flat_schedule;
+                  par.sequence_parallel = sp;
+                  par.tp_comm_overlap = sp;
+                  par.zero_stage = sh.zero_stage;
+                  par.distributed_optimizer = sh.distributed_optimizer;
+                  s.training.micro_batch_size = mb;
+                  s.training.activation_recompute = rc;
+                  ++space.enumerated;
+                  std::size_t rule = first_broken_rule(s);
+                  if (rule == kRuleCount && !bounds.keep_recompute && rc == config::Recompute::selective &&
+                      s.model.attention == config::AttentionKind::flash) {
+                    rule = kDuplicate;
+                  }
+                  if (rule < kRuleCount) {
+                    ++rejected[rule];
+                    continue;
+                  }
+                  s.name = base.name + " [" + strategy_label(s) + "]";
+                  space.candidates.push_back({strategy_label(s), std::move(s)});
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  for (std::size_t rule = 0; rule < kRuleCount; ++rule) {
+    if (rejected[rule] > 0) space.rejections.push_back({kRuleText[rule], rejected[rule]});
+  }
+  return space;
+}
+
+}  // namespace dtsim::search

@@ -1,0 +1,63 @@
+// The strategy space of one model on one cluster: every combination of tensor, pipeline, context and
+// data degrees (their product is the GPU count), micro-batch size, virtual stages (interleaved 1F1B),
+// sequence parallelism, activation recompute and data-parallel sharding (none, distributed optimizer,
+// ZeRO-2, ZeRO-3) that the model and the batch allow. Everything else (precision, fabric, attention,
+// overlap settings, rank order) is kept from the base scenario.
+//
+// Rules that reject a combination before it is simulated, each counted under its class:
+//   tensor must divide heads and ffn_hidden_size, and kv_heads and tensor must divide one another
+//   (Megatron-LM's column/row split); layers must split evenly into pipeline x virtual_stages chunks;
+//   seq_length must divide by 2 x context (load-balanced causal split); the global batch by
+//   data x micro-batch; the interleaved schedule needs micro-batches divisible by pipeline;
+//   sequence parallelism is only enumerated with tensor > 1, sharding only with data x context > 1
+//   (otherwise they are the same plan); parallel::infeasibility() (feasibility.hpp); selective
+//   recompute with flash attention is skipped as the same plan as no recompute (the fused kernel keeps
+//   no scores, so there is nothing to recompute: layer_ops.cpp, memory_model.cpp); finally the memory
+//   model (memory_model.hpp): the most loaded GPU must fit in the GPU's memory.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "config/scenario.hpp"
+
+namespace dtsim::search {
+
+// Bounds on the space (tensor, context and micro-batch sizes are powers of two up to their bound; pipeline
+// degrees are the divisors of the GPUs left); 0 means no bound beyond what the model and cluster allow.
+struct SpaceBounds {
+  std::int64_t max_tensor = 0;  // 0: GPUs per node
+  std::int64_t max_pipeline = 0;
+  std::int64_t max_context = 8;
+  std::int64_t max_micro_batch = 8;
+  std::int64_t max_virtual_stages = 8;
+  bool keep_recompute = false;  // only the base scenario's activation recompute
+  bool keep_sharding = false;   // only the base scenario's ZeRO stage / distributed optimizer
+  bool keep_sequence_parallel = false;
+};
+
+// A plan that passed every rule: its scenario (the base with the knobs set) and a short label.
+struct Candidate {
+  std::string label;  // e.g. "tp8 pp8 dp16 cp1 v1 mb1 sp rc=selective dist-opt"
+  config::Scenario scenario;
+};
+
+struct RejectionClass {
+  std::string reason;  // e.g. "heads not divisible by tensor degree"
+  std::size_t count = 0;
+};
+
+struct Space {
+  std::size_t enumerated = 0;              // combinations looked at
+  std::vector<Candidate> candidates;       // in enumeration order
+  std::vector<RejectionClass> rejections;  // by class, in the order above; classes with count > 0
+};
+
+// Enumerates and prunes the space around `base` (its model, cluster, batch and settings).
+Space enumerate_space(const config::Scenario& base, const SpaceBounds& bounds);
+
+// "tp8 pp8 dp16 cp1 v1 mb1 sp rc=selective dist-opt" for a scenario's plan.
+std::string strategy_label(const config::Scenario& scenario);
+
+}  // namespace dtsim::search

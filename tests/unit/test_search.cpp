@@ -1,0 +1,225 @@
+// Strategy search: the micro-batch extrapolation against the full simulation, the space's rules, the
+// ranking's independence from the thread count, and the search and plan commands end to end.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli/cli.hpp"
+#include "config/plan_loader.hpp"
+#include "config/scenario_loader.hpp"
+#include "parallel/feasibility.hpp"
+#include "parallel/memory_model.hpp"
+#include "results/evaluate.hpp"
+#include "search/capacity_plan.hpp"
+#include "search/fast_evaluate.hpp"
+#include "search/search.hpp"
+
+namespace {
+
+using dtsim::config::Scenario;
+
+Scenario shipped(const std::string& name) {
+  return dtsim::config::load_scenario(std::string(DTSIM_SOURCE_DIR) + "/scenarios/" + name,
+                                      dtsim::config::default_data_paths());
+}
+
+struct CliOutcome {
+  int status = -1;
+  std::string out;
+  std::string err;
+};
+
+CliOutcome run_cli(const std::vector<std::string>& args) {
+  std::istringstream in;
+  std::ostringstream out, err;
+  CliOutcome o;
+  o.status = dtsim::cli::run_cli(args, in, out, err);
+  o.out = out.str();
+  o.err = err.str();
+  return o;
+}
+
+}  // namespace
+
+// The extrapolation is exact when the iteration is bilinear in the micro-batch count and the layers per
+// chunk (the header's argument). Tolerance 0.5% of the full simulation's iteration time: the affine law holds
+// up to the integer-nanosecond rounding of the short runs, the gradient buckets (a fixed size: their count is
+// not exactly proportional to the layers) and any non-steady overlap of the data-parallel reduction with
+// the last backward; each case prints its error.
+TEST_CASE("micro-batch extrapolation agrees with the full simulation within 0.5%") {
+  struct Case {
+    const char* scenario;
+    std::int64_t pipeline, virtual_stages, data;
+    int zero_stage = 0;
+    std::int64_t context = 1;
+    bool full_recompute = false;
+  };
+  const std::vector<Case> cases{
+      {"megatron-sc21-145b.json", 8, 2, 24},             // interleaved, m = 96
+      {"megatron-sc21-145b.json", 8, 1, 24},             // 1F1B, m = 96
+      {"megatron-sc21-18b.json", 1, 1, 0},               // shipped split: tp8 dp32, m = 32
+      {"llama2-7b-h100-32.json", 1, 1, 16},              // no pipeline, data parallel, m = 8
+      {"llama2-7b-h100-32.json", 4, 1, 4},               // m = 32
+      {"llama2-7b-h100-32.json", 1, 1, 16, 3, 1, true},  // ZeRO-3 gathers per layer, full recompute
+      {"llama2-7b-h100-32.json", 2, 1, 4, 0, 2},         // context parallel 2, m = 32
+      {"bert-large-256-p3dn-tcp.json", 1, 1, 0},         // data parallel over TCP (gradients exposed)
+  };
+  for (const Case& c : cases) {
+    Scenario s = shipped(c.scenario);
+    if (c.data > 0) {
+      s.parallelism.pipeline = c.pipeline;
+      s.parallelism.virtual_stages = c.virtual_stages;
+      s.parallelism.schedule =
+          c.virtual_stages > 1 ? dtsim::config::Schedule::interleaved : dtsim::config::Schedule::one_f_one_b;
+      s.parallelism.data = c.data;
+      s.parallelism.zero_stage = c.zero_stage;
+      s.parallelism.context = c.context;
+      if (c.full_recompute) s.training.activation_recompute = dtsim::config::Recompute::full;
+    }
+    REQUIRE_FALSE(dtsim::parallel::infeasibility(s));
+    const auto full = dtsim::results::evaluate(s, {});
+    const auto fast = dtsim::search::evaluate_extrapolated(s);
+    const double error = (fast.iteration_time_s - full.iteration_time_s) / full.iteration_time_s;
+    const auto points = dtsim::search::extrapolation_points(s);
+    std::printf(
+        "extrapolation %-24s pp%lld v%lld dp%lld m=%lld (m %lld|%lld, layers/chunk %lld|%lld): full %.6f s, "
+        "fast %.6f s, error "
+        "%+.4f%%, "
+        "events %llu vs %llu\n",
+        c.scenario, static_cast<long long>(s.parallelism.pipeline),
+        static_cast<long long>(s.parallelism.virtual_stages), static_cast<long long>(s.parallelism.data),
+        static_cast<long long>(dtsim::parallel::micro_batches(s)), static_cast<long long>(points.m1),
+        static_cast<long long>(points.m2), static_cast<long long>(points.l1),
+        static_cast<long long>(points.l2), full.iteration_time_s, fast.iteration_time_s, 100 * error,
+        static_cast<unsigned long long>(full.engine.events),
+        static_cast<unsigned long long>(fast.engine.events));
+    CHECK(std::abs(error) <= 0.005);
+    CHECK(fast.memory.peak_bytes_per_gpu == full.memory.peak_bytes_per_gpu);
+    CHECK(fast.breakdown.compute_s() == doctest::Approx(full.breakdown.compute_s()).epsilon(0.005));
+    CHECK(fast.flops.mfu == doctest::Approx(full.flops.mfu).epsilon(0.005));
+  }
+}
+
+TEST_CASE("every candidate of the space obeys the rules; rejections and candidates add up to the space") {
+  const Scenario base = shipped("llama2-7b-h100-32.json");
+  dtsim::search::SpaceBounds bounds;
+  bounds.max_micro_batch = 2;
+  bounds.max_virtual_stages = 2;
+  const dtsim::search::Space space = dtsim::search::enumerate_space(base, bounds);
+  std::size_t rejected = 0;
+  for (const auto& r : space.rejections) rejected += r.count;
+  CHECK(rejected + space.candidates.size() == space.enumerated);
+  REQUIRE_FALSE(space.candidates.empty());
+  for (const auto& c : space.candidates) {
+    const auto& p = c.scenario.parallelism;
+    CHECK(p.data * p.tensor * p.pipeline * p.context == base.gpu_count());
+    CHECK(p.tensor <= base.node.gpus_per_node);
+    CHECK_FALSE(dtsim::parallel::infeasibility(c.scenario));
+    CHECK(dtsim::parallel::memory_per_gpu(c.scenario).total_bytes() <= base.gpu.hbm_bytes);
+    CHECK(c.label == dtsim::search::strategy_label(c.scenario));
+  }
+}
+
+TEST_CASE("search ranks by tokens/s and gives the same plans on 1 and 2 threads") {
+  const Scenario base = shipped("llama2-7b-h100-32.json");
+  dtsim::search::SearchOptions options;
+  options.bounds.max_micro_batch = 2;
+  options.bounds.max_virtual_stages = 2;
+  options.bounds.keep_sharding = true;
+  options.top = 5;
+  options.jobs = 1;
+  const auto one = dtsim::search::search(base, options);
+  options.jobs = 2;
+  const auto two = dtsim::search::search(base, options);
+  REQUIRE(one.top.size() == 5);
+  REQUIRE(two.top.size() == one.top.size());
+  CHECK(one.evaluated + one.pruned == one.enumerated);
+  for (std::size_t i = 0; i < one.top.size(); ++i) {
+    CHECK(one.top[i].label == two.top[i].label);
+    CHECK(one.top[i].result.iteration_time_s == two.top[i].result.iteration_time_s);
+    if (i > 0)
+      CHECK(one.top[i - 1].result.throughput.tokens_per_s >= one.top[i].result.throughput.tokens_per_s);
+  }
+}
+
+TEST_CASE(
+    "plan: time to train = tokens / tokens_per_s, cost = GPU-hours x price, picks among those that meet it") {
+  const std::string path = std::string(DTSIM_SOURCE_DIR) + "/scenarios/plans/gpt3-175b-300b-tokens.json";
+  const std::string text = R"({"schema_version": 1, "name": "t", "model": {"preset": "gpt-1.3b"},
+    "training": {"global_batch_size": 64}, "tokens": 1e9, "deadline_days": 0.5,
+    "search": {"max_context": 1, "max_micro_batch": 2, "max_virtual_stages": 1, "keep_sharding": true,
+               "keep_recompute": true, "keep_sequence_parallel": true},
+    "candidates": [{"node": "dgx-a100", "usd_per_gpu_hour": 2.0, "price_source": "test", "nodes": [1, 2]}]})";
+  const auto plan = dtsim::config::load_plan_text(text, "test", dtsim::config::default_data_paths());
+  REQUIRE(plan.clusters.size() == 2);
+  const auto outcome = dtsim::search::evaluate_plan(plan, 1);
+  for (const auto& row : outcome.rows) {
+    REQUIRE(row.feasible);
+    // 1e9 tokens at tokens_per_s; GPU-hours = GPUs x seconds / 3600; cost at $2 per GPU-hour.
+    CHECK(row.train_s == doctest::Approx(1e9 / row.best.throughput.tokens_per_s));
+    CHECK(row.cost_usd == doctest::Approx(static_cast<double>(row.gpus) * row.train_s / 3600.0 * 2.0));
+    CHECK(row.meets_deadline == (row.train_s <= 0.5 * 86400.0));
+  }
+  if (outcome.fastest) {
+    for (const auto& row : outcome.rows) {
+      if (row.meets()) CHECK(outcome.rows[*outcome.fastest].train_s <= row.train_s);
+    }
+  }
+  if (outcome.cheapest) {
+    for (const auto& row : outcome.rows) {
+      if (row.meets()) CHECK(outcome.rows[*outcome.cheapest].cost_usd <= row.cost_usd);
+    }
+  }
+}
+
+TEST_CASE("dtsim search: json and csv output, same bytes with --no-timing on 1 and 2 jobs") {
+  const std::string scenario = std::string(DTSIM_SOURCE_DIR) + "/scenarios/llama2-7b-h100-32.json";
+  const std::vector<std::string> common{"search",
+                                        scenario,
+                                        "--top",
+                                        "3",
+                                        "--max-micro-batch",
+                                        "1",
+                                        "--max-virtual-stages",
+                                        "1",
+                                        "--keep-sharding",
+                                        "--keep-recompute",
+                                        "--no-timing"};
+  std::vector<std::string> a = common, b = common, c = common;
+  a.insert(a.end(), {"--format", "json", "--jobs", "1"});
+  b.insert(b.end(), {"--format", "json", "--jobs", "2"});
+  c.insert(c.end(), {"--format", "csv"});
+  const CliOutcome ja = run_cli(a), jb = run_cli(b), cc = run_cli(c);
+  CHECK(ja.status == 0);
+  CHECK(ja.out == jb.out);
+  CHECK(ja.out.find("\"rejections\"") != std::string::npos);
+  CHECK(cc.status == 0);
+  CHECK(cc.out.rfind("rank,label,headroom_bytes,name,", 0) == 0);
+}
+
+TEST_CASE(
+    "dtsim plan: exit 3 when no cluster meets the deadline, json and csv list every cluster, same bytes on 1 "
+    "and 2 jobs") {
+  const std::string plan = R"({"schema_version": 1, "name": "t", "model": {"preset": "gpt-1.3b"},
+    "training": {"global_batch_size": 64}, "steps": 1000, "deadline_days": 1e-6,
+    "search": {"max_context": 1, "max_micro_batch": 1, "max_virtual_stages": 1, "keep_sharding": true,
+               "keep_recompute": true, "keep_sequence_parallel": true},
+    "candidates": [{"node": "dgx-a100", "usd_per_gpu_hour": 2.0, "price_source": "test", "nodes": [1, 2]}]})";
+  std::istringstream in_json(plan), in_csv(plan);
+  std::ostringstream out_json, out_csv, err;
+  const int json_status =
+      dtsim::cli::run_cli({"plan", "-", "--format", "json", "--no-timing"}, in_json, out_json, err);
+  const int csv_status = dtsim::cli::run_cli({"plan", "-", "--format", "csv"}, in_csv, out_csv, err);
+  CHECK(json_status == 3);
+  CHECK(csv_status == 3);
+  CHECK(out_json.str().find("\"cheapest\": null") != std::string::npos);
+  CHECK(out_json.str().find("\"meets_deadline\": false") != std::string::npos);
+  // Header and one row per cluster (1 and 2 nodes).
+  const std::string csv = out_csv.str();
+  CHECK(std::count(csv.begin(), csv.end(), '\n') == 3);
+}
