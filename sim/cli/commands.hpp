@@ -127,6 +127,7 @@ struct SearchCommandOptions {
   std::string out_path;
   bool exact = false;
   bool no_timing = false;
+  std::string report_path;  // --report FILE.html|.md|.csv
   search::SpaceBounds bounds;
 };
 

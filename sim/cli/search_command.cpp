@@ -5,6 +5,7 @@
 
 #include "cli/cli.hpp"
 #include "cli/commands.hpp"
+#include "cli/report_option.hpp"
 #include "core/errors.hpp"
 #include "reports/search_report.hpp"
 #include "search/search.hpp"
@@ -44,6 +45,7 @@ CLI::App* add_search_command(CLI::App& app, SearchCommandOptions& o) {
   cmd->add_flag("--exact", o.exact, "Simulate every micro-batch of each plan (no extrapolation)");
   cmd->add_flag("--no-timing", o.no_timing,
                 "Report wall times, speed and thread count as 0 (identical bytes on every run)");
+  add_report_option(cmd, o.report_path);
   add_space_options(cmd, o.bounds);
   return cmd;
 }
@@ -69,6 +71,31 @@ void write_output(const std::string& text, const std::string& out_path, std::ost
   file << text;
 }
 
+// The ranked plans as report entries; the knobs are the choices that tell the plans apart.
+static results::ReportData search_report_data(const config::Scenario& base,
+                                              const search::SearchOutcome& outcome) {
+  results::ReportData data{
+      .title = "Fastest plans for " + (base.name.empty() ? std::string("the scenario") : base.name),
+      .kind = results::ReportKind::search};
+  for (const search::SearchEntry& e : outcome.top) {
+    const config::ParallelismSpec& p = e.result.scenario.parallelism;
+    const config::TrainingSpec& t = e.result.scenario.training;
+    data.entries.push_back({.label = "#" + std::to_string(e.rank) + " " + e.label,
+                            .knobs = {{"tensor", std::to_string(p.tensor)},
+                                      {"pipeline", std::to_string(p.pipeline)},
+                                      {"data", std::to_string(p.data)},
+                                      {"context", std::to_string(p.context)},
+                                      {"virtual_stages", std::to_string(p.virtual_stages)},
+                                      {"micro_batch_size", std::to_string(t.micro_batch_size)},
+                                      {"activation_recompute", config::to_string(t.activation_recompute)},
+                                      {"sequence_parallel", p.sequence_parallel ? "true" : "false"},
+                                      {"zero_stage", std::to_string(p.zero_stage)},
+                                      {"distributed_optimizer", p.distributed_optimizer ? "true" : "false"}},
+                            .result = e.result});
+  }
+  return data;
+}
+
 int search_command(const SearchCommandOptions& o, std::istream& in, std::ostream& out) {
   const config::Scenario base = read_scenario(o.scenario, in);
   search::SearchOptions options;
@@ -85,6 +112,7 @@ int search_command(const SearchCommandOptions& o, std::istream& in, std::ostream
   }
   std::ostringstream text;
   reports::write_search(text, base, outcome, output_format(o.format));
+  if (!o.report_path.empty()) write_report_file(o.report_path, search_report_data(base, outcome));
   write_output(text.str(), o.out_path, out);
   return outcome.top.empty() ? kExitInfeasible : kExitOk;
 }

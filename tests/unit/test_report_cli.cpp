@@ -1,4 +1,4 @@
-// `--report FILE` on run, sweep and compare, driven in-process through run_cli(): the extension picks
+// `--report FILE` on run, sweep, compare and search, driven in-process through run_cli(): the extension picks
 // HTML, Markdown or CSV; anything else is a usage error (exit 2) with nothing written. The HTML of a
 // weak-scaling sweep and of a comparison is checked for structure: well-formed XML, the charts and
 // their series, one bar per plan, no NaN, escaped text.
@@ -124,6 +124,25 @@ TEST_CASE("compare --report .html: one bar per plan in the strategy chart; run -
   CHECK(dtsim::test::xml_error(run_text).empty());
   CHECK(run_text.find("id=\"timeline\"") != std::string::npos);
   CHECK(occurrences(run_text, "<rect class=\"span\"") > 10);
+}
+
+TEST_CASE("search --report .html: one bar per ranked plan, the plans' degrees as table columns") {
+  const auto dir = scratch_dir("search");
+  const std::string html = (dir / "search.html").string();
+  const std::string scenario = kSource + "/scenarios/llama2-7b-h100-32.json";
+  REQUIRE(run({"search", scenario, "--top", "3", "--max-micro-batch", "1", "--max-virtual-stages", "1",
+               "--keep-sharding", "--keep-recompute", "--no-timing", "--report", html}) ==
+          dtsim::cli::kExitOk);
+  const std::string text = read_file(html);
+  CHECK(dtsim::test::xml_error(text).empty());
+  const std::size_t from = text.find("id=\"strategies\"");
+  REQUIRE(from != std::string::npos);
+  const std::size_t to = text.find("</section>", from);
+  // Throughput and MFU charts, one bar per listed plan (--top 3) each.
+  CHECK(occurrences(text.substr(from, to - from), "<rect class=\"bar\"") == 6);
+  CHECK(text.find(">tensor<") != std::string::npos);
+  CHECK(text.find(">#1 ") != std::string::npos);
+  CHECK(text.find("nan") == std::string::npos);
 }
 
 TEST_CASE("--report with another extension is a usage error and writes nothing") {
