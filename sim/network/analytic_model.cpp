@@ -10,9 +10,11 @@ PathParams path_params(const config::Scenario& scenario) {
   p.intra_bytes_per_s = node.intra_gbytes_per_s * core::kGiga * node.intra_efficiency;
   p.intra_latency_s = node.intra_latency_us * 1e-6;
   if (node.nvls_busbw_gbytes_per_s) p.nvls_bytes_per_s = *node.nvls_busbw_gbytes_per_s * core::kGiga;
-  // All inter-node traffic is taken to cross the oversubscribed tier (worst case of a fat-tree).
-  p.node_inter_bytes_per_s = core::gbps_to_bytes_per_s(net.nic_gbps) * net.nics_per_node * fabric.efficiency /
-                             net.oversubscription;
+  p.node_inter_bytes_per_s = core::gbps_to_bytes_per_s(net.nic_gbps) * net.nics_per_node * fabric.efficiency;
+  p.nodes_per_leaf = net.nodes_per_leaf;
+  if (net.leaves_per_pod) p.nodes_per_pod = net.nodes_per_leaf * *net.leaves_per_pod;
+  p.leaf_oversubscription = net.oversubscription;
+  p.core_oversubscription = net.core_oversubscription;
   p.inter_latency_s = (fabric.latency_us + fabric.per_message_overhead_us) * 1e-6;
   if (fabric.per_flow_gbps) p.per_flow_bytes_per_s = core::gbps_to_bytes_per_s(*fabric.per_flow_gbps);
   switch (net.all_reduce_algorithm) {
