@@ -41,12 +41,12 @@ namespace dtsim::network {
 enum class Algorithm { ring, hierarchical, nvls, direct };
 
 struct PathParams {
-  double intra_bytes_per_s = 0.0;       // achievable per GPU per direction inside a node (ring bus bw)
-  double intra_latency_s = 0.0;         // per ring step inside a node
-  double nvls_bytes_per_s = 0.0;        // all-reduce bus bandwidth with NVLink SHARP; 0 when absent
-  double node_inter_bytes_per_s = 0.0;  // achievable per node per direction, all NICs together
-  double inter_latency_s = 0.0;         // per step across nodes (hop latency + message overhead)
-  double per_flow_bytes_per_s = 0.0;    // cap on one group's inter-node stream (0: none)
+  double intra_bytes_per_s = 0.0;              // achievable per GPU per direction inside a node (ring bus bw)
+  double intra_latency_s = 0.0;                // per ring step inside a node
+  double nvls_bytes_per_s = 0.0;               // all-reduce bus bandwidth with NVLink SHARP; 0 when absent
+  double node_inter_bytes_per_s = 0.0;         // achievable per node per direction, all NICs together
+  double inter_latency_s = 0.0;                // per step across nodes (hop latency + message overhead)
+  double per_flow_bytes_per_s = 0.0;           // cap on one group's inter-node stream (0: none)
   std::optional<Algorithm> forced_all_reduce;  // use this all-reduce algorithm where it applies
   std::int64_t nodes_per_leaf = 1;
   std::int64_t nodes_per_pod = 0;  // 0: one pod (no core tier)

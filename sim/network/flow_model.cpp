@@ -18,7 +18,7 @@ core::TimeNs FlowModel::duration(const graph::CommOp& op) const {
   const std::lock_guard<std::mutex> lock(mutex_);
   if (const auto it = cache_.find(key); it != cache_.end()) return it->second;
   const FlowPlan plan = plan_collective(op, algorithm, topology_.shape(), path_);
-  const core::TimeNs t = core::seconds_to_ns(plan_time_s(plan, simulate_phase_steps(topology_, plan.phases)));
+  const core::TimeNs t = core::seconds_to_ns(plan_time_s(plan, simulate_phases(topology_, plan.phases)));
   ++simulations_;
   cache_.emplace(key, t);
   return t;

@@ -1,6 +1,7 @@
 #include "network/flow_plan.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/errors.hpp"
 
@@ -90,7 +91,7 @@ FlowPlan plan_collective(const graph::CommOp& op, Algorithm algorithm, const Top
   if (op.kind == graph::CollectiveKind::all_reduce && algorithm == Algorithm::hierarchical && g.nodes > 1 &&
       r > 1) {
     plan.pipelined = true;
-    FlowPhase inter{2 * (nodes - 1), {}};
+    FlowPhase inter{2 * (nodes - 1), 2 * std::log2(nodes), {}, true};
     for (const GroupPlacement& p : groups) {
       for (const std::int64_t l : p.locals)
         add_rings(p.nodes, {l}, 1, s / (rd * nodes), cap / rd, inter.transfers);
@@ -98,7 +99,7 @@ FlowPlan plan_collective(const graph::CommOp& op, Algorithm algorithm, const Top
     if (path.nvls_bytes_per_s > 0.0) {
       plan.fixed_time_s = 2 * (rd - 1) / rd * s / path.nvls_bytes_per_s;
     } else {
-      FlowPhase intra{2 * (rd - 1), {}};
+      FlowPhase intra{2 * (rd - 1), 2 * (rd - 1), {}, true};
       for (const GroupPlacement& p : groups) {
         if (p.nodes.front() == groups.front().nodes.front()) {
           add_rings({p.nodes.front()}, p.locals, 1, s / rd, 0.0, intra.transfers);
@@ -119,7 +120,8 @@ FlowPlan plan_collective(const graph::CommOp& op, Algorithm algorithm, const Top
       const bool all_reduce = op.kind == graph::CollectiveKind::all_reduce;
       const bool pipeline =
           op.kind == graph::CollectiveKind::broadcast || op.kind == graph::CollectiveKind::reduce;
-      FlowPhase phase{pipeline ? 1.0 : (all_reduce ? 2 * (n - 1) : n - 1), {}};
+      const double steps = pipeline ? 1.0 : (all_reduce ? 2 * (n - 1) : n - 1);
+      FlowPhase phase{steps, pipeline ? n - 1 : steps, {}, true};
       const double chunk = pipeline ? s / chans : s / (n * chans);
       for (const GroupPlacement& p : groups)
         add_rings(p.nodes, p.locals, channels, chunk, cap / chans, phase.transfers);
@@ -158,11 +160,12 @@ FlowPlan plan_collective(const graph::CommOp& op, Algorithm algorithm, const Top
   return plan;
 }
 
-double plan_time_s(const FlowPlan& plan, const std::vector<double>& step_times_s) {
-  DTSIM_CHECK(step_times_s.size() == plan.phases.size(), "one step time per phase");
+double plan_time_s(const FlowPlan& plan, const std::vector<PhaseTime>& measured) {
+  DTSIM_CHECK(measured.size() == plan.phases.size(), "one measurement per phase");
   double total = plan.fixed_time_s;
   for (std::size_t i = 0; i < plan.phases.size(); ++i) {
-    const double t = plan.phases[i].steps * step_times_s[i];
+    const FlowPhase& phase = plan.phases[i];
+    const double t = phase.steps * measured[i].transfer_s + phase.latency_hops * measured[i].latency_s;
     total = plan.pipelined ? std::max(total, t) : total + t;
   }
   return total;

@@ -14,7 +14,8 @@
 //   hierarchical  inside the node: a ring of the r members, 2(r-1) steps of S/r (NVLink SHARP nodes:
 //                 the in-switch reduction at its bus bandwidth, costed as in collective_cost.hpp);
 //                 across nodes: r rings of N nodes (one per member, each through its own NIC), 2(N-1)
-//                 steps of S/(rN); the two are pipelined: the slower sets the pace
+//                 steps of S/(rN) with the latency of NCCL's tree (2 log2 N hops, as in
+//                 collective_cost.hpp); the two are pipelined: the slower sets the pace
 //   nvls          inside one node: the in-switch reduction (collective_cost.hpp), nothing to simulate
 //   all-to-all    every member sends S/n to each peer of its node, and r S/n to the member of the same
 //                 local index on every other node (rail-aligned), all at once
@@ -41,10 +42,22 @@ struct Transfer {
   double rate_cap_bytes_per_s = 0.0;  // 0: none
 };
 
-// Transfers that run at once; the phase takes `steps` times as long as the slowest of them.
+// Transfers that run at once. One step costs the time they take sharing the links; the phase takes
+// `steps` of them plus `latency_hops` route latencies. A ring's data cross its hops one after another,
+// so its hop latency is the mean route latency of its transfers (NCCL's latency model: intra-node
+// steps at the intra-node latency, inter-node steps at the network's); a one-step phase waits for its
+// slowest route.
 struct FlowPhase {
   double steps = 1.0;
+  double latency_hops = 1.0;
   std::vector<Transfer> transfers;
+  bool ring = false;
+};
+
+// What SimGrid measured for one phase: one step's transfer time and the hop latency.
+struct PhaseTime {
+  double transfer_s = 0.0;
+  double latency_s = 0.0;
 };
 
 struct FlowPlan {
@@ -56,7 +69,7 @@ struct FlowPlan {
 FlowPlan plan_collective(const graph::CommOp& op, Algorithm algorithm, const TopologyShape& shape,
                          const PathParams& path);
 
-// Its time given the simulated duration of one step of each phase.
-double plan_time_s(const FlowPlan& plan, const std::vector<double>& step_times_s);
+// Its time given what each phase measured.
+double plan_time_s(const FlowPlan& plan, const std::vector<PhaseTime>& measured);
 
 }  // namespace dtsim::network

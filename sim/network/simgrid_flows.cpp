@@ -21,7 +21,7 @@ namespace {
 namespace sg4 = simgrid::s4u;
 
 // Inside the child: the whole SimGrid run.
-std::vector<double> run_simgrid(const Topology& topology, const std::vector<FlowPhase>& phases) {
+std::vector<PhaseTime> run_simgrid(const Topology& topology, const std::vector<FlowPhase>& phases) {
   xbt_log_control_set("root.thresh:critical");
   int argc = 1;
   char name[] = "dtsim-flow";
@@ -55,6 +55,7 @@ std::vector<double> run_simgrid(const Topology& topology, const std::vector<Flow
   std::vector<double> phase_latency;
   for (const FlowPhase& phase : phases) {
     double slowest = 0.0;
+    double sum = 0.0;
     for (const Transfer& t : phase.transfers) {
       const Endpoint a{t.src_node, t.src_gpu};
       const Endpoint b{t.dst_node, t.dst_gpu};
@@ -70,13 +71,15 @@ std::vector<double> run_simgrid(const Topology& topology, const std::vector<Flow
         zone->add_route(from->get_netpoint(), to->get_netpoint(), nullptr, nullptr, route, false);
       }
       slowest = std::max(slowest, it->second);
+      sum += it->second;
     }
-    phase_latency.push_back(slowest);
+    const double mean = phase.transfers.empty() ? 0.0 : sum / static_cast<double>(phase.transfers.size());
+    phase_latency.push_back(phase.ring ? mean : slowest);
   }
   zone->seal();
 
-  std::vector<double> steps;
-  if (hosts.empty()) return std::vector<double>(phases.size(), 0.0);
+  std::vector<PhaseTime> steps;
+  if (hosts.empty()) return std::vector<PhaseTime>(phases.size());
   sg4::Actor::create("driver", hosts.begin()->second, [&]() {
     for (const FlowPhase& phase : phases) {
       const double start = sg4::Engine::get_clock();
@@ -91,7 +94,7 @@ std::vector<double> run_simgrid(const Topology& topology, const std::vector<Flow
         comms.push_back(std::move(comm));
       }
       sg4::Comm::wait_all(comms);
-      steps.push_back(sg4::Engine::get_clock() - start + phase_latency[steps.size()]);
+      steps.push_back({sg4::Engine::get_clock() - start, phase_latency[steps.size()]});
     }
   });
   engine.run();
@@ -124,7 +127,7 @@ bool read_all(int fd, void* data, std::size_t size) {
 
 }  // namespace
 
-std::vector<double> simulate_phase_steps(const Topology& topology, const std::vector<FlowPhase>& phases) {
+std::vector<PhaseTime> simulate_phases(const Topology& topology, const std::vector<FlowPhase>& phases) {
   if (phases.empty()) return {};
   int fds[2];
   if (::pipe(fds) != 0) throw core::InternalError("flow model: pipe() failed");
@@ -139,10 +142,10 @@ std::vector<double> simulate_phase_steps(const Topology& topology, const std::ve
     ::close(fds[0]);
     int status = 1;
     try {
-      const std::vector<double> steps = run_simgrid(topology, phases);
+      const std::vector<PhaseTime> steps = run_simgrid(topology, phases);
       const std::size_t count = steps.size();
       if (write_all(fds[1], &count, sizeof count) &&
-          write_all(fds[1], steps.data(), count * sizeof(double))) {
+          write_all(fds[1], steps.data(), count * sizeof(PhaseTime))) {
         status = 0;
       }
     } catch (...) {
@@ -152,11 +155,11 @@ std::vector<double> simulate_phase_steps(const Topology& topology, const std::ve
   }
   ::close(fds[1]);
   std::size_t count = 0;
-  std::vector<double> steps;
+  std::vector<PhaseTime> steps;
   bool ok = read_all(fds[0], &count, sizeof count) && count == phases.size();
   if (ok) {
     steps.resize(count);
-    ok = read_all(fds[0], steps.data(), count * sizeof(double));
+    ok = read_all(fds[0], steps.data(), count * sizeof(PhaseTime));
   }
   ::close(fds[0]);
   int status = 0;

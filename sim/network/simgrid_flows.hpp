@@ -9,7 +9,7 @@
 //
 // SimGrid's engine is one per process and cannot be restarted, so every call runs it in a child
 // process (fork) that writes the step times back through a pipe and exits; the caller's process never
-// holds SimGrid state. Returns, per phase, how long its transfers take when started together.
+// holds SimGrid state.
 #pragma once
 
 #include <vector>
@@ -19,6 +19,6 @@
 
 namespace dtsim::network {
 
-std::vector<double> simulate_phase_steps(const Topology& topology, const std::vector<FlowPhase>& phases);
+std::vector<PhaseTime> simulate_phases(const Topology& topology, const std::vector<FlowPhase>& phases);
 
 }  // namespace dtsim::network

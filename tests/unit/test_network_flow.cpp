@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <string>
 
 #include "network/analytic_model.hpp"
 #include "network/flow_model.hpp"
@@ -130,4 +131,47 @@ TEST_CASE("flow model caches each distinct collective and is deterministic") {
   CHECK(model.simulations() == 2);
   CHECK(dtsim::network::FlowModel(s).duration(op) == first);
   CHECK(std::string(dtsim::network::make_network_model(s)->name()) == "flow");
+}
+
+TEST_CASE("flow agrees with analytic for the hierarchical all-reduce, all-to-all and pipeline sends") {
+  // 8 nodes, NCCL's choice (hierarchical for 1 GB): the inter-node rings carry 2 x 7/8 x 1e9 bytes per
+  // node at 100e9 B/s = 17.5 ms, the intra-node phase 2 x 7/8 x 1e9 / 200e9 = 8.75 ms: 17.5 ms.
+  auto s = scenario(8);
+  s.cluster.network.all_reduce_algorithm = dtsim::config::AllReduceAlgorithm::automatic;
+  const CommOp hier{CollectiveKind::all_reduce, 1e9, CommGroup{64, 8, 1}};
+  // All-to-all over 2 nodes: each GPU sends 8/16 of 1 GB to the other node: 8 x 0.5e9 / 100e9 = 40 ms.
+  const CommOp a2a{CollectiveKind::all_to_all, 1e9, CommGroup{16, 2, 1}};
+  // Pipeline sends between two nodes, one per GPU (8 pairs, one NIC each): 1e9 / 12.5e9 = 80 ms.
+  const CommOp p2p{CollectiveKind::send_recv, 1e9, CommGroup{2, 2, 8}};
+  for (const CommOp& op : {hier, a2a, p2p}) {
+    const double a = analytic_s(s, op);
+    const double f = flow_s(s, op);
+    MESSAGE(std::string(dtsim::graph::to_string(op.kind)), ": analytic ", a * 1e3, " ms, flow ", f * 1e3,
+            " ms");
+    CHECK(rel_error(f, a) < 0.05);
+  }
+  CHECK(analytic_s(s, hier) == doctest::Approx(17.5e-3).epsilon(0.01));
+}
+
+TEST_CASE("analytic: the divisor of the tiers a group crosses depends on its traffic pattern") {
+  using dtsim::network::fabric_divisor;
+  using dtsim::network::TrafficPattern;
+  auto s = scenario(8);
+  s.cluster.network.nodes_per_leaf = 2;
+  s.cluster.network.oversubscription = 4.0;
+  auto p = dtsim::network::path_params(s);
+  const CommGroup four{32, 4, 1};  // nodes 0..3: two leaves, 2 of its nodes under each
+  // Ring: max(1, 4 / 2) = 2; every node sending out: 4; all-to-all: 4 x (4 - 2) / (4 - 1) = 8/3.
+  CHECK(fabric_divisor(four, p, TrafficPattern::ring) == doctest::Approx(2.0));
+  CHECK(fabric_divisor(four, p, TrafficPattern::all_nodes) == doctest::Approx(4.0));
+  CHECK(fabric_divisor(four, p, TrafficPattern::all_to_all) == doctest::Approx(8.0 / 3.0));
+  // Inside one leaf: nothing crossed.
+  CHECK(fabric_divisor(CommGroup{16, 2, 1}, p, TrafficPattern::all_nodes) == 1.0);
+  // Nodes 4 apart (node_stride 4): each leaf holds one of its nodes: max(1, 4 / 1) = 4 for the ring.
+  CHECK(fabric_divisor(CommGroup{2, 2, 8, 4}, p, TrafficPattern::ring) == doctest::Approx(4.0));
+  // Pods of one leaf with a 2:1 core tier: crossing pods costs 4 x 2 / 2 = 4 for the ring.
+  s.cluster.network.leaves_per_pod = 1;
+  s.cluster.network.core_oversubscription = 2.0;
+  p = dtsim::network::path_params(s);
+  CHECK(fabric_divisor(four, p, TrafficPattern::ring) == doctest::Approx(4.0));
 }
