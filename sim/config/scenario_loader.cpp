@@ -260,8 +260,8 @@ SimulationSpec read_simulation(ObjectReader& top) {
       named_choices(std::array{NetworkFidelity::analytic, NetworkFidelity::flow, NetworkFidelity::packet}));
   if (s.network == NetworkFidelity::packet) {
     throw r.mismatch("network",
-                     "\"analytic\" or \"flow\": the packet level (SimGrid's ns-3 model) is not implemented by "
-                     "this build of dtsim");
+                     "\"analytic\" or \"flow\": the packet level (SimGrid's ns-3 model) is not supported: the ns-3 "
+                     "binding of SimGrid 3.32 as Debian builds it aborts on transfers of a megabyte");
   }
   s.ranks = r.optional_enum<RankMode>("ranks", RankMode::symmetric,
                                       named_choices(std::array{RankMode::symmetric, RankMode::all}));
