@@ -67,10 +67,8 @@ void add_rings(const std::vector<std::int64_t>& nodes, const std::vector<std::in
   }
 }
 
-}  // namespace
-
-FlowPlan plan_collective(const graph::CommOp& op, Algorithm algorithm, const TopologyShape& shape,
-                         const PathParams& path) {
+FlowPlan build_plan(const graph::CommOp& op, Algorithm algorithm, const TopologyShape& shape,
+                    const PathParams& path) {
   FlowPlan plan;
   const graph::CommGroup& g = op.group;
   if (g.size <= 1 || op.bytes <= 0.0) return plan;
@@ -156,6 +154,35 @@ FlowPlan plan_collective(const graph::CommOp& op, Algorithm algorithm, const Top
       plan.phases.push_back(std::move(phase));
       return plan;
     }
+  }
+  return plan;
+}
+
+}  // namespace
+
+FlowPlan plan_collective(const graph::CommOp& op, Algorithm algorithm, const TopologyShape& shape,
+                         const PathParams& path) {
+  FlowPlan plan = build_plan(op, algorithm, shape, path);
+  const std::int64_t ports =
+      std::max<std::int64_t>(1, shape.nics_per_node / std::max<std::int64_t>(1, shape.gpus_per_node));
+  if (ports == 1) return plan;
+  for (FlowPhase& phase : plan.phases) {
+    std::vector<Transfer> spread;
+    spread.reserve(phase.transfers.size());
+    for (const Transfer& t : phase.transfers) {
+      if (t.src_node == t.dst_node) {
+        spread.push_back(t);
+        continue;
+      }
+      for (std::int64_t port = 0; port < ports; ++port) {
+        Transfer part = t;
+        part.bytes = t.bytes / static_cast<double>(ports);
+        part.rate_cap_bytes_per_s = t.rate_cap_bytes_per_s / static_cast<double>(ports);
+        part.port = port;
+        spread.push_back(part);
+      }
+    }
+    phase.transfers = std::move(spread);
   }
   return plan;
 }

@@ -21,6 +21,8 @@
 //                 local index on every other node (rail-aligned), all at once
 //   send/recv     member to member, S bytes
 // Groups inside one node only contend inside that node: the plan holds one node's groups.
+// Nodes with more NICs than GPUs (AWS p5: 32 EFA NICs for 8 GPUs) spread every inter-node transfer
+// evenly over the NICs / GPUs NICs next to its GPU, as NCCL does with its NICs per GPU.
 // Fabrics that cap one flow (kernel TCP) cap a group's inter-node stream, split over its flows.
 #pragma once
 
@@ -40,6 +42,7 @@ struct Transfer {
   std::int64_t dst_gpu = 0;
   double bytes = 0.0;
   double rate_cap_bytes_per_s = 0.0;  // 0: none
+  std::int64_t port = 0;              // which of the GPU's NICs, counted from its nearest (topology.hpp)
 };
 
 // Transfers that run at once. One step costs the time they take sharing the links; the phase takes

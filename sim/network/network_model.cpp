@@ -13,10 +13,11 @@ std::unique_ptr<NetworkModel> make_network_model(const config::Scenario& scenari
     case config::NetworkFidelity::flow:
       return std::make_unique<FlowModel>(scenario);
     case config::NetworkFidelity::packet:
-      throw core::InputError(scenario.source, "/simulation/network",
-                             "got \"packet\": the packet level (SimGrid's ns-3 model) is not supported: the ns-3 "
-                             "binding of SimGrid 3.32 as Debian builds it aborts on transfers of a megabyte; "
-                             "expected \"analytic\" or \"flow\"");
+      throw core::InputError(
+          scenario.source, "/simulation/network",
+          "got \"packet\": the packet level (SimGrid's ns-3 model) is not supported: the ns-3 "
+          "binding of SimGrid 3.32 as Debian builds it aborts on transfers of a megabyte; "
+          "expected \"analytic\" or \"flow\"");
   }
   throw core::InternalError("unknown network fidelity");
 }

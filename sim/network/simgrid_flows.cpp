@@ -10,6 +10,7 @@
 #include <map>
 #include <simgrid/s4u.hpp>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "core/errors.hpp"
@@ -32,13 +33,19 @@ std::vector<PhaseTime> run_simgrid(const Topology& topology, const std::vector<F
   sg4::Engine::set_config("network/crosstraffic:0");
   sg4::NetZone* zone = sg4::create_full_zone("cluster");
 
-  using Endpoint = std::pair<std::int64_t, std::int64_t>;
+  // A host per (node, GPU, port): SimGrid keeps one route per host pair, and a GPU reaches its NICs
+  // through different ports.
+  using Endpoint = std::tuple<std::int64_t, std::int64_t, std::int64_t>;
   std::map<Endpoint, sg4::Host*> hosts;
   std::map<std::size_t, sg4::Link*> links;
-  const auto host = [&](std::int64_t node, std::int64_t gpu) {
-    auto [it, fresh] = hosts.try_emplace(Endpoint{node, gpu}, nullptr);
+  const auto host = [&](const Endpoint& e) {
+    auto [it, fresh] = hosts.try_emplace(e, nullptr);
     if (fresh) {
-      it->second = zone->create_host("gpu-" + std::to_string(node) + "-" + std::to_string(gpu), 1e9)->seal();
+      const auto& [node, gpu, port] = e;
+      it->second =
+          zone->create_host(
+                  "gpu-" + std::to_string(node) + "-" + std::to_string(gpu) + "-" + std::to_string(port), 1e9)
+              ->seal();
     }
     return it->second;
   };
@@ -50,25 +57,30 @@ std::vector<PhaseTime> run_simgrid(const Topology& topology, const std::vector<F
     }
     return it->second;
   };
-  // Route latency per host pair, added to the step outside SimGrid (see the header).
+  const auto endpoints = [](const Transfer& t) {
+    return std::pair{Endpoint{t.src_node, t.src_gpu, t.port}, Endpoint{t.dst_node, t.dst_gpu, t.port}};
+  };
+  // Route latency per host pair, added to the step outside SimGrid (see the header). A fabric's
+  // per-flow cap is a link of that bandwidth of the pair's own.
   std::map<std::pair<Endpoint, Endpoint>, double> latency;
   std::vector<double> phase_latency;
   for (const FlowPhase& phase : phases) {
     double slowest = 0.0;
     double sum = 0.0;
     for (const Transfer& t : phase.transfers) {
-      const Endpoint a{t.src_node, t.src_gpu};
-      const Endpoint b{t.dst_node, t.dst_gpu};
+      const auto [a, b] = endpoints(t);
       auto [it, fresh] = latency.try_emplace({a, b}, 0.0);
       if (fresh) {
-        sg4::Host* from = host(a.first, a.second);
-        sg4::Host* to = host(b.first, b.second);
         std::vector<sg4::LinkInRoute> route;
-        for (const std::size_t id : topology.route(a.first, a.second, b.first, b.second)) {
+        for (const std::size_t id : topology.route(t.src_node, t.src_gpu, t.dst_node, t.dst_gpu, t.port)) {
           route.emplace_back(link(id));
           it->second += topology.link(id).latency_s;
         }
-        zone->add_route(from->get_netpoint(), to->get_netpoint(), nullptr, nullptr, route, false);
+        if (t.rate_cap_bytes_per_s > 0.0) {
+          route.emplace_back(
+              zone->create_link("cap-" + std::to_string(latency.size()), t.rate_cap_bytes_per_s)->seal());
+        }
+        zone->add_route(host(a)->get_netpoint(), host(b)->get_netpoint(), nullptr, nullptr, route, false);
       }
       slowest = std::max(slowest, it->second);
       sum += it->second;
@@ -86,12 +98,9 @@ std::vector<PhaseTime> run_simgrid(const Topology& topology, const std::vector<F
       std::vector<sg4::CommPtr> comms;
       comms.reserve(phase.transfers.size());
       for (const Transfer& t : phase.transfers) {
-        sg4::CommPtr comm =
-            sg4::Comm::sendto_init(hosts.at({t.src_node, t.src_gpu}), hosts.at({t.dst_node, t.dst_gpu}));
-        comm->set_payload_size(static_cast<std::uint64_t>(t.bytes + 0.5));
-        if (t.rate_cap_bytes_per_s > 0.0) comm->set_rate(t.rate_cap_bytes_per_s);
-        comm->start();
-        comms.push_back(std::move(comm));
+        const auto [a, b] = endpoints(t);
+        comms.push_back(
+            sg4::Comm::sendto_async(hosts.at(a), hosts.at(b), static_cast<std::uint64_t>(t.bytes + 0.5)));
       }
       sg4::Comm::wait_all(comms);
       steps.push_back({sg4::Engine::get_clock() - start, phase_latency[steps.size()]});

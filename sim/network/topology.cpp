@@ -193,7 +193,7 @@ std::vector<std::size_t> Topology::fabric_route(VertexId from, VertexId to, std:
 }
 
 std::vector<std::size_t> Topology::route(std::int64_t src_node, std::int64_t src_gpu, std::int64_t dst_node,
-                                         std::int64_t dst_gpu) const {
+                                         std::int64_t dst_gpu, std::int64_t port) const {
   // gpu -> node switch is the GPU's first link; node switch -> gpu the second link of the switch's
   // cable to it (cables are added as pairs: a->b then b->a).
   const auto first_link = [&](VertexId v) { return out_links_[v].front(); };
@@ -201,8 +201,8 @@ std::vector<std::size_t> Topology::route(std::int64_t src_node, std::int64_t src
   const VertexId dst = gpu(dst_node, dst_gpu);
   std::vector<std::size_t> path{first_link(src)};
   if (src_node != dst_node) {
-    const std::int64_t out_nic = nearest_nic(src_gpu);
-    const std::int64_t in_nic = nearest_nic(dst_gpu);
+    const std::int64_t out_nic = (nearest_nic(src_gpu) + port) % shape_.nics_per_node;
+    const std::int64_t in_nic = (nearest_nic(dst_gpu) + port) % shape_.nics_per_node;
     const VertexId a = nic(src_node, out_nic);
     const VertexId b = nic(dst_node, in_nic);
     const VertexId src_sw = node_switches_[static_cast<std::size_t>(src_node)];

@@ -78,8 +78,9 @@ class Topology {
 
   // Links (ids) from one GPU to another: through the node switch inside a node, else out through
   // the source GPU's nearest NIC, over the fabric and in through the destination's nearest NIC.
+  // `port` counts NICs from each GPU's nearest (nodes with more NICs than GPUs).
   std::vector<std::size_t> route(std::int64_t src_node, std::int64_t src_gpu, std::int64_t dst_node,
-                                 std::int64_t dst_gpu) const;
+                                 std::int64_t dst_gpu, std::int64_t port = 0) const;
 
   // Switch tiers a transfer between two nodes climbs: 0 same node, 1 same leaf, 2 same pod (leaf
   // uplinks), 3 across pods (spine uplinks too). NIC indices matter on a rail-optimized fabric.
