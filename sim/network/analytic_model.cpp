@@ -1,5 +1,7 @@
 #include "network/analytic_model.hpp"
 
+#include <algorithm>
+
 namespace dtsim::network {
 
 PathParams path_params(const config::Scenario& scenario) {
@@ -11,8 +13,12 @@ PathParams path_params(const config::Scenario& scenario) {
   p.intra_latency_s = node.intra_latency_us * 1e-6;
   if (node.nvls_busbw_gbytes_per_s) p.nvls_bytes_per_s = *node.nvls_busbw_gbytes_per_s * core::kGiga;
   p.node_inter_bytes_per_s = core::gbps_to_bytes_per_s(net.nic_gbps) * net.nics_per_node * fabric.efficiency;
-  p.nodes_per_leaf = net.nodes_per_leaf;
-  if (net.leaves_per_pod) p.nodes_per_pod = net.nodes_per_leaf * *net.leaves_per_pod;
+  // Tiers larger than the cluster hold all of it (no overflow for huge values).
+  const std::int64_t nodes = scenario.cluster.nodes;
+  p.nodes_per_leaf = std::min(net.nodes_per_leaf, nodes);
+  const std::int64_t leaves = (nodes + p.nodes_per_leaf - 1) / p.nodes_per_leaf;
+  if (net.leaves_per_pod && *net.leaves_per_pod < leaves)
+    p.nodes_per_pod = p.nodes_per_leaf * *net.leaves_per_pod;
   p.leaf_oversubscription = net.oversubscription;
   p.core_oversubscription = net.core_oversubscription;
   p.inter_latency_s = (fabric.latency_us + fabric.per_message_overhead_us) * 1e-6;
