@@ -175,3 +175,29 @@ TEST_CASE("analytic: the divisor of the tiers a group crosses depends on its tra
   p = dtsim::network::path_params(s);
   CHECK(fabric_divisor(four, p, TrafficPattern::ring) == doctest::Approx(4.0));
 }
+
+TEST_CASE("flow and analytic see the tiers crossed by strided groups and across pods") {
+  // Pipeline sends between nodes 2 apart (node_stride 2) on leaves of 2 nodes at 2:1: every node of a
+  // leaf sends out at once, 16 x 12.5e9 B/s of NICs over 16 x 12.5e9 / 2 of uplinks: each send at
+  // 6.25e9 B/s, 1e9 bytes in 160 ms.
+  auto s = scenario(4);
+  s.cluster.network.nodes_per_leaf = 2;
+  s.cluster.network.oversubscription = 2.0;
+  const CommOp p2p{CollectiveKind::send_recv, 1e9, CommGroup{2, 2, 8, 2}};
+  MESSAGE("strided sends: analytic ", analytic_s(s, p2p) * 1e3, " ms, flow ", flow_s(s, p2p) * 1e3, " ms");
+  CHECK(analytic_s(s, p2p) == doctest::Approx(0.160).epsilon(0.01));
+  CHECK(flow_s(s, p2p) == doctest::Approx(0.160).epsilon(0.01));
+  // Pods of 2 one-node leaves, 4:1 at the core: a ring over the 4 nodes leaves each pod once per
+  // channel; the pod's uplink per plane carries 2 x 12.5e9 / 4 = 6.25e9 B/s against 12.5e9 wanted:
+  // twice as slow as without the core tier (analytic: max(1, 4 x 1 / 2) = 2).
+  auto pods = scenario(4);
+  const CommOp ring{CollectiveKind::all_reduce, 1e9, CommGroup{32, 4, 1}};
+  const double flat_flow = flow_s(pods, ring);
+  const double flat_analytic = analytic_s(pods, ring);
+  pods.cluster.network.leaves_per_pod = 2;
+  pods.cluster.network.core_oversubscription = 4.0;
+  MESSAGE("core tier 4:1: flow ", flow_s(pods, ring) / flat_flow, ", analytic ",
+          analytic_s(pods, ring) / flat_analytic);
+  CHECK(flow_s(pods, ring) / flat_flow == doctest::Approx(2.0).epsilon(0.05));
+  CHECK(analytic_s(pods, ring) / flat_analytic == doctest::Approx(2.0).epsilon(0.05));
+}
