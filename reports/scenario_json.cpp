@@ -31,6 +31,12 @@ nlohmann::ordered_json cluster_json(const config::Scenario& scenario) {
   nlohmann::ordered_json topology;
   topology["kind"] = config::to_string(network.topology);
   topology["oversubscription"] = network.oversubscription;
+  // Tier keys are echoed where they differ from their defaults (one node per leaf, one pod).
+  if (network.nodes_per_leaf != 1) topology["nodes_per_leaf"] = network.nodes_per_leaf;
+  if (network.leaves_per_pod) {
+    topology["leaves_per_pod"] = *network.leaves_per_pod;
+    topology["core_oversubscription"] = network.core_oversubscription;
+  }
 
   nlohmann::ordered_json net;
   net["fabric"] = network.fabric;

@@ -103,6 +103,7 @@ struct NcclTestsOptions {
   double factor = 2.0;
   std::string type = "float";
   std::string format = "text";
+  std::string network = "analytic";  // network fidelity level: analytic or flow
 };
 
 CLI::App* add_nccl_tests_command(CLI::App& app, NcclTestsOptions& options);

@@ -17,9 +17,12 @@ namespace {
 
 const std::vector<std::pair<std::string, graph::CollectiveKind>>& operations() {
   static const std::vector<std::pair<std::string, graph::CollectiveKind>> ops{
-      {"all_reduce", graph::CollectiveKind::all_reduce}, {"all_gather", graph::CollectiveKind::all_gather},
-      {"reduce_scatter", graph::CollectiveKind::reduce_scatter}, {"alltoall", graph::CollectiveKind::all_to_all},
-      {"broadcast", graph::CollectiveKind::broadcast},  {"reduce", graph::CollectiveKind::reduce}};
+      {"all_reduce", graph::CollectiveKind::all_reduce},
+      {"all_gather", graph::CollectiveKind::all_gather},
+      {"reduce_scatter", graph::CollectiveKind::reduce_scatter},
+      {"alltoall", graph::CollectiveKind::all_to_all},
+      {"broadcast", graph::CollectiveKind::broadcast},
+      {"reduce", graph::CollectiveKind::reduce}};
   return ops;
 }
 
@@ -28,8 +31,9 @@ double type_bytes(const std::string& type) {
   if (type == "half" || type == "bfloat16") return 2;
   if (type == "double" || type == "int64") return 8;
   if (type == "int8" || type == "uint8") return 1;
-  throw core::InputError("command line", "/type",
-                         fmt::format("got \"{}\"; expected float, half, bfloat16, double, int32, int64 or int8", type));
+  throw core::InputError(
+      "command line", "/type",
+      fmt::format("got \"{}\"; expected float, half, bfloat16, double, int32, int64 or int8", type));
 }
 
 }  // namespace
@@ -46,24 +50,36 @@ double parse_size(const std::string& text, const std::string& option) {
   double scale = 1;
   if (used + 1 == text.size()) {
     switch (text.back()) {
-      case 'K': case 'k': scale = 1024.0; break;
-      case 'M': case 'm': scale = 1024.0 * 1024.0; break;
-      case 'G': case 'g': scale = 1024.0 * 1024.0 * 1024.0; break;
-      default: used = 0;
+      case 'K':
+      case 'k':
+        scale = 1024.0;
+        break;
+      case 'M':
+      case 'm':
+        scale = 1024.0 * 1024.0;
+        break;
+      case 'G':
+      case 'g':
+        scale = 1024.0 * 1024.0 * 1024.0;
+        break;
+      default:
+        used = 0;
     }
     if (used != 0) ++used;
   }
   if (used != text.size() || !(value > 0)) {
-    throw core::InputError("command line", option,
-                           fmt::format("got \"{}\"; expected a positive size in bytes, with an optional K, M or G "
-                                       "suffix",
-                                       text));
+    throw core::InputError(
+        "command line", option,
+        fmt::format("got \"{}\"; expected a positive size in bytes, with an optional K, M or G "
+                    "suffix",
+                    text));
   }
   return value * scale;
 }
 
 CLI::App* add_nccl_tests_command(CLI::App& app, NcclTestsOptions& o) {
-  CLI::App* cmd = app.add_subcommand("nccl-tests", "Print the nccl-tests table a collective would produce on a cluster");
+  CLI::App* cmd =
+      app.add_subcommand("nccl-tests", "Print the nccl-tests table a collective would produce on a cluster");
   add_cluster_options(cmd, o.cluster);
   std::vector<std::string> names;
   for (const auto& [name, kind] : operations()) names.push_back(name);
@@ -73,6 +89,8 @@ CLI::App* add_nccl_tests_command(CLI::App& app, NcclTestsOptions& o) {
   cmd->add_option("--factor,-f", o.factor, "Size multiplier between rows")->check(CLI::Range(1.0001, 1e6));
   cmd->add_option("--type", o.type, "Element type");
   cmd->add_option("--format", o.format, "Output format")->check(CLI::IsMember({"text", "json"}));
+  cmd->add_option("--network", o.network, "Network fidelity level: analytic (default) or flow (SimGrid)")
+      ->check(CLI::IsMember({"analytic", "flow"}));
   return cmd;
 }
 
@@ -97,16 +115,17 @@ ResolvedCluster resolve_cluster(const ClusterOptions& o) {
   const config::NodeProfile& node = out.cluster.node;
   out.ranks_per_node = o.ranks_per_node > 0 ? o.ranks_per_node : node.gpus_per_node;
   if (out.ranks_per_node > node.gpus_per_node) {
-    throw core::InputError("command line", "/ranks-per-node",
-                           fmt::format("got {}; a {} node has {} GPUs", out.ranks_per_node, node.id,
-                                       node.gpus_per_node));
+    throw core::InputError(
+        "command line", "/ranks-per-node",
+        fmt::format("got {}; a {} node has {} GPUs", out.ranks_per_node, node.id, node.gpus_per_node));
   }
   return out;
 }
 
 int nccl_tests_command(const NcclTestsOptions& o, std::ostream& out) {
   const ResolvedCluster resolved = resolve_cluster(o.cluster);
-  const config::Scenario& cluster = resolved.cluster;
+  config::Scenario cluster = resolved.cluster;
+  if (o.network == "flow") cluster.simulation.network = config::NetworkFidelity::flow;
   const std::int64_t per_node = resolved.ranks_per_node;
   graph::CollectiveKind kind = graph::CollectiveKind::all_reduce;
   for (const auto& [name, k] : operations()) {
@@ -116,8 +135,9 @@ int nccl_tests_command(const NcclTestsOptions& o, std::ostream& out) {
   const double min_bytes = parse_size(o.min_bytes, "/min-bytes");
   const double max_bytes = parse_size(o.max_bytes, "/max-bytes");
   if (max_bytes < min_bytes) {
-    throw core::InputError("command line", "/max-bytes",
-                           fmt::format("got {}; expected at least --min-bytes ({})", o.max_bytes, o.min_bytes));
+    throw core::InputError(
+        "command line", "/max-bytes",
+        fmt::format("got {}; expected at least --min-bytes ({})", o.max_bytes, o.min_bytes));
   }
   graph::CommGroup group{cluster.cluster.nodes * per_node, cluster.cluster.nodes, 1};
   const auto model = network::make_network_model(cluster);
@@ -129,12 +149,13 @@ int nccl_tests_command(const NcclTestsOptions& o, std::ostream& out) {
                     ? "none"
                     : "sum";
   table.ranks = group.size;
-  table.title = fmt::format("dtsim {} ({} model): {} on {} x {} = {} ranks ({} per node), {} {} x {:g} Gb/s per node",
-                            DTSIM_VERSION, model->name(), o.op, cluster.cluster.nodes, cluster.node.id, group.size,
-                            per_node, cluster.cluster.network.fabric, cluster.cluster.network.nics_per_node,
-                            cluster.cluster.network.nic_gbps);
-  table.rows = network::predict_nccl_tests(*model, kind, group, network::nccl_tests_sizes(min_bytes, max_bytes, o.factor, element),
-                                           element);
+  table.title =
+      fmt::format("dtsim {} ({} model): {} on {} x {} = {} ranks ({} per node), {} {} x {:g} Gb/s per node",
+                  DTSIM_VERSION, model->name(), o.op, cluster.cluster.nodes, cluster.node.id, group.size,
+                  per_node, cluster.cluster.network.fabric, cluster.cluster.network.nics_per_node,
+                  cluster.cluster.network.nic_gbps);
+  table.rows = network::predict_nccl_tests(
+      *model, kind, group, network::nccl_tests_sizes(min_bytes, max_bytes, o.factor, element), element);
   std::ostringstream text;
   if (o.format == "json") {
     reports::write_nccl_tests_json(text, table);

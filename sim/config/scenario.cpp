@@ -92,6 +92,8 @@ const char* to_string(TopologyKind t) {
   switch (t) {
     case TopologyKind::fat_tree:
       return "fat-tree";
+    case TopologyKind::rail_optimized:
+      return "rail-optimized";
   }
   throw core::InternalError("to_string: invalid TopologyKind value");
 }

@@ -29,7 +29,9 @@ struct TransformerSpec {
   bool tied_embeddings = false;
 };
 
-enum class TopologyKind { fat_tree };
+// fat_tree: all NICs of a node on the node's leaf switch. rail_optimized: NIC i of every node of a rail
+// group on leaf i of that group (README "Topology").
+enum class TopologyKind { fat_tree, rail_optimized };
 
 // All-reduce algorithm: NCCL-like choice by predicted time, or one forced (where it does not apply to
 // a group, e.g. hierarchical inside one node, the ring is used).
@@ -40,7 +42,13 @@ struct NetworkSpec {
   double nic_gbps = 0.0;
   int nics_per_node = 0;
   TopologyKind topology = TopologyKind::fat_tree;
-  double oversubscription = 1.0;
+  double oversubscription = 1.0;  // leaf tier: leaf downlink over uplink bandwidth
+  // Nodes under one leaf (fat_tree) or in one rail group (rail_optimized); 1 puts every inter-node
+  // transfer across the leaf's uplinks.
+  std::int64_t nodes_per_leaf = 1;
+  // Leaves (rail groups) under one spine tier (a pod); absent: one pod, two tiers.
+  std::optional<std::int64_t> leaves_per_pod;
+  double core_oversubscription = 1.0;  // spine tier (pods to core), with leaves_per_pod
   AllReduceAlgorithm all_reduce_algorithm = AllReduceAlgorithm::automatic;
 };
 

@@ -49,6 +49,26 @@ TransformerSpec read_model(ObjectReader& top, const DataPaths& data) {
   return spec;
 }
 
+// "cluster.network.topology": kind, leaf and spine tiers (README "Topology").
+void read_topology(ObjectReader& topology, NetworkSpec& net) {
+  topology.expect_keys(
+      {"kind", "oversubscription", "nodes_per_leaf", "leaves_per_pod", "core_oversubscription"});
+  net.topology = topology.optional_enum<TopologyKind>(
+      "kind", TopologyKind::fat_tree,
+      named_choices(std::array{TopologyKind::fat_tree, TopologyKind::rail_optimized}));
+  net.oversubscription = topology.optional<double>("oversubscription", 1.0, NumberRule::at_least(1.0));
+  net.nodes_per_leaf = topology.optional<std::int64_t>("nodes_per_leaf", 1, IntRule::positive());
+  if (topology.has("leaves_per_pod")) {
+    net.leaves_per_pod = topology.required<std::int64_t>("leaves_per_pod", IntRule::positive());
+  }
+  if (topology.has("core_oversubscription") && !net.leaves_per_pod) {
+    throw topology.mismatch("core_oversubscription",
+                            "no core tier oversubscription without \"leaves_per_pod\"");
+  }
+  net.core_oversubscription =
+      topology.optional<double>("core_oversubscription", 1.0, NumberRule::at_least(1.0));
+}
+
 // Reads "cluster" and resolves the node, GPU and fabric profiles into `scenario`.
 void read_cluster(ObjectReader& top, const DataPaths& data, Scenario& scenario) {
   ObjectReader cluster = top.child("cluster");
@@ -78,11 +98,7 @@ void read_cluster(ObjectReader& top, const DataPaths& data, Scenario& scenario) 
   const json* topology_json = network.find("topology");
   ObjectReader topology(topology_json != nullptr ? *topology_json : empty, network.file(),
                         pointer_append(network.pointer(), "topology"));
-  topology.expect_keys({"kind", "oversubscription"});
-  spec.network.topology = topology.optional_enum<TopologyKind>(
-      "kind", TopologyKind::fat_tree, named_choices(std::array{TopologyKind::fat_tree}));
-  spec.network.oversubscription =
-      topology.optional<double>("oversubscription", 1.0, NumberRule::at_least(1.0));
+  read_topology(topology, spec.network);
   topology.finish();
   spec.network.all_reduce_algorithm = network.optional_enum<AllReduceAlgorithm>(
       "all_reduce_algorithm", AllReduceAlgorithm::automatic,
@@ -241,6 +257,12 @@ SimulationSpec read_simulation(ObjectReader& top) {
   s.network = r.optional_enum<NetworkFidelity>(
       "network", NetworkFidelity::analytic,
       named_choices(std::array{NetworkFidelity::analytic, NetworkFidelity::flow, NetworkFidelity::packet}));
+  if (s.network == NetworkFidelity::packet) {
+    throw r.mismatch(
+        "network",
+        "\"analytic\" or \"flow\": the packet level (SimGrid's ns-3 model) is not supported: the ns-3 "
+        "binding of SimGrid 3.32 as Debian builds it aborts on transfers of a megabyte");
+  }
   s.ranks = r.optional_enum<RankMode>("ranks", RankMode::symmetric,
                                       named_choices(std::array{RankMode::symmetric, RankMode::all}));
   s.seed = static_cast<std::uint64_t>(r.optional<std::int64_t>("seed", 1, IntRule::non_negative()));
@@ -273,7 +295,8 @@ Scenario load_cluster(const ClusterRequest& request, const std::string& source, 
   if (request.fabric) network["fabric"] = *request.fabric;
   if (request.nic_gbps) network["nic_gbps"] = *request.nic_gbps;
   if (request.nics_per_node) network["nics_per_node"] = *request.nics_per_node;
-  if (request.oversubscription) network["topology"] = {{"kind", "fat-tree"}, {"oversubscription", *request.oversubscription}};
+  if (request.oversubscription)
+    network["topology"] = {{"kind", "fat-tree"}, {"oversubscription", *request.oversubscription}};
   if (!network.empty()) cluster["network"] = network;
   const json doc = {{"cluster", cluster}};
   ObjectReader top(doc, source, "");

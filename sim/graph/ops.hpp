@@ -63,6 +63,9 @@ struct CommGroup {
   // How many groups of this shape communicate at the same time through the same NICs of a node
   // (e.g. the 8 data-parallel rings of a DGX node, one per GPU): they share its nics_per_node.
   std::int64_t concurrent_per_node = 1;
+  // Distance, in node numbers, between consecutive nodes of the group (1: adjacent nodes). Where a
+  // group crosses switch tiers depends on it (network/topology.hpp).
+  std::int64_t node_stride = 1;
   std::int64_t ranks_per_node() const { return size / nodes; }
 };
 

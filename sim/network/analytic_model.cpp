@@ -1,5 +1,7 @@
 #include "network/analytic_model.hpp"
 
+#include <algorithm>
+
 namespace dtsim::network {
 
 PathParams path_params(const config::Scenario& scenario) {
@@ -10,9 +12,15 @@ PathParams path_params(const config::Scenario& scenario) {
   p.intra_bytes_per_s = node.intra_gbytes_per_s * core::kGiga * node.intra_efficiency;
   p.intra_latency_s = node.intra_latency_us * 1e-6;
   if (node.nvls_busbw_gbytes_per_s) p.nvls_bytes_per_s = *node.nvls_busbw_gbytes_per_s * core::kGiga;
-  // All inter-node traffic is taken to cross the oversubscribed tier (worst case of a fat-tree).
-  p.node_inter_bytes_per_s = core::gbps_to_bytes_per_s(net.nic_gbps) * net.nics_per_node * fabric.efficiency /
-                             net.oversubscription;
+  p.node_inter_bytes_per_s = core::gbps_to_bytes_per_s(net.nic_gbps) * net.nics_per_node * fabric.efficiency;
+  // Tiers larger than the cluster hold all of it (no overflow for huge values).
+  const std::int64_t nodes = scenario.cluster.nodes;
+  p.nodes_per_leaf = std::min(net.nodes_per_leaf, nodes);
+  const std::int64_t leaves = (nodes + p.nodes_per_leaf - 1) / p.nodes_per_leaf;
+  if (net.leaves_per_pod && *net.leaves_per_pod < leaves)
+    p.nodes_per_pod = p.nodes_per_leaf * *net.leaves_per_pod;
+  p.leaf_oversubscription = net.oversubscription;
+  p.core_oversubscription = net.core_oversubscription;
   p.inter_latency_s = (fabric.latency_us + fabric.per_message_overhead_us) * 1e-6;
   if (fabric.per_flow_gbps) p.per_flow_bytes_per_s = core::gbps_to_bytes_per_s(*fabric.per_flow_gbps);
   switch (net.all_reduce_algorithm) {

@@ -1,7 +1,8 @@
 // The `analytic` network model: alpha-beta ring costs (collective_cost.hpp) with the bottlenecks of
 // the cluster: the node's intra-node link (bandwidth x achievable efficiency), its NICs (line rate x
-// count x the fabric's achievable efficiency, divided by the fat-tree oversubscription for traffic
-// leaving the node), per-step latencies of both, and the fabric's per-flow cap (kernel TCP).
+// count x the fabric's achievable efficiency, divided by the oversubscription of the switch tiers the
+// group crosses: collective_cost.hpp), per-step latencies of both, and the fabric's per-flow cap (kernel
+// TCP).
 #pragma once
 
 #include "network/collective_cost.hpp"

@@ -10,9 +10,10 @@ namespace dtsim::network {
 namespace {
 
 // Bandwidth of the node's NICs available to one group (all its ranks on the node together).
-double node_share(const graph::CommOp& op, const PathParams& path) {
+double node_share(const graph::CommOp& op, const PathParams& path,
+                  TrafficPattern pattern = TrafficPattern::ring) {
   const double concurrent = static_cast<double>(std::max<std::int64_t>(1, op.group.concurrent_per_node));
-  double share = path.node_inter_bytes_per_s / concurrent;
+  double share = path.node_inter_bytes_per_s / concurrent / fabric_divisor(op.group, path, pattern);
   if (path.per_flow_bytes_per_s > 0.0) share = std::min(share, path.per_flow_bytes_per_s);
   return share;
 }
@@ -32,8 +33,8 @@ CollectiveCost all_reduce(const graph::CommOp& op, const PathParams& path) {
   const double r = n / nodes;
   const double s = op.bytes;
   const CollectiveCost ring{ring_latency(2 * (n - 1), nodes > 1 ? 2 * (nodes - 1) : 0.0, path) +
-                                 2 * (n - 1) / n * s / ring_bus_bandwidth(op, path),
-                             Algorithm::ring};
+                                2 * (n - 1) / n * s / ring_bus_bandwidth(op, path),
+                            Algorithm::ring};
   CollectiveCost best = ring;
   const auto allowed = [&](Algorithm a) { return !path.forced_all_reduce || *path.forced_all_reduce == a; };
   if (path.forced_all_reduce && *path.forced_all_reduce != Algorithm::ring) best.time_s = 1e300;
@@ -54,12 +55,41 @@ CollectiveCost all_reduce(const graph::CommOp& op, const PathParams& path) {
 
 }  // namespace
 
+double fabric_divisor(const graph::CommGroup& group, const PathParams& path, TrafficPattern pattern) {
+  if (group.nodes <= 1) return 1.0;
+  const std::int64_t stride = std::max<std::int64_t>(1, group.node_stride);
+  const std::int64_t span = (group.nodes - 1) * stride + 1;
+  // One tier: ratio, the nodes under one switch of it, whether the group spans more than that.
+  const auto tier = [&](double ratio, std::int64_t nodes_below) {
+    if (span <= nodes_below) return 1.0;
+    const double members =
+        static_cast<double>(std::clamp<std::int64_t>(nodes_below / stride, 1, group.nodes));
+    switch (pattern) {
+      case TrafficPattern::ring:
+        return std::max(1.0, ratio / members);
+      case TrafficPattern::all_nodes:
+        return ratio;
+      case TrafficPattern::all_to_all:
+        return std::max(1.0, ratio * (static_cast<double>(group.nodes) - members) /
+                                 (static_cast<double>(group.nodes) - 1.0));
+    }
+    return ratio;
+  };
+  double divisor = tier(path.leaf_oversubscription, path.nodes_per_leaf);
+  if (path.nodes_per_pod > 0) {
+    divisor =
+        std::max(divisor, tier(path.leaf_oversubscription * path.core_oversubscription, path.nodes_per_pod));
+  }
+  return divisor;
+}
+
 CollectiveCost collective_cost(const graph::CommOp& op, const PathParams& path) {
   const double n = static_cast<double>(op.group.size);
   const double nodes = static_cast<double>(op.group.nodes);
   const double s = op.bytes;
   if (op.group.size <= 1 || s <= 0.0) return {};
-  DTSIM_CHECK(op.group.nodes >= 1 && op.group.size % op.group.nodes == 0, "group not spread evenly over nodes");
+  DTSIM_CHECK(op.group.nodes >= 1 && op.group.size % op.group.nodes == 0,
+              "group not spread evenly over nodes");
   const double multi = nodes > 1 ? 1.0 : 0.0;
   switch (op.kind) {
     case graph::CollectiveKind::all_reduce:
@@ -70,18 +100,20 @@ CollectiveCost collective_cost(const graph::CommOp& op, const PathParams& path) 
               Algorithm::ring};
     case graph::CollectiveKind::broadcast:
     case graph::CollectiveKind::reduce:
-      return {ring_latency(n - 1, multi * (nodes - 1), path) + s / ring_bus_bandwidth(op, path), Algorithm::ring};
+      return {ring_latency(n - 1, multi * (nodes - 1), path) + s / ring_bus_bandwidth(op, path),
+              Algorithm::ring};
     case graph::CollectiveKind::all_to_all: {
       const double r = n / nodes;
       const double intra_time = (r - 1) / n * s / path.intra_bytes_per_s;
       // The (n - r)/n of every rank's buffer that leaves the node: r ranks share the node's NICs.
-      const double inter_time = nodes > 1 ? r * (n - r) / n * s / node_share(op, path) : 0.0;
+      const double inter_time =
+          nodes > 1 ? r * (n - r) / n * s / node_share(op, path, TrafficPattern::all_to_all) : 0.0;
       const double latency = nodes > 1 ? path.inter_latency_s : path.intra_latency_s;
       return {latency + std::max(intra_time, inter_time), Algorithm::direct};
     }
     case graph::CollectiveKind::send_recv:
       if (nodes <= 1) return {path.intra_latency_s + s / path.intra_bytes_per_s, Algorithm::direct};
-      return {path.inter_latency_s + s / node_share(op, path), Algorithm::direct};
+      return {path.inter_latency_s + s / node_share(op, path, TrafficPattern::all_nodes), Algorithm::direct};
   }
   return {};
 }

@@ -21,8 +21,15 @@
 // send_recv: one transfer over the link joining the two ranks.
 // A scenario may force the all-reduce algorithm; where the forced one does not apply to a group
 // (hierarchical inside one node, NVLS without NVLink SHARP or across nodes) the ring is used.
-// Fat-tree oversubscription divides the node's NIC bandwidth (all inter-node traffic is taken to
-// cross the oversubscribed tier).
+// Switch tiers (topology.hpp): a group whose nodes (node_stride apart) all sit under one leaf keeps
+// the NICs' bandwidth; one that spans leaves climbs the oversubscribed tier. How much that costs
+// depends on the traffic pattern. A ring (ring all-reduce, the hierarchical inter-node rings,
+// all-gather, reduce-scatter) leaves a leaf once per channel for each of the stride groups laid out
+// under it, while the leaf's uplinks carry nodes_per_leaf x node NICs / oversubscription: the node's
+// share is divided by max(1, oversubscription x stride / nodes_per_leaf) (likewise per pod with the
+// product of both tiers' ratios). In all-to-all and send/recv every node's traffic leaves the leaf:
+// divided by the oversubscription (all-to-all: times the fraction of its peers outside the leaf).
+// With one node per leaf (the default) every inter-node transfer is divided by the oversubscription.
 #pragma once
 
 #include <optional>
@@ -34,14 +41,23 @@ namespace dtsim::network {
 enum class Algorithm { ring, hierarchical, nvls, direct };
 
 struct PathParams {
-  double intra_bytes_per_s = 0.0;       // achievable per GPU per direction inside a node (ring bus bw)
-  double intra_latency_s = 0.0;         // per ring step inside a node
-  double nvls_bytes_per_s = 0.0;        // all-reduce bus bandwidth with NVLink SHARP; 0 when absent
-  double node_inter_bytes_per_s = 0.0;  // achievable per node per direction, all NICs together
-  double inter_latency_s = 0.0;         // per step across nodes (hop latency + message overhead)
-  double per_flow_bytes_per_s = 0.0;    // cap on one group's inter-node stream (0: none)
+  double intra_bytes_per_s = 0.0;              // achievable per GPU per direction inside a node (ring bus bw)
+  double intra_latency_s = 0.0;                // per ring step inside a node
+  double nvls_bytes_per_s = 0.0;               // all-reduce bus bandwidth with NVLink SHARP; 0 when absent
+  double node_inter_bytes_per_s = 0.0;         // achievable per node per direction, all NICs together
+  double inter_latency_s = 0.0;                // per step across nodes (hop latency + message overhead)
+  double per_flow_bytes_per_s = 0.0;           // cap on one group's inter-node stream (0: none)
   std::optional<Algorithm> forced_all_reduce;  // use this all-reduce algorithm where it applies
+  std::int64_t nodes_per_leaf = 1;
+  std::int64_t nodes_per_pod = 0;  // 0: one pod (no core tier)
+  double leaf_oversubscription = 1.0;
+  double core_oversubscription = 1.0;
 };
+
+enum class TrafficPattern { ring, all_nodes, all_to_all };
+
+// What the switch tiers crossed by `group` divide its node's NIC bandwidth by (see above).
+double fabric_divisor(const graph::CommGroup& group, const PathParams& path, TrafficPattern pattern);
 
 struct CollectiveCost {
   double time_s = 0.0;

@@ -43,7 +43,8 @@ std::vector<NcclTestsRow> predict_nccl_tests(const NetworkModel& model, graph::C
     const bool whole_array = kind == graph::CollectiveKind::all_gather ||
                              kind == graph::CollectiveKind::reduce_scatter ||
                              kind == graph::CollectiveKind::all_to_all;
-    row.count = static_cast<std::int64_t>(size / type_bytes / (whole_array ? static_cast<double>(group.size) : 1.0));
+    row.count =
+        static_cast<std::int64_t>(size / type_bytes / (whole_array ? static_cast<double>(group.size) : 1.0));
     const double seconds = core::ns_to_seconds(model.duration(graph::CommOp{kind, size, group}));
     row.time_us = seconds * 1e6;
     row.algbw_gbps = seconds > 0 ? size / seconds / core::kGiga : 0.0;

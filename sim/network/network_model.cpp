@@ -2,6 +2,7 @@
 
 #include "core/errors.hpp"
 #include "network/analytic_model.hpp"
+#include "network/flow_model.hpp"
 
 namespace dtsim::network {
 
@@ -10,10 +11,13 @@ std::unique_ptr<NetworkModel> make_network_model(const config::Scenario& scenari
     case config::NetworkFidelity::analytic:
       return std::make_unique<AnalyticModel>(scenario);
     case config::NetworkFidelity::flow:
+      return std::make_unique<FlowModel>(scenario);
     case config::NetworkFidelity::packet:
-      throw core::InputError(scenario.source, "/simulation/network",
-                             std::string("got \"") + config::to_string(scenario.simulation.network) +
-                                 "\": this build of dtsim runs the \"analytic\" network model only");
+      throw core::InputError(
+          scenario.source, "/simulation/network",
+          "got \"packet\": the packet level (SimGrid's ns-3 model) is not supported: the ns-3 "
+          "binding of SimGrid 3.32 as Debian builds it aborts on transfers of a megabyte; "
+          "expected \"analytic\" or \"flow\"");
   }
   throw core::InternalError("unknown network fidelity");
 }

@@ -1,6 +1,9 @@
 // The network model behind one narrow interface (DESIGN.md, "Network model"): the duration of a
 // communication op over its group's real layout on the cluster. Implementations:
 //   analytic  alpha-beta with the topology's bottlenecks (analytic_model.hpp)
+//   flow      the collective's transfers on SimGrid's flow-level model over the topology (flow_model.hpp)
+//   packet    SimGrid's ns-3 model: not supported (InputError at /simulation/network): the ns-3 binding
+//             of Debian's SimGrid 3.32 aborts on megabyte transfers ("total_bytes is not sent_bytes")
 // The fidelity level is chosen by simulation.network; make_network_model() is the one factory.
 #pragma once
 

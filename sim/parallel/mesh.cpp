@@ -1,6 +1,7 @@
 #include "parallel/mesh.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <vector>
 
@@ -89,6 +90,17 @@ graph::CommGroup Mesh::layout(const std::int64_t* ranks, std::int64_t count) con
   g.nodes = count / most;
   // Every GPU of a node belongs to one group of this kind, and they all communicate at once.
   g.concurrent_per_node = std::max<std::int64_t>(1, gpus_per_node_ / most);
+  // Nodes evenly spaced: their common spacing; otherwise 1 (taken as adjacent).
+  if (per_node.size() >= 2) {
+    const std::int64_t step = std::next(per_node.begin())->first - per_node.begin()->first;
+    std::int64_t expected = per_node.begin()->first;
+    bool even = true;
+    for (const auto& entry : per_node) {
+      even = even && entry.first == expected;
+      expected += step;
+    }
+    if (even) g.node_stride = step;
+  }
   return g;
 }
 

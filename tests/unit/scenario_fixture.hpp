@@ -53,7 +53,9 @@ inline config::Scenario fixture_scenario() {
 
   s.cluster.node_id = n.id;
   s.cluster.nodes = 4;
-  s.cluster.network = config::NetworkSpec{f.id, 200, 8, config::TopologyKind::fat_tree, 1.0};
+  s.cluster.network.fabric = f.id;
+  s.cluster.network.nic_gbps = 200;
+  s.cluster.network.nics_per_node = 8;
   s.parallelism.data = 32;
   s.training.global_batch_size = 256;
   s.training.micro_batch_size = 1;

@@ -78,7 +78,8 @@ TEST_CASE("oversubscription slows traffic leaving the node by its ratio") {
   auto s = dtsim::testing::fixture_scenario();
   s.cluster.network.oversubscription = 2.0;
   const auto p = dtsim::network::path_params(s);
-  CHECK(p.node_inter_bytes_per_s == doctest::Approx(50e9));
+  CHECK(p.node_inter_bytes_per_s == doctest::Approx(100e9));  // the NICs; the tier divides per group
+  CHECK(dtsim::network::fabric_divisor(CommGroup{32, 4, 1}, p, dtsim::network::TrafficPattern::ring) == 2.0);
   const CommOp across{CollectiveKind::all_reduce, 1e9, CommGroup{32, 4, 1}};
   CHECK(dtsim::network::collective_time_s(across, p) == doctest::Approx(30e-3 + 34e-6));
   const CommOp inside{CollectiveKind::all_reduce, 1e9, CommGroup{8, 1, 1}};

@@ -1,0 +1,201 @@
+#include "network/flow_plan.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/errors.hpp"
+
+namespace dtsim::network {
+
+namespace {
+
+struct Member {
+  std::int64_t node = 0;
+  std::int64_t gpu = 0;
+};
+
+struct GroupPlacement {
+  std::vector<std::int64_t> nodes;
+  std::vector<std::int64_t> locals;
+};
+
+std::vector<GroupPlacement> place_groups(const graph::CommGroup& g, const TopologyShape& shape) {
+  const std::int64_t n_nodes = g.nodes;
+  const std::int64_t r = g.size / g.nodes;
+  const std::int64_t c = std::max<std::int64_t>(1, g.concurrent_per_node);
+  const std::int64_t stride = n_nodes > 1 ? std::max<std::int64_t>(1, g.node_stride) : 1;
+  const std::int64_t period = stride * n_nodes;
+  // One node's groups stand for all when they stay inside it.
+  const std::int64_t periods = n_nodes > 1 ? shape.nodes / period : 1;
+  DTSIM_CHECK(periods >= 1, "a communication group spans more nodes than the cluster has");
+  std::vector<GroupPlacement> groups;
+  for (std::int64_t p = 0; p < periods; ++p) {
+    for (std::int64_t o = 0; o < (n_nodes > 1 ? stride : 1); ++o) {
+      for (std::int64_t j = 0; j < c && j + (r - 1) * c < shape.gpus_per_node; ++j) {
+        GroupPlacement placement;
+        for (std::int64_t k = 0; k < n_nodes; ++k) placement.nodes.push_back(p * period + o + k * stride);
+        for (std::int64_t i = 0; i < r; ++i) placement.locals.push_back(j + i * c);
+        groups.push_back(std::move(placement));
+      }
+    }
+  }
+  return groups;
+}
+
+// Rings over `nodes` x `locals` with `channels` channels, each rank sending `bytes` per channel.
+void add_rings(const std::vector<std::int64_t>& nodes, const std::vector<std::int64_t>& locals,
+               std::int64_t channels, double bytes, double rate_cap, std::vector<Transfer>& out) {
+  const auto r = static_cast<std::int64_t>(locals.size());
+  for (std::int64_t k = 0; k < channels; ++k) {
+    std::vector<std::int64_t> rotated;
+    for (std::int64_t i = 0; i < r; ++i)
+      rotated.push_back(locals[static_cast<std::size_t>((k * r / channels + i) % r)]);
+    std::vector<Member> ring;
+    for (std::size_t a = 0; a < nodes.size(); ++a) {
+      if (a % 2 == 0) {
+        for (const std::int64_t l : rotated) ring.push_back({nodes[a], l});
+      } else {
+        for (auto it = rotated.rbegin(); it != rotated.rend(); ++it) ring.push_back({nodes[a], *it});
+      }
+    }
+    if (ring.size() < 2) continue;
+    for (std::size_t i = 0; i < ring.size(); ++i) {
+      const Member& from = ring[i];
+      const Member& to = ring[(i + 1) % ring.size()];
+      out.push_back({from.node, from.gpu, to.node, to.gpu, bytes, from.node != to.node ? rate_cap : 0.0});
+    }
+  }
+}
+
+FlowPlan build_plan(const graph::CommOp& op, Algorithm algorithm, const TopologyShape& shape,
+                    const PathParams& path) {
+  FlowPlan plan;
+  const graph::CommGroup& g = op.group;
+  if (g.size <= 1 || op.bytes <= 0.0) return plan;
+  const double n = static_cast<double>(g.size);
+  const std::int64_t r = g.size / g.nodes;
+  const double rd = static_cast<double>(r);
+  const double nodes = static_cast<double>(g.nodes);
+  const double s = op.bytes;
+  const std::int64_t c = std::max<std::int64_t>(1, g.concurrent_per_node);
+  const std::vector<GroupPlacement> groups = place_groups(g, shape);
+  const std::int64_t channels = std::clamp<std::int64_t>(shape.nics_per_node / c, 1, r);
+  const double cap = path.per_flow_bytes_per_s;
+
+  if (algorithm == Algorithm::nvls) {
+    plan.fixed_time_s = collective_cost(op, path).time_s;
+    return plan;
+  }
+  if (op.kind == graph::CollectiveKind::all_reduce && algorithm == Algorithm::hierarchical && g.nodes > 1 &&
+      r > 1) {
+    plan.pipelined = true;
+    FlowPhase inter{2 * (nodes - 1), 2 * std::log2(nodes), {}, true};
+    for (const GroupPlacement& p : groups) {
+      for (const std::int64_t l : p.locals)
+        add_rings(p.nodes, {l}, 1, s / (rd * nodes), cap / rd, inter.transfers);
+    }
+    if (path.nvls_bytes_per_s > 0.0) {
+      plan.fixed_time_s = 2 * (rd - 1) / rd * s / path.nvls_bytes_per_s;
+    } else {
+      FlowPhase intra{2 * (rd - 1), 2 * (rd - 1), {}, true};
+      for (const GroupPlacement& p : groups) {
+        if (p.nodes.front() == groups.front().nodes.front()) {
+          add_rings({p.nodes.front()}, p.locals, 1, s / rd, 0.0, intra.transfers);
+        }
+      }
+      plan.phases.push_back(std::move(intra));
+    }
+    plan.phases.push_back(std::move(inter));
+    return plan;
+  }
+  const double chans = static_cast<double>(channels);
+  switch (op.kind) {
+    case graph::CollectiveKind::all_reduce:
+    case graph::CollectiveKind::all_gather:
+    case graph::CollectiveKind::reduce_scatter:
+    case graph::CollectiveKind::broadcast:
+    case graph::CollectiveKind::reduce: {
+      const bool all_reduce = op.kind == graph::CollectiveKind::all_reduce;
+      const bool pipeline =
+          op.kind == graph::CollectiveKind::broadcast || op.kind == graph::CollectiveKind::reduce;
+      const double steps = pipeline ? 1.0 : (all_reduce ? 2 * (n - 1) : n - 1);
+      FlowPhase phase{steps, pipeline ? n - 1 : steps, {}, true};
+      const double chunk = pipeline ? s / chans : s / (n * chans);
+      for (const GroupPlacement& p : groups)
+        add_rings(p.nodes, p.locals, channels, chunk, cap / chans, phase.transfers);
+      plan.phases.push_back(std::move(phase));
+      return plan;
+    }
+    case graph::CollectiveKind::all_to_all: {
+      FlowPhase phase;
+      for (const GroupPlacement& p : groups) {
+        for (const std::int64_t a : p.nodes) {
+          for (const std::int64_t from : p.locals) {
+            for (const std::int64_t to : p.locals) {
+              if (from != to) phase.transfers.push_back({a, from, a, to, s / n, 0.0});
+            }
+            for (const std::int64_t b : p.nodes) {
+              if (b != a) phase.transfers.push_back({a, from, b, from, rd * s / n, cap / rd});
+            }
+          }
+        }
+      }
+      plan.phases.push_back(std::move(phase));
+      return plan;
+    }
+    case graph::CollectiveKind::send_recv: {
+      FlowPhase phase;
+      for (const GroupPlacement& p : groups) {
+        const Member from{p.nodes.front(), p.locals.front()};
+        const Member to{p.nodes.back(), p.nodes.size() > 1 ? p.locals.front() : p.locals.back()};
+        phase.transfers.push_back(
+            {from.node, from.gpu, to.node, to.gpu, s, from.node != to.node ? cap : 0.0});
+      }
+      plan.phases.push_back(std::move(phase));
+      return plan;
+    }
+  }
+  return plan;
+}
+
+}  // namespace
+
+FlowPlan plan_collective(const graph::CommOp& op, Algorithm algorithm, const TopologyShape& shape,
+                         const PathParams& path) {
+  FlowPlan plan = build_plan(op, algorithm, shape, path);
+  const std::int64_t ports =
+      std::max<std::int64_t>(1, shape.nics_per_node / std::max<std::int64_t>(1, shape.gpus_per_node));
+  if (ports == 1) return plan;
+  for (FlowPhase& phase : plan.phases) {
+    std::vector<Transfer> spread;
+    spread.reserve(phase.transfers.size());
+    for (const Transfer& t : phase.transfers) {
+      if (t.src_node == t.dst_node) {
+        spread.push_back(t);
+        continue;
+      }
+      for (std::int64_t port = 0; port < ports; ++port) {
+        Transfer part = t;
+        part.bytes = t.bytes / static_cast<double>(ports);
+        part.rate_cap_bytes_per_s = t.rate_cap_bytes_per_s / static_cast<double>(ports);
+        part.port = port;
+        spread.push_back(part);
+      }
+    }
+    phase.transfers = std::move(spread);
+  }
+  return plan;
+}
+
+double plan_time_s(const FlowPlan& plan, const std::vector<PhaseTime>& measured) {
+  DTSIM_CHECK(measured.size() == plan.phases.size(), "one measurement per phase");
+  double total = plan.fixed_time_s;
+  for (std::size_t i = 0; i < plan.phases.size(); ++i) {
+    const FlowPhase& phase = plan.phases[i];
+    const double t = phase.steps * measured[i].transfer_s + phase.latency_hops * measured[i].latency_s;
+    total = plan.pipelined ? std::max(total, t) : total + t;
+  }
+  return total;
+}
+
+}  // namespace dtsim::network

@@ -1,0 +1,78 @@
+// A collective as point-to-point transfers for the flow-level model (DESIGN.md "Network model"):
+// the group and every other group of its kind, laid out on the cluster as the rank mesh places them,
+// move their data at once, step by step.
+//
+// Placement: a group of n ranks on N nodes, `node_stride` apart, r = n/N per node; groups of its kind
+// tile the cluster in blocks of N nodes (period stride x N), c = concurrent_per_node groups per block,
+// group j on local GPUs j, j + c, ... (ranks of faster mesh dimensions in between).
+// Algorithms (NCCL's, as in collective_cost.hpp):
+//   ring          ch = max(1, min(r, NICs / c)) channels; channel k visits a node's members from
+//                 member k r / ch, alternately forwards and backwards from node to node, so that every
+//                 inter-node hop joins GPUs of the same local index (rail-aligned, as NCCL's rings);
+//                 each step every rank sends S / (n ch) per channel; all-reduce 2(n-1) steps,
+//                 all-gather / reduce-scatter n-1, broadcast / reduce one step of S (pipelined)
+//   hierarchical  inside the node: a ring of the r members, 2(r-1) steps of S/r (NVLink SHARP nodes:
+//                 the in-switch reduction at its bus bandwidth, costed as in collective_cost.hpp);
+//                 across nodes: r rings of N nodes (one per member, each through its own NIC), 2(N-1)
+//                 steps of S/(rN) with the latency of NCCL's tree (2 log2 N hops, as in
+//                 collective_cost.hpp); the two are pipelined: the slower sets the pace
+//   nvls          inside one node: the in-switch reduction (collective_cost.hpp), nothing to simulate
+//   all-to-all    every member sends S/n to each peer of its node, and r S/n to the member of the same
+//                 local index on every other node (rail-aligned), all at once
+//   send/recv     member to member, S bytes
+// Groups inside one node only contend inside that node: the plan holds one node's groups.
+// Nodes with more NICs than GPUs (AWS p5: 32 EFA NICs for 8 GPUs) spread every inter-node transfer
+// evenly over the NICs / GPUs NICs next to its GPU, as NCCL does with its NICs per GPU.
+// Fabrics that cap one flow (kernel TCP) cap a group's inter-node stream, split over its flows.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "graph/ops.hpp"
+#include "network/collective_cost.hpp"
+#include "network/topology.hpp"
+
+namespace dtsim::network {
+
+struct Transfer {
+  std::int64_t src_node = 0;
+  std::int64_t src_gpu = 0;
+  std::int64_t dst_node = 0;
+  std::int64_t dst_gpu = 0;
+  double bytes = 0.0;
+  double rate_cap_bytes_per_s = 0.0;  // 0: none
+  std::int64_t port = 0;              // which of the GPU's NICs, counted from its nearest (topology.hpp)
+};
+
+// Transfers that run at once. One step costs the time they take sharing the links; the phase takes
+// `steps` of them plus `latency_hops` route latencies. A ring's data cross its hops one after another,
+// so its hop latency is the mean route latency of its transfers (NCCL's latency model: intra-node
+// steps at the intra-node latency, inter-node steps at the network's); a one-step phase waits for its
+// slowest route.
+struct FlowPhase {
+  double steps = 1.0;
+  double latency_hops = 1.0;
+  std::vector<Transfer> transfers;
+  bool ring = false;
+};
+
+// What SimGrid measured for one phase: one step's transfer time and the hop latency.
+struct PhaseTime {
+  double transfer_s = 0.0;
+  double latency_s = 0.0;
+};
+
+struct FlowPlan {
+  std::vector<FlowPhase> phases;
+  bool pipelined = false;     // phases overlap (the slowest sets the pace) instead of following each other
+  double fixed_time_s = 0.0;  // a part costed outside the flows (in-switch reduction), pipelined likewise
+};
+
+FlowPlan plan_collective(const graph::CommOp& op, Algorithm algorithm, const TopologyShape& shape,
+                         const PathParams& path);
+
+// Its time given what each phase measured.
+double plan_time_s(const FlowPlan& plan, const std::vector<PhaseTime>& measured);
+
+}  // namespace dtsim::network

@@ -1,0 +1,203 @@
+// The topology graph and the `flow` network model (SimGrid flow level) against the analytic model.
+// Hardware: tests/unit/scenario_fixture.hpp: 8 GPUs per node, intra 250 GB/s x 0.8 = 200e9 B/s,
+// 8 NICs of 200 Gb/s x 0.5 = 12.5e9 B/s each (100e9 B/s per node).
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <string>
+
+#include "network/analytic_model.hpp"
+#include "network/flow_model.hpp"
+#include "network/topology.hpp"
+#include "scenario_fixture.hpp"
+
+namespace {
+
+using dtsim::graph::CollectiveKind;
+using dtsim::graph::CommGroup;
+using dtsim::graph::CommOp;
+
+dtsim::config::Scenario scenario(std::int64_t nodes) {
+  auto s = dtsim::testing::fixture_scenario();
+  s.cluster.nodes = nodes;
+  s.simulation.network = dtsim::config::NetworkFidelity::flow;
+  s.cluster.network.all_reduce_algorithm = dtsim::config::AllReduceAlgorithm::ring;
+  return s;
+}
+
+double analytic_s(const dtsim::config::Scenario& s, const CommOp& op) {
+  return dtsim::network::collective_time_s(op, dtsim::network::path_params(s));
+}
+
+double flow_s(const dtsim::config::Scenario& s, const CommOp& op) {
+  return static_cast<double>(dtsim::network::FlowModel(s).duration(op)) * 1e-9;
+}
+
+double rel_error(double a, double b) { return std::abs(a - b) / b; }
+
+}  // namespace
+
+TEST_CASE("topology: routes climb only the tiers they must") {
+  auto s = scenario(4);
+  s.cluster.network.nodes_per_leaf = 2;
+  const dtsim::network::Topology fat(dtsim::network::topology_shape(s));
+  // gpu->switch->nic->leaf->nic->switch->gpu inside a leaf; leaf->spine->leaf added across leaves.
+  CHECK(fat.route(0, 0, 0, 1).size() == 2);
+  CHECK(fat.route(0, 0, 1, 0).size() == 6);
+  CHECK(fat.route(0, 0, 2, 0).size() == 8);
+  CHECK(fat.tiers(0, 0, 1, 5) == 1);
+  CHECK(fat.tiers(0, 0, 3, 0) == 2);
+  s.cluster.network.topology = dtsim::config::TopologyKind::rail_optimized;
+  const dtsim::network::Topology rails(dtsim::network::topology_shape(s));
+  // Same rail: one leaf; GPU 0 to GPU 1 of another node: NIC 0 to NIC 1, through a spine.
+  CHECK(rails.route(0, 0, 1, 0).size() == 6);
+  CHECK(rails.route(0, 0, 1, 1).size() == 8);
+  CHECK(rails.tiers(0, 0, 1, 1) == 2);
+  // ECMP choice by the source NIC: rail k stays on spine plane k (both routes leave leaf 0 of
+  // the fat-tree on different uplinks).
+  CHECK(fat.route(0, 0, 2, 0)[3] != fat.route(0, 1, 2, 1)[3]);
+}
+
+TEST_CASE("flow agrees with analytic within 5% where nothing is shared") {
+  // One ring all-reduce of 1 GB: t = 2(n-1)/n x 1e9 / min(200e9, 100e9) (+ latencies); 8 channels, one
+  // per NIC. Across 2 nodes (n = 16): 18.75 ms; across 8 nodes (n = 64): 19.7 ms.
+  for (const std::int64_t nodes : {2, 8}) {
+    const auto s = scenario(nodes);
+    const CommOp op{CollectiveKind::all_reduce, 1e9, CommGroup{nodes * 8, nodes, 1}};
+    const double a = analytic_s(s, op);
+    const double f = flow_s(s, op);
+    MESSAGE("ring all-reduce over ", nodes, " nodes: analytic ", a * 1e3, " ms, flow ", f * 1e3,
+            " ms, error ", rel_error(f, a) * 100, "%");
+    CHECK(rel_error(f, a) < 0.05);
+  }
+  // Data-parallel rings, one per GPU (r = 1, 8 groups per node, one NIC each): 12.5e9 B/s per ring,
+  // t = 2 x 7/8 x 1e9 / 12.5e9 = 140 ms.
+  const auto s = scenario(8);
+  const CommOp dp{CollectiveKind::all_reduce, 1e9, CommGroup{8, 8, 8}};
+  CHECK(rel_error(flow_s(s, dp), analytic_s(s, dp)) < 0.05);
+  CHECK(flow_s(s, dp) == doctest::Approx(0.140).epsilon(0.05));
+}
+
+TEST_CASE("oversubscription slows cross-leaf traffic by its ratio, flow and analytic") {
+  // One node per leaf: every ring hop between nodes crosses the leaf uplinks, which carry 1/2 of the
+  // NICs' bandwidth at 2:1: the inter-node-bound ring takes twice as long (37.5 ms vs 18.75 ms).
+  auto s = scenario(2);
+  const CommOp op{CollectiveKind::all_reduce, 1e9, CommGroup{16, 2, 1}};
+  const double flow_1 = flow_s(s, op);
+  const double analytic_1 = analytic_s(s, op);
+  s.cluster.network.oversubscription = 2.0;
+  const double flow_2 = flow_s(s, op);
+  const double analytic_2 = analytic_s(s, op);
+  MESSAGE("2:1 slowdown: flow ", flow_2 / flow_1, ", analytic ", analytic_2 / analytic_1);
+  CHECK(flow_2 / flow_1 == doctest::Approx(2.0).epsilon(0.05));
+  CHECK(analytic_2 / analytic_1 == doctest::Approx(2.0).epsilon(0.05));
+  // Both nodes under one leaf: nothing crosses the oversubscribed tier.
+  s.cluster.network.nodes_per_leaf = 2;
+  CHECK(flow_s(s, op) == doctest::Approx(flow_1).epsilon(0.01));
+  CHECK(analytic_s(s, op) == doctest::Approx(analytic_1).epsilon(0.01));
+}
+
+TEST_CASE(
+    "rail-optimized keeps rail-aligned rings under one leaf where a fat-tree of the same radix cannot") {
+  // 16-port leaves at 4:1: a fat-tree leaf holds 2 nodes (8 NICs each), a rail leaf NIC k of 16 nodes.
+  // A ring over 4 nodes leaves each fat-tree leaf once per channel: uplink per plane 16 x 12.5e9 /
+  // (8 x 4) = 6.25e9 B/s against 12.5e9 wanted: twice as slow (analytic: max(1, 4 / 2) = 2). On the
+  // rail-optimized fabric the 4 nodes share their rail leaves: no slowdown.
+  auto s = scenario(4);
+  s.cluster.network.oversubscription = 4.0;
+  s.cluster.network.nodes_per_leaf = 2;
+  const CommOp op{CollectiveKind::all_reduce, 1e9, CommGroup{32, 4, 1}};
+  const double fat_flow = flow_s(s, op);
+  const double fat_analytic = analytic_s(s, op);
+  s.cluster.network.topology = dtsim::config::TopologyKind::rail_optimized;
+  s.cluster.network.nodes_per_leaf = 4;
+  const double rail_flow = flow_s(s, op);
+  const double rail_analytic = analytic_s(s, op);
+  MESSAGE("fat-tree / rail-optimized: flow ", fat_flow / rail_flow, ", analytic ",
+          fat_analytic / rail_analytic);
+  CHECK(fat_flow / rail_flow == doctest::Approx(2.0).epsilon(0.05));
+  CHECK(fat_analytic / rail_analytic == doctest::Approx(2.0).epsilon(0.05));
+}
+
+TEST_CASE("flow model caches each distinct collective and is deterministic") {
+  const auto s = scenario(2);
+  const dtsim::network::FlowModel model(s);
+  const CommOp op{CollectiveKind::all_reduce, 64e6, CommGroup{16, 2, 1}};
+  const auto first = model.duration(op);
+  CHECK(model.duration(op) == first);
+  CHECK(model.simulations() == 1);
+  const CommOp other{CollectiveKind::all_gather, 64e6, CommGroup{16, 2, 1}};
+  CHECK(model.duration(other) > 0);
+  CHECK(model.simulations() == 2);
+  CHECK(dtsim::network::FlowModel(s).duration(op) == first);
+  CHECK(std::string(dtsim::network::make_network_model(s)->name()) == "flow");
+}
+
+TEST_CASE("flow agrees with analytic for the hierarchical all-reduce, all-to-all and pipeline sends") {
+  // 8 nodes, NCCL's choice (hierarchical for 1 GB): the inter-node rings carry 2 x 7/8 x 1e9 bytes per
+  // node at 100e9 B/s = 17.5 ms, the intra-node phase 2 x 7/8 x 1e9 / 200e9 = 8.75 ms: 17.5 ms.
+  auto s = scenario(8);
+  s.cluster.network.all_reduce_algorithm = dtsim::config::AllReduceAlgorithm::automatic;
+  const CommOp hier{CollectiveKind::all_reduce, 1e9, CommGroup{64, 8, 1}};
+  // All-to-all over 2 nodes: each GPU sends 8/16 of 1 GB to the other node: 8 x 0.5e9 / 100e9 = 40 ms.
+  const CommOp a2a{CollectiveKind::all_to_all, 1e9, CommGroup{16, 2, 1}};
+  // Pipeline sends between two nodes, one per GPU (8 pairs, one NIC each): 1e9 / 12.5e9 = 80 ms.
+  const CommOp p2p{CollectiveKind::send_recv, 1e9, CommGroup{2, 2, 8}};
+  for (const CommOp& op : {hier, a2a, p2p}) {
+    const double a = analytic_s(s, op);
+    const double f = flow_s(s, op);
+    MESSAGE(std::string(dtsim::graph::to_string(op.kind)), ": analytic ", a * 1e3, " ms, flow ", f * 1e3,
+            " ms");
+    CHECK(rel_error(f, a) < 0.05);
+  }
+  CHECK(analytic_s(s, hier) == doctest::Approx(17.5e-3).epsilon(0.01));
+}
+
+TEST_CASE("analytic: the divisor of the tiers a group crosses depends on its traffic pattern") {
+  using dtsim::network::fabric_divisor;
+  using dtsim::network::TrafficPattern;
+  auto s = scenario(8);
+  s.cluster.network.nodes_per_leaf = 2;
+  s.cluster.network.oversubscription = 4.0;
+  auto p = dtsim::network::path_params(s);
+  const CommGroup four{32, 4, 1};  // nodes 0..3: two leaves, 2 of its nodes under each
+  // Ring: max(1, 4 / 2) = 2; every node sending out: 4; all-to-all: 4 x (4 - 2) / (4 - 1) = 8/3.
+  CHECK(fabric_divisor(four, p, TrafficPattern::ring) == doctest::Approx(2.0));
+  CHECK(fabric_divisor(four, p, TrafficPattern::all_nodes) == doctest::Approx(4.0));
+  CHECK(fabric_divisor(four, p, TrafficPattern::all_to_all) == doctest::Approx(8.0 / 3.0));
+  // Inside one leaf: nothing crossed.
+  CHECK(fabric_divisor(CommGroup{16, 2, 1}, p, TrafficPattern::all_nodes) == 1.0);
+  // Nodes 4 apart (node_stride 4): each leaf holds one of its nodes: max(1, 4 / 1) = 4 for the ring.
+  CHECK(fabric_divisor(CommGroup{2, 2, 8, 4}, p, TrafficPattern::ring) == doctest::Approx(4.0));
+  // Pods of one leaf with a 2:1 core tier: crossing pods costs 4 x 2 / 2 = 4 for the ring.
+  s.cluster.network.leaves_per_pod = 1;
+  s.cluster.network.core_oversubscription = 2.0;
+  p = dtsim::network::path_params(s);
+  CHECK(fabric_divisor(four, p, TrafficPattern::ring) == doctest::Approx(4.0));
+}
+
+TEST_CASE("flow and analytic see the tiers crossed by strided groups and across pods") {
+  // Pipeline sends between nodes 2 apart (node_stride 2) on leaves of 2 nodes at 2:1: every node of a
+  // leaf sends out at once, 16 x 12.5e9 B/s of NICs over 16 x 12.5e9 / 2 of uplinks: each send at
+  // 6.25e9 B/s, 1e9 bytes in 160 ms.
+  auto s = scenario(4);
+  s.cluster.network.nodes_per_leaf = 2;
+  s.cluster.network.oversubscription = 2.0;
+  const CommOp p2p{CollectiveKind::send_recv, 1e9, CommGroup{2, 2, 8, 2}};
+  MESSAGE("strided sends: analytic ", analytic_s(s, p2p) * 1e3, " ms, flow ", flow_s(s, p2p) * 1e3, " ms");
+  CHECK(analytic_s(s, p2p) == doctest::Approx(0.160).epsilon(0.01));
+  CHECK(flow_s(s, p2p) == doctest::Approx(0.160).epsilon(0.01));
+  // Pods of 2 one-node leaves, 4:1 at the core: a ring over the 4 nodes leaves each pod once per
+  // channel; the pod's uplink per plane carries 2 x 12.5e9 / 4 = 6.25e9 B/s against 12.5e9 wanted:
+  // twice as slow as without the core tier (analytic: max(1, 4 x 1 / 2) = 2).
+  auto pods = scenario(4);
+  const CommOp ring{CollectiveKind::all_reduce, 1e9, CommGroup{32, 4, 1}};
+  const double flat_flow = flow_s(pods, ring);
+  const double flat_analytic = analytic_s(pods, ring);
+  pods.cluster.network.leaves_per_pod = 2;
+  pods.cluster.network.core_oversubscription = 4.0;
+  MESSAGE("core tier 4:1: flow ", flow_s(pods, ring) / flat_flow, ", analytic ",
+          analytic_s(pods, ring) / flat_analytic);
+  CHECK(flow_s(pods, ring) / flat_flow == doctest::Approx(2.0).epsilon(0.05));
+  CHECK(analytic_s(pods, ring) / flat_analytic == doctest::Approx(2.0).epsilon(0.05));
+}
