@@ -9,6 +9,7 @@
 #include <ostream>
 #include <string_view>
 
+#include "cli/calibrate_command.hpp"
 #include "cli/commands.hpp"
 #include "config/json_reader.hpp"
 #include "config/scenario_loader.hpp"
@@ -57,6 +58,8 @@ int run_cli(const std::vector<std::string>& args, std::istream& in, std::ostream
   CLI::App* nccl = add_nccl_tests_command(app, nccl_options);
   ImportNcclOptions import_options;
   CLI::App* import = add_import_command(app, import_options);
+  CalibrateOptions calibrate_options;
+  CLI::App* calibrate = add_calibrate_command(app, calibrate_options);
 
   try {
     std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 consumes from the back
@@ -73,6 +76,7 @@ int run_cli(const std::vector<std::string>& args, std::istream& in, std::ostream
     if (merge->parsed()) return merge_command(merge_options, out);
     if (nccl->parsed()) return nccl_tests_command(nccl_options, out);
     if (import->parsed()) return import_nccl_command(import_options, out);
+    if (calibrate->parsed()) return calibrate_command(calibrate_options, out, err);
     err << "error: a subcommand is required\nRun with --help for more information.\n";
     return kExitBadInput;
   } catch (const core::InputError& e) {
