@@ -3,6 +3,8 @@
 # its libraries are missing, dtsim calibrate reports that the backend was not built.
 pkg_check_modules(OPENBLAS IMPORTED_TARGET openblas)
 find_package(MPI COMPONENTS CXX)
+# The harnesses use MPI's C API only: leave out the deprecated C++ bindings.
+set(DTSIM_MPI_DEFINITIONS OMPI_SKIP_MPICXX MPICH_SKIP_MPICXX)
 
 set(DTSIM_CPU_CALIBRATION OFF)
 if(OPENBLAS_FOUND AND MPI_CXX_FOUND)
@@ -13,11 +15,13 @@ if(OPENBLAS_FOUND AND MPI_CXX_FOUND)
     calibration/cpu/mpi_collectives.cpp)
   target_compile_options(dtsim_calibrate_cpu PRIVATE ${DTSIM_WARNING_FLAGS})
   target_link_libraries(dtsim_calibrate_cpu PRIVATE dtsim_lib PkgConfig::OPENBLAS MPI::MPI_CXX)
+  target_compile_definitions(dtsim_calibrate_cpu PRIVATE ${DTSIM_MPI_DEFINITIONS})
 
   add_executable(dtsim_mlp_train calibration/cpu/mlp_train_main.cpp)
   target_compile_options(dtsim_mlp_train PRIVATE ${DTSIM_WARNING_FLAGS})
   target_link_libraries(dtsim_mlp_train PRIVATE dtsim_lib PkgConfig::OPENBLAS MPI::MPI_CXX)
-  target_compile_definitions(dtsim_lib PRIVATE DTSIM_HAVE_CPU_CALIBRATION)
+  target_compile_definitions(dtsim_mlp_train PRIVATE ${DTSIM_MPI_DEFINITIONS})
+  set_property(SOURCE sim/cli/calibrate_command.cpp APPEND PROPERTY COMPILE_DEFINITIONS DTSIM_HAVE_CPU_CALIBRATION)
   install(TARGETS dtsim_calibrate_cpu dtsim_mlp_train RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
   message(STATUS "dtsim: CPU calibration harness (OpenBLAS, MPI) enabled")
 else()
@@ -27,6 +31,9 @@ endif()
 set(DTSIM_CUDA_CALIBRATION OFF)
 if(DTSIM_WITH_CUDA)
   include(CheckLanguage)
+  if(NOT CMAKE_CUDA_COMPILER AND NOT DEFINED ENV{CUDACXX} AND EXISTS /usr/local/cuda/bin/nvcc)
+    set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
+  endif()
   check_language(CUDA)
   find_package(CUDAToolkit QUIET)
   if(CMAKE_CUDA_COMPILER AND CUDAToolkit_FOUND AND MPI_CXX_FOUND)
@@ -45,14 +52,14 @@ if(DTSIM_WITH_CUDA)
       calibration/cuda/cuda_kernels.cu
       calibration/cuda/cublaslt_gemm.cpp
       calibration/cuda/nccl_collectives.cpp)
-    set_target_properties(dtsim_calibrate_cuda PROPERTIES CUDA_STANDARD 20 CUDA_STANDARD_REQUIRED ON)
+    set_target_properties(dtsim_calibrate_cuda PROPERTIES CUDA_STANDARD 17 CUDA_STANDARD_REQUIRED ON)
     target_compile_options(dtsim_calibrate_cuda PRIVATE
-      $<$<COMPILE_LANGUAGE:CXX>:${DTSIM_WARNING_FLAGS}>
-      $<$<COMPILE_LANGUAGE:CUDA>:-Werror=all-warnings>)
-    target_include_directories(dtsim_calibrate_cuda PRIVATE ${DTSIM_NCCL_INCLUDE})
+      "$<$<COMPILE_LANGUAGE:CXX>:${DTSIM_WARNING_FLAGS}>"
+      "$<$<COMPILE_LANGUAGE:CUDA>:-Werror=all-warnings>")
+    target_include_directories(dtsim_calibrate_cuda SYSTEM PRIVATE ${DTSIM_NCCL_INCLUDE})
     target_link_libraries(dtsim_calibrate_cuda PRIVATE dtsim_lib CUDA::cudart CUDA::cublasLt ${DTSIM_NCCL_LIBRARY}
                                                        MPI::MPI_CXX)
-    target_compile_definitions(dtsim_lib PRIVATE DTSIM_HAVE_CUDA_CALIBRATION)
+    set_property(SOURCE sim/cli/calibrate_command.cpp APPEND PROPERTY COMPILE_DEFINITIONS DTSIM_HAVE_CUDA_CALIBRATION)
     install(TARGETS dtsim_calibrate_cuda RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
     message(STATUS "dtsim: CUDA calibration harness (cuBLASLt, NCCL, MPI) enabled")
   else()

@@ -146,17 +146,17 @@ int run(int argc, char** argv) {
     sizes.push_back(s);
   const std::vector<cpu::MpiCollective> kinds{cpu::MpiCollective::all_reduce, cpu::MpiCollective::all_gather,
                                               cpu::MpiCollective::reduce_scatter};
-  std::vector<std::vector<cpu::CollectiveTiming>> timings;
+  std::vector<std::vector<cal::CollectiveTiming>> timings;
   for (auto kind : kinds) timings.push_back(cpu::time_collective(MPI_COMM_WORLD, kind, sizes, repeats));
   if (rank != 0) return 0;
 
   const std::filesystem::path out(o.out);
   std::vector<std::string> logs;
   for (std::size_t i = 0; i < kinds.size(); ++i) {
-    const auto path = out / "logs" / fmt::format("{}-{}.log", id, cpu::to_string(kinds[i]));
+    const auto path = out / "logs" / fmt::format("{}-{}.log", id, cal::program_name(cpu::name_of(kinds[i])));
     std::filesystem::create_directories(path.parent_path());
     std::ofstream f(path);
-    f << cpu::nccl_tests_log(kinds[i], ranks, timings[i]);
+    f << cal::nccl_tests_log(cpu::name_of(kinds[i]), ranks, "dtsim_calibrate_cpu (MPI)", timings[i]);
     logs.push_back(path.string());
   }
 

@@ -34,23 +34,24 @@ void check(MpiCollective c, const std::vector<float>& recv, int count, int ranks
     const float expected = c == MpiCollective::all_gather ? static_cast<float>(i / (count / ranks) + 1) : sum;
     if (recv[static_cast<std::size_t>(i)] != expected) {
       throw core::InternalError(fmt::format("{} returned {} at element {} where {} was expected",
-                                            to_string(c), recv[static_cast<std::size_t>(i)], i, expected));
+                                            program_name(name_of(c)), recv[static_cast<std::size_t>(i)], i,
+                                            expected));
     }
   }
 }
 
 }  // namespace
 
-const char* to_string(MpiCollective c) {
+CollectiveName name_of(MpiCollective c) {
   switch (c) {
     case MpiCollective::all_reduce:
-      return "all_reduce_perf";
+      return CollectiveName::all_reduce;
     case MpiCollective::all_gather:
-      return "all_gather_perf";
+      return CollectiveName::all_gather;
     case MpiCollective::reduce_scatter:
-      return "reduce_scatter_perf";
+      return CollectiveName::reduce_scatter;
   }
-  throw core::InternalError("to_string: invalid MpiCollective value");
+  throw core::InternalError("name_of: invalid MpiCollective value");
 }
 
 std::vector<CollectiveTiming> time_collective(MPI_Comm comm, MpiCollective c,
@@ -80,28 +81,6 @@ std::vector<CollectiveTiming> time_collective(MPI_Comm comm, MpiCollective c,
     out.push_back(CollectiveTiming{static_cast<double>(n * sizeof(float)), sample_stats(samples)});
   }
   return out;
-}
-
-std::string nccl_tests_log(MpiCollective c, int ranks, const std::vector<CollectiveTiming>& rows) {
-  const double n = ranks;
-  const double factor = c == MpiCollective::all_reduce ? 2.0 * (n - 1) / n : (n - 1) / n;
-  std::string text =
-      fmt::format("# {} (MPI, {} ranks), written by dtsim_calibrate_cpu\n", to_string(c), ranks);
-  text +=
-      "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw "
-      "  "
-      "busbw #wrong\n";
-  for (const auto& row : rows) {
-    const double us = row.seconds.median * 1e6;
-    const double algbw = row.size_bytes / row.seconds.median / 1e9;
-    text += fmt::format(
-        "{:>12.0f} {:>13d} {:>9} {:>7} {:>7} {:>8.2f} {:>7.2f} {:>7.2f} {:>6} {:>8.2f} {:>7.2f} "
-        "{:>7.2f} {:>6}\n",
-        row.size_bytes, static_cast<std::int64_t>(row.size_bytes / sizeof(float)), "float",
-        c == MpiCollective::all_gather ? "none" : "sum", -1, us, algbw, algbw * factor, 0, us, algbw,
-        algbw * factor, 0);
-  }
-  return text;
 }
 
 }  // namespace dtsim::calibration::cpu

@@ -13,25 +13,16 @@
 #include <string>
 #include <vector>
 
-#include "calibration/sample_stats.hpp"
+#include "calibration/collective_log.hpp"
 
 namespace dtsim::calibration::cpu {
 
 enum class MpiCollective { all_reduce, all_gather, reduce_scatter };
 
-const char* to_string(MpiCollective c);  // nccl-tests program name: "all_reduce_perf", ...
-
-struct CollectiveTiming {
-  double size_bytes = 0.0;
-  SampleStats seconds;  // over repeats, each the maximum over ranks
-};
+CollectiveName name_of(MpiCollective c);
 
 // Collective over `comm`, called by every rank; returns the timings on every rank.
 std::vector<CollectiveTiming> time_collective(MPI_Comm comm, MpiCollective c,
                                               const std::vector<double>& sizes_bytes, int repeats);
-
-// nccl-tests style log text (header and one row per size, bus bandwidth by nccl-tests' factors:
-// all-reduce 2(n-1)/n, all-gather and reduce-scatter (n-1)/n).
-std::string nccl_tests_log(MpiCollective c, int ranks, const std::vector<CollectiveTiming>& rows);
 
 }  // namespace dtsim::calibration::cpu

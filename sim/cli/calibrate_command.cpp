@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <ostream>
@@ -66,8 +67,10 @@ CLI::App* add_calibrate_command(CLI::App& app, CalibrateOptions& o) {
   cmd->add_option("--out", o.out_dir, "Profile folder to write (gpus/, nodes/, logs/ under it)")->required();
   cmd->add_option("--id", o.id, "Id of the written profiles (default: derived from the host name)");
   cmd->add_flag("--quick", o.quick, "A minute-scale subset of the sweeps");
-  cmd->add_option("--ranks", o.ranks, "cpu backend: MPI ranks, the devices of the calibrated node")
-      ->check(CLI::PositiveNumber);
+  cmd->add_option("--ranks", o.ranks,
+                  "MPI ranks, the devices of the calibrated node (cpu: 2; cuda: one per GPU)")
+      ->check(CLI::PositiveNumber)
+      ->each([&o](const std::string&) { o.ranks_given = true; });
   cmd->add_option("--mpirun", o.mpirun, "cpu backend: MPI launcher command");
   return cmd;
 }
@@ -93,7 +96,19 @@ int calibrate_command(const CalibrateOptions& o, std::ostream& out, std::ostream
           "got \"cuda\"; this dtsim was built without the CUDA harness (CUDA toolkit with cuBLASLt "
           "and NCCL not found at configure time, or DTSIM_WITH_CUDA=OFF)");
     }
-    command = quoted(harness_path("dtsim_calibrate_cuda").string()) + harness_args(o);
+    // One rank per GPU of this node (the /dev/nvidiaN device files), unless --ranks was given.
+    int gpus = 0;
+    std::error_code dev_ec;
+    for (const auto& entry : fs::directory_iterator("/dev", dev_ec)) {
+      const std::string name = entry.path().filename().string();
+      if (name.size() > 6 && name.rfind("nvidia", 0) == 0 &&
+          name.find_first_not_of("0123456789", 6) == std::string::npos)
+        ++gpus;
+    }
+    const int ranks = o.ranks_given ? o.ranks : std::max(gpus, 1);
+    command = fmt::format("{} --oversubscribe{} -np {} {}{}", o.mpirun,
+                          geteuid() == 0 ? " --allow-run-as-root" : "", ranks,
+                          quoted(harness_path("dtsim_calibrate_cuda").string()), harness_args(o));
   }
   std::error_code ec;
   fs::create_directories(o.out_dir, ec);
@@ -108,20 +123,26 @@ int calibrate_command(const CalibrateOptions& o, std::ostream& out, std::ostream
   }
   // Read the profiles back strictly: what was written must be usable by scenarios.
   int loaded = 0;
-  for (const auto& entry : fs::directory_iterator(fs::path(o.out_dir) / "nodes")) {
-    if (entry.path().extension() != ".json") continue;
-    const std::string id = entry.path().stem().string();
-    const config::IdLocation where{"command line", "/out"};
-    const config::NodeProfile node = config::load_node_profile(o.out_dir, id, where);
-    const config::GpuProfile gpu = config::load_gpu_profile(o.out_dir, node.gpu, where);
-    out << fmt::format(
-        "profile {}: node of {} x {} ({} calibration); use \"cluster\": {{\"node\": \"{}\"}} with "
-        "DTSIM_DATA_DIR set to the folder holding hardware_profiles/, or copy the files there\n",
-        id, node.gpus_per_node, gpu.name, backend, id);
-    ++loaded;
+  for (const char* kind : {"gpus", "nodes"}) {
+    const fs::path folder = fs::path(o.out_dir) / kind;
+    if (!fs::is_directory(folder, ec)) continue;
+    for (const auto& id : config::list_ids(folder.string())) {
+      const config::IdLocation where{"command line", "/out"};
+      if (std::string(kind) == "gpus") {
+        const config::GpuProfile gpu = config::load_gpu_profile(o.out_dir, id, where);
+        out << fmt::format("gpus/{}.json: {}\n", id, gpu.name);
+        ++loaded;
+      } else {
+        const config::NodeProfile node = config::load_node_profile(o.out_dir, id, where);
+        out << fmt::format(
+            "nodes/{}.json: {} devices of {}; scenarios use it as \"cluster\": {{\"node\": \"{}\"}} "
+            "once the files are under hardware_profiles/ (or DTSIM_DATA_DIR points above them)\n",
+            id, node.gpus_per_node, node.gpu, id);
+      }
+    }
   }
   if (loaded == 0) {
-    err << fmt::format("error: the {} harness wrote no node profile under {}\n", backend, o.out_dir);
+    err << fmt::format("error: the {} harness wrote no profile under {}\n", backend, o.out_dir);
     return kExitInternal;
   }
   return kExitOk;

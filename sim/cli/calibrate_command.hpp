@@ -19,7 +19,8 @@ struct CalibrateOptions {
   std::string out_dir;
   std::string id;  // profile id; empty: the harness names it after the host
   bool quick = false;
-  int ranks = 2;  // cpu: MPI ranks (devices of the node)
+  int ranks = 2;  // MPI ranks (devices of the node); cuda: one per GPU unless given
+  bool ranks_given = false;
   std::string mpirun = "mpirun";
 };
 

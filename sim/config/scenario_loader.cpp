@@ -41,7 +41,9 @@ std::optional<std::int64_t> checked_mul(std::int64_t a, std::int64_t b) {
 
 TransformerSpec read_model(ObjectReader& top, const DataPaths& data) {
   ObjectReader model = top.child("model");
-  if (const json* kind = model.find("kind"); kind != nullptr && *kind == "mlp") return read_mlp(model);
+  // Peek at the kind without reading it: the chosen reader declares and reads the keys.
+  const json& raw = model.value();
+  if (raw.is_object() && raw.contains("kind") && raw["kind"] == "mlp") return read_mlp(model);
   if (model.find("preset") == nullptr) return read_transformer(model, std::nullopt);
   const std::string id = model.required<std::string>("preset");
   const TransformerSpec preset = load_model_preset(
@@ -277,7 +279,8 @@ Scenario load_cluster(const ClusterRequest& request, const std::string& source, 
   if (request.fabric) network["fabric"] = *request.fabric;
   if (request.nic_gbps) network["nic_gbps"] = *request.nic_gbps;
   if (request.nics_per_node) network["nics_per_node"] = *request.nics_per_node;
-  if (request.oversubscription) network["topology"] = {{"kind", "fat-tree"}, {"oversubscription", *request.oversubscription}};
+  if (request.oversubscription)
+    network["topology"] = {{"kind", "fat-tree"}, {"oversubscription", *request.oversubscription}};
   if (!network.empty()) cluster["network"] = network;
   const json doc = {{"cluster", cluster}};
   ObjectReader top(doc, source, "");
