@@ -1,8 +1,8 @@
 // dtsim_calibrate_cpu: the CPU backend of dtsim calibrate, run under mpirun (every rank is one
-// "device" of a node). Every rank runs the GEMM sweep (OpenBLAS), the memory kernels and the call
-// overhead at the same time, as the ranks of a training job do; then all ranks run the collective
-// sweep. Rank 0 fits and writes, under --out: gpus/ID.json (the CPU "device" of one rank),
-// nodes/ID.json (a node of `ranks` such devices, its intra-node link fitted to the all-reduce sweep)
+// "device" of a node). Every rank runs the GEMM sweep (OpenBLAS; shapes interleaved round by round),
+// the memory kernels and the call overhead at the same time, as the ranks of a training job do; then all
+// ranks run the collective sweep. Rank 0 fits and writes, under --out: gpus/ID.json (the CPU "device" of one
+// rank), nodes/ID.json (a node of `ranks` such devices, its intra-node link fitted to the all-reduce sweep)
 // and logs/ID-*.log (the collective sweeps in nccl-tests format).
 //
 //   mpirun -np 2 dtsim_calibrate_cpu --out PROFILE_DIR [--id ID] [--quick] [--threads T]
@@ -128,15 +128,15 @@ int run(int argc, char** argv) {
     ns = {128, 512, 1024, 2048};
     ks = {64, 128, 512, 1024, 2048};
   }
-  cal::DeviceMeasurements m;
+  std::vector<cpu::GemmShape3> shapes;
   for (auto mm : ms) {
     for (auto nn : ns) {
-      for (auto kk : ks) {
-        MPI_Barrier(MPI_COMM_WORLD);
-        m.gemms.push_back(cpu::time_sgemm({mm, nn, kk}, repeats, o.quick ? 0.02 : 0.05));
-      }
+      for (auto kk : ks) shapes.push_back({mm, nn, kk});
     }
   }
+  cal::DeviceMeasurements m;
+  MPI_Barrier(MPI_COMM_WORLD);
+  m.gemms = cpu::time_sgemm_sweep(shapes, repeats, o.quick ? 0.01 : 0.03);
   MPI_Barrier(MPI_COMM_WORLD);
   m.memory = cpu::time_memory(o.quick ? (4 << 20) : (16 << 20), repeats);
   m.launch_seconds = cpu::time_call_overhead(repeats);

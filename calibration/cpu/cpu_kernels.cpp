@@ -84,6 +84,46 @@ GemmTiming time_sgemm(const GemmShape3& shape, int repeats, double min_seconds) 
   return t;
 }
 
+std::vector<GemmTiming> time_sgemm_sweep(const std::vector<GemmShape3>& shapes, int repeats,
+                                         double min_seconds) {
+  std::int64_t a_size = 0;
+  std::int64_t b_size = 0;
+  std::int64_t c_size = 0;
+  for (const auto& s : shapes) {
+    a_size = std::max(a_size, s.m * s.k);
+    b_size = std::max(b_size, s.k * s.n);
+    c_size = std::max(c_size, s.m * s.n);
+  }
+  std::vector<float> a(static_cast<std::size_t>(a_size));
+  std::vector<float> b(static_cast<std::size_t>(b_size));
+  std::vector<float> c(static_cast<std::size_t>(c_size));
+  fill(a, 1);
+  fill(b, 2);
+  std::vector<int> calls;
+  for (const auto& s : shapes) {  // warm-up and check; sizes each shape's inner loop
+    const auto start = Clock::now();
+    sgemm(s, a, b, c);
+    const double once = std::max(seconds_since(start), 1e-9);
+    check_sgemm(s, a, b, c);
+    calls.push_back(std::max(1, static_cast<int>(std::ceil(min_seconds / once))));
+  }
+  std::vector<std::vector<double>> samples(shapes.size());
+  for (int r = 0; r < repeats; ++r) {
+    for (std::size_t i = 0; i < shapes.size(); ++i) {
+      const auto start = Clock::now();
+      for (int j = 0; j < calls[i]; ++j) sgemm(shapes[i], a, b, c);
+      samples[i].push_back(seconds_since(start) / calls[i]);
+    }
+  }
+  std::vector<GemmTiming> out;
+  for (std::size_t i = 0; i < shapes.size(); ++i) {
+    sgemm(shapes[i], a, b, c);
+    check_sgemm(shapes[i], a, b, c);
+    out.push_back({shapes[i].m, shapes[i].n, shapes[i].k, config::Precision::fp32, sample_stats(samples[i])});
+  }
+  return out;
+}
+
 std::vector<MemoryTiming> time_memory(std::int64_t elements, int repeats) {
   const auto n = static_cast<std::size_t>(elements);
   std::vector<double> a(n, 1.0);

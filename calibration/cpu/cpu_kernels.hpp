@@ -22,6 +22,11 @@ struct GemmShape3 {
 // runs the call often enough to last at least min_seconds.
 GemmTiming time_sgemm(const GemmShape3& shape, int repeats, double min_seconds);
 
+// The same for a list of shapes, interleaved: each round times every shape once, so a slow or quiet
+// period of a shared machine spreads over all shapes instead of biasing the few measured during it.
+std::vector<GemmTiming> time_sgemm_sweep(const std::vector<GemmShape3>& shapes, int repeats,
+                                         double min_seconds);
+
 // STREAM copy (b = a) and triad (a = b + s c) over arrays of `elements` doubles.
 std::vector<MemoryTiming> time_memory(std::int64_t elements, int repeats);
 
