@@ -93,7 +93,10 @@ nlohmann::ordered_json gpu_profile_json(const config::GpuProfile& g, const Sourc
   if (!g.gemm_measured.empty()) {
     nlohmann::ordered_json rows = nlohmann::ordered_json::array();
     for (const auto& m : g.gemm_measured) {
-      rows.push_back({{"m", m.m}, {"n", m.n}, {"k", m.k}, {"precision", config::to_string(m.precision)},
+      rows.push_back({{"m", m.m},
+                      {"n", m.n},
+                      {"k", m.k},
+                      {"precision", config::to_string(m.precision)},
                       {"tflops", m.tflops}});
     }
     gemm["measured"] = rows;

@@ -1,5 +1,6 @@
 // Hardware profiles as JSON in the hardware_profiles/ schema (hardware_profiles/README.md), for tools
-// that write profiles (dtsim import nccl-tests, dtsim calibrate). `sources` must name a source for every value key.
+// that write profiles (dtsim import nccl-tests, dtsim calibrate). `sources` must name a source for every
+// value key.
 #pragma once
 
 #include <map>

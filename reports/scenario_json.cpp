@@ -83,7 +83,8 @@ nlohmann::ordered_json training_json(const config::TrainingSpec& t) {
   j["overlap_grad_reduce"] = t.overlap_grad_reduce;
   j["overlap_param_gather"] = t.overlap_param_gather;
   j["bucket_mb"] = t.bucket_bytes / kBytesPerMb;
-  if (t.optimizer != config::Optimizer::adam) j["optimizer"] = config::to_string(t.optimizer);  // adam: the default
+  if (t.optimizer != config::Optimizer::adam)
+    j["optimizer"] = config::to_string(t.optimizer);  // adam: the default
   return j;
 }
 

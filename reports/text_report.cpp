@@ -79,7 +79,8 @@ void write_performance(std::ostream& out, const results::Result& r) {
   line(out, "iteration", fmt::format("{:.6f} s", r.iteration_time_s));
   if (r.interval) {
     line(out, "interval",
-         fmt::format("{:.6f} .. {:.6f} s (calibration spread p90 .. p10)", r.interval->low_s, r.interval->high_s));
+         fmt::format("{:.6f} .. {:.6f} s (calibration spread p90 .. p10)", r.interval->low_s,
+                     r.interval->high_s));
   }
   line(out, "throughput",
        fmt::format("{:.2f} samples/s, {:.0f} tokens/s", r.throughput.samples_per_s,

@@ -213,8 +213,8 @@ NodeProfile load_node_profile(const std::string& hardware_profiles, const std::s
   node.gpus_per_node = r.required<int>("gpus_per_node", IntRule::positive());
 
   ObjectReader intra = r.child("intra_node");
-  intra.expect_keys({"kind", "gbytes_per_s", "efficiency", "latency_us", "nvls_busbw_gbytes_per_s", "bandwidth_p10",
-                     "bandwidth_p90"});
+  intra.expect_keys({"kind", "gbytes_per_s", "efficiency", "latency_us", "nvls_busbw_gbytes_per_s",
+                     "bandwidth_p10", "bandwidth_p90"});
   node.intra_kind = intra.enum_value<IntraNodeKind>(
       "kind", named_choices(std::array{IntraNodeKind::nvswitch, IntraNodeKind::nvlink, IntraNodeKind::pcie,
                                        IntraNodeKind::shared_memory}));
