@@ -42,11 +42,12 @@ if(DTSIM_WITH_CUDA)
   endif()
   if(CMAKE_CUDA_COMPILER AND CUDAToolkit_FOUND AND TARGET CUDA::cublasLt AND DTSIM_NCCL_LIBRARY
      AND DTSIM_NCCL_INCLUDE AND MPI_CXX_FOUND)
+    # Ampere and Hopper machine code (PTX of the newest for later GPUs) unless the cache says otherwise.
+    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+      set(CMAKE_CUDA_ARCHITECTURES 80-real 90)
+    endif()
     enable_language(CUDA)
     set(DTSIM_CUDA_CALIBRATION ON)
-    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES OR CMAKE_CUDA_ARCHITECTURES STREQUAL "")
-      set(CMAKE_CUDA_ARCHITECTURES 80 90)
-    endif()
     add_executable(dtsim_calibrate_cuda
       calibration/cuda/calibrate_cuda_main.cpp
       calibration/cuda/cuda_kernels.cu
