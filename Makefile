@@ -12,7 +12,8 @@ all: build
 
 # Debian 12 packages needed to build and test; installed with apt-get when any is missing.
 PACKAGES = cmake make g++ pkg-config libsimgrid-dev libboost-graph-dev nlohmann-json3-dev doctest-dev \
-           libbenchmark-dev libcli11-dev libfmt-dev python3 chromium
+           libbenchmark-dev libcli11-dev libfmt-dev libopenblas-dev libopenmpi-dev openmpi-bin \
+           python3 chromium
 SUDO = $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
 deps:

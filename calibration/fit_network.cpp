@@ -24,8 +24,9 @@ AffineFit fit_affine(const std::vector<std::pair<double, double>>& points, doubl
     ++fit.rows;
   }
   if (fit.rows < 2) {
-    throw core::InputError("", "", fmt::format("need at least 2 rows of {:.0f} bytes or more to fit, got {}",
-                                               min_bytes, fit.rows));
+    throw core::InputError(
+        "", "",
+        fmt::format("need at least 2 rows of {:.0f} bytes or more to fit, got {}", min_bytes, fit.rows));
   }
   const double det = sw * sxx - sx * sx;
   fit.beta_s_per_byte = (sw * sxy - sx * sy) / det;
@@ -64,7 +65,8 @@ LinkFit fit_all_reduce(const std::vector<NcclLog>& logs, const config::Scenario&
     return out;
   }
   out.target = FitTarget::fabric;
-  const double line = core::gbps_to_bytes_per_s(cluster.cluster.network.nic_gbps) * cluster.cluster.network.nics_per_node;
+  const double line =
+      core::gbps_to_bytes_per_s(cluster.cluster.network.nic_gbps) * cluster.cluster.network.nics_per_node;
   if (r <= 1) {
     out.algorithm = "ring";
     out.efficiency = 2 * (n - 1) / n / beta / line;

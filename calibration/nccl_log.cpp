@@ -26,7 +26,8 @@ std::string_view strip_prefix(std::string_view line) {
   const std::size_t colon = line.find(": ");
   if (colon != std::string_view::npos) {
     const std::string_view head = line.substr(i, colon - i);
-    const bool word = !head.empty() && head.find(' ') == std::string_view::npos && head.find('#') == std::string_view::npos;
+    const bool word =
+        !head.empty() && head.find(' ') == std::string_view::npos && head.find('#') == std::string_view::npos;
     if (word) return line.substr(colon + 2);
   }
   return line;
@@ -59,20 +60,22 @@ std::optional<double> number(const std::string& t) {
 }
 
 const std::set<std::string>& known_types() {
-  static const std::set<std::string> types{"int8",   "uint8",  "int32",  "uint32",   "int64", "uint64",
-                                           "half",   "float",  "double", "bfloat16", "f8e4m3", "f8e5m2",
-                                           "char",   "int",    "uint"};
+  static const std::set<std::string> types{"int8",   "uint8",  "int32", "uint32", "int64",
+                                           "uint64", "half",   "float", "double", "bfloat16",
+                                           "f8e4m3", "f8e5m2", "char",  "int",    "uint"};
   return types;
 }
 
 // Parses "time algbw busbw wrong" starting at `at`.
-NcclLogMeasurement measurement(const std::vector<std::string>& t, std::size_t at, const std::string& file, int line) {
+NcclLogMeasurement measurement(const std::vector<std::string>& t, std::size_t at, const std::string& file,
+                               int line) {
   const auto time = number(t[at]);
   const auto algbw = number(t[at + 1]);
   const auto busbw = number(t[at + 2]);
   if (!time || !algbw || !busbw) {
-    throw core::InputError(file, "", fmt::format("line {}: expected time, algbw and busbw numbers, got \"{} {} {}\"",
-                                                 line, t[at], t[at + 1], t[at + 2]));
+    throw core::InputError(file, "",
+                           fmt::format("line {}: expected time, algbw and busbw numbers, got \"{} {} {}\"",
+                                       line, t[at], t[at + 1], t[at + 2]));
   }
   return {*time, *algbw, *busbw};
 }
@@ -92,7 +95,8 @@ NcclLogRow data_row(const std::vector<std::string>& t, const std::string& file, 
                                        line, t.size()));
   }
   if (!is_integer(t[1])) {
-    throw core::InputError(file, "", fmt::format("line {}: expected an element count, got \"{}\"", line, t[1]));
+    throw core::InputError(file, "",
+                           fmt::format("line {}: expected an element count, got \"{}\"", line, t[1]));
   }
   if (known_types().count(t[2]) == 0) {
     throw core::InputError(file, "", fmt::format("line {}: unknown data type \"{}\"", line, t[2]));

@@ -32,8 +32,8 @@ struct NcclLogRow {
 struct NcclLog {
   std::string file;
   std::vector<NcclLogRow> rows;
-  std::optional<int> ranks;           // "#  Rank  N Group ..." lines
-  std::optional<int> hosts;           // distinct host names in those lines
+  std::optional<int> ranks;            // "#  Rank  N Group ..." lines
+  std::optional<int> hosts;            // distinct host names in those lines
   std::optional<std::string> program;  // e.g. "all_reduce_perf", when the log names it
 };
 

@@ -80,6 +80,8 @@ nlohmann::ordered_json result_json(const results::Result& result) {
     j["reason"] = result.reason;
   }
   j["iteration_time_s"] = result.iteration_time_s;
+  if (result.interval)
+    j["interval"] = {{"low_s", result.interval->low_s}, {"high_s", result.interval->high_s}};
   j["throughput"] = throughput_json(result.throughput);
   j["flops"] = flops_json(result.flops);
   j["breakdown_s"] = breakdown_json(result.breakdown);

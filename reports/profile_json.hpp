@@ -1,5 +1,6 @@
 // Hardware profiles as JSON in the hardware_profiles/ schema (hardware_profiles/README.md), for tools
-// that write profiles (dtsim import nccl-tests). `sources` must name a source for every value key.
+// that write profiles (dtsim import nccl-tests, dtsim calibrate). `sources` must name a source for every
+// value key.
 #pragma once
 
 #include <map>
@@ -13,6 +14,7 @@ namespace dtsim::reports {
 
 using Sources = std::map<std::string, std::string>;
 
+nlohmann::ordered_json gpu_profile_json(const config::GpuProfile& gpu, const Sources& sources);
 nlohmann::ordered_json fabric_profile_json(const config::FabricProfile& fabric, const Sources& sources);
 nlohmann::ordered_json node_profile_json(const config::NodeProfile& node, const Sources& sources);
 

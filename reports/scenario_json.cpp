@@ -11,6 +11,14 @@ constexpr double kBytesPerMb = 1e6;  // bucket_mb is in decimal megabytes
 
 nlohmann::ordered_json model_json(const config::TransformerSpec& model) {
   nlohmann::ordered_json j;
+  if (model.kind == config::ModelKind::mlp) {
+    j["kind"] = "mlp";
+    j["layers"] = model.layers;
+    j["hidden_size"] = model.hidden_size;
+    j["input_size"] = model.input_size;
+    j["output_size"] = model.output_size;
+    return j;
+  }
   j["kind"] = "transformer";
   if (!model.preset.empty()) j["preset"] = model.preset;
   j["layers"] = model.layers;
@@ -81,6 +89,8 @@ nlohmann::ordered_json training_json(const config::TrainingSpec& t) {
   j["overlap_grad_reduce"] = t.overlap_grad_reduce;
   j["overlap_param_gather"] = t.overlap_param_gather;
   j["bucket_mb"] = t.bucket_bytes / kBytesPerMb;
+  if (t.optimizer != config::Optimizer::adam)
+    j["optimizer"] = config::to_string(t.optimizer);  // adam: the default
   return j;
 }
 

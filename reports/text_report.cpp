@@ -28,13 +28,19 @@ void write_setup(std::ostream& out, const config::Scenario& s) {
   const config::TransformerSpec& m = s.model;
   const std::string model_name = m.preset.empty() ? std::string("transformer") : m.preset;
   line(out, "scenario", s.name);
-  line(out, "model",
-       fmt::format("{}: {} layers, hidden {}, ffn {}, {} heads ({} kv), seq {}, vocab {}", model_name,
-                   m.layers, m.hidden_size, m.ffn_hidden_size, m.heads, m.kv_heads, m.seq_length,
-                   m.vocab_size));
-  line(out, "",
-       fmt::format("{} mlp, {} attention{}", config::to_string(m.mlp), config::to_string(m.attention),
-                   m.tied_embeddings ? ", tied embeddings" : ""));
+  if (m.kind == config::ModelKind::mlp) {
+    line(out, "model",
+         fmt::format("mlp: input {}, {} + 1 layers of {}, output {}, optimizer {}", m.input_size, m.layers,
+                     m.hidden_size, m.output_size, config::to_string(s.training.optimizer)));
+  } else {
+    line(out, "model",
+         fmt::format("{}: {} layers, hidden {}, ffn {}, {} heads ({} kv), seq {}, vocab {}", model_name,
+                     m.layers, m.hidden_size, m.ffn_hidden_size, m.heads, m.kv_heads, m.seq_length,
+                     m.vocab_size));
+    line(out, "",
+         fmt::format("{} mlp, {} attention{}", config::to_string(m.mlp), config::to_string(m.attention),
+                     m.tied_embeddings ? ", tied embeddings" : ""));
+  }
 
   const config::NetworkSpec& n = s.cluster.network;
   line(out, "cluster",
@@ -71,6 +77,11 @@ void write_setup(std::ostream& out, const config::Scenario& s) {
 
 void write_performance(std::ostream& out, const results::Result& r) {
   line(out, "iteration", fmt::format("{:.6f} s", r.iteration_time_s));
+  if (r.interval) {
+    line(out, "interval",
+         fmt::format("{:.6f} .. {:.6f} s (calibration spread p90 .. p10)", r.interval->low_s,
+                     r.interval->high_s));
+  }
   line(out, "throughput",
        fmt::format("{:.2f} samples/s, {:.0f} tokens/s", r.throughput.samples_per_s,
                    r.throughput.tokens_per_s));

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "models/mlp/mlp.hpp"
+
 namespace dtsim::models {
 
 namespace {
@@ -174,6 +176,7 @@ double activation_bytes_per_element(config::Precision p) {
 }
 
 LayerProgram transformer_layer(const config::TransformerSpec& m, const ShardConfig& sh) {
+  if (m.kind == config::ModelKind::mlp) return mlp_hidden_layer(m, sh);
   const Dims d = dims_of(m, sh);
   const double a = d.a;
   const double he = d.tokens_elementwise * d.h;  // elements of the residual stream on this rank
@@ -226,6 +229,7 @@ LayerProgram transformer_layer(const config::TransformerSpec& m, const ShardConf
 }
 
 LayerProgram embedding_layer(const config::TransformerSpec& m, const ShardConfig& sh) {
+  if (m.kind == config::ModelKind::mlp) return mlp_input_layer(m, sh);
   const Dims d = dims_of(m, sh);
   LayerProgram p;
   // Vocabulary-parallel lookup: each rank gathers the rows of its shard, partial sums are reduced.
@@ -239,6 +243,7 @@ LayerProgram embedding_layer(const config::TransformerSpec& m, const ShardConfig
 }
 
 LayerProgram head_layer(const config::TransformerSpec& m, const ShardConfig& sh) {
+  if (m.kind == config::ModelKind::mlp) return mlp_output_layer(m, sh);
   const Dims d = dims_of(m, sh);
   const double he = d.tokens_elementwise * d.h;
   LayerProgram p;
@@ -260,6 +265,7 @@ LayerProgram head_layer(const config::TransformerSpec& m, const ShardConfig& sh)
 }
 
 double parameters_per_layer(const config::TransformerSpec& m) {
+  if (m.kind == config::ModelKind::mlp) return mlp_parameters_per_layer(m);
   const double h = static_cast<double>(m.hidden_size);
   const double d = h / static_cast<double>(m.heads);
   const double qkv_out = h + 2 * static_cast<double>(m.kv_heads) * d;
@@ -272,12 +278,14 @@ double parameters_per_layer(const config::TransformerSpec& m) {
 }
 
 double embedding_parameters(const config::TransformerSpec& m) {
+  if (m.kind == config::ModelKind::mlp) return mlp_input_parameters(m);
   const double h = static_cast<double>(m.hidden_size);
   const double positions = m.mlp == config::MlpKind::swiglu ? 0 : static_cast<double>(m.seq_length) * h;
   return static_cast<double>(m.vocab_size) * h + positions;
 }
 
 double head_parameters(const config::TransformerSpec& m) {
+  if (m.kind == config::ModelKind::mlp) return mlp_output_parameters(m);
   const double output = m.tied_embeddings ? 0 : static_cast<double>(m.vocab_size) * static_cast<double>(m.hidden_size);
   return norm_params(m) + output;
 }
@@ -287,6 +295,7 @@ double total_parameters(const config::TransformerSpec& m) {
 }
 
 double model_flops_per_iteration(const config::TransformerSpec& m, std::int64_t global_batch) {
+  if (m.kind == config::ModelKind::mlp) return mlp_model_flops_per_iteration(m, global_batch);
   const double h = static_cast<double>(m.hidden_size);
   const double s = static_cast<double>(m.seq_length);
   const double d = h / static_cast<double>(m.heads);

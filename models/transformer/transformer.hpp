@@ -9,6 +9,10 @@
 // (arXiv 2104.04473) Sec. 5.1 and Appendix: 24*b*s*h^2 + 4*b*s^2*h per layer forward, logits 2*b*s*h*V;
 // backward = 2x forward. Attention FLOPs are counted over the full score matrix (Megatron convention);
 // a causal fused kernel executes about half of them (Dao 2023, FlashAttention-2, Sec. 3.1.1).
+//
+// A scenario whose model is an MLP (config::ModelKind::mlp) gets the programs, parameters and FLOPs of
+// models/mlp/mlp.hpp from the same functions: its input layer stands for the embedding, its hidden
+// layers for the blocks, its output layer and loss for the head.
 #pragma once
 
 #include <cstdint>

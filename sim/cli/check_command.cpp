@@ -21,7 +21,7 @@ CLI::App* add_check_command(CLI::App& app, CheckOptions& options) {
 int check_command(const CheckOptions& options, std::istream& in, std::ostream& out) {
   const config::Scenario s = read_scenario(options.scenario, in);
   const config::ParallelismSpec& p = s.parallelism;
-  const std::string model = s.model.preset.empty() ? std::string("transformer") : s.model.preset;
+  const std::string model = !s.model.preset.empty() ? s.model.preset : config::to_string(s.model.kind);
   out << fmt::format("ok: {}: {}: {} GPUs ({} x {}, {}), DP {} x TP {} x PP {} x CP {}, {} ({} layers)\n",
                      options.scenario, s.name, s.gpu_count(), s.cluster.nodes, s.cluster.node_id, s.gpu.id,
                      p.data, p.tensor, p.pipeline, p.context, model, s.model.layers);

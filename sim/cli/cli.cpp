@@ -9,7 +9,9 @@
 #include <ostream>
 #include <string_view>
 
+#include "cli/calibrate_command.hpp"
 #include "cli/commands.hpp"
+#include "cli/import_kineto_command.hpp"
 #include "config/json_reader.hpp"
 #include "config/scenario_loader.hpp"
 #include "core/errors.hpp"
@@ -61,6 +63,10 @@ int run_cli(const std::vector<std::string>& args, std::istream& in, std::ostream
   CLI::App* nccl = add_nccl_tests_command(app, nccl_options);
   ImportNcclOptions import_options;
   CLI::App* import = add_import_command(app, import_options);
+  ImportKinetoOptions kineto_options;
+  CLI::App* kineto = add_import_kineto_command(*app.get_subcommand("import"), kineto_options);
+  CalibrateOptions calibrate_options;
+  CLI::App* calibrate = add_calibrate_command(app, calibrate_options);
 
   try {
     std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 consumes from the back
@@ -79,6 +85,8 @@ int run_cli(const std::vector<std::string>& args, std::istream& in, std::ostream
     if (plan->parsed()) return plan_command(plan_options, in, out);
     if (nccl->parsed()) return nccl_tests_command(nccl_options, out);
     if (import->parsed()) return import_nccl_command(import_options, out);
+    if (kineto->parsed()) return import_kineto_command(kineto_options, out);
+    if (calibrate->parsed()) return calibrate_command(calibrate_options, out, err);
     err << "error: a subcommand is required\nRun with --help for more information.\n";
     return kExitBadInput;
   } catch (const core::InputError& e) {

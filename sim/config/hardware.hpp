@@ -32,6 +32,16 @@ struct GemmMeasurement {
   double tflops = 0.0;
 };
 
+// Run-to-run spread of a calibrated device: throughput at the 10th and 90th percentile of repeated
+// measurements over the median, for GEMMs and for streaming memory kernels (written by dtsim calibrate;
+// results carry an iteration-time interval when present).
+struct ThroughputSpread {
+  double compute_p10 = 1.0;  // <= 1
+  double compute_p90 = 1.0;  // >= 1
+  double memory_p10 = 1.0;
+  double memory_p90 = 1.0;
+};
+
 struct GpuProfile {
   std::string id;
   std::string name;
@@ -53,9 +63,10 @@ struct GpuProfile {
   double attention_efficiency = 0.0;   // fraction of peak reached by attention score/context matmuls
   double kernel_launch_us = 0.0;       // fixed cost per kernel
   double overlap_slowdown = 1.0;       // compute slowdown while a communication kernel runs beside it
+  std::optional<ThroughputSpread> spread;  // calibrated profiles only
 };
 
-enum class IntraNodeKind { nvswitch, nvlink, pcie };
+enum class IntraNodeKind { nvswitch, nvlink, pcie, shared_memory };
 
 struct NodeProfile {
   std::string id;
@@ -68,6 +79,10 @@ struct NodeProfile {
   double intra_latency_us = 0.0;    // per step of a ring inside the node
   // All-reduce bus bandwidth with NVLink SHARP (in-switch reduction, NVSwitch gen 3+); empty without.
   std::optional<double> nvls_busbw_gbytes_per_s;
+  // Run-to-run spread of the collectives the intra-node link was fitted to: bandwidth at the 10th and
+  // 90th percentile over the median (calibrated profiles only).
+  std::optional<double> intra_bandwidth_p10;
+  std::optional<double> intra_bandwidth_p90;
   std::string fabric;               // default FabricProfile id
   double nic_gbps = 0.0;            // default line rate per NIC
   int nics_per_node = 0;

@@ -69,7 +69,6 @@ void check_sources(ObjectReader& r) {
   sources.finish();
 }
 
-enum class ModelKind { transformer };
 constexpr std::array<Choice<ModelKind>, 1> kModelKinds = {{{"transformer", ModelKind::transformer}}};
 
 }  // namespace
@@ -118,7 +117,7 @@ GpuProfile load_gpu_profile(const std::string& hardware_profiles, const std::str
   ObjectReader r(doc, path, "");
   r.expect_keys({"schema_version", "id", "name", "sources", "peak_tflops", "hbm_bytes",
                  "hbm_bandwidth_gbytes_per_s", "memory_efficiency", "sm_count", "gemm",
-                 "attention_efficiency", "kernel_launch_us", "overlap_slowdown"});
+                 "attention_efficiency", "kernel_launch_us", "overlap_slowdown", "spread"});
   GpuProfile gpu;
   gpu.id = id;
   gpu.name = read_header(r, id);
@@ -184,6 +183,16 @@ GpuProfile load_gpu_profile(const std::string& hardware_profiles, const std::str
   gpu.attention_efficiency = r.required<double>("attention_efficiency", NumberRule::fraction());
   gpu.kernel_launch_us = r.required<double>("kernel_launch_us", NumberRule::positive());
   gpu.overlap_slowdown = r.required<double>("overlap_slowdown", NumberRule::at_least(1.0));
+  if (auto spread = r.optional_child("spread")) {
+    spread->expect_keys({"compute_p10", "compute_p90", "memory_p10", "memory_p90"});
+    ThroughputSpread t;
+    t.compute_p10 = spread->required<double>("compute_p10", NumberRule::fraction());
+    t.compute_p90 = spread->required<double>("compute_p90", NumberRule::at_least(1.0));
+    t.memory_p10 = spread->required<double>("memory_p10", NumberRule::fraction());
+    t.memory_p90 = spread->required<double>("memory_p90", NumberRule::at_least(1.0));
+    spread->finish();
+    gpu.spread = t;
+  }
   check_sources(r);
   r.finish();
   return gpu;
@@ -204,13 +213,17 @@ NodeProfile load_node_profile(const std::string& hardware_profiles, const std::s
   node.gpus_per_node = r.required<int>("gpus_per_node", IntRule::positive());
 
   ObjectReader intra = r.child("intra_node");
-  intra.expect_keys({"kind", "gbytes_per_s", "efficiency", "latency_us", "nvls_busbw_gbytes_per_s"});
+  intra.expect_keys({"kind", "gbytes_per_s", "efficiency", "latency_us", "nvls_busbw_gbytes_per_s",
+                     "bandwidth_p10", "bandwidth_p90"});
   node.intra_kind = intra.enum_value<IntraNodeKind>(
-      "kind", named_choices(std::array{IntraNodeKind::nvswitch, IntraNodeKind::nvlink, IntraNodeKind::pcie}));
+      "kind", named_choices(std::array{IntraNodeKind::nvswitch, IntraNodeKind::nvlink, IntraNodeKind::pcie,
+                                       IntraNodeKind::shared_memory}));
   node.intra_gbytes_per_s = intra.required<double>("gbytes_per_s", NumberRule::positive());
   node.intra_efficiency = intra.required<double>("efficiency", NumberRule::fraction());
   node.intra_latency_us = intra.required<double>("latency_us", NumberRule::positive());
   node.nvls_busbw_gbytes_per_s = intra.maybe<double>("nvls_busbw_gbytes_per_s", NumberRule::positive());
+  node.intra_bandwidth_p10 = intra.maybe<double>("bandwidth_p10", NumberRule::fraction());
+  node.intra_bandwidth_p90 = intra.maybe<double>("bandwidth_p90", NumberRule::at_least(1.0));
   intra.finish();
 
   ObjectReader network = r.child("network");

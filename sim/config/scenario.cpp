@@ -98,6 +98,26 @@ const char* to_string(TopologyKind t) {
   throw core::InternalError("to_string: invalid TopologyKind value");
 }
 
+const char* to_string(Optimizer o) {
+  switch (o) {
+    case Optimizer::adam:
+      return "adam";
+    case Optimizer::sgd:
+      return "sgd";
+  }
+  throw core::InternalError("to_string: invalid Optimizer value");
+}
+
+const char* to_string(ModelKind k) {
+  switch (k) {
+    case ModelKind::transformer:
+      return "transformer";
+    case ModelKind::mlp:
+      return "mlp";
+  }
+  throw core::InternalError("to_string: invalid ModelKind value");
+}
+
 const char* to_string(IntraNodeKind k) {
   switch (k) {
     case IntraNodeKind::nvswitch:
@@ -106,6 +126,8 @@ const char* to_string(IntraNodeKind k) {
       return "nvlink";
     case IntraNodeKind::pcie:
       return "pcie";
+    case IntraNodeKind::shared_memory:
+      return "shared_memory";
   }
   throw core::InternalError("to_string: invalid IntraNodeKind value");
 }

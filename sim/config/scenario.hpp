@@ -13,10 +13,14 @@
 namespace dtsim::config {
 
 enum class MlpKind { gelu, swiglu };
+// What the model is: a decoder-only transformer, or a plain multi-layer perceptron (models/mlp), which
+// uses layers, hidden_size, input_size and output_size (its other fields are neutral placeholders).
+enum class ModelKind { transformer, mlp };
 enum class AttentionKind { standard, flash };
 
 struct TransformerSpec {
   std::string preset;  // preset id it came from, "" when given inline
+  ModelKind kind = ModelKind::transformer;
   std::int64_t layers = 0;
   std::int64_t hidden_size = 0;
   std::int64_t heads = 0;
@@ -27,6 +31,8 @@ struct TransformerSpec {
   MlpKind mlp = MlpKind::gelu;
   AttentionKind attention = AttentionKind::flash;
   bool tied_embeddings = false;
+  std::int64_t input_size = 0;   // mlp only
+  std::int64_t output_size = 0;  // mlp only
 };
 
 // fat_tree: all NICs of a node on the node's leaf switch. rail_optimized: NIC i of every node of a rail
@@ -89,6 +95,7 @@ struct ParallelismSpec {
 };
 
 enum class Recompute { none, selective, full };
+enum class Optimizer { adam, sgd };
 
 struct TrainingSpec {
   std::int64_t global_batch_size = 0;
@@ -100,6 +107,7 @@ struct TrainingSpec {
   // (Megatron-Core --overlap-param-gather) instead of following the optimizer step.
   bool overlap_param_gather = true;
   double bucket_bytes = 40e6;       // gradient bucket size for the overlapped reduction
+  Optimizer optimizer = Optimizer::adam;
 };
 
 enum class NetworkFidelity { analytic, flow, packet };
@@ -132,6 +140,8 @@ const char* to_string(MlpKind m);
 const char* to_string(AttentionKind a);
 const char* to_string(Schedule s);
 const char* to_string(Recompute r);
+const char* to_string(Optimizer o);
+const char* to_string(ModelKind k);
 const char* to_string(NetworkFidelity n);
 const char* to_string(RankMode r);
 const char* to_string(TopologyKind t);

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config/json_reader.hpp"
+#include "config/mlp_reader.hpp"
 #include "config/profile_loader.hpp"
 
 namespace dtsim::config {
@@ -40,6 +41,9 @@ std::optional<std::int64_t> checked_mul(std::int64_t a, std::int64_t b) {
 
 TransformerSpec read_model(ObjectReader& top, const DataPaths& data) {
   ObjectReader model = top.child("model");
+  // Peek at the kind without reading it: the chosen reader declares and reads the keys.
+  const json& raw = model.value();
+  if (raw.is_object() && raw.contains("kind") && raw["kind"] == "mlp") return read_mlp(model);
   if (model.find("preset") == nullptr) return read_transformer(model, std::nullopt);
   const std::string id = model.required<std::string>("preset");
   const TransformerSpec preset = load_model_preset(
@@ -230,7 +234,7 @@ ParallelismSpec read_parallelism(ObjectReader& top, const Scenario& scenario) {
 TrainingSpec read_training(ObjectReader& top) {
   ObjectReader r = top.child("training");
   r.expect_keys({"global_batch_size", "micro_batch_size", "precision", "activation_recompute",
-                 "overlap_grad_reduce", "overlap_param_gather", "bucket_mb"});
+                 "overlap_grad_reduce", "overlap_param_gather", "bucket_mb", "optimizer"});
   TrainingSpec t;
   t.global_batch_size = r.required<std::int64_t>("global_batch_size", IntRule::positive());
   t.micro_batch_size = r.optional<std::int64_t>("micro_batch_size", 1, IntRule::positive());
@@ -244,6 +248,8 @@ TrainingSpec read_training(ObjectReader& top) {
   t.overlap_grad_reduce = r.optional<bool>("overlap_grad_reduce", true);
   t.overlap_param_gather = r.optional<bool>("overlap_param_gather", true);
   t.bucket_bytes = r.optional<double>("bucket_mb", 40.0, NumberRule::positive()) * kBytesPerMb;
+  t.optimizer = r.optional_enum<Optimizer>("optimizer", Optimizer::adam,
+                                           named_choices(std::array{Optimizer::adam, Optimizer::sgd}));
   r.finish();
   return t;
 }

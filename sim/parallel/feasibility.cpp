@@ -15,6 +15,11 @@ std::optional<std::string> infeasibility(const config::Scenario& s) {
   if (!s.gpu.peak_tflops[static_cast<int>(t.precision)]) {
     return fmt::format("{} has no {} support (no peak in its profile)", s.gpu.id, config::to_string(t.precision));
   }
+  if (m.kind == config::ModelKind::mlp && (p.tensor > 1 || p.context > 1 || p.expert > 1)) {
+    return fmt::format(
+        "the mlp model supports data and pipeline parallelism only (tensor {}, context {}, expert {})",
+        p.tensor, p.context, p.expert);
+  }
   if (m.heads % p.tensor != 0) return fmt::format("heads {} are not divisible by tensor parallel {}", m.heads, p.tensor);
   if (m.kv_heads % p.tensor != 0 && p.tensor % m.kv_heads != 0) {
     return fmt::format("kv_heads {} and tensor parallel {}: neither divides the other", m.kv_heads, p.tensor);

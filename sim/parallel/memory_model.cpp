@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/units.hpp"
+#include "models/mlp/mlp.hpp"
 #include "models/transformer/transformer.hpp"
 #include "parallel/feasibility.hpp"
 #include "parallel/pipeline_schedule.hpp"
@@ -50,7 +51,9 @@ MemoryEstimate stage_memory(const config::Scenario& s, std::int64_t stage) {
   if (last) params += models::head_parameters(model);
   params /= t;
 
-  const ParameterBytes b = parameter_bytes(s.training.precision);
+  ParameterBytes b = parameter_bytes(s.training.precision);
+  // Plain SGD keeps no moments: only the FP32 master copy under 16-bit training.
+  if (s.training.optimizer == config::Optimizer::sgd) b.optimizer = b.weights < 4 ? 4 : 0;
   const bool shard_optimizer = par.distributed_optimizer || par.zero_stage >= 1;
   MemoryEstimate e;
   e.weights_bytes = params * b.weights / (par.zero_stage >= 3 ? d : 1.0);
@@ -87,6 +90,8 @@ ParameterBytes parameter_bytes(config::Precision p) {
 
 double layer_activation_bytes(const config::Scenario& s) {
   const auto& m = s.model;
+  if (m.kind == config::ModelKind::mlp)
+    return models::mlp_layer_activation_bytes(m, s.training.micro_batch_size, s.training.precision);
   const auto& par = s.parallelism;
   const double scale = models::activation_bytes_per_element(s.training.precision) / 2;
   const double t = static_cast<double>(par.tensor);

@@ -1,5 +1,7 @@
 #include "results/evaluate.hpp"
 
+#include "results/interval.hpp"
+
 #include <chrono>
 
 #include <fmt/format.h>
@@ -129,6 +131,7 @@ Result evaluate(const config::Scenario& scenario, const EvaluateOptions& options
   result.engine.tasks = lowered.graph.tasks().size();
   result.engine.simulated_ranks = lowered.graph.ranks();
   if (options.trace) result.trace = trace_of(lowered, run);
+  result.interval = calibration_interval(scenario);
   result.engine.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return result;
 }

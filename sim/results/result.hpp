@@ -86,6 +86,12 @@ struct Trace {
   std::vector<TraceSpan> spans;
 };
 
+// Iteration time at the slow and fast ends of the calibration spread (results/interval.hpp).
+struct Interval {
+  double low_s = 0.0;   // profiles at their 90th-percentile throughput
+  double high_s = 0.0;  // profiles at their 10th-percentile throughput
+};
+
 struct Result {
   config::Scenario scenario;
   Status status = Status::ok;
@@ -97,6 +103,7 @@ struct Result {
   Memory memory;
   EngineStats engine;
   std::optional<Trace> trace;  // present when a trace was asked for
+  std::optional<Interval> interval;  // present when the profiles carry a calibration spread
 };
 
 const char* to_string(Status s);

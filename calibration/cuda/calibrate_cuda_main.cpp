@@ -1,0 +1,334 @@
+// dtsim_calibrate_cuda: the CUDA backend of dtsim calibrate, one MPI rank per GPU (mpirun or srun; a
+// single process measures its GPU only). Every rank measures its GPU at the same time: cuBLASLt GEMMs
+// over the precisions it supports on a shape grid plus the GEMM shapes of the shipped model presets
+// under tensor-parallel degrees 1, 2, 4 and 8 (micro-batch 1), HBM copy and triad, and the cost of
+// a tiny GEMM call. Then all ranks run the NCCL sweep (collective_log.hpp). Rank 0 writes, under --out:
+//   gpus/ID.json                       the GPU profile (device_profile.hpp), with the run's metadata
+//   logs/ID-<collective>_perf.log      the NCCL sweeps in nccl-tests format
+//   nodes/ID.json                      when all ranks share one host: the node, its intra-node link
+//                                      fitted to the all-reduce sweep (fit_network.hpp)
+// Across hosts, the all-reduce log is what `dtsim import nccl-tests` fits a fabric profile to.
+//
+//   mpirun -np GPUS dtsim_calibrate_cuda --out PROFILE_DIR [--id ID] [--quick] [--intra-kind K]
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+#include <mpi.h>
+#include <nccl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <ctime>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "calibration/collective_log.hpp"
+#include "calibration/cuda/cublaslt_gemm.hpp"
+#include "calibration/cuda/cuda_check.hpp"
+#include "calibration/cuda/cuda_kernels.hpp"
+#include "calibration/cuda/nccl_collectives.hpp"
+#include "calibration/device_profile.hpp"
+#include "calibration/fit_network.hpp"
+#include "calibration/nccl_log.hpp"
+#include "config/profile_loader.hpp"
+#include "config/scenario_loader.hpp"
+#include "core/errors.hpp"
+#include "models/transformer/transformer.hpp"
+#include "reports/profile_json.hpp"
+
+namespace {
+
+namespace cal = dtsim::calibration;
+namespace cu = dtsim::calibration::cuda;
+using dtsim::config::Precision;
+
+struct Options {
+  std::string out;
+  std::string id;
+  bool quick = false;
+  std::string intra_kind = "nvswitch";
+};
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    const auto value = [&]() -> std::string {
+      if (i + 1 >= argc)
+        throw dtsim::core::InputError("command line", "", fmt::format("{} needs a value", a));
+      return argv[++i];
+    };
+    if (a == "--out") {
+      o.out = value();
+    } else if (a == "--id") {
+      o.id = value();
+    } else if (a == "--quick") {
+      o.quick = true;
+    } else if (a == "--intra-kind") {
+      o.intra_kind = value();
+    } else {
+      throw dtsim::core::InputError("command line", "", fmt::format("unknown argument {}", a));
+    }
+  }
+  if (o.out.empty()) throw dtsim::core::InputError("command line", "", "--out PROFILE_DIR is required");
+  if (o.intra_kind != "nvswitch" && o.intra_kind != "nvlink" && o.intra_kind != "pcie")
+    throw dtsim::core::InputError("command line", "/intra-kind", "expected nvswitch, nvlink or pcie");
+  return o;
+}
+
+using Shape = std::tuple<std::int64_t, std::int64_t, std::int64_t>;
+
+// GEMMs (unbatched) of one transformer block and the head of every shipped preset, micro-batch 1.
+std::set<Shape> preset_shapes(const std::vector<std::int64_t>& tp_degrees) {
+  std::set<Shape> shapes;
+  const auto data = dtsim::config::default_data_paths();
+  for (const auto& id : dtsim::config::list_ids(data.model_presets)) {
+    const auto model = dtsim::config::load_model_preset(data.model_presets, id, {"presets", ""});
+    for (std::int64_t tp : tp_degrees) {
+      dtsim::models::ShardConfig shard;
+      shard.tensor = tp;
+      for (const auto& program :
+           {dtsim::models::transformer_layer(model, shard), dtsim::models::head_layer(model, shard)}) {
+        for (const auto* ops : {&program.forward, &program.backward}) {
+          for (const auto& op : *ops) {
+            const auto& g = op.compute.gemm;
+            if (op.compute.cls == dtsim::graph::ComputeClass::gemm && g.batch == 1 && g.m > 0)
+              shapes.insert({g.m, g.n, g.k});
+          }
+        }
+      }
+    }
+  }
+  return shapes;
+}
+
+std::string utc_now() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  std::array<char, 32> buf{};
+  std::strftime(buf.data(), buf.size(), "%Y-%m-%d %H:%M UTC", &tm);
+  return buf.data();
+}
+
+std::string host_name() {
+  std::array<char, 256> buf{};
+  if (gethostname(buf.data(), buf.size() - 1) != 0) return "localhost";
+  return buf.data();
+}
+
+int distinct_hosts(MPI_Comm comm, int ranks) {
+  std::array<char, 256> mine{};
+  const std::string h = host_name();
+  std::copy_n(h.begin(), std::min(h.size(), mine.size() - 1), mine.begin());
+  std::vector<char> all(mine.size() * static_cast<std::size_t>(ranks));
+  MPI_Allgather(mine.data(), static_cast<int>(mine.size()), MPI_CHAR, all.data(),
+                static_cast<int>(mine.size()), MPI_CHAR, comm);
+  std::set<std::string> hosts;
+  for (int r = 0; r < ranks; ++r)
+    hosts.insert(std::string(all.data() + static_cast<std::size_t>(r) * mine.size()));
+  return static_cast<int>(hosts.size());
+}
+
+void write_json(const std::filesystem::path& path, const nlohmann::ordered_json& j) {
+  std::filesystem::create_directories(path.parent_path());
+  std::ofstream f(path);
+  if (!f) throw dtsim::core::InputError(path.string(), "", "cannot write the profile file");
+  f << j.dump(2) << "\n";
+}
+
+int run(int argc, char** argv) {
+  int rank = 0;
+  int ranks = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  const Options o = parse(argc, argv);
+  MPI_Comm local = MPI_COMM_NULL;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &local);
+  int local_rank = 0;
+  int local_ranks = 1;
+  MPI_Comm_rank(local, &local_rank);
+  MPI_Comm_size(local, &local_ranks);
+  int devices = 0;
+  cu::check(cudaGetDeviceCount(&devices), "cudaGetDeviceCount");
+  if (devices == 0) throw dtsim::core::InputError("command line", "", "no CUDA device is visible");
+  cu::check(cudaSetDevice(local_rank % devices), "cudaSetDevice");
+  cudaDeviceProp prop{};
+  cu::check(cudaGetDeviceProperties(&prop, local_rank % devices), "cudaGetDeviceProperties");
+  int driver = 0;
+  int runtime = 0;
+  int nccl_version = 0;
+  cu::check(cudaDriverGetVersion(&driver), "cudaDriverGetVersion");
+  cu::check(cudaRuntimeGetVersion(&runtime), "cudaRuntimeGetVersion");
+  cu::check(ncclGetVersion(&nccl_version), "ncclGetVersion");
+  const std::string gpu_name = prop.name;
+  const std::string id = o.id.empty() ? "cuda-" + host_name() : o.id;
+  const int repeats = o.quick ? 5 : 10;
+
+  // GEMM sweep.
+  cu::CublasLtGemm gemm;
+  std::vector<std::int64_t> grid = o.quick ? std::vector<std::int64_t>{2048, 8192}
+                                           : std::vector<std::int64_t>{1024, 2048, 4096, 8192, 16384};
+  std::set<Shape> shapes;
+  for (auto m : grid)
+    for (auto n : grid)
+      for (auto k : grid) shapes.insert({m, n, k});
+  const std::set<Shape> presets =
+      preset_shapes(o.quick ? std::vector<std::int64_t>{8} : std::vector<std::int64_t>{1, 2, 4, 8});
+  cal::DeviceMeasurements m;
+  std::string precisions;
+  for (Precision p : {Precision::fp32, Precision::tf32, Precision::fp16, Precision::bf16, Precision::fp8}) {
+    if (!gemm.device_supports(p)) continue;
+    std::set<Shape> todo = shapes;
+    if (p == Precision::bf16 || !o.quick) todo.insert(presets.begin(), presets.end());
+    int measured = 0;
+    for (const auto& [mm, nn, kk] : todo) {
+      MPI_Barrier(MPI_COMM_WORLD);
+      if (auto run = gemm.time(mm, nn, kk, p, repeats, o.quick ? 0.005 : 0.02)) {
+        m.gemms.push_back({mm, nn, kk, p, cal::sample_stats(run->seconds)});
+        ++measured;
+      }
+    }
+    if (measured > 0)
+      precisions += fmt::format("{}{} ({} shapes)", precisions.empty() ? "" : ", ",
+                                dtsim::config::to_string(p), measured);
+  }
+  if (auto tiny = gemm.time(8, 8, 8, Precision::fp32, repeats, 0.001))
+    m.launch_seconds = cal::sample_stats(tiny->seconds);
+  MPI_Barrier(MPI_COMM_WORLD);
+  for (const auto& t : cu::time_hbm(std::size_t{1} << 28, repeats))
+    m.memory.push_back({t.kernel, t.bytes_moved, cal::sample_stats(t.seconds)});
+
+  // NCCL sweep (at least two ranks).
+  const int hosts = distinct_hosts(MPI_COMM_WORLD, ranks);
+  const std::vector<cal::CollectiveName> kinds{
+      cal::CollectiveName::all_reduce, cal::CollectiveName::all_gather, cal::CollectiveName::reduce_scatter,
+      cal::CollectiveName::all_to_all, cal::CollectiveName::send_recv};
+  std::vector<std::vector<cal::CollectiveTiming>> timings;
+  if (ranks > 1) {
+    ncclComm_t nccl = cu::nccl_world(MPI_COMM_WORLD);
+    std::vector<double> sizes;
+    for (double s = 1024; s <= (o.quick ? 64.0 * (1 << 20) : 4096.0 * (1 << 20)); s *= o.quick ? 4 : 2)
+      sizes.push_back(s);
+    for (auto kind : kinds) timings.push_back(cu::time_nccl(MPI_COMM_WORLD, nccl, kind, sizes, repeats));
+    ncclCommDestroy(nccl);
+  }
+  MPI_Comm_free(&local);
+  if (rank != 0) return 0;
+
+  const std::string run = fmt::format(
+      "dtsim_calibrate_cuda{} on {} ({}, compute capability {}.{}, {} SMs), {} rank(s) on {} host(s), CUDA "
+      "driver "
+      "{}, runtime {}, cuBLASLt {}, NCCL {}, {}",
+      o.quick ? " --quick" : "", host_name(), gpu_name, prop.major, prop.minor, prop.multiProcessorCount,
+      ranks, hosts, driver, runtime, cublasLtGetVersion(), nccl_version, utc_now());
+  m.id = id;
+  m.name = gpu_name;
+  m.run = run;
+  m.memory_bytes = static_cast<double>(prop.totalGlobalMem);
+  m.sm_count = prop.multiProcessorCount;
+  m.tile_m = 128;
+  m.tile_n = 256;
+  m.main_precision = Precision::bf16;
+  const cal::DeviceProfile device = cal::device_profile(m);
+  const std::filesystem::path out(o.out);
+  write_json(out / "gpus" / (id + ".json"), dtsim::reports::gpu_profile_json(device.gpu, device.sources));
+  std::cout << fmt::format("dtsim_calibrate_cuda: {}: GEMMs {}; HBM {:.0f} GB/s; wrote {}\n", gpu_name,
+                           precisions, device.gpu.hbm_bandwidth_gbytes_per_s,
+                           (out / "gpus" / (id + ".json")).string());
+  if (timings.empty()) {
+    std::cout << "one rank: no collectives measured (launch one rank per GPU with mpirun or srun)\n";
+    return 0;
+  }
+  std::vector<std::string> logs;
+  for (std::size_t i = 0; i < kinds.size(); ++i) {
+    const auto path = out / "logs" / fmt::format("{}-{}.log", id, cal::program_name(kinds[i]));
+    std::filesystem::create_directories(path.parent_path());
+    std::ofstream(path) << cal::nccl_tests_log(kinds[i], ranks, "dtsim_calibrate_cuda (NCCL)", timings[i]);
+    logs.push_back(path.string());
+  }
+  if (hosts > 1) {
+    std::cout << fmt::format(
+        "{} hosts: fit the fabric with dtsim import nccl-tests {} --node NODE --nodes {} --ranks-per-node {} "
+        "--id "
+        "FABRIC --out FABRIC.json\n",
+        hosts, logs[0], hosts, ranks / hosts);
+    return 0;
+  }
+  dtsim::config::Scenario cluster;
+  cluster.cluster.nodes = 1;
+  cluster.node.gpus_per_node = ranks;
+  cluster.node.intra_gbytes_per_s = 1.0;  // reference: the fitted efficiency is then the bandwidth in GB/s
+  const cal::LinkFit fit = cal::fit_all_reduce({cal::read_nccl_log(logs[0])}, cluster, ranks, 1 << 20);
+  std::vector<double> low;
+  std::vector<double> high;
+  for (const auto& t : timings[0]) {
+    low.push_back(t.seconds.median / t.seconds.p90);
+    high.push_back(t.seconds.median / t.seconds.p10);
+  }
+  dtsim::config::NodeProfile node;
+  node.id = id;
+  node.name = fmt::format("{} x {} on {}", ranks, gpu_name, host_name());
+  node.gpu = id;
+  node.gpus_per_node = ranks;
+  node.intra_kind = o.intra_kind == "pcie"     ? dtsim::config::IntraNodeKind::pcie
+                    : o.intra_kind == "nvlink" ? dtsim::config::IntraNodeKind::nvlink
+                                               : dtsim::config::IntraNodeKind::nvswitch;
+  node.intra_gbytes_per_s = fit.efficiency;
+  node.intra_efficiency = 1.0;
+  node.intra_latency_us = std::max(fit.latency_us, 1e-3);
+  node.intra_bandwidth_p10 = std::min(1.0, cal::sample_stats(low).median);
+  node.intra_bandwidth_p90 = std::max(1.0, cal::sample_stats(high).median);
+  node.fabric = "infiniband";
+  node.nic_gbps = 400.0;
+  node.nics_per_node = ranks;
+  node.host_memory_bytes =
+      static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
+  const dtsim::reports::Sources sources{
+      {"gpu", "the GPU profile written by the same run"},
+      {"gpus_per_node", fmt::format("ranks (one per GPU) of {}", run)},
+      {"intra_node",
+       fmt::format(
+           "gbytes_per_s and latency_us fitted to the NCCL all-reduce sweep {} (ring: t = 2(n-1) latency + "
+           "2(n-1)/n S / bandwidth over sizes >= 1 MiB, fit error {:.1f}% over {} sizes), efficiency 1 as "
+           "the fitted bandwidth is already achieved; kind given with --intra-kind ({}); bandwidth p10/p90 "
+           "from the repeats; measured by {}",
+           logs[0], fit.fit.mape, fit.fit.rows, o.intra_kind, run)},
+      {"network",
+       "not measured by a one-host run: infiniband, 400 Gb/s and one NIC per GPU are placeholders; fit the "
+       "fabric "
+       "with a multi-host run and dtsim import nccl-tests"},
+      {"host_memory_bytes", fmt::format("physical memory reported by the host to {}", run)}};
+  write_json(out / "nodes" / (id + ".json"), dtsim::reports::node_profile_json(node, sources));
+  std::cout << fmt::format("intra-node all-reduce {:.1f} GB/s + {:.2f} us per step; wrote {}\n",
+                           node.intra_gbytes_per_s, node.intra_latency_us,
+                           (out / "nodes" / (id + ".json")).string());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int status = 0;
+  try {
+    status = run(argc, argv);
+  } catch (const dtsim::core::InputError& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    status = 2;
+  } catch (const std::exception& e) {
+    std::cerr << "internal error: " << e.what() << "\n";
+    status = 1;
+  }
+  if (status != 0) MPI_Abort(MPI_COMM_WORLD, status);
+  MPI_Finalize();
+  return status;
+}
