@@ -14,12 +14,14 @@ if(OPENBLAS_FOUND AND MPI_CXX_FOUND)
     calibration/cpu/cpu_kernels.cpp
     calibration/cpu/mpi_collectives.cpp)
   target_compile_options(dtsim_calibrate_cpu PRIVATE ${DTSIM_WARNING_FLAGS})
-  target_link_libraries(dtsim_calibrate_cpu PRIVATE dtsim_lib PkgConfig::OPENBLAS MPI::MPI_CXX)
+  # MPI first: libsimgrid (the flow network model) also defines MPI_Init (SMPI), and the first library
+  # that defines a symbol wins.
+  target_link_libraries(dtsim_calibrate_cpu PRIVATE MPI::MPI_CXX PkgConfig::OPENBLAS dtsim_lib)
   target_compile_definitions(dtsim_calibrate_cpu PRIVATE ${DTSIM_MPI_DEFINITIONS})
 
   add_executable(dtsim_mlp_train calibration/cpu/mlp_train_main.cpp)
   target_compile_options(dtsim_mlp_train PRIVATE ${DTSIM_WARNING_FLAGS})
-  target_link_libraries(dtsim_mlp_train PRIVATE dtsim_lib PkgConfig::OPENBLAS MPI::MPI_CXX)
+  target_link_libraries(dtsim_mlp_train PRIVATE MPI::MPI_CXX PkgConfig::OPENBLAS dtsim_lib)
   target_compile_definitions(dtsim_mlp_train PRIVATE ${DTSIM_MPI_DEFINITIONS})
   set_property(SOURCE sim/cli/calibrate_command.cpp APPEND PROPERTY COMPILE_DEFINITIONS DTSIM_HAVE_CPU_CALIBRATION)
   install(TARGETS dtsim_calibrate_cpu dtsim_mlp_train RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
@@ -58,8 +60,8 @@ if(DTSIM_WITH_CUDA)
       "$<$<COMPILE_LANGUAGE:CXX>:${DTSIM_WARNING_FLAGS}>"
       "$<$<COMPILE_LANGUAGE:CUDA>:-Werror=all-warnings>")
     target_include_directories(dtsim_calibrate_cuda SYSTEM PRIVATE ${DTSIM_NCCL_INCLUDE})
-    target_link_libraries(dtsim_calibrate_cuda PRIVATE dtsim_lib CUDA::cudart CUDA::cublasLt ${DTSIM_NCCL_LIBRARY}
-                                                       MPI::MPI_CXX)
+    target_link_libraries(dtsim_calibrate_cuda PRIVATE MPI::MPI_CXX dtsim_lib CUDA::cudart CUDA::cublasLt
+                                                       ${DTSIM_NCCL_LIBRARY})
     set_property(SOURCE sim/cli/calibrate_command.cpp APPEND PROPERTY COMPILE_DEFINITIONS DTSIM_HAVE_CUDA_CALIBRATION)
     install(TARGETS dtsim_calibrate_cuda RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
     message(STATUS "dtsim: CUDA calibration harness (cuBLASLt, NCCL, MPI) enabled")
