@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config/json_reader.hpp"
+#include "config/layer_table_loader.hpp"
 #include "config/profile_loader.hpp"
 
 namespace dtsim::config {
@@ -38,8 +39,21 @@ std::optional<std::int64_t> checked_mul(std::int64_t a, std::int64_t b) {
   return product;
 }
 
-TransformerSpec read_model(ObjectReader& top, const DataPaths& data) {
+// models/layer_table/tables, beside the transformer presets folder.
+std::string layer_tables_folder(const DataPaths& data) {
+  return (std::filesystem::path(data.model_presets).parent_path() / "layer_table" / "tables").string();
+}
+
+TransformerSpec read_model(ObjectReader& top, const DataPaths& data, Scenario& scenario) {
   ObjectReader model = top.child("model");
+  if (model.has("layer_table")) {
+    model.expect_keys({"layer_table"});
+    const std::string id = model.required<std::string>("layer_table");
+    scenario.layer_model = load_layer_table(layer_tables_folder(data), id,
+                                            IdLocation{model.file(), pointer_append(model.pointer(), "layer_table")});
+    model.finish();
+    return TransformerSpec{};
+  }
   if (model.find("preset") == nullptr) return read_transformer(model, std::nullopt);
   const std::string id = model.required<std::string>("preset");
   const TransformerSpec preset = load_model_preset(
@@ -211,10 +225,23 @@ ParallelismSpec read_parallelism(ObjectReader& top, const Scenario& scenario) {
   return p;
 }
 
-TrainingSpec read_training(ObjectReader& top) {
+TrainingSpec read_training(ObjectReader& top, Scenario& scenario) {
   ObjectReader r = top.child("training");
   r.expect_keys({"global_batch_size", "micro_batch_size", "precision", "activation_recompute",
-                 "overlap_grad_reduce", "overlap_param_gather", "bucket_mb"});
+                 "overlap_grad_reduce", "overlap_param_gather", "bucket_mb", "architecture", "sync",
+                 "staleness_bound", "parameter_server", "compute_variability", "stragglers", "simulated_steps",
+                 "fusion_mb", "staleness_penalty"});
+  if (scenario.layer_model) {
+    scenario.data_parallel = read_data_parallel(r);
+  } else {
+    for (const char* key : {"architecture", "sync", "staleness_bound", "parameter_server", "compute_variability",
+                            "stragglers", "simulated_steps", "fusion_mb", "staleness_penalty"}) {
+      if (r.has(key)) {
+        throw r.error_at(key, "this key applies to data-parallel training of a layer-table model; expected "
+                              "\"model\": {\"layer_table\": ...} or no such key");
+      }
+    }
+  }
   TrainingSpec t;
   t.global_batch_size = r.required<std::int64_t>("global_batch_size", IntRule::positive());
   t.micro_batch_size = r.optional<std::int64_t>("micro_batch_size", 1, IntRule::positive());
@@ -230,6 +257,39 @@ TrainingSpec read_training(ObjectReader& top) {
   t.bucket_bytes = r.optional<double>("bucket_mb", 40.0, NumberRule::positive()) * kBytesPerMb;
   r.finish();
   return t;
+}
+
+// Layer-table workloads train data-parallel only, one worker per GPU, with a per-worker batch.
+void check_layer_table_scenario(const ObjectReader& top, const Scenario& s) {
+  const ParallelismSpec& p = s.parallelism;
+  if (p.tensor != 1 || p.pipeline != 1 || p.context != 1 || p.zero_stage != 0) {
+    throw core::InputError(top.file(), "/parallelism",
+                           fmt::format("layer-table models train data-parallel only; expected tensor, pipeline and "
+                                       "context 1 and zero_stage 0, got {}, {}, {} and {}",
+                                       p.tensor, p.pipeline, p.context, p.zero_stage));
+  }
+  const std::int64_t gpus = s.gpu_count();
+  if (s.training.global_batch_size % gpus != 0) {
+    throw core::InputError(top.file(), "/training/global_batch_size",
+                           fmt::format("got {}; expected a multiple of the {} GPUs (one data-parallel worker per GPU)",
+                                       s.training.global_batch_size, gpus));
+  }
+  if (!s.gpu.peak_tflops[static_cast<int>(s.training.precision)]) {
+    throw core::InputError(top.file(), "/training/precision",
+                           fmt::format("got \"{}\"; the {} has no peak for it", to_string(s.training.precision),
+                                       s.gpu.id));
+  }
+  const DataParallelSpec& d = s.data_parallel;
+  if (d.architecture != Architecture::allreduce && d.parameter_server.placement == ServerPlacement::colocated &&
+      d.parameter_server.servers > s.cluster.nodes) {
+    throw core::InputError(top.file(), "/training/parameter_server/servers",
+                           fmt::format("got {}; colocated servers run one per node, expected at most {}",
+                                       d.parameter_server.servers, s.cluster.nodes));
+  }
+  if (d.stragglers > gpus) {
+    throw core::InputError(top.file(), "/training/stragglers/count",
+                           fmt::format("got {}; expected at most the {} workers", d.stragglers, gpus));
+  }
 }
 
 SimulationSpec read_simulation(ObjectReader& top) {
@@ -300,10 +360,11 @@ Scenario load_scenario_text(const std::string& text, const std::string& source_n
   Scenario scenario;
   scenario.source = source_name;
   scenario.name = top.required<std::string>("name");
-  scenario.model = read_model(top, data);
+  scenario.model = read_model(top, data, scenario);
   read_cluster(top, data, scenario);
   scenario.parallelism = read_parallelism(top, scenario);
-  scenario.training = read_training(top);
+  scenario.training = read_training(top, scenario);
+  if (scenario.layer_model) check_layer_table_scenario(top, scenario);
   scenario.simulation = read_simulation(top);
   top.finish();
   return scenario;

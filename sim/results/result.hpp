@@ -9,6 +9,7 @@
 
 #include "config/scenario.hpp"
 #include "engine/simulate.hpp"
+#include "results/data_parallel_result.hpp"
 #include "graph/task_graph.hpp"
 
 namespace dtsim::results {
@@ -97,6 +98,8 @@ struct Result {
   Memory memory;
   EngineStats engine;
   std::optional<Trace> trace;  // present when a trace was asked for
+  std::optional<DataParallelStats> data_parallel;  // layer-table workloads
+  std::optional<ConvergenceResult> convergence;    // layer-table workloads
 };
 
 const char* to_string(Status s);
