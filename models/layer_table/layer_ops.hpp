@@ -7,8 +7,11 @@
 //                as implicit GEMMs, as cuDNN's IMPLICIT_GEMM algorithm computes them: Chetlur et al.
 //                2014, "cuDNN: Efficient Primitives for Deep Learning", Sec. 3), efficiency from the
 //                GPU's GEMM curve; backward: the data-gradient GEMM (m x k x n; skipped for the first
-//                layer, whose input needs no gradient) and the weight-gradient GEMM (k x n x m), each
-//                with the forward FLOPs.
+//                layer, whose input needs no gradient) and the weight-gradient GEMM (k x n, reducing
+//                over the batch's rows), each with the forward FLOPs. A convolution's weight gradient
+//                is split by sample (batch products of k x n x m, then summed: split-K, as weight-
+//                gradient kernels parallelize the long reduction); a fully connected layer's is one
+//                k x n x batch product.
 //   attention    forward: the score and context products (FLOPs from the table) at the GPU's attention
 //                efficiency; backward: twice the forward FLOPs.
 //   pool, norm   memory-bound: forward reads the input and writes the output; backward twice that.
