@@ -50,7 +50,8 @@ struct LayerTable {
   std::string id;
   std::string name;
   std::string source;
-  std::string sample;  // what one sample is: "image" or "sequence"
+  std::string sample;           // what one sample is: "image" or "sequence"
+  std::int64_t input_size = 0;  // image side in pixels, or sequence length in tokens
   std::vector<LayerSpec> layers;
   ConvergencePreset convergence;
 

@@ -104,7 +104,7 @@ LayerTable load_layer_table(const std::string& folder, const std::string& id, co
   t.source = r.required<std::string>("source");
   t.sample = r.required<std::string>("sample");
   if (t.sample != "image" && t.sample != "sequence") throw r.mismatch("sample", "\"image\" or \"sequence\"");
-  r.required<std::int64_t>("input_size", IntRule::positive());
+  t.input_size = r.required<std::int64_t>("input_size", IntRule::positive());
   ObjectReader c = r.child("convergence");
   c.expect_keys({"b_noise", "s_min", "target", "source"});
   t.convergence.b_noise = c.required<double>("b_noise", NumberRule::positive());

@@ -274,11 +274,6 @@ void check_layer_table_scenario(const ObjectReader& top, const Scenario& s) {
                            fmt::format("got {}; expected a multiple of the {} GPUs (one data-parallel worker per GPU)",
                                        s.training.global_batch_size, gpus));
   }
-  if (!s.gpu.peak_tflops[static_cast<int>(s.training.precision)]) {
-    throw core::InputError(top.file(), "/training/precision",
-                           fmt::format("got \"{}\"; the {} has no peak for it", to_string(s.training.precision),
-                                       s.gpu.id));
-  }
   const DataParallelSpec& d = s.data_parallel;
   if (d.architecture != Architecture::allreduce && d.parameter_server.placement == ServerPlacement::colocated &&
       d.parameter_server.servers > s.cluster.nodes) {

@@ -54,6 +54,12 @@ Result evaluate_data_parallel(const config::Scenario& scenario, const EvaluateOp
   }
   Result result;
   result.scenario = scenario;
+  if (!scenario.gpu.peak_tflops[static_cast<int>(scenario.training.precision)]) {
+    result.status = Status::infeasible;
+    result.reason =
+        fmt::format("the {} has no {} peak", scenario.gpu.id, config::to_string(scenario.training.precision));
+    return result;
+  }
   const std::int64_t workers = scenario.gpu_count();
   const std::int64_t batch = scenario.training.global_batch_size / workers;
   const config::Precision precision = scenario.training.precision;
@@ -162,6 +168,8 @@ Result evaluate_data_parallel(const config::Scenario& scenario, const EvaluateOp
   const double samples_per_s = steps_per_s * static_cast<double>(batch);
   result.iteration_time_s = iteration_s;
   result.throughput.samples_per_s = samples_per_s;
+  if (table.sample == "sequence")
+    result.throughput.tokens_per_s = samples_per_s * static_cast<double>(table.input_size);
   const double model_flops_per_sample = 3.0 * table.forward_flops();
   const double peak = compute.peak_flops_per_s();
   result.flops.peak_tflops_per_gpu = peak / core::kTera;
