@@ -164,3 +164,22 @@ TEST_CASE("dp training: a shipped scenario runs and reports the data-parallel an
         doctest::Approx(a.convergence->updates_to_target / a.data_parallel->worker_steps_per_s));
   CHECK(a.throughput.samples_per_s == b.throughput.samples_per_s);  // deterministic
 }
+
+TEST_CASE("dp training: parameter servers shard by variable, round-robin in table order") {
+  const std::string text = R"({"schema_version": 1, "name": "vgg-ps",
+    "model": {"layer_table": "vgg-16"}, "cluster": {"node": "horovod-p100x4", "nodes": 4},
+    "training": {"global_batch_size": 1024, "precision": "fp32", "architecture": "parameter_server",
+                 "parameter_server": {"servers": 4}, "simulated_steps": 3}})";
+  const auto scenario =
+      dtsim::config::load_scenario_text(text, "vgg-ps", dtsim::config::default_data_paths());
+  const auto r = dtsim::results::evaluate(scenario, {});
+  REQUIRE(r.data_parallel.has_value());
+  const auto& bytes = r.data_parallel->server_bytes;
+  REQUIRE(bytes.size() == 4);
+  // 13 convolutions x (weights, bias) = tensors 0..25; fc6's 25088 x 4096 weights are tensor 26 and
+  // land on server 26 mod 4 = 2 with fc8's weights (tensor 30): (102,760,448 + 4,096,000) x 4 bytes.
+  CHECK(bytes[2] >= (102760448.0 + 4096000.0) * 4);
+  CHECK(bytes[2] > 5 * bytes[0]);
+  // Every worker pushes all 138.36 M fp32 gradients per step.
+  CHECK(r.data_parallel->push_bytes_per_worker_step == doctest::Approx(138.36e6 * 4).epsilon(0.001));
+}
