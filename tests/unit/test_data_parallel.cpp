@@ -179,7 +179,8 @@ TEST_CASE("dp training: parameter servers shard by variable, round-robin in tabl
   // 13 convolutions x (weights, bias) = tensors 0..25; fc6's 25088 x 4096 weights are tensor 26 and
   // land on server 26 mod 4 = 2 with fc8's weights (tensor 30): (102,760,448 + 4,096,000) x 4 bytes.
   CHECK(bytes[2] >= (102760448.0 + 4096000.0) * 4);
-  CHECK(bytes[2] > 5 * bytes[0]);
+  // That is (102.76 + 4.10) / 138.36 = 77% of the model on one of four servers.
+  CHECK(bytes[2] > 0.77 * (bytes[0] + bytes[1] + bytes[2] + bytes[3]));
   // Every worker pushes all 138.36 M fp32 gradients per step.
   CHECK(r.data_parallel->push_bytes_per_worker_step == doctest::Approx(138.36e6 * 4).epsilon(0.001));
 }
