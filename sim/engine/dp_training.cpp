@@ -22,6 +22,7 @@ enum class Kind : std::uint32_t {
   optimizer_done
 };
 constexpr std::uint32_t kIndexBits = 28;
+static_assert(kMaxWorkerPairs == (std::int64_t{1} << kIndexBits));
 constexpr std::uint32_t kIndexMask = (1u << kIndexBits) - 1;
 
 std::uint32_t payload(Kind k, std::int64_t index) {
@@ -79,6 +80,7 @@ class Simulation {
   }
 
   DpTrainingResult run() {
+    at_min_ = workers_;
     for (std::int64_t w = 0; w < workers_; ++w) start_step(w, 0);
     core::TimeNs now = 0;
     while (!queue_.empty()) {
@@ -209,16 +211,20 @@ class Simulation {
     queue_.push(arrive, payload(Kind::pull_arrive, w * servers_ + srv));
   }
 
+  void record_staleness(std::int64_t w, std::int64_t srv) {
+    const auto s = at(version_[at(srv)] - read_version_[at(w * servers_ + srv)]);
+    if (s >= result_.staleness.size()) result_.staleness.resize(s + 1, 0);
+    ++result_.staleness[s];
+  }
+
   void apply_done(std::int64_t w, std::int64_t srv, core::TimeNs now) {
-    result_.staleness.push_back(version_[at(srv)] - read_version_[at(w * servers_ + srv)]);
+    record_staleness(w, srv);
     ++version_[at(srv)];
     send_pull(w, srv, now);
   }
 
   void server_updated(std::int64_t srv, core::TimeNs now) {
-    for (std::int64_t w = 0; w < workers_; ++w) {
-      result_.staleness.push_back(version_[at(srv)] - read_version_[at(w * servers_ + srv)]);
-    }
+    for (std::int64_t w = 0; w < workers_; ++w) record_staleness(w, srv);
     ++version_[at(srv)];
     for (std::int64_t w = 0; w < workers_; ++w) send_pull(w, srv, now);
   }
@@ -250,8 +256,12 @@ class Simulation {
     completions_.push_back(now);
     if (c == 1) first_done_[at(w)] = now;
     if (c == s_.steps) finished_[at(w)] = now;
+    // The slowest clock advances when the last worker at it completes a step (O(W) per advance).
     const std::int64_t old_min = min_clock_;
-    min_clock_ = *std::min_element(clock_.begin(), clock_.end());
+    if (c - 1 == min_clock_ && --at_min_ == 0) {
+      min_clock_ = *std::min_element(clock_.begin(), clock_.end());
+      at_min_ = std::count(clock_.begin(), clock_.end(), min_clock_);
+    }
     if (c < s_.steps) {
       if (may_start(w)) {
         start_step(w, now);
@@ -300,6 +310,7 @@ class Simulation {
   core::TimeNs comm_free_ = 0;
   std::int64_t buckets_done_ = 0;
   std::int64_t min_clock_ = 0;
+  std::int64_t at_min_ = 0;  // workers whose clock is min_clock_
   DpTrainingResult result_;
 };
 
@@ -322,6 +333,19 @@ double compute_factor(const DpTrainingSetup& setup, std::int64_t worker, std::in
   }
   if (worker >= setup.workers - setup.stragglers) factor *= setup.straggler_slowdown;
   return factor;
+}
+
+std::uint64_t DpTrainingResult::applied() const {
+  std::uint64_t n = 0;
+  for (const auto c : staleness) n += c;
+  return n;
+}
+
+std::int64_t DpTrainingResult::max_staleness() const {
+  for (std::size_t s = staleness.size(); s-- > 0;) {
+    if (staleness[s] != 0) return static_cast<std::int64_t>(s);
+  }
+  return 0;
 }
 
 DpTrainingResult simulate_dp_training(const DpTrainingSetup& setup) { return Simulation(setup).run(); }

@@ -71,10 +71,17 @@ struct DpTrainingResult {
   double worker_steps_per_s = 0.0;  // completed worker steps per second in the measurement window
   double window_s = 0.0;            // the window: from the last worker's warm-up step to the first finish
   std::vector<DpWorkerStats> workers;
-  std::vector<std::int64_t> staleness;  // one entry per applied (worker gradient, server) pair
+  // Staleness histogram: staleness[s] = applied (worker gradient, server) pairs that were s updates stale.
+  std::vector<std::uint64_t> staleness;
+  std::uint64_t applied() const;
+  std::int64_t max_staleness() const;
   std::uint64_t events = 0;
   core::TimeNs makespan = 0;
 };
+
+// The simulation encodes (worker, server) and (worker, bucket) pairs in its events: workers x
+// max(servers, buckets) must stay below this.
+inline constexpr std::int64_t kMaxWorkerPairs = std::int64_t{1} << 28;
 
 DpTrainingResult simulate_dp_training(const DpTrainingSetup& setup);
 

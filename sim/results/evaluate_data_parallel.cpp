@@ -36,6 +36,32 @@ Distribution distribution_of(std::vector<double> values) {
   return d;
 }
 
+// Mean, nearest-rank quantiles and maximum of values given as counts per value.
+Distribution distribution_of_histogram(const std::vector<std::uint64_t>& counts) {
+  Distribution d;
+  std::uint64_t n = 0;
+  double sum = 0.0;
+  for (std::size_t v = 0; v < counts.size(); ++v) {
+    n += counts[v];
+    sum += static_cast<double>(v) * static_cast<double>(counts[v]);
+  }
+  if (n == 0) return d;
+  const auto quantile = [&](double q) {
+    const auto rank = static_cast<std::uint64_t>(q * static_cast<double>(n - 1) + 0.5);
+    std::uint64_t seen = 0;
+    for (std::size_t v = 0; v < counts.size(); ++v) {
+      seen += counts[v];
+      if (seen > rank) return static_cast<double>(v);
+    }
+    return static_cast<double>(counts.size() - 1);
+  };
+  d.mean = sum / static_cast<double>(n);
+  d.p50 = quantile(0.50);
+  d.p99 = quantile(0.99);
+  d.max = quantile(1.0);
+  return d;
+}
+
 double duration_s(const compute::ComputeModel& compute, const std::vector<graph::ComputeOp>& ops) {
   double t = 0.0;
   for (const auto& op : ops) t += compute.duration_s(op);
@@ -160,6 +186,14 @@ Result evaluate_data_parallel(const config::Scenario& scenario, const EvaluateOp
   setup.steps = dp.steps;
   setup.seed = scenario.simulation.seed;
 
+  const auto pairs = workers * std::max<std::int64_t>(servers, stats.allreduce_buckets);
+  if (pairs >= engine::kMaxWorkerPairs) {
+    result.status = Status::infeasible;
+    result.reason = fmt::format(
+        "{} workers x {} servers or buckets is beyond this simulation ({} pairs at most)", workers,
+        std::max<std::int64_t>(servers, stats.allreduce_buckets), engine::kMaxWorkerPairs - 1);
+    return result;
+  }
   const engine::DpTrainingResult run = engine::simulate_dp_training(setup);
 
   // Throughput and the per-iteration view (an iteration = every worker doing one step).
@@ -205,8 +239,7 @@ Result evaluate_data_parallel(const config::Scenario& scenario, const EvaluateOp
   // What the simulation measured.
   stats.worker_steps_per_s = steps_per_s;
   stats.measured_window_s = run.window_s;
-  std::vector<double> staleness(run.staleness.begin(), run.staleness.end());
-  stats.staleness = distribution_of(std::move(staleness));
+  stats.staleness = distribution_of_histogram(run.staleness);
   std::vector<double> waits;
   for (const auto& w : run.workers) {
     const double n = static_cast<double>(std::max<std::int64_t>(w.steps, 1));
