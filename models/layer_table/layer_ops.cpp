@@ -75,7 +75,8 @@ std::vector<LayerOps> layer_ops(const config::LayerTable& table, std::int64_t ba
         // product per sample, summed), as split-K weight-gradient kernels do; a fully connected layer
         // (one row per sample) reduces over the whole batch in one product.
         if (l.gemm_m > 1) {
-          ops.backward.push_back(gemm(flops, l.gemm_k, l.gemm_n, l.gemm_m, batch, in_bytes + weights + out_bytes));
+          ops.backward.push_back(
+              gemm(flops, l.gemm_k, l.gemm_n, l.gemm_m, batch, in_bytes + weights + out_bytes));
         } else {
           ops.backward.push_back(gemm(flops, l.gemm_k, l.gemm_n, m, 1, in_bytes + weights + out_bytes));
         }

@@ -49,8 +49,9 @@ TransformerSpec read_model(ObjectReader& top, const DataPaths& data, Scenario& s
   if (model.has("layer_table")) {
     model.expect_keys({"layer_table"});
     const std::string id = model.required<std::string>("layer_table");
-    scenario.layer_model = load_layer_table(layer_tables_folder(data), id,
-                                            IdLocation{model.file(), pointer_append(model.pointer(), "layer_table")});
+    scenario.layer_model =
+        load_layer_table(layer_tables_folder(data), id,
+                         IdLocation{model.file(), pointer_append(model.pointer(), "layer_table")});
     model.finish();
     return TransformerSpec{};
   }
@@ -229,13 +230,14 @@ TrainingSpec read_training(ObjectReader& top, Scenario& scenario) {
   ObjectReader r = top.child("training");
   r.expect_keys({"global_batch_size", "micro_batch_size", "precision", "activation_recompute",
                  "overlap_grad_reduce", "overlap_param_gather", "bucket_mb", "architecture", "sync",
-                 "staleness_bound", "parameter_server", "compute_variability", "stragglers", "simulated_steps",
-                 "fusion_mb", "staleness_penalty"});
+                 "staleness_bound", "parameter_server", "compute_variability", "stragglers",
+                 "simulated_steps", "fusion_mb", "staleness_penalty"});
   if (scenario.layer_model) {
     scenario.data_parallel = read_data_parallel(r);
   } else {
-    for (const char* key : {"architecture", "sync", "staleness_bound", "parameter_server", "compute_variability",
-                            "stragglers", "simulated_steps", "fusion_mb", "staleness_penalty"}) {
+    for (const char* key :
+         {"architecture", "sync", "staleness_bound", "parameter_server", "compute_variability", "stragglers",
+          "simulated_steps", "fusion_mb", "staleness_penalty"}) {
       if (r.has(key)) {
         throw r.error_at(key, "this key applies to data-parallel training of a layer-table model; expected "
                               "\"model\": {\"layer_table\": ...} or no such key");

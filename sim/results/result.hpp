@@ -9,8 +9,8 @@
 
 #include "config/scenario.hpp"
 #include "engine/simulate.hpp"
-#include "results/data_parallel_result.hpp"
 #include "graph/task_graph.hpp"
+#include "results/data_parallel_result.hpp"
 
 namespace dtsim::results {
 
@@ -97,7 +97,7 @@ struct Result {
   Breakdown breakdown;
   Memory memory;
   EngineStats engine;
-  std::optional<Trace> trace;  // present when a trace was asked for
+  std::optional<Trace> trace;                      // present when a trace was asked for
   std::optional<DataParallelStats> data_parallel;  // layer-table workloads
   std::optional<ConvergenceResult> convergence;    // layer-table workloads
 };
