@@ -192,6 +192,36 @@ DataParallelSpec read_data_parallel(ObjectReader& r) {
   return d;
 }
 
+void check_layer_table_scenario(const std::string& file, const Scenario& s) {
+  const ParallelismSpec& p = s.parallelism;
+  if (p.tensor != 1 || p.pipeline != 1 || p.context != 1 || p.zero_stage != 0) {
+    throw core::InputError(
+        file, "/parallelism",
+        fmt::format("layer-table models train data-parallel only; expected tensor, pipeline and "
+                    "context 1 and zero_stage 0, got {}, {}, {} and {}",
+                    p.tensor, p.pipeline, p.context, p.zero_stage));
+  }
+  const std::int64_t gpus = s.gpu_count();
+  if (s.training.global_batch_size % gpus != 0) {
+    throw core::InputError(
+        file, "/training/global_batch_size",
+        fmt::format("got {}; expected a multiple of the {} GPUs (one data-parallel worker per GPU)",
+                    s.training.global_batch_size, gpus));
+  }
+  const DataParallelSpec& d = s.data_parallel;
+  if (d.architecture != Architecture::allreduce &&
+      d.parameter_server.placement == ServerPlacement::colocated &&
+      d.parameter_server.servers > s.cluster.nodes) {
+    throw core::InputError(file, "/training/parameter_server/servers",
+                           fmt::format("got {}; colocated servers run one per node, expected at most {}",
+                                       d.parameter_server.servers, s.cluster.nodes));
+  }
+  if (d.stragglers > gpus) {
+    throw core::InputError(file, "/training/stragglers/count",
+                           fmt::format("got {}; expected at most the {} workers", d.stragglers, gpus));
+  }
+}
+
 const char* to_string(LayerKind k) {
   switch (k) {
     case LayerKind::conv:

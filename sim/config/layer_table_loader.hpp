@@ -17,6 +17,7 @@
 #include "config/json_reader.hpp"
 #include "config/layer_table.hpp"
 #include "config/profile_loader.hpp"
+#include "config/scenario.hpp"
 
 namespace dtsim::config {
 
@@ -25,6 +26,11 @@ LayerTable load_layer_table(const std::string& folder, const std::string& id, co
 // Reads architecture, sync, staleness_bound, parameter_server, compute_variability, stragglers,
 // simulated_steps, fusion_mb and staleness_penalty from `training` (every key optional).
 DataParallelSpec read_data_parallel(ObjectReader& training);
+
+// Cross-field rules of a scenario whose model is a layer table (InputError naming `file`): data
+// parallelism only (tensor, pipeline, context 1, no ZeRO), a global batch that is a multiple of the
+// GPUs, colocated servers at most one per node, no more stragglers than workers.
+void check_layer_table_scenario(const std::string& file, const Scenario& s);
 
 const char* to_string(LayerKind k);
 const char* to_string(Epilogue e);

@@ -239,8 +239,9 @@ TrainingSpec read_training(ObjectReader& top, Scenario& scenario) {
          {"architecture", "sync", "staleness_bound", "parameter_server", "compute_variability", "stragglers",
           "simulated_steps", "fusion_mb", "staleness_penalty"}) {
       if (r.has(key)) {
-        throw r.error_at(key, "this key applies to data-parallel training of a layer-table model; expected "
-                              "\"model\": {\"layer_table\": ...} or no such key");
+        throw r.error_at(key,
+                         "this key applies to data-parallel training of a layer-table model; expected "
+                         "\"model\": {\"layer_table\": ...} or no such key");
       }
     }
   }
@@ -259,34 +260,6 @@ TrainingSpec read_training(ObjectReader& top, Scenario& scenario) {
   t.bucket_bytes = r.optional<double>("bucket_mb", 40.0, NumberRule::positive()) * kBytesPerMb;
   r.finish();
   return t;
-}
-
-// Layer-table workloads train data-parallel only, one worker per GPU, with a per-worker batch.
-void check_layer_table_scenario(const ObjectReader& top, const Scenario& s) {
-  const ParallelismSpec& p = s.parallelism;
-  if (p.tensor != 1 || p.pipeline != 1 || p.context != 1 || p.zero_stage != 0) {
-    throw core::InputError(top.file(), "/parallelism",
-                           fmt::format("layer-table models train data-parallel only; expected tensor, pipeline and "
-                                       "context 1 and zero_stage 0, got {}, {}, {} and {}",
-                                       p.tensor, p.pipeline, p.context, p.zero_stage));
-  }
-  const std::int64_t gpus = s.gpu_count();
-  if (s.training.global_batch_size % gpus != 0) {
-    throw core::InputError(top.file(), "/training/global_batch_size",
-                           fmt::format("got {}; expected a multiple of the {} GPUs (one data-parallel worker per GPU)",
-                                       s.training.global_batch_size, gpus));
-  }
-  const DataParallelSpec& d = s.data_parallel;
-  if (d.architecture != Architecture::allreduce && d.parameter_server.placement == ServerPlacement::colocated &&
-      d.parameter_server.servers > s.cluster.nodes) {
-    throw core::InputError(top.file(), "/training/parameter_server/servers",
-                           fmt::format("got {}; colocated servers run one per node, expected at most {}",
-                                       d.parameter_server.servers, s.cluster.nodes));
-  }
-  if (d.stragglers > gpus) {
-    throw core::InputError(top.file(), "/training/stragglers/count",
-                           fmt::format("got {}; expected at most the {} workers", d.stragglers, gpus));
-  }
 }
 
 SimulationSpec read_simulation(ObjectReader& top) {
@@ -361,7 +334,7 @@ Scenario load_scenario_text(const std::string& text, const std::string& source_n
   read_cluster(top, data, scenario);
   scenario.parallelism = read_parallelism(top, scenario);
   scenario.training = read_training(top, scenario);
-  if (scenario.layer_model) check_layer_table_scenario(top, scenario);
+  if (scenario.layer_model) check_layer_table_scenario(top.file(), scenario);
   scenario.simulation = read_simulation(top);
   top.finish();
   return scenario;
