@@ -11,6 +11,7 @@
 #include "engine/dp_training.hpp"
 #include "models/convergence/convergence.hpp"
 #include "models/layer_table/layer_ops.hpp"
+#include "reports/reports.hpp"
 #include "results/evaluate.hpp"
 
 namespace {
@@ -182,4 +183,29 @@ TEST_CASE("dp training: parameter servers shard by variable, round-robin in tabl
   CHECK(bytes[2] > 0.77 * (bytes[0] + bytes[1] + bytes[2] + bytes[3]));
   // Every worker pushes all 138.36 M fp32 gradients per step.
   CHECK(r.data_parallel->push_bytes_per_worker_step == doctest::Approx(138.36e6 * 4).epsilon(0.001));
+}
+
+TEST_CASE(
+    "dp training: hybrid puts only the sparse embedding on the servers; the JSON result has both blocks") {
+  const std::string text = R"({"schema_version": 1, "name": "bert-hybrid",
+    "model": {"layer_table": "bert-base"}, "cluster": {"node": "dgx-1-v100", "nodes": 2},
+    "training": {"global_batch_size": 64, "precision": "fp16", "architecture": "hybrid",
+                 "parameter_server": {"servers": 2}, "simulated_steps": 3}})";
+  const auto scenario =
+      dtsim::config::load_scenario_text(text, "bert-hybrid", dtsim::config::default_data_paths());
+  const auto r = dtsim::results::evaluate(scenario, {});
+  REQUIRE(r.data_parallel.has_value());
+  // 4 sequences per worker x 128 tokens = 512 rows of 768 fp16 values plus an 8-byte index each.
+  CHECK(r.data_parallel->push_bytes_per_worker_step == doctest::Approx(512.0 * (768 * 2 + 8)));
+  // The word embedding (30522 x 768) sits on server 0; the rest (109.48 M - 23.44 M parameters) is
+  // all-reduced in fp16.
+  CHECK(r.data_parallel->server_bytes[0] == doctest::Approx(30522.0 * 768 * 2));
+  CHECK(r.data_parallel->allreduce_bytes_per_step ==
+        doctest::Approx((109.48e6 - 30522.0 * 768) * 2).epsilon(0.001));
+  // Sequences: tokens/s = samples/s x 128.
+  CHECK(r.throughput.tokens_per_s == doctest::Approx(r.throughput.samples_per_s * 128));
+  const auto j = dtsim::reports::result_json(r);
+  CHECK(j.contains("data_parallel"));
+  CHECK(j["convergence"]["update_batch"] == 64.0);
+  CHECK(j["scenario"]["training"]["architecture"] == "hybrid");
 }
