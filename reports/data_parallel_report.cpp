@@ -51,7 +51,8 @@ nlohmann::ordered_json data_parallel_training_json(const config::DataParallelSpe
   if (d.architecture != config::Architecture::allreduce) {
     j["parameter_server"] = {{"servers", d.parameter_server.servers},
                              {"placement", config::to_string(d.parameter_server.placement)},
-                             {"apply_gbytes_per_s", d.parameter_server.apply_gbytes_per_s}};
+                             {"apply_gbytes_per_s", d.parameter_server.apply_gbytes_per_s},
+                             {"partition_mb", d.parameter_server.partition_bytes / kBytesPerMiB}};
   }
   j["compute_variability"] = {{"distribution", config::to_string(d.variability)}, {"cv", d.variability_cv}};
   j["stragglers"] = {{"count", d.stragglers}, {"slowdown", d.straggler_slowdown}};

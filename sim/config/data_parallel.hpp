@@ -1,4 +1,4 @@
-// Data-parallel training of a layer-table workload (README "Data-parallel training"): architecture
+// Data-parallel training of a layer-table workload (README "Data-parallel classics"): architecture
 // (all-reduce, parameter servers, hybrid), synchronization (sync, async, bounded staleness), per-worker
 // compute-time variability and stragglers. Read from the scenario's "training" object by
 // data_parallel_loader; simulated by engine/dp_training.
@@ -18,6 +18,9 @@ struct ParameterServerSpec {
   ServerPlacement placement = ServerPlacement::colocated;
   // Rate at which a server folds a gradient into its parameters (bytes of gradient per second).
   double apply_gbytes_per_s = 10.0;
+  // Variables larger than this are split into parts of at most this size, each placed on its own
+  // server (BytePS partitions tensors this way to balance servers); 0: whole variables (TensorFlow).
+  double partition_bytes = 0.0;
 };
 
 struct DataParallelSpec {

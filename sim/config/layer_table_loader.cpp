@@ -156,7 +156,7 @@ DataParallelSpec read_data_parallel(ObjectReader& r) {
                        "parameter servers need \"architecture\": \"parameter_server\" or "
                        "\"hybrid\", but architecture is \"allreduce\"");
     }
-    ps->expect_keys({"servers", "placement", "apply_gbytes_per_s"});
+    ps->expect_keys({"servers", "placement", "apply_gbytes_per_s", "partition_mb"});
     d.parameter_server.servers = ps->optional<std::int64_t>("servers", 1, IntRule::positive());
     d.parameter_server.placement = ps->optional_enum<ServerPlacement>(
         "placement", ServerPlacement::colocated,
@@ -164,6 +164,9 @@ DataParallelSpec read_data_parallel(ObjectReader& r) {
             named_choices(std::array{ServerPlacement::colocated, ServerPlacement::dedicated})));
     d.parameter_server.apply_gbytes_per_s = ps->optional<double>(
         "apply_gbytes_per_s", d.parameter_server.apply_gbytes_per_s, NumberRule::positive());
+    if (const auto mb = ps->maybe<double>("partition_mb", NumberRule::positive())) {
+      d.parameter_server.partition_bytes = *mb * kBytesPerMiB;
+    }
     ps->finish();
   }
   if (auto v = r.optional_child("compute_variability")) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -121,10 +122,15 @@ Result evaluate_data_parallel(const config::Scenario& scenario, const EvaluateOp
     const bool on_server = dp.architecture == config::Architecture::parameter_server ||
                            (dp.architecture == config::Architecture::hybrid && v.sparse);
     if (on_server) {
-      const auto s = static_cast<std::size_t>(next_server);
-      next_server = (next_server + 1) % servers;
-      setup.push_bytes[s] += v.step_bytes;
-      stats.server_bytes[s] += v.dense_bytes;
+      // Whole variables, or parts of at most partition_bytes, each on the next server.
+      const double limit = dp.parameter_server.partition_bytes;
+      const double parts = limit > 0.0 ? std::max(1.0, std::ceil(v.dense_bytes / limit)) : 1.0;
+      for (double part = 0; part < parts; ++part) {
+        const auto s = static_cast<std::size_t>(next_server);
+        next_server = (next_server + 1) % servers;
+        setup.push_bytes[s] += v.step_bytes / parts;
+        stats.server_bytes[s] += v.dense_bytes / parts;
+      }
       stats.push_bytes_per_worker_step += v.step_bytes;
     } else {
       layer_allreduce_bytes[v.layer] += v.dense_bytes;

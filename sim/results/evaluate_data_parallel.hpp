@@ -1,4 +1,4 @@
-// The pipeline for a layer-table workload trained data-parallel (README "Data-parallel training"):
+// The pipeline for a layer-table workload trained data-parallel (README "Data-parallel classics"):
 //
 //   layer table x per-worker batch -> compute ops (models/layer_table) -> durations (compute model)
 //   -> variables placed on all-reduce buckets and/or parameter servers -> event-driven simulation of
@@ -7,9 +7,10 @@
 //
 // Placement: allreduce all-reduces every gradient (a sparse embedding's too, densely); parameter_server
 // places every variable on a server round-robin in table order, as TensorFlow's replica_device_setter
-// does by default (so one large tensor makes one server hot); hybrid places the sparse variables on
-// the servers and all-reduces the dense ones (Parallax, Kim et al. EuroSys'19). All-reduce buckets
-// follow the backward pass in reverse layer order and close when they reach training.fusion_mb
+// does by default (so one large tensor makes one server hot), or, with parameter_server.partition_mb,
+// each part of at most that size (BytePS-style partitioning, Jiang et al. OSDI'20); hybrid places the sparse
+// variables on the servers and all-reduces the dense ones (Parallax, Kim et al. EuroSys'19). All-reduce
+// buckets follow the backward pass in reverse layer order and close when they reach training.fusion_mb
 // (Horovod tensor fusion); each costs the network model's all-reduce over all workers.
 #pragma once
 

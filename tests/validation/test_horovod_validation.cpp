@@ -4,7 +4,7 @@
 // plain 40 Gb/s TCP, TensorFlow parameter servers vs Horovod all-reduce over TCP and RDMA.
 // Bound: MAPE <= 10% over the rows, and the setups of every (model, network) group ordered as
 // measured. One set of profile constants, no per-row knobs. The model misses the bound (printed), so
-// the test is marked may_fail: see README "Data-parallel training", validation.
+// the test is marked may_fail: see README "Data-parallel classics", validation.
 #include <doctest/doctest.h>
 
 #include <fstream>
