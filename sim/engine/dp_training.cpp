@@ -19,7 +19,9 @@ enum class Kind : std::uint32_t {
   apply_done,
   server_updated,
   pull_arrive,
-  optimizer_done
+  optimizer_done,
+  local_reduced,
+  local_broadcast
 };
 constexpr std::uint32_t kIndexBits = 28;
 static_assert(kMaxWorkerPairs == (std::int64_t{1} << kIndexBits));
@@ -65,12 +67,16 @@ class Simulation {
     server_cpu_free_.assign(static_cast<std::size_t>(servers_), 0);
     version_.assign(static_cast<std::size_t>(servers_), 0);
     arrivals_.assign(static_cast<std::size_t>(servers_), 0);
-    read_version_.assign(static_cast<std::size_t>(workers_ * servers_), 0);
+    DTSIM_CHECK(s.client_size >= 1 && workers_ % s.client_size == 0, "clients must split the workers evenly");
+    clients_ = workers_ / s.client_size;
+    read_version_.assign(static_cast<std::size_t>(clients_ * servers_), 0);
+    client_ready_.assign(static_cast<std::size_t>(clients_), 0);
+    pending_pulls_.assign(static_cast<std::size_t>(clients_), 0);
     bucket_count_.assign(static_cast<std::size_t>(buckets_), 0);
     const auto w = static_cast<std::size_t>(workers_);
     clock_.assign(w, 0);
     step_start_.assign(w, 0);
-    pending_pulls_.assign(w, 0);
+    waiting_client_.assign(w, 0);
     allreduce_pending_.assign(w, 0);
     computing_.assign(w, 0);
     blocked_.assign(w, 0);
@@ -113,6 +119,12 @@ class Simulation {
         case Kind::optimizer_done:
           step_complete(index, now);
           break;
+        case Kind::local_reduced:
+          push_all(index, now);
+          break;
+        case Kind::local_broadcast:
+          client_done(index, now);
+          break;
       }
     }
     result_.makespan = now;
@@ -122,7 +134,7 @@ class Simulation {
 
  private:
   std::size_t at(std::int64_t i) const { return static_cast<std::size_t>(i); }
-  std::int64_t node_of_worker(std::int64_t w) const { return w / s_.gpus_per_node; }
+  std::int64_t node_of_client(std::int64_t c) const { return c * s_.client_size / s_.gpus_per_node; }
 
   void start_step(std::int64_t w, core::TimeNs now) {
     const double factor = compute_factor(s_, w, clock_[at(w)]);
@@ -157,18 +169,43 @@ class Simulation {
 
   void compute_done(std::int64_t w, core::TimeNs now) {
     computing_[at(w)] = 0;
-    pending_pulls_[at(w)] = 0;
-    // Pushes to all servers are issued together; worker w starts with server w mod S so that the
-    // workers' first pushes spread over the servers.
-    for (std::int64_t i = 0; i < servers_; ++i) {
-      const std::int64_t srv = (w + i) % servers_;
-      const double bytes = s_.push_bytes[at(srv)];
-      if (bytes <= 0.0) continue;
-      ++pending_pulls_[at(w)];
-      const core::TimeNs arrive = transfer(node_of_worker(w), s_.server_node[at(srv)], bytes, now);
-      queue_.push(arrive, payload(Kind::push_arrive, w * servers_ + srv));
+    if (servers_ > 0) {
+      // The worker's client (itself, or its node with local aggregation) pushes once all its
+      // workers are done, after summing their gradients inside the node.
+      waiting_client_[at(w)] = 1;
+      const std::int64_t c = w / s_.client_size;
+      if (++client_ready_[at(c)] == s_.client_size) {
+        client_ready_[at(c)] = 0;
+        if (s_.local_reduce_ns > 0) {
+          queue_.push(now + s_.local_reduce_ns, payload(Kind::local_reduced, c));
+        } else {
+          push_all(c, now);
+        }
+      }
     }
     maybe_finish(w, now);
+  }
+
+  void push_all(std::int64_t c, core::TimeNs now) {
+    pending_pulls_[at(c)] = 0;
+    // Pushes to all servers are issued together; client c starts with server c mod S so that the
+    // clients' first pushes spread over the servers.
+    for (std::int64_t i = 0; i < servers_; ++i) {
+      const std::int64_t srv = (c + i) % servers_;
+      const double bytes = s_.push_bytes[at(srv)];
+      if (bytes <= 0.0) continue;
+      ++pending_pulls_[at(c)];
+      const core::TimeNs arrive = transfer(node_of_client(c), s_.server_node[at(srv)], bytes, now);
+      queue_.push(arrive, payload(Kind::push_arrive, c * servers_ + srv));
+    }
+    if (pending_pulls_[at(c)] == 0) client_done(c, now);
+  }
+
+  void client_done(std::int64_t c, core::TimeNs now) {
+    for (std::int64_t w = c * s_.client_size; w < (c + 1) * s_.client_size; ++w) {
+      waiting_client_[at(w)] = 0;
+      maybe_finish(w, now);
+    }
   }
 
   void bucket_ready(std::int64_t b, core::TimeNs now) {
@@ -198,7 +235,7 @@ class Simulation {
       queue_.push(cpu, payload(Kind::apply_done, w * servers_ + srv));
       return;
     }
-    if (++arrivals_[at(srv)] < workers_) return;
+    if (++arrivals_[at(srv)] < clients_) return;
     arrivals_[at(srv)] = 0;
     cpu += apply_ns(srv);  // the update with the summed gradient
     queue_.push(cpu, payload(Kind::server_updated, srv));
@@ -207,7 +244,7 @@ class Simulation {
   void send_pull(std::int64_t w, std::int64_t srv, core::TimeNs now) {
     read_version_[at(w * servers_ + srv)] = version_[at(srv)];
     const core::TimeNs arrive =
-        transfer(s_.server_node[at(srv)], node_of_worker(w), s_.pull_bytes[at(srv)], now);
+        transfer(s_.server_node[at(srv)], node_of_client(w), s_.pull_bytes[at(srv)], now);
     queue_.push(arrive, payload(Kind::pull_arrive, w * servers_ + srv));
   }
 
@@ -224,18 +261,22 @@ class Simulation {
   }
 
   void server_updated(std::int64_t srv, core::TimeNs now) {
-    for (std::int64_t w = 0; w < workers_; ++w) record_staleness(w, srv);
+    for (std::int64_t c = 0; c < clients_; ++c) record_staleness(c, srv);
     ++version_[at(srv)];
-    for (std::int64_t w = 0; w < workers_; ++w) send_pull(w, srv, now);
+    for (std::int64_t c = 0; c < clients_; ++c) send_pull(c, srv, now);
   }
 
-  void pull_arrive(std::int64_t w, core::TimeNs now) {
-    --pending_pulls_[at(w)];
-    maybe_finish(w, now);
+  void pull_arrive(std::int64_t c, core::TimeNs now) {
+    if (--pending_pulls_[at(c)] != 0) return;
+    if (s_.local_broadcast_ns > 0) {
+      queue_.push(now + s_.local_broadcast_ns, payload(Kind::local_broadcast, c));
+    } else {
+      client_done(c, now);
+    }
   }
 
   void maybe_finish(std::int64_t w, core::TimeNs now) {
-    if (computing_[at(w)] != 0 || pending_pulls_[at(w)] != 0 || allreduce_pending_[at(w)] != 0) return;
+    if (computing_[at(w)] != 0 || waiting_client_[at(w)] != 0 || allreduce_pending_[at(w)] != 0) return;
     computing_[at(w)] = 1;  // guards against a second finish while the optimizer runs
     if (s_.optimizer_ns > 0) {
       result_.workers[at(w)].compute_s += core::ns_to_seconds(s_.optimizer_ns);
@@ -305,7 +346,9 @@ class Simulation {
   std::vector<core::TimeNs> egress_free_, ingress_free_, server_cpu_free_;
   std::vector<std::int64_t> version_, arrivals_, read_version_, bucket_count_;
   std::vector<std::int64_t> clock_, pending_pulls_;
-  std::vector<std::uint8_t> allreduce_pending_, computing_, blocked_;
+  std::vector<std::uint8_t> allreduce_pending_, computing_, blocked_, waiting_client_;
+  std::int64_t clients_ = 0;
+  std::vector<std::int64_t> client_ready_;
   std::vector<core::TimeNs> step_start_, first_done_, finished_, completions_;
   core::TimeNs comm_free_ = 0;
   std::int64_t buckets_done_ = 0;

@@ -11,17 +11,19 @@
 // previous bucket's all-reduce is done (one communicator: collectives run in order), and lasts the
 // precomputed collective time. A worker applies its optimizer step after the last bucket.
 //
-// Parameter servers (and the sparse part of hybrid): after its backward pass a worker pushes to each
+// Parameter servers (and the sparse part of hybrid): after its backward pass a client (a worker, or
+// with local aggregation a node's workers once all are done and their gradients summed) pushes to each
 // server its shard of gradient bytes and pulls the shard's parameters back. A transfer between nodes
-// occupies the sender's egress and the receiver's ingress (each a FIFO server at the node's NIC rate:
-// transfers through a NIC share it by taking turns) and arrives one message latency later; a transfer
-// inside a node goes at the node's intra-node rate. Servers fold gradients into the parameters at
+// goes through the sender's egress and then the receiver's ingress, each a FIFO server at the node's
+// NIC rate (transfers through a port take turns; the switch buffers between the two ports, so a
+// sender is not held up by a busy receiver), and arrives one message latency later; a transfer inside
+// a node goes at the node's intra-node rate. Servers fold gradients into the parameters at
 // `apply_bytes_per_s` (one FIFO per server).
-//   sync     the server sums every worker's gradient, then updates once and answers every pull.
-//   async    the server applies each gradient as it arrives and answers that worker's pull at once.
+//   sync     the server sums every client's gradient, then updates once and answers every pull.
+//   async    the server applies each gradient as it arrives and answers that client's pull at once.
 //   bounded  as async, but a worker whose clock (completed steps) is more than `staleness_bound`
 //            ahead of the slowest worker waits (stale synchronous parallel, Ho et al. NIPS 2013).
-// Staleness of an applied gradient = updates applied to that server's parameters between the worker's
+// Staleness of an applied gradient = updates applied to that server's parameters between the client's
 // read of them and the application of its gradient (0 in sync).
 #pragma once
 
@@ -47,7 +49,13 @@ struct DpTrainingSetup {
   std::vector<double> push_bytes;
   std::vector<double> pull_bytes;
   std::vector<std::int64_t> server_node;  // node of each server; >= worker nodes for dedicated servers
-  double nic_bytes_per_s = 0.0;           // per node and direction, all NICs together
+  // Parameter-server clients: each worker (1), or each node's workers together (gpus_per_node: local
+  // aggregation), which sum their gradients inside the node (local_reduce_ns), push and pull once,
+  // and share the pulled parameters inside the node (local_broadcast_ns).
+  std::int64_t client_size = 1;
+  core::TimeNs local_reduce_ns = 0;
+  core::TimeNs local_broadcast_ns = 0;
+  double nic_bytes_per_s = 0.0;  // per node and direction, all NICs together
   double intra_bytes_per_s = 0.0;
   core::TimeNs message_latency_ns = 0;
   double apply_bytes_per_s = 0.0;
