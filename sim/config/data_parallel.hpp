@@ -21,6 +21,9 @@ struct ParameterServerSpec {
   // Variables larger than this are split into parts of at most this size, each placed on its own
   // server (BytePS partitions tensors this way to balance servers); 0: whole variables (TensorFlow).
   double partition_bytes = 0.0;
+  // A node's workers sum their gradients inside the node and push and pull once per node (BytePS,
+  // TensorFlow with one worker process per machine); false: every GPU is its own client.
+  bool local_aggregation = false;
 };
 
 struct DataParallelSpec {

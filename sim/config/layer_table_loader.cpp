@@ -156,7 +156,7 @@ DataParallelSpec read_data_parallel(ObjectReader& r) {
                        "parameter servers need \"architecture\": \"parameter_server\" or "
                        "\"hybrid\", but architecture is \"allreduce\"");
     }
-    ps->expect_keys({"servers", "placement", "apply_gbytes_per_s", "partition_mb"});
+    ps->expect_keys({"servers", "placement", "apply_gbytes_per_s", "partition_mb", "local_aggregation"});
     d.parameter_server.servers = ps->optional<std::int64_t>("servers", 1, IntRule::positive());
     d.parameter_server.placement = ps->optional_enum<ServerPlacement>(
         "placement", ServerPlacement::colocated,
@@ -167,6 +167,7 @@ DataParallelSpec read_data_parallel(ObjectReader& r) {
     if (const auto mb = ps->maybe<double>("partition_mb", NumberRule::positive())) {
       d.parameter_server.partition_bytes = *mb * kBytesPerMiB;
     }
+    d.parameter_server.local_aggregation = ps->optional<bool>("local_aggregation", false);
     ps->finish();
   }
   if (auto v = r.optional_child("compute_variability")) {

@@ -164,7 +164,11 @@ class Simulation {
     const core::TimeNs receive_start = std::max(send_start, ingress_free_[at(b)]);
     const core::TimeNs receive_end = std::max(send_end, receive_start + duration);
     ingress_free_[at(b)] = receive_end;
-    return receive_end + s_.message_latency_ns;
+    // One transfer is one flow: it goes no faster than the fabric's per-flow cap even when the ports
+    // could take more (they stay free for other flows meanwhile).
+    const core::TimeNs flow_end =
+        s_.per_flow_bytes_per_s > 0.0 ? send_start + core::seconds_to_ns(bytes / s_.per_flow_bytes_per_s) : 0;
+    return std::max(receive_end, flow_end) + s_.message_latency_ns;
   }
 
   void compute_done(std::int64_t w, core::TimeNs now) {

@@ -16,8 +16,9 @@
 // server its shard of gradient bytes and pulls the shard's parameters back. A transfer between nodes
 // goes through the sender's egress and then the receiver's ingress, each a FIFO server at the node's
 // NIC rate (transfers through a port take turns; the switch buffers between the two ports, so a
-// sender is not held up by a busy receiver), and arrives one message latency later; a transfer inside
-// a node goes at the node's intra-node rate. Servers fold gradients into the parameters at
+// sender is not held up by a busy receiver), goes no faster than the fabric's per-flow cap (one
+// transfer is one flow), and arrives one message latency later; a transfer inside a node goes at the
+// node's intra-node rate. Servers fold gradients into the parameters at
 // `apply_bytes_per_s` (one FIFO per server).
 //   sync     the server sums every client's gradient, then updates once and answers every pull.
 //   async    the server applies each gradient as it arrives and answers that client's pull at once.
@@ -55,7 +56,8 @@ struct DpTrainingSetup {
   std::int64_t client_size = 1;
   core::TimeNs local_reduce_ns = 0;
   core::TimeNs local_broadcast_ns = 0;
-  double nic_bytes_per_s = 0.0;  // per node and direction, all NICs together
+  double nic_bytes_per_s = 0.0;       // per node and direction, all NICs together
+  double per_flow_bytes_per_s = 0.0;  // cap on one transfer (kernel TCP); 0: none
   double intra_bytes_per_s = 0.0;
   core::TimeNs message_latency_ns = 0;
   double apply_bytes_per_s = 0.0;

@@ -165,6 +165,18 @@ Result evaluate_data_parallel(const config::Scenario& scenario, const EvaluateOp
   }
   stats.allreduce_buckets = static_cast<std::int64_t>(setup.bucket_allreduce_ns.size());
 
+  if (dp.parameter_server.local_aggregation && servers > 0 && scenario.node.gpus_per_node > 1) {
+    // One client per node: a reduce of the node's gradients to one GPU, and a broadcast of the pulled
+    // parameters back, over the node's GPUs (network model, one node).
+    setup.client_size = scenario.node.gpus_per_node;
+    graph::CommOp local;
+    local.bytes = stats.push_bytes_per_worker_step;
+    local.group = graph::CommGroup{scenario.node.gpus_per_node, 1, 1};
+    local.kind = graph::CollectiveKind::reduce;
+    setup.local_reduce_ns = core::seconds_to_ns(network::collective_time_s(local, path));
+    local.kind = graph::CollectiveKind::broadcast;
+    setup.local_broadcast_ns = core::seconds_to_ns(network::collective_time_s(local, path));
+  }
   setup.workers = workers;
   setup.gpus_per_node = scenario.node.gpus_per_node;
   setup.forward_ns = core::seconds_to_ns(forward_s);
@@ -179,6 +191,8 @@ Result evaluate_data_parallel(const config::Scenario& scenario, const EvaluateOp
   const config::NetworkSpec& net = scenario.cluster.network;
   setup.nic_bytes_per_s = core::gbps_to_bytes_per_s(net.nic_gbps) * net.nics_per_node *
                           scenario.fabric.efficiency / net.oversubscription;
+  if (scenario.fabric.per_flow_gbps)
+    setup.per_flow_bytes_per_s = core::gbps_to_bytes_per_s(*scenario.fabric.per_flow_gbps);
   setup.intra_bytes_per_s = scenario.node.intra_gbytes_per_s * core::kGiga * scenario.node.intra_efficiency;
   setup.message_latency_ns =
       core::seconds_to_ns((scenario.fabric.latency_us + scenario.fabric.per_message_overhead_us) * 1e-6);

@@ -209,3 +209,30 @@ TEST_CASE(
   CHECK(j["convergence"]["update_batch"] == 64.0);
   CHECK(j["scenario"]["training"]["architecture"] == "hybrid");
 }
+
+TEST_CASE("dp training: with local aggregation a node's workers push and pull once") {
+  DpTrainingSetup s = ps_setup();
+  s.gpus_per_node = 2;  // both workers on node 0
+  s.server_node = {1};
+  s.client_size = 2;
+  s.local_reduce_ns = kMs;
+  s.local_broadcast_ns = kMs;
+  const auto r = dtsim::engine::simulate_dp_training(s);
+  // Compute ends at 10 ms; reduce in the node 10-11; one push 11-12; fold 12-13 and, the only client
+  // being in, update 13-14; one pull 14-15; broadcast 15-16. Four steps of 16 ms: 64 ms, and one
+  // applied gradient per step.
+  CHECK(r.makespan == 64 * kMs);
+  CHECK(r.applied() == 4);
+}
+
+TEST_CASE("dp training: a transfer is one flow, capped by the fabric's per-flow rate") {
+  DpTrainingSetup s = ps_setup();
+  s.workers = 1;
+  s.push_bytes = {1e6};
+  s.pull_bytes = {1e6};
+  s.server_node = {1};
+  s.per_flow_bytes_per_s = 0.5e9;  // 2 ms per 1e6-byte transfer instead of the NIC's 1 ms
+  const auto r = dtsim::engine::simulate_dp_training(s);
+  // Per step: compute 10, push 2, fold 1 + update 1, pull 2 = 16 ms; four steps 64 ms.
+  CHECK(r.makespan == 64 * kMs);
+}
