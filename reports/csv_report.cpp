@@ -32,7 +32,10 @@ constexpr std::array kColumns = {
     Column{"name", [](const Result& r) { return r.scenario.name; }},
     Column{"status", [](const Result& r) { return std::string(results::to_string(r.status)); }},
     Column{"reason", [](const Result& r) { return r.reason; }},
-    Column{"model", [](const Result& r) { return r.scenario.model.preset; }},
+    Column{"model",
+           [](const Result& r) {
+             return r.scenario.layer_model ? r.scenario.layer_model->id : r.scenario.model.preset;
+           }},
     Column{"layers", [](const Result& r) { return num(r.scenario.model.layers); }},
     Column{"hidden_size", [](const Result& r) { return num(r.scenario.model.hidden_size); }},
     Column{"seq_length", [](const Result& r) { return num(r.scenario.model.seq_length); }},

@@ -5,6 +5,7 @@
 // --no-timing`).
 #include <ostream>
 
+#include "reports/data_parallel_report.hpp"
 #include "reports/reports.hpp"
 
 namespace dtsim::reports {
@@ -87,6 +88,8 @@ nlohmann::ordered_json result_json(const results::Result& result) {
   j["breakdown_s"] = breakdown_json(result.breakdown);
   j["memory"] = memory_json(result.memory);
   j["engine"] = engine_json(result.engine);
+  if (result.data_parallel) j["data_parallel"] = data_parallel_json(*result.data_parallel);
+  if (result.convergence) j["convergence"] = convergence_json(*result.convergence);
   return j;
 }
 

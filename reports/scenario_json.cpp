@@ -1,6 +1,7 @@
 // The resolved scenario in Scenario v1 form (README "Scenario v1"): presets expanded, defaults filled in,
 // so that a result names everything it was computed from. Enumerations use their JSON names
 // (config::to_string); sizes keep the units of their keys.
+#include "reports/data_parallel_report.hpp"
 #include "reports/reports.hpp"
 
 namespace dtsim::reports {
@@ -108,10 +109,11 @@ nlohmann::ordered_json scenario_json(const config::Scenario& scenario) {
   nlohmann::ordered_json j;
   j["schema_version"] = 1;
   j["name"] = scenario.name;
-  j["model"] = model_json(scenario.model);
+  j["model"] = scenario.layer_model ? layer_model_json(*scenario.layer_model) : model_json(scenario.model);
   j["cluster"] = cluster_json(scenario);
   j["parallelism"] = parallelism_json(scenario.parallelism);
   j["training"] = training_json(scenario.training);
+  if (scenario.layer_model) j["training"].update(data_parallel_training_json(scenario.data_parallel));
   j["simulation"] = simulation_json(scenario.simulation);
   return j;
 }

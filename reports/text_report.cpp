@@ -9,6 +9,7 @@
 
 #include "core/units.hpp"
 #include "reports/csv_report.hpp"
+#include "reports/data_parallel_report.hpp"
 #include "reports/reports.hpp"
 
 namespace dtsim::reports {
@@ -132,12 +133,17 @@ void write_memory(std::ostream& out, const results::Memory& m) {
 }  // namespace
 
 void write_text(std::ostream& out, const results::Result& result) {
-  write_setup(out, result.scenario);
+  if (result.scenario.layer_model) {
+    write_layer_model_text(out, result.scenario);
+  } else {
+    write_setup(out, result.scenario);
+  }
   const bool ok = result.status == results::Status::ok;
   line(out, "status",
        ok ? std::string("ok") : fmt::format("{}: {}", results::to_string(result.status), result.reason));
   if (ok) write_performance(out, result);
   if (ok) write_breakdown(out, result);
+  if (ok) write_data_parallel_text(out, result);
   write_memory(out, result.memory);
   out << '\n';
   line(out, "engine",

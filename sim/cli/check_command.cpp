@@ -6,6 +6,7 @@
 
 #include "cli/cli.hpp"
 #include "cli/commands.hpp"
+#include "config/layer_table_loader.hpp"
 
 namespace dtsim::cli {
 
@@ -21,10 +22,16 @@ CLI::App* add_check_command(CLI::App& app, CheckOptions& options) {
 int check_command(const CheckOptions& options, std::istream& in, std::ostream& out) {
   const config::Scenario s = read_scenario(options.scenario, in);
   const config::ParallelismSpec& p = s.parallelism;
-  const std::string model = !s.model.preset.empty() ? s.model.preset : config::to_string(s.model.kind);
+  std::string model = !s.model.preset.empty() ? s.model.preset : config::to_string(s.model.kind);
+  std::size_t layers = static_cast<std::size_t>(s.model.layers);
+  if (s.layer_model) {
+    model = fmt::format("{}, {}, {}", s.layer_model->id, config::to_string(s.data_parallel.architecture),
+                        config::to_string(s.data_parallel.sync));
+    layers = s.layer_model->layers.size();
+  }
   out << fmt::format("ok: {}: {}: {} GPUs ({} x {}, {}), DP {} x TP {} x PP {} x CP {}, {} ({} layers)\n",
                      options.scenario, s.name, s.gpu_count(), s.cluster.nodes, s.cluster.node_id, s.gpu.id,
-                     p.data, p.tensor, p.pipeline, p.context, model, s.model.layers);
+                     p.data, p.tensor, p.pipeline, p.context, model, layers);
   return kExitOk;
 }
 

@@ -8,7 +8,9 @@
 #include <optional>
 #include <string>
 
+#include "config/data_parallel.hpp"
 #include "config/hardware.hpp"
+#include "config/layer_table.hpp"
 
 namespace dtsim::config {
 
@@ -124,6 +126,9 @@ struct Scenario {
   std::string source;  // file it was read from ("-" for stdin)
   std::string name;
   TransformerSpec model;
+  // The workload when "model" names a layer table ({"layer_table": id}); `model` is then unused.
+  std::optional<LayerTable> layer_model;
+  DataParallelSpec data_parallel;  // training keys of layer-table workloads
   ClusterSpec cluster;
   ParallelismSpec parallelism;
   TrainingSpec training;

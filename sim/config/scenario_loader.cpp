@@ -13,6 +13,7 @@
 
 #include "config/json_reader.hpp"
 #include "config/mlp_reader.hpp"
+#include "config/layer_table_loader.hpp"
 #include "config/profile_loader.hpp"
 
 namespace dtsim::config {
@@ -39,8 +40,22 @@ std::optional<std::int64_t> checked_mul(std::int64_t a, std::int64_t b) {
   return product;
 }
 
-TransformerSpec read_model(ObjectReader& top, const DataPaths& data) {
+// models/layer_table/tables, beside the transformer presets folder.
+std::string layer_tables_folder(const DataPaths& data) {
+  return (std::filesystem::path(data.model_presets).parent_path() / "layer_table" / "tables").string();
+}
+
+TransformerSpec read_model(ObjectReader& top, const DataPaths& data, Scenario& scenario) {
   ObjectReader model = top.child("model");
+  if (model.has("layer_table")) {
+    model.expect_keys({"layer_table"});
+    const std::string id = model.required<std::string>("layer_table");
+    scenario.layer_model =
+        load_layer_table(layer_tables_folder(data), id,
+                         IdLocation{model.file(), pointer_append(model.pointer(), "layer_table")});
+    model.finish();
+    return TransformerSpec{};
+  }
   // Peek at the kind without reading it: the chosen reader declares and reads the keys.
   const json& raw = model.value();
   if (raw.is_object() && raw.contains("kind") && raw["kind"] == "mlp") return read_mlp(model);
@@ -231,10 +246,25 @@ ParallelismSpec read_parallelism(ObjectReader& top, const Scenario& scenario) {
   return p;
 }
 
-TrainingSpec read_training(ObjectReader& top) {
+TrainingSpec read_training(ObjectReader& top, Scenario& scenario) {
   ObjectReader r = top.child("training");
   r.expect_keys({"global_batch_size", "micro_batch_size", "precision", "activation_recompute",
-                 "overlap_grad_reduce", "overlap_param_gather", "bucket_mb", "optimizer"});
+                 "overlap_grad_reduce", "overlap_param_gather", "bucket_mb", "optimizer", "architecture", "sync",
+                 "staleness_bound", "parameter_server", "compute_variability", "stragglers",
+                 "simulated_steps", "fusion_mb", "staleness_penalty"});
+  if (scenario.layer_model) {
+    scenario.data_parallel = read_data_parallel(r);
+  } else {
+    for (const char* key :
+         {"architecture", "sync", "staleness_bound", "parameter_server", "compute_variability", "stragglers",
+          "simulated_steps", "fusion_mb", "staleness_penalty"}) {
+      if (r.has(key)) {
+        throw r.error_at(key,
+                         "this key applies to data-parallel training of a layer-table model; expected "
+                         "\"model\": {\"layer_table\": ...} or no such key");
+      }
+    }
+  }
   TrainingSpec t;
   t.global_batch_size = r.required<std::int64_t>("global_batch_size", IntRule::positive());
   t.micro_batch_size = r.optional<std::int64_t>("micro_batch_size", 1, IntRule::positive());
@@ -329,10 +359,11 @@ Scenario load_scenario_text(const std::string& text, const std::string& source_n
   Scenario scenario;
   scenario.source = source_name;
   scenario.name = top.required<std::string>("name");
-  scenario.model = read_model(top, data);
+  scenario.model = read_model(top, data, scenario);
   read_cluster(top, data, scenario);
   scenario.parallelism = read_parallelism(top, scenario);
-  scenario.training = read_training(top);
+  scenario.training = read_training(top, scenario);
+  if (scenario.layer_model) check_layer_table_scenario(top.file(), scenario);
   scenario.simulation = read_simulation(top);
   top.finish();
   return scenario;

@@ -14,6 +14,7 @@
 #include "parallel/feasibility.hpp"
 #include "parallel/lower.hpp"
 #include "parallel/memory_model.hpp"
+#include "results/evaluate_data_parallel.hpp"
 
 namespace dtsim::results {
 
@@ -89,6 +90,7 @@ Trace trace_of(const parallel::LoweredGraph& lowered, const engine::EngineResult
 }  // namespace
 
 Result evaluate(const config::Scenario& scenario, const EvaluateOptions& options) {
+  if (scenario.layer_model) return evaluate_data_parallel(scenario, options);
   const auto started = std::chrono::steady_clock::now();
   Result result;
   result.scenario = scenario;

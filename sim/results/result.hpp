@@ -10,6 +10,7 @@
 #include "config/scenario.hpp"
 #include "engine/simulate.hpp"
 #include "graph/task_graph.hpp"
+#include "results/data_parallel_result.hpp"
 
 namespace dtsim::results {
 
@@ -102,8 +103,10 @@ struct Result {
   Breakdown breakdown;
   Memory memory;
   EngineStats engine;
-  std::optional<Trace> trace;  // present when a trace was asked for
-  std::optional<Interval> interval;  // present when the profiles carry a calibration spread
+  std::optional<Trace> trace;                      // present when a trace was asked for
+  std::optional<DataParallelStats> data_parallel;  // layer-table workloads
+  std::optional<ConvergenceResult> convergence;    // layer-table workloads
+  std::optional<Interval> interval;                // present when the profiles carry a calibration spread
 };
 
 const char* to_string(Status s);

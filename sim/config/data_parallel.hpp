@@ -1,0 +1,48 @@
+// Data-parallel training of a layer-table workload (README "Data-parallel classics"): architecture
+// (all-reduce, parameter servers, hybrid), synchronization (sync, async, bounded staleness), per-worker
+// compute-time variability and stragglers. Read from the scenario's "training" object by
+// data_parallel_loader; simulated by engine/dp_training.
+#pragma once
+
+#include <cstdint>
+
+namespace dtsim::config {
+
+enum class Architecture { allreduce, parameter_server, hybrid };
+enum class SyncMode { sync, async, bounded };
+enum class ServerPlacement { colocated, dedicated };
+enum class Variability { none, normal, lognormal };
+
+struct ParameterServerSpec {
+  std::int64_t servers = 1;
+  ServerPlacement placement = ServerPlacement::colocated;
+  // Rate at which a server folds a gradient into its parameters (bytes of gradient per second).
+  double apply_gbytes_per_s = 10.0;
+  // Variables larger than this are split into parts of at most this size, each placed on its own
+  // server (BytePS partitions tensors this way to balance servers); 0: whole variables (TensorFlow).
+  double partition_bytes = 0.0;
+  // A node's workers sum their gradients inside the node and push and pull once per node (BytePS,
+  // TensorFlow with one worker process per machine); false: every GPU is its own client.
+  bool local_aggregation = false;
+};
+
+struct DataParallelSpec {
+  Architecture architecture = Architecture::allreduce;
+  SyncMode sync = SyncMode::sync;
+  std::int64_t staleness_bound = 0;  // bounded: a worker waits when this many steps ahead of the slowest
+  ParameterServerSpec parameter_server;
+  Variability variability = Variability::none;
+  double variability_cv = 0.0;  // coefficient of variation of a worker's compute time per step
+  std::int64_t stragglers = 0;  // workers slower by straggler_slowdown
+  double straggler_slowdown = 1.0;
+  std::int64_t steps = 20;                   // steps each worker simulates (the first is warm-up)
+  double fusion_bytes = 64.0 * 1024 * 1024;  // all-reduce fusion buffer (Horovod's default 64 MiB)
+  double staleness_penalty = 0.1;            // kappa of the convergence model's g(s) = 1 + kappa s
+};
+
+const char* to_string(Architecture a);
+const char* to_string(SyncMode s);
+const char* to_string(ServerPlacement p);
+const char* to_string(Variability v);
+
+}  // namespace dtsim::config

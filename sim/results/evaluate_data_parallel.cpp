@@ -1,0 +1,302 @@
+#include "results/evaluate_data_parallel.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "compute/compute_model.hpp"
+#include "core/errors.hpp"
+#include "engine/dp_training.hpp"
+#include "models/convergence/convergence.hpp"
+#include "models/layer_table/layer_ops.hpp"
+#include "network/analytic_model.hpp"
+#include "network/collective_cost.hpp"
+
+namespace dtsim::results {
+
+namespace {
+
+constexpr double kSecondsPerHour = 3600.0;
+
+Distribution distribution_of(std::vector<double> values) {
+  Distribution d;
+  if (values.empty()) return d;
+  std::sort(values.begin(), values.end());
+  double sum = 0.0;
+  for (const double v : values) sum += v;
+  const auto quantile = [&](double q) {
+    const auto i = static_cast<std::size_t>(q * static_cast<double>(values.size() - 1) + 0.5);
+    return values[std::min(i, values.size() - 1)];
+  };
+  d.mean = sum / static_cast<double>(values.size());
+  d.p50 = quantile(0.50);
+  d.p99 = quantile(0.99);
+  d.max = values.back();
+  return d;
+}
+
+// Mean, nearest-rank quantiles and maximum of values given as counts per value.
+Distribution distribution_of_histogram(const std::vector<std::uint64_t>& counts) {
+  Distribution d;
+  std::uint64_t n = 0;
+  double sum = 0.0;
+  for (std::size_t v = 0; v < counts.size(); ++v) {
+    n += counts[v];
+    sum += static_cast<double>(v) * static_cast<double>(counts[v]);
+  }
+  if (n == 0) return d;
+  const auto quantile = [&](double q) {
+    const auto rank = static_cast<std::uint64_t>(q * static_cast<double>(n - 1) + 0.5);
+    std::uint64_t seen = 0;
+    for (std::size_t v = 0; v < counts.size(); ++v) {
+      seen += counts[v];
+      if (seen > rank) return static_cast<double>(v);
+    }
+    return static_cast<double>(counts.size() - 1);
+  };
+  d.mean = sum / static_cast<double>(n);
+  d.p50 = quantile(0.50);
+  d.p99 = quantile(0.99);
+  d.max = quantile(1.0);
+  return d;
+}
+
+double duration_s(const compute::ComputeModel& compute, const std::vector<graph::ComputeOp>& ops) {
+  double t = 0.0;
+  for (const auto& op : ops) t += compute.duration_s(op);
+  return t;
+}
+
+}  // namespace
+
+Result evaluate_data_parallel(const config::Scenario& scenario, const EvaluateOptions& options) {
+  const auto started = std::chrono::steady_clock::now();
+  const config::LayerTable& table = *scenario.layer_model;
+  const config::DataParallelSpec& dp = scenario.data_parallel;
+  if (options.trace) {
+    throw core::InputError(scenario.source, "/model/layer_table",
+                           "a trace is not supported for layer-table models; run without --trace");
+  }
+  Result result;
+  result.scenario = scenario;
+  if (!scenario.gpu.peak_tflops[static_cast<int>(scenario.training.precision)]) {
+    result.status = Status::infeasible;
+    result.reason =
+        fmt::format("the {} has no {} peak", scenario.gpu.id, config::to_string(scenario.training.precision));
+    return result;
+  }
+  const std::int64_t workers = scenario.gpu_count();
+  const std::int64_t batch = scenario.training.global_batch_size / workers;
+  const config::Precision precision = scenario.training.precision;
+  const compute::ComputeModel compute(scenario.gpu, precision);
+
+  // Compute per worker and step.
+  const std::vector<models::LayerOps> ops = models::layer_ops(table, batch, precision);
+  double forward_s = 0.0;
+  double backward_s = 0.0;
+  std::vector<double> backward_layer_s(ops.size());
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    forward_s += duration_s(compute, ops[i].forward);
+    backward_layer_s[i] = duration_s(compute, ops[i].backward);
+    backward_s += backward_layer_s[i];
+  }
+
+  // Placement of variables: servers (round-robin) or all-reduce.
+  const std::vector<models::Variable> vars = models::variables(table, batch, precision);
+  const bool has_servers = dp.architecture != config::Architecture::allreduce;
+  const std::int64_t servers = has_servers ? dp.parameter_server.servers : 0;
+  DataParallelStats stats;
+  stats.workers = workers;
+  stats.servers = servers;
+  stats.per_worker_batch = batch;
+  stats.stragglers = dp.stragglers;
+  stats.server_bytes.assign(static_cast<std::size_t>(servers), 0.0);
+  engine::DpTrainingSetup setup;
+  setup.push_bytes.assign(static_cast<std::size_t>(servers), 0.0);
+  std::vector<double> layer_allreduce_bytes(ops.size(), 0.0);
+  double dense_params = 0.0;
+  std::int64_t next_server = 0;
+  for (const auto& v : vars) {
+    const bool on_server = dp.architecture == config::Architecture::parameter_server ||
+                           (dp.architecture == config::Architecture::hybrid && v.sparse);
+    if (on_server) {
+      // Whole variables, or parts of at most partition_bytes, each on the next server.
+      const double limit = dp.parameter_server.partition_bytes;
+      const double parts = limit > 0.0 ? std::max(1.0, std::ceil(v.dense_bytes / limit)) : 1.0;
+      for (double part = 0; part < parts; ++part) {
+        const auto s = static_cast<std::size_t>(next_server);
+        next_server = (next_server + 1) % servers;
+        setup.push_bytes[s] += v.step_bytes / parts;
+        stats.server_bytes[s] += v.dense_bytes / parts;
+      }
+      stats.push_bytes_per_worker_step += v.step_bytes;
+    } else {
+      layer_allreduce_bytes[v.layer] += v.dense_bytes;
+      stats.allreduce_bytes_per_step += v.dense_bytes;
+      dense_params += v.dense_bytes / models::bytes_per_value(precision);
+    }
+  }
+  setup.pull_bytes = setup.push_bytes;
+
+  // All-reduce fusion buckets along the backward pass (last layer first).
+  const network::PathParams path = network::path_params(scenario);
+  const auto allreduce_ns = [&](double bytes) {
+    graph::CommOp op;
+    op.kind = graph::CollectiveKind::all_reduce;
+    op.bytes = bytes;
+    op.group = graph::CommGroup{workers, scenario.cluster.nodes, 1};
+    return core::seconds_to_ns(network::collective_time_s(op, path));
+  };
+  if (workers > 1 && stats.allreduce_bytes_per_step > 0.0) {
+    double done_s = 0.0;
+    double bucket = 0.0;
+    for (std::size_t i = ops.size(); i-- > 0;) {
+      done_s += backward_layer_s[i];
+      bucket += layer_allreduce_bytes[i];
+      const bool last = i == 0;
+      if (bucket > 0.0 && (bucket >= dp.fusion_bytes || last)) {
+        setup.bucket_ready_fraction.push_back(backward_s > 0.0 ? std::min(1.0, done_s / backward_s) : 1.0);
+        setup.bucket_allreduce_ns.push_back(allreduce_ns(bucket));
+        bucket = 0.0;
+      }
+    }
+  }
+  stats.allreduce_buckets = static_cast<std::int64_t>(setup.bucket_allreduce_ns.size());
+
+  if (dp.parameter_server.local_aggregation && servers > 0 && scenario.node.gpus_per_node > 1) {
+    // One client per node: a reduce of the node's gradients to one GPU, and a broadcast of the pulled
+    // parameters back, over the node's GPUs (network model, one node).
+    setup.client_size = scenario.node.gpus_per_node;
+    graph::CommOp local;
+    local.bytes = stats.push_bytes_per_worker_step;
+    local.group = graph::CommGroup{scenario.node.gpus_per_node, 1, 1};
+    local.kind = graph::CollectiveKind::reduce;
+    setup.local_reduce_ns = core::seconds_to_ns(network::collective_time_s(local, path));
+    local.kind = graph::CollectiveKind::broadcast;
+    setup.local_broadcast_ns = core::seconds_to_ns(network::collective_time_s(local, path));
+  }
+  setup.workers = workers;
+  setup.gpus_per_node = scenario.node.gpus_per_node;
+  setup.forward_ns = core::seconds_to_ns(forward_s);
+  setup.backward_ns = core::seconds_to_ns(backward_s);
+  const double optimizer_s =
+      dense_params > 0.0 ? compute.duration_s(models::optimizer_op(dense_params)) : 0.0;
+  setup.optimizer_ns = core::seconds_to_ns(optimizer_s);
+  for (std::int64_t s = 0; s < servers; ++s) {
+    setup.server_node.push_back(
+        dp.parameter_server.placement == config::ServerPlacement::colocated ? s : scenario.cluster.nodes + s);
+  }
+  const config::NetworkSpec& net = scenario.cluster.network;
+  setup.nic_bytes_per_s = core::gbps_to_bytes_per_s(net.nic_gbps) * net.nics_per_node *
+                          scenario.fabric.efficiency / net.oversubscription;
+  if (scenario.fabric.per_flow_gbps)
+    setup.per_flow_bytes_per_s = core::gbps_to_bytes_per_s(*scenario.fabric.per_flow_gbps);
+  setup.intra_bytes_per_s = scenario.node.intra_gbytes_per_s * core::kGiga * scenario.node.intra_efficiency;
+  setup.message_latency_ns =
+      core::seconds_to_ns((scenario.fabric.latency_us + scenario.fabric.per_message_overhead_us) * 1e-6);
+  setup.apply_bytes_per_s = dp.parameter_server.apply_gbytes_per_s * core::kGiga;
+  setup.sync = dp.sync;
+  setup.staleness_bound = dp.staleness_bound;
+  setup.variability = dp.variability;
+  setup.variability_cv = dp.variability_cv;
+  setup.stragglers = dp.stragglers;
+  setup.straggler_slowdown = dp.straggler_slowdown;
+  setup.steps = dp.steps;
+  setup.seed = scenario.simulation.seed;
+
+  const auto pairs = workers * std::max<std::int64_t>(servers, stats.allreduce_buckets);
+  if (pairs >= engine::kMaxWorkerPairs) {
+    result.status = Status::infeasible;
+    result.reason = fmt::format(
+        "{} workers x {} servers or buckets is beyond this simulation ({} pairs at most)", workers,
+        std::max<std::int64_t>(servers, stats.allreduce_buckets), engine::kMaxWorkerPairs - 1);
+    return result;
+  }
+  const engine::DpTrainingResult run = engine::simulate_dp_training(setup);
+
+  // Throughput and the per-iteration view (an iteration = every worker doing one step).
+  const double steps_per_s = run.worker_steps_per_s;
+  const double iteration_s = static_cast<double>(workers) / steps_per_s;
+  const double samples_per_s = steps_per_s * static_cast<double>(batch);
+  result.iteration_time_s = iteration_s;
+  result.throughput.samples_per_s = samples_per_s;
+  if (table.sample == "sequence")
+    result.throughput.tokens_per_s = samples_per_s * static_cast<double>(table.input_size);
+  const double model_flops_per_sample = 3.0 * table.forward_flops();
+  const double peak = compute.peak_flops_per_s();
+  result.flops.peak_tflops_per_gpu = peak / core::kTera;
+  result.flops.model_tflops_per_gpu =
+      samples_per_s * model_flops_per_sample / static_cast<double>(workers) / core::kTera;
+  result.flops.hardware_tflops_per_gpu = result.flops.model_tflops_per_gpu;
+  result.flops.mfu = result.flops.model_tflops_per_gpu * core::kTera / peak;
+  result.flops.hfu = result.flops.mfu;
+  result.breakdown.forward_s = forward_s;
+  result.breakdown.backward_s = backward_s;
+  result.breakdown.optimizer_s = optimizer_s;
+  result.breakdown.exposed_data_comm_s = std::max(0.0, iteration_s - forward_s - backward_s - optimizer_s);
+
+  const double value = models::bytes_per_value(precision);
+  const double params = table.params();
+  result.memory.weights_bytes = params * value;
+  result.memory.gradients_bytes = params * value;
+  result.memory.optimizer_bytes = dense_params * 4.0;  // momentum of the locally updated parameters
+  result.memory.activations_bytes = models::activation_bytes(table, batch, precision);
+  result.memory.peak_bytes_per_gpu = result.memory.weights_bytes + result.memory.gradients_bytes +
+                                     result.memory.optimizer_bytes + result.memory.activations_bytes;
+  result.memory.capacity_bytes_per_gpu = scenario.gpu.hbm_bytes;
+  result.memory.fits = result.memory.peak_bytes_per_gpu <= result.memory.capacity_bytes_per_gpu;
+  if (!result.memory.fits) {
+    result.status = Status::infeasible;
+    result.reason = fmt::format(
+        "out of memory: needs {:.1f} GiB per GPU (activations of a batch of {} take "
+        "{:.1f}) but the GPU has {:.1f} GiB",
+        result.memory.peak_bytes_per_gpu / core::kGiB, batch, result.memory.activations_bytes / core::kGiB,
+        scenario.gpu.hbm_bytes / core::kGiB);
+  }
+
+  // What the simulation measured.
+  stats.worker_steps_per_s = steps_per_s;
+  stats.measured_window_s = run.window_s;
+  stats.staleness = distribution_of_histogram(run.staleness);
+  std::vector<double> waits;
+  for (const auto& w : run.workers) {
+    const double n = static_cast<double>(std::max<std::int64_t>(w.steps, 1));
+    stats.per_worker.push_back({w.compute_s / n, w.wait_s / n});
+    waits.push_back(w.wait_s / n);
+  }
+  stats.wait_s_per_step = distribution_of(std::move(waits));
+
+  // Time to converge.
+  models::ConvergenceInput in;
+  in.preset = table.convergence;
+  const bool synchronous = dp.sync == config::SyncMode::sync;
+  in.update_batch = static_cast<double>(synchronous ? scenario.training.global_batch_size : batch);
+  in.updates_per_s = synchronous ? 1.0 / iteration_s : steps_per_s;
+  in.mean_staleness = stats.staleness.mean;
+  in.staleness_penalty = dp.staleness_penalty;
+  const models::ConvergenceEstimate e = models::estimate_convergence(in);
+  ConvergenceResult c;
+  c.target = table.convergence.target;
+  c.b_noise = e.b_noise;
+  c.s_min = e.s_min;
+  c.update_batch = e.update_batch;
+  c.mean_staleness = in.mean_staleness;
+  c.staleness_penalty = in.staleness_penalty;
+  c.staleness_factor = e.staleness_factor;
+  c.steps_without_staleness = e.steps_without_staleness;
+  c.updates_to_target = e.updates_to_target;
+  c.samples_to_target = e.samples_to_target;
+  c.time_to_target_s = e.time_to_target_s;
+  c.gpu_hours = e.time_to_target_s * static_cast<double>(workers) / kSecondsPerHour;
+
+  result.data_parallel = std::move(stats);
+  result.convergence = c;
+  result.engine.events = run.events;
+  result.engine.simulated_ranks = static_cast<std::uint32_t>(workers + servers);
+  result.engine.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  return result;
+}
+
+}  // namespace dtsim::results

@@ -1,0 +1,25 @@
+// The pipeline for a layer-table workload trained data-parallel (README "Data-parallel classics"):
+//
+//   layer table x per-worker batch -> compute ops (models/layer_table) -> durations (compute model)
+//   -> variables placed on all-reduce buckets and/or parameter servers -> event-driven simulation of
+//   every worker and server (engine/dp_training) -> throughput, staleness, wait -> time to converge
+//   (models/convergence)
+//
+// Placement: allreduce all-reduces every gradient (a sparse embedding's too, densely); parameter_server
+// places every variable on a server round-robin in table order, as TensorFlow's replica_device_setter
+// does by default (so one large tensor makes one server hot), or, with parameter_server.partition_mb,
+// each part of at most that size (BytePS-style partitioning, Jiang et al. OSDI'20); hybrid places the sparse
+// variables on the servers and all-reduces the dense ones (Parallax, Kim et al. EuroSys'19). All-reduce
+// buckets follow the backward pass in reverse layer order and close when they reach training.fusion_mb
+// (Horovod tensor fusion); each costs the network model's all-reduce over all workers.
+#pragma once
+
+#include "config/scenario.hpp"
+#include "results/evaluate.hpp"
+#include "results/result.hpp"
+
+namespace dtsim::results {
+
+Result evaluate_data_parallel(const config::Scenario& scenario, const EvaluateOptions& options);
+
+}  // namespace dtsim::results

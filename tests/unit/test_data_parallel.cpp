@@ -1,0 +1,238 @@
+// Data-parallel training of layer-table workloads: the event-driven worker/server simulation
+// (engine/dp_training), the convergence model (models/convergence) and the layer tables. Expected
+// values are derived in the comments from the model's equations.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "config/layer_table_loader.hpp"
+#include "config/scenario_loader.hpp"
+#include "engine/dp_training.hpp"
+#include "models/convergence/convergence.hpp"
+#include "models/layer_table/layer_ops.hpp"
+#include "reports/reports.hpp"
+#include "results/evaluate.hpp"
+
+namespace {
+
+using dtsim::engine::DpTrainingSetup;
+constexpr dtsim::core::TimeNs kMs = 1'000'000;
+
+// Two workers, one per node, one dedicated server on node 2; 1e9 B/s NICs, no latency.
+DpTrainingSetup ps_setup() {
+  DpTrainingSetup s;
+  s.workers = 2;
+  s.gpus_per_node = 1;
+  s.forward_ns = 4 * kMs;
+  s.backward_ns = 6 * kMs;
+  s.push_bytes = {1e6};  // 1 ms through a NIC
+  s.pull_bytes = {1e6};
+  s.server_node = {2};
+  s.nic_bytes_per_s = 1e9;
+  s.intra_bytes_per_s = 1e10;
+  s.apply_bytes_per_s = 1e9;  // 1 ms per gradient
+  s.steps = 4;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("convergence: S = S_min (1 + B_noise / B) times 1 + kappa s") {
+  dtsim::config::ConvergencePreset p{1000.0, 100.0, "t", "s"};
+  // B = B_noise: twice S_min.
+  CHECK(dtsim::models::steps_to_target(p, 1000.0) == doctest::Approx(200.0));
+  // B = B_noise / 4: 5 S_min (McCandlish worked number).
+  CHECK(dtsim::models::steps_to_target(p, 250.0) == doctest::Approx(500.0));
+  dtsim::models::ConvergenceInput in{p, 1000.0, 5.0, 0.1, 10.0};
+  const auto e = dtsim::models::estimate_convergence(in);
+  // g(5) = 1 + 0.1 * 5 = 1.5; 200 * 1.5 = 300 updates; at 10 updates/s 30 s; 300 * 1000 samples.
+  CHECK(e.staleness_factor == doctest::Approx(1.5));
+  CHECK(e.updates_to_target == doctest::Approx(300.0));
+  CHECK(e.time_to_target_s == doctest::Approx(30.0));
+  CHECK(e.samples_to_target == doctest::Approx(300000.0));
+}
+
+TEST_CASE("dp training: synchronous all-reduce steps are compute + all-reduce + optimizer") {
+  DpTrainingSetup s;
+  s.workers = 2;
+  s.gpus_per_node = 1;
+  s.forward_ns = 1 * kMs;
+  s.backward_ns = 2 * kMs;
+  s.optimizer_ns = kMs / 10;
+  s.bucket_ready_fraction = {1.0};
+  s.bucket_allreduce_ns = {kMs / 2};
+  s.steps = 5;
+  const auto r = dtsim::engine::simulate_dp_training(s);
+  // A step: 3 ms compute, the bucket is ready at its end, 0.5 ms all-reduce, 0.1 ms optimizer = 3.6 ms;
+  // 5 steps = 18 ms. Two workers complete one step each per 3.6 ms: 2 / 3.6 ms = 555.6 steps/s.
+  CHECK(r.makespan == 18 * kMs);
+  CHECK(r.worker_steps_per_s == doctest::Approx(2.0 / 3.6e-3));
+  // Compute per worker 5 x 3.1 ms (the optimizer runs on the GPU); wait 5 x 0.5 ms.
+  CHECK(r.workers[0].compute_s == doctest::Approx(5 * 3.1e-3));
+  CHECK(r.workers[0].wait_s == doctest::Approx(5 * 0.5e-3));
+}
+
+TEST_CASE("dp training: synchronous parameter server serializes the server's NIC and CPU") {
+  const auto r = dtsim::engine::simulate_dp_training(ps_setup());
+  // Step 1: compute ends at 10 ms; pushes share the server's ingress: w0 [10, 11], w1 [11, 12]; the
+  // server folds each in 1 ms (11-12, 12-13), then updates (13-14); pulls share its egress: w0 [14, 15],
+  // w1 [15, 16]. Each later step repeats 15 ms after the last (w0 restarts at 15, pushes at 25, ...):
+  // the last worker finishes step 4 at 16 + 3 x 15 = 61 ms.
+  CHECK(r.makespan == 61 * kMs);
+  CHECK(r.applied() == 8);  // 2 workers x 4 steps x 1 server
+  CHECK(r.max_staleness() == 0);
+}
+
+TEST_CASE("dp training: async staleness grows with a straggler; a bound caps it") {
+  DpTrainingSetup s = ps_setup();
+  s.steps = 12;
+  s.stragglers = 1;  // the last worker
+  s.straggler_slowdown = 4.0;
+  s.sync = dtsim::config::SyncMode::async;
+  const auto async = dtsim::engine::simulate_dp_training(s);
+  s.sync = dtsim::config::SyncMode::bounded;
+  s.staleness_bound = 1;
+  const auto bounded = dtsim::engine::simulate_dp_training(s);
+  // The straggler's step takes ~4x longer: the fast worker applies ~3-4 updates in between (async).
+  CHECK(async.max_staleness() >= 3);
+  // With bound 1 the fast worker may be at most 1 step ahead of the straggler, so at most 2 of its
+  // updates land between the straggler's read and its application.
+  CHECK(bounded.max_staleness() <= 2);
+  // Waiting on the bound costs the fast worker throughput.
+  CHECK(bounded.worker_steps_per_s < async.worker_steps_per_s);
+}
+
+TEST_CASE("dp training: compute factors are seeded, deterministic, mean 1 (lognormal)") {
+  DpTrainingSetup s;
+  s.workers = 100;
+  s.variability = dtsim::config::Variability::lognormal;
+  s.variability_cv = 0.2;
+  s.seed = 42;
+  double sum = 0.0;
+  double sum2 = 0.0;
+  const int n = 20000;
+  for (int i = 0; i < n; ++i) {
+    const double f = dtsim::engine::compute_factor(s, i % 100, i / 100);
+    sum += f;
+    sum2 += f * f;
+  }
+  const double mean = sum / n;
+  const double cv = std::sqrt(sum2 / n - mean * mean) / mean;
+  // E[exp(mu + sigma Z)] = 1 with sigma^2 = ln(1 + cv^2), mu = -sigma^2/2; sampling error ~0.2/sqrt(n).
+  CHECK(mean == doctest::Approx(1.0).epsilon(0.01));
+  CHECK(cv == doctest::Approx(0.2).epsilon(0.05));
+  CHECK(dtsim::engine::compute_factor(s, 7, 3) == dtsim::engine::compute_factor(s, 7, 3));
+  s.stragglers = 1;
+  s.straggler_slowdown = 2.0;
+  s.variability = dtsim::config::Variability::none;
+  CHECK(dtsim::engine::compute_factor(s, 99, 0) == 2.0);
+  CHECK(dtsim::engine::compute_factor(s, 98, 0) == 1.0);
+}
+
+TEST_CASE("layer tables: parameters and FLOPs of the published architectures") {
+  const std::string folder = std::string(DTSIM_SOURCE_DIR) + "/models/layer_table/tables";
+  const auto r50 = dtsim::config::load_layer_table(folder, "resnet-50", {"test", "/model"});
+  // He et al. 2016: ResNet-50 has 25.6 M parameters and 3.8-4.1 G multiply-adds (x2 FLOPs).
+  CHECK(r50.params() == doctest::Approx(25.56e6).epsilon(0.005));
+  CHECK(r50.forward_flops() == doctest::Approx(8.18e9).epsilon(0.01));
+  const auto vgg = dtsim::config::load_layer_table(folder, "vgg-16", {"test", "/model"});
+  // Simonyan and Zisserman 2015 Table 2: VGG-16 (D) has 138 M parameters.
+  CHECK(vgg.params() == doctest::Approx(138.36e6).epsilon(0.005));
+  const auto bert = dtsim::config::load_layer_table(folder, "bert-base", {"test", "/model"});
+  // The sparse word embedding sends only the looked-up rows: a batch of 2 sequences of 128 tokens
+  // touches 256 rows of 768 values (fp32) plus an 8-byte index each.
+  const auto vars = dtsim::models::variables(bert, 2, dtsim::config::Precision::fp32);
+  REQUIRE(vars.front().sparse);
+  CHECK(vars.front().step_bytes == doctest::Approx(256.0 * (768 * 4 + 8)));
+  CHECK(vars.front().dense_bytes == doctest::Approx(30522.0 * 768 * 4));
+}
+
+TEST_CASE("dp training: a shipped scenario runs and reports the data-parallel and convergence blocks") {
+  const auto paths = dtsim::config::default_data_paths();
+  const auto scenario = dtsim::config::load_scenario(
+      std::string(DTSIM_SOURCE_DIR) + "/scenarios/ps-vs-allreduce/resnet50-64gpu-ps-async.json", paths);
+  const auto a = dtsim::results::evaluate(scenario, {});
+  const auto b = dtsim::results::evaluate(scenario, {});
+  REQUIRE(a.data_parallel.has_value());
+  REQUIRE(a.convergence.has_value());
+  CHECK(a.data_parallel->workers == 64);
+  CHECK(a.data_parallel->staleness.mean > 0.0);
+  // Async: one update is one worker's batch; time = updates / worker steps per second.
+  CHECK(a.convergence->update_batch == 64.0);
+  CHECK(a.convergence->time_to_target_s ==
+        doctest::Approx(a.convergence->updates_to_target / a.data_parallel->worker_steps_per_s));
+  CHECK(a.throughput.samples_per_s == b.throughput.samples_per_s);  // deterministic
+}
+
+TEST_CASE("dp training: parameter servers shard by variable, round-robin in table order") {
+  const std::string text = R"({"schema_version": 1, "name": "vgg-ps",
+    "model": {"layer_table": "vgg-16"}, "cluster": {"node": "horovod-p100x4", "nodes": 4},
+    "training": {"global_batch_size": 1024, "precision": "fp32", "architecture": "parameter_server",
+                 "parameter_server": {"servers": 4}, "simulated_steps": 3}})";
+  const auto scenario =
+      dtsim::config::load_scenario_text(text, "vgg-ps", dtsim::config::default_data_paths());
+  const auto r = dtsim::results::evaluate(scenario, {});
+  REQUIRE(r.data_parallel.has_value());
+  const auto& bytes = r.data_parallel->server_bytes;
+  REQUIRE(bytes.size() == 4);
+  // 13 convolutions x (weights, bias) = tensors 0..25; fc6's 25088 x 4096 weights are tensor 26 and
+  // land on server 26 mod 4 = 2 with fc8's weights (tensor 30): (102,760,448 + 4,096,000) x 4 bytes.
+  CHECK(bytes[2] >= (102760448.0 + 4096000.0) * 4);
+  // That is (102.76 + 4.10) / 138.36 = 77% of the model on one of four servers.
+  CHECK(bytes[2] > 0.77 * (bytes[0] + bytes[1] + bytes[2] + bytes[3]));
+  // Every worker pushes all 138.36 M fp32 gradients per step.
+  CHECK(r.data_parallel->push_bytes_per_worker_step == doctest::Approx(138.36e6 * 4).epsilon(0.001));
+}
+
+TEST_CASE(
+    "dp training: hybrid puts only the sparse embedding on the servers; the JSON result has both blocks") {
+  const std::string text = R"({"schema_version": 1, "name": "bert-hybrid",
+    "model": {"layer_table": "bert-base"}, "cluster": {"node": "dgx-1-v100", "nodes": 2},
+    "training": {"global_batch_size": 64, "precision": "fp16", "architecture": "hybrid",
+                 "parameter_server": {"servers": 2}, "simulated_steps": 3}})";
+  const auto scenario =
+      dtsim::config::load_scenario_text(text, "bert-hybrid", dtsim::config::default_data_paths());
+  const auto r = dtsim::results::evaluate(scenario, {});
+  REQUIRE(r.data_parallel.has_value());
+  // 4 sequences per worker x 128 tokens = 512 rows of 768 fp16 values plus an 8-byte index each.
+  CHECK(r.data_parallel->push_bytes_per_worker_step == doctest::Approx(512.0 * (768 * 2 + 8)));
+  // The word embedding (30522 x 768) sits on server 0; the rest (109.48 M - 23.44 M parameters) is
+  // all-reduced in fp16.
+  CHECK(r.data_parallel->server_bytes[0] == doctest::Approx(30522.0 * 768 * 2));
+  CHECK(r.data_parallel->allreduce_bytes_per_step ==
+        doctest::Approx((109.48e6 - 30522.0 * 768) * 2).epsilon(0.001));
+  // Sequences: tokens/s = samples/s x 128.
+  CHECK(r.throughput.tokens_per_s == doctest::Approx(r.throughput.samples_per_s * 128));
+  const auto j = dtsim::reports::result_json(r);
+  CHECK(j.contains("data_parallel"));
+  CHECK(j["convergence"]["update_batch"] == 64.0);
+  CHECK(j["scenario"]["training"]["architecture"] == "hybrid");
+}
+
+TEST_CASE("dp training: with local aggregation a node's workers push and pull once") {
+  DpTrainingSetup s = ps_setup();
+  s.gpus_per_node = 2;  // both workers on node 0
+  s.server_node = {1};
+  s.client_size = 2;
+  s.local_reduce_ns = kMs;
+  s.local_broadcast_ns = kMs;
+  const auto r = dtsim::engine::simulate_dp_training(s);
+  // Compute ends at 10 ms; reduce in the node 10-11; one push 11-12; fold 12-13 and, the only client
+  // being in, update 13-14; one pull 14-15; broadcast 15-16. Four steps of 16 ms: 64 ms, and one
+  // applied gradient per step.
+  CHECK(r.makespan == 64 * kMs);
+  CHECK(r.applied() == 4);
+}
+
+TEST_CASE("dp training: a transfer is one flow, capped by the fabric's per-flow rate") {
+  DpTrainingSetup s = ps_setup();
+  s.workers = 1;
+  s.push_bytes = {1e6};
+  s.pull_bytes = {1e6};
+  s.server_node = {1};
+  s.per_flow_bytes_per_s = 0.5e9;  // 2 ms per 1e6-byte transfer instead of the NIC's 1 ms
+  const auto r = dtsim::engine::simulate_dp_training(s);
+  // Per step: compute 10, push 2, fold 1 + update 1, pull 2 = 16 ms; four steps 64 ms.
+  CHECK(r.makespan == 64 * kMs);
+}
