@@ -72,8 +72,10 @@ int run_command(const RunOptions& options, std::istream& in, std::ostream& out, 
   const config::Scenario scenario = read_scenario(options.scenario, in);
 
   const bool want_report = !options.report_path.empty();
-  // A report shows a timeline excerpt, so it asks for the trace too.
-  results::Result result = results::evaluate(scenario, {.trace = want_trace || want_report});
+  // A report shows a timeline excerpt, so it asks for the trace too where the workload records one
+  // (layer-table workloads run their own every-worker simulation, without a trace).
+  const bool report_trace = want_report && !scenario.layer_model;
+  results::Result result = results::evaluate(scenario, {.trace = want_trace || report_trace});
   if (options.no_timing) result.engine.wall_s = 0.0;
   const bool infeasible = result.status == results::Status::infeasible;
 

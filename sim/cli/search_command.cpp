@@ -98,6 +98,14 @@ static results::ReportData search_report_data(const config::Scenario& base,
 
 int search_command(const SearchCommandOptions& o, std::istream& in, std::ostream& out) {
   const config::Scenario base = read_scenario(o.scenario, in);
+  // The search space is the transformer's split (tensor, pipeline, context, data, recompute, sharding).
+  if (base.layer_model || base.model.kind != config::ModelKind::transformer) {
+    throw core::InputError(
+        o.scenario, "/model",
+        "search ranks parallel plans of transformer models; this scenario's model is " +
+            std::string(base.layer_model ? "a layer table (data-parallel only)" : "an MLP") +
+            ": use dtsim run or dtsim sweep instead");
+  }
   search::SearchOptions options;
   options.bounds = o.bounds;
   options.top = static_cast<std::size_t>(o.top);

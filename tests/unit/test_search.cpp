@@ -223,3 +223,13 @@ TEST_CASE(
   const std::string csv = out_csv.str();
   CHECK(std::count(csv.begin(), csv.end(), '\n') == 3);
 }
+
+TEST_CASE("dtsim search refuses a model it cannot split, naming the file and /model (exit 2, nothing out)") {
+  const std::string scenario =
+      std::string(DTSIM_SOURCE_DIR) + "/scenarios/ps-vs-allreduce/resnet50-64gpu-allreduce-sync.json";
+  const CliOutcome o = run_cli({"search", scenario});
+  CHECK(o.status == 2);
+  CHECK(o.out.empty());
+  CHECK(o.err.find("resnet50-64gpu-allreduce-sync.json: /model: search ranks parallel plans of transformer "
+                   "models") != std::string::npos);
+}
