@@ -67,7 +67,8 @@ ExtrapolationPoints extrapolation_points(const config::Scenario& s) {
   const std::int64_t chunks = p * s.parallelism.virtual_stages;
   const bool interleaved = s.parallelism.schedule == config::Schedule::interleaved;
   ExtrapolationPoints points;
-  points.m1 = interleaved ? p : 2;
+  // Interleaved: the first multiple of p whose schedule has a steady phase on every stage, and the next.
+  points.m1 = interleaved ? 2 * p : 2;
   points.m2 = points.m1 + (interleaved ? p : 1);
   if (s.model.layers % chunks == 0) {
     points.l1 = 4;
@@ -77,9 +78,12 @@ ExtrapolationPoints extrapolation_points(const config::Scenario& s) {
 }
 
 results::Result evaluate_extrapolated(const config::Scenario& scenario) {
+  return evaluate_extrapolated(scenario, extrapolation_points(scenario));
+}
+
+results::Result evaluate_extrapolated(const config::Scenario& scenario, ExtrapolationPoints points) {
   const std::int64_t m = parallel::micro_batches(scenario);
   const std::int64_t chunks = scenario.parallelism.pipeline * scenario.parallelism.virtual_stages;
-  ExtrapolationPoints points = extrapolation_points(scenario);
   const parallel::MemoryEstimate e = parallel::memory_per_gpu(scenario);
   // Plans that cannot run (their result carries the reason) take the full path.
   if (parallel::infeasibility(scenario) || e.total_bytes() > scenario.gpu.hbm_bytes) {
