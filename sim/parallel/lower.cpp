@@ -119,8 +119,8 @@ void Lowering::intern_programs() {
   optimizer_label_ = label("optimizer_step");
   param_gather_label_ = label("param_all_gather");
   if (fuse_) {
-    // Each rank is simulated (or many plans are), so task count matters: kernels that run back to back become one task.
-    // ZeRO-3 prefetches a layer's parameters once the previous layer's first task has ended: that
+    // Each rank is simulated (or many plans are), so task count matters: kernels that run back to back become
+    // one task. ZeRO-3 prefetches a layer's parameters once the previous layer's first task has ended: that
     // task stays a kernel of its own.
     const bool zero3 = par.zero_stage >= 3;
     for (Program* p : {&layer_, &embedding_, &head_}) {

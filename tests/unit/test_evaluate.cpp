@@ -245,7 +245,8 @@ TEST_CASE("fused kernels in symmetric mode: the same iteration, breakdown and FL
   cases.push_back(context);
   for (const auto& s : cases) {
     CAPTURE(s.dump());
-    const auto scenario = dtsim::config::load_scenario_text(s.dump(), "test", dtsim::config::default_data_paths());
+    const auto scenario =
+        dtsim::config::load_scenario_text(s.dump(), "test", dtsim::config::default_data_paths());
     const auto plain = dtsim::results::evaluate(scenario, {});
     const auto fused = dtsim::results::evaluate(scenario, {.trace = false, .fuse_kernels = true});
     REQUIRE(plain.status == dtsim::results::Status::ok);
