@@ -12,7 +12,7 @@ namespace dtsim::parallel {
 
 namespace detail {
 
-Lowering::Lowering(const config::Scenario& s)
+Lowering::Lowering(const config::Scenario& s, const LowerOptions& options)
     : s_(s),
       mesh_(Mesh::of(s)),
       p_(s.parallelism.pipeline),
@@ -21,6 +21,7 @@ Lowering::Lowering(const config::Scenario& s)
       chunk_layers_(chunk_layers(s.model.layers, p_, v_)),
       max_chunk_layers_(*std::max_element(chunk_layers_.begin(), chunk_layers_.end())),
       every_rank_(s.simulation.ranks == config::RankMode::all),
+      fuse_(every_rank_ || options.fuse_kernels),
       data_group_(mesh_.gradient_group()),
       replicas_(every_rank_ ? 1 : s.parallelism.tensor * s.parallelism.context * s.parallelism.data) {
   const std::int64_t ranks = every_rank_ ? s.gpu_count() : p_;
@@ -117,9 +118,9 @@ void Lowering::intern_programs() {
   zero3_reduce_label_ = label("zero3_grad_reduce_scatter");
   optimizer_label_ = label("optimizer_step");
   param_gather_label_ = label("param_all_gather");
-  if (every_rank_) {
-    // Each rank is simulated, so task count matters: kernels that run back to back become one task.
-    // ZeRO-3 prefetches a layer's parameters once the previous layer's first task has ended: that
+  if (fuse_) {
+    // Each rank is simulated (or many plans are), so task count matters: kernels that run back to back become
+    // one task. ZeRO-3 prefetches a layer's parameters once the previous layer's first task has ended: that
     // task stays a kernel of its own.
     const bool zero3 = par.zero_stage >= 3;
     for (Program* p : {&layer_, &embedding_, &head_}) {
@@ -220,14 +221,14 @@ void Lowering::link(Chain& chain, TaskId id) {
   chain.also.reset();
 }
 
-// Every-rank mode runs the layers of a step as one sequence (LayerSequence) unless a boundary between
+// With fused kernels, the layers of a step run as one sequence (LayerSequence) unless a boundary between
 // layers is an event others wait for: ZeRO-3 gathers, parameter gathers before a layer's first
 // micro-batch, gradient reductions after its last backward.
 bool Lowering::joins_layers(const PipelineStep& step, bool last_backward) const {
   const auto& par = s_.parallelism;
   const bool dp = par.data * par.context > 1 && par.zero_stage < 3;
   const bool sharded = par.distributed_optimizer || par.zero_stage >= 1;
-  if (!every_rank_ || par.zero_stage >= 3) return false;
+  if (!fuse_ || par.zero_stage >= 3) return false;
   if (step.pass == Pass::forward)
     return !(step.micro_batch == 0 && dp && sharded && s_.training.overlap_param_gather);
   return recompute_.empty() && !(last_backward && dp && s_.training.overlap_grad_reduce);
@@ -355,9 +356,9 @@ void Lowering::connect_stages(std::int64_t r) {
 
 }  // namespace detail
 
-LoweredGraph lower(const config::Scenario& scenario) {
+LoweredGraph lower(const config::Scenario& scenario, const LowerOptions& options) {
   DTSIM_CHECK(!infeasibility(scenario).has_value(), "lower() needs a feasible scenario");
-  return detail::Lowering(scenario).run();
+  return detail::Lowering(scenario, options).run();
 }
 
 }  // namespace dtsim::parallel

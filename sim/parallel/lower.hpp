@@ -20,6 +20,11 @@
 // another with nothing between them, within a layer or across the boundary of two layers that no
 // other task waits on, is one task of a fused op (layer_ops.hpp). The engine times a fused op exactly
 // as its separate kernels: the iteration takes the same time as in symmetric mode.
+//
+// LowerOptions::fuse_kernels fuses the same runs of kernels in symmetric mode: the engine's timing
+// and every category's busy and exposed time are the same as without it (the kernels of a fused task
+// run back to back on one stream, as separate tasks would); only the task and event counts and the
+// trace's labels differ. Strategy search (search/fast_evaluate.hpp) uses it.
 #pragma once
 
 #include <string>
@@ -38,7 +43,11 @@ struct LoweredGraph {
   double hardware_flops = 0.0;
 };
 
+struct LowerOptions {
+  bool fuse_kernels = false;  // symmetric mode: fuse runs of kernels as every-rank mode does
+};
+
 // Requires a feasible scenario (feasibility.hpp).
-LoweredGraph lower(const config::Scenario& scenario);
+LoweredGraph lower(const config::Scenario& scenario, const LowerOptions& options = {});
 
 }  // namespace dtsim::parallel

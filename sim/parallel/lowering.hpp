@@ -50,7 +50,7 @@ inline double optimizer_bytes_per_param(config::Precision p, config::Optimizer o
 
 class Lowering {
  public:
-  explicit Lowering(const config::Scenario& s);
+  Lowering(const config::Scenario& s, const LowerOptions& options);
   LoweredGraph run();
 
  private:
@@ -124,6 +124,7 @@ class Lowering {
   std::vector<std::int64_t> chunk_layers_;
   std::int64_t max_chunk_layers_;
   bool every_rank_;
+  bool fuse_;  // runs of kernels as fused ops (every-rank mode, or LowerOptions::fuse_kernels)
   graph::CommGroup data_group_;
   std::int64_t replicas_;
   LoweredGraph out_;
@@ -131,7 +132,7 @@ class Lowering {
   LabelTable labels_;
   std::optional<GangTable> gangs_;  // every-rank mode
   Program layer_, embedding_, head_;
-  LayerSequence forward_sequence_, backward_sequence_;  // every-rank mode
+  LayerSequence forward_sequence_, backward_sequence_;  // with fuse_
   std::vector<OpRef> recompute_;
   graph::OpId pipeline_send_op_ = 0;
   graph::OpId zero3_gather_op_ = 0;

@@ -107,7 +107,7 @@ Result evaluate(const config::Scenario& scenario, const EvaluateOptions& options
     result.reason = out_of_memory_reason(result.memory);
   }
 
-  const parallel::LoweredGraph lowered = parallel::lower(scenario);
+  const parallel::LoweredGraph lowered = parallel::lower(scenario, {options.fuse_kernels});
   const compute::ComputeModel compute(scenario.gpu, scenario.training.precision);
   const auto network = network::make_network_model(scenario);
   engine::EngineOptions engine_options;

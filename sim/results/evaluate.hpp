@@ -14,6 +14,9 @@ namespace dtsim::results {
 
 struct EvaluateOptions {
   bool trace = false;  // record spans and fill Result::trace
+  // Runs of kernels as one task each (parallel::LowerOptions): the same iteration and breakdown with
+  // fewer tasks and events; a trace then shows the fused runs.
+  bool fuse_kernels = false;
 };
 
 Result evaluate(const config::Scenario& scenario, const EvaluateOptions& options);

@@ -14,6 +14,9 @@ namespace dtsim::search {
 
 namespace {
 
+// Runs of kernels as one task each: the same timing with fewer tasks and events (parallel/lower.hpp).
+constexpr results::EvaluateOptions kFused{.trace = false, .fuse_kernels = true};
+
 // The scenario with m micro-batches per replica and `chunk_layers` layers per model chunk.
 config::Scenario reduced(const config::Scenario& s, std::int64_t m, std::int64_t chunk_layers) {
   config::Scenario out = s;
@@ -64,7 +67,8 @@ ExtrapolationPoints extrapolation_points(const config::Scenario& s) {
   const std::int64_t chunks = p * s.parallelism.virtual_stages;
   const bool interleaved = s.parallelism.schedule == config::Schedule::interleaved;
   ExtrapolationPoints points;
-  points.m1 = interleaved ? p : 2;
+  // Interleaved: the first multiple of p whose schedule has a steady phase on every stage, and the next.
+  points.m1 = interleaved ? 2 * p : 2;
   points.m2 = points.m1 + (interleaved ? p : 1);
   if (s.model.layers % chunks == 0) {
     points.l1 = 4;
@@ -74,20 +78,23 @@ ExtrapolationPoints extrapolation_points(const config::Scenario& s) {
 }
 
 results::Result evaluate_extrapolated(const config::Scenario& scenario) {
+  return evaluate_extrapolated(scenario, extrapolation_points(scenario));
+}
+
+results::Result evaluate_extrapolated(const config::Scenario& scenario, ExtrapolationPoints points) {
   const std::int64_t m = parallel::micro_batches(scenario);
   const std::int64_t chunks = scenario.parallelism.pipeline * scenario.parallelism.virtual_stages;
-  ExtrapolationPoints points = extrapolation_points(scenario);
   const parallel::MemoryEstimate e = parallel::memory_per_gpu(scenario);
   // Plans that cannot run (their result carries the reason) take the full path.
   if (parallel::infeasibility(scenario) || e.total_bytes() > scenario.gpu.hbm_bytes) {
-    return results::evaluate(scenario, {});
+    return results::evaluate(scenario, kFused);
   }
   // A dimension is extrapolated only where that simulates fewer (micro-batch x layer) steps than its
   // real value: m1 + m2 < m, l1 + l2 < l (the work of the runs is their sum along each dimension).
   if (points.m1 + points.m2 >= m) points.m1 = points.m2 = m;
   const std::int64_t l = scenario.model.layers / chunks;
   if (points.l2 == 0 || points.l1 + points.l2 >= l) points.l1 = points.l2 = l;
-  if (points.m1 == m && points.l1 == l) return results::evaluate(scenario, {});
+  if (points.m1 == m && points.l1 == l) return results::evaluate(scenario, kFused);
 
   const auto started = std::chrono::steady_clock::now();
   std::array<results::Result, 4> r;
@@ -99,7 +106,7 @@ results::Result evaluate_extrapolated(const config::Scenario& scenario) {
   if (points.l1 == points.l2) repeat_mask |= 2U;
   for (std::size_t i = 0; i < 4; ++i) {
     const std::size_t source = i & ~repeat_mask;
-    r[i] = source != i ? r[source] : results::evaluate(reduced(scenario, ms[i], ls[i]), {});
+    r[i] = source != i ? r[source] : results::evaluate(reduced(scenario, ms[i], ls[i]), kFused);
   }
   const double wm = points.m2 > points.m1
                         ? static_cast<double>(m - points.m1) / static_cast<double>(points.m2 - points.m1)

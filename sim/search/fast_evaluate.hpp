@@ -12,13 +12,21 @@
 // (m + p - 1) t_slot and (m + (p - 1)/v) t_slot, t_slot proportional to the layers of a stage, plus
 // fixed per-iteration terms). The four corners (m1 | m2) x (l1 | l2) are full simulations by the same
 // engine of the plan with global_batch_size = m x data x micro-batch and layers = l x pipeline x
-// virtual stages: m1 = 2, m2 = 3 (interleaved: p and 2p, which it needs divisible by p), l1 = 4,
+// virtual stages: m1 = 2, m2 = 3 (interleaved: 2p and 3p, see below), l1 = 4,
 // l2 = 6 (only when the layers split evenly into the chunks; with 2 and 3 layers the first gradient
 // buckets, sized in bytes, and the embedding's overlap differently and data-parallel plans on slow
 // networks were off by 0.5%). A dimension is extrapolated only where
 // its two points sum to less than its real value (fewer steps simulated); otherwise it is simulated at
 // its real value. tests/unit/test_search.cpp compares the
 // result with the full simulation and prints the error.
+//
+// Interleaved points: the schedule needs m divisible by p, and stage s runs
+// min(2 (p - s - 1) + (v - 1) p, m v) forward steps before its first backward
+// (pipeline_schedule.hpp). At m = p that is all m v of stage 0's steps (2 (p - 1) + (v - 1) p >= p v
+// for p >= 2): no steady phase, every forward before every backward, and the iteration is not on the
+// affine law of larger m (GPT-3 175B plans with 3 to 6 virtual stages were off by up to 12%). From
+// m = 2p on, 2 p v > 2 (p - 1) + (v - 1) p: every stage has a steady phase, and each further group of
+// p micro-batches adds the same steady-state steps.
 //
 // Memory, status and the model FLOP rates are those of the real scenario; engine.events and
 // engine.tasks count what the short simulations processed.
@@ -45,5 +53,7 @@ ExtrapolationPoints extrapolation_points(const config::Scenario& scenario);
 // plans (their result carries the reason) and plans where neither dimension is extrapolated are
 // simulated as they are.
 results::Result evaluate_extrapolated(const config::Scenario& scenario);
+// The same from the given corner points (capped as above).
+results::Result evaluate_extrapolated(const config::Scenario& scenario, ExtrapolationPoints points);
 
 }  // namespace dtsim::search

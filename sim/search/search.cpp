@@ -29,6 +29,9 @@ double headroom(const results::Result& r) {
   return r.memory.capacity_bytes_per_gpu - r.memory.peak_bytes_per_gpu;
 }
 
+// Runs of kernels as one task each: the same iteration and breakdown in fewer tasks (parallel/lower.hpp).
+constexpr results::EvaluateOptions kFusedKernels{.trace = false, .fuse_kernels = true};
+
 }  // namespace
 
 Evaluated evaluate_candidates(const std::vector<Candidate>& candidates, std::size_t jobs, bool extrapolate) {
@@ -40,7 +43,7 @@ Evaluated evaluate_candidates(const std::vector<Candidate>& candidates, std::siz
     const double cpu_start = thread_cpu_s();
     for (std::size_t i = next++; i < candidates.size(); i = next++) {
       out.results[i] = extrapolate ? evaluate_extrapolated(candidates[i].scenario)
-                                   : results::evaluate(candidates[i].scenario, {});
+                                   : results::evaluate(candidates[i].scenario, kFusedKernels);
     }
     const double cpu = thread_cpu_s() - cpu_start;
     std::lock_guard<std::mutex> guard(lock);

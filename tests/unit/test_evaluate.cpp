@@ -211,3 +211,58 @@ TEST_CASE("blocking pipeline transfers hold the sender back; every schedule stay
     CHECK(evaluate(s).iteration_time_s == doctest::Approx(blocking.iteration_time_s).epsilon(1e-12));
   }
 }
+
+TEST_CASE("fused kernels in symmetric mode: the same iteration, breakdown and FLOPs in fewer tasks") {
+  // parallel::LowerOptions::fuse_kernels runs each run of back-to-back kernels as one task whose
+  // kernels the engine times one by one (overlap slowdown included): every start and end on every
+  // stream is the same, so the makespan and each category's busy and exposed time are equal to the
+  // nanosecond; only the task and event counts shrink. Cases cover the overlapped TP communication
+  // (sequence parallel, userbuffers), recompute, the sharded optimizer's overlapped gathers, ZeRO-3
+  // gathers per layer, blocking pipeline transfers and the interleaved schedule.
+  std::vector<json> cases;
+  cases.push_back(base_scenario());
+  json interleaved = base_scenario();
+  interleaved["parallelism"]["schedule"] = "interleaved";
+  interleaved["parallelism"]["virtual_stages"] = 2;
+  interleaved["parallelism"]["sequence_parallel"] = true;
+  interleaved["parallelism"]["distributed_optimizer"] = true;
+  interleaved["training"]["activation_recompute"] = "full";
+  cases.push_back(interleaved);
+  json overlap = base_scenario();
+  overlap["parallelism"]["sequence_parallel"] = true;
+  overlap["parallelism"]["tp_comm_overlap"] = true;
+  overlap["parallelism"]["pipeline_comm"] = "blocking";
+  overlap["parallelism"]["distributed_optimizer"] = true;
+  overlap["training"]["activation_recompute"] = "selective";
+  overlap["model"]["attention"] = "standard";
+  cases.push_back(overlap);
+  json zero3 = base_scenario();
+  zero3["parallelism"] = {{"data", 16}, {"zero_stage", 3}};
+  zero3["training"]["micro_batch_size"] = 2;
+  cases.push_back(zero3);
+  json context = base_scenario();
+  context["parallelism"] = {{"data", 2}, {"tensor", 2}, {"context", 2}, {"pipeline", 2}};
+  cases.push_back(context);
+  for (const auto& s : cases) {
+    CAPTURE(s.dump());
+    const auto scenario =
+        dtsim::config::load_scenario_text(s.dump(), "test", dtsim::config::default_data_paths());
+    const auto plain = dtsim::results::evaluate(scenario, {});
+    const auto fused = dtsim::results::evaluate(scenario, {.trace = false, .fuse_kernels = true});
+    REQUIRE(plain.status == dtsim::results::Status::ok);
+    CHECK(fused.iteration_time_s == plain.iteration_time_s);
+    const auto& a = plain.breakdown;
+    const auto& b = fused.breakdown;
+    CHECK(b.forward_s == a.forward_s);
+    CHECK(b.backward_s == a.backward_s);
+    CHECK(b.recompute_s == a.recompute_s);
+    CHECK(b.optimizer_s == a.optimizer_s);
+    CHECK(b.exposed_tensor_comm_s == a.exposed_tensor_comm_s);
+    CHECK(b.exposed_context_comm_s == a.exposed_context_comm_s);
+    CHECK(b.exposed_pipeline_comm_s == a.exposed_pipeline_comm_s);
+    CHECK(b.exposed_data_comm_s == a.exposed_data_comm_s);
+    CHECK(b.pipeline_bubble_s == a.pipeline_bubble_s);
+    CHECK(fused.flops.hfu == doctest::Approx(plain.flops.hfu).epsilon(1e-12));
+    CHECK(fused.engine.tasks < plain.engine.tasks);
+  }
+}

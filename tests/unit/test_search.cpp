@@ -58,6 +58,7 @@ TEST_CASE("micro-batch extrapolation agrees with the full simulation within 0.5%
     int zero_stage = 0;
     std::int64_t context = 1;
     bool full_recompute = false;
+    std::int64_t tensor = 0;  // 0: the scenario's
   };
   const std::vector<Case> cases{
       {"megatron-sc21-145b.json", 8, 2, 24},             // interleaved, m = 96
@@ -68,6 +69,11 @@ TEST_CASE("micro-batch extrapolation agrees with the full simulation within 0.5%
       {"llama2-7b-h100-32.json", 1, 1, 16, 3, 1, true},  // ZeRO-3 gathers per layer, full recompute
       {"llama2-7b-h100-32.json", 2, 1, 4, 0, 2},         // context parallel 2, m = 32
       {"bert-large-256-p3dn-tcp.json", 1, 1, 0},         // data parallel over TCP (gradients exposed)
+      // Interleaved ZeRO-3 with 3 to 6 virtual stages: extrapolated from m = p (no steady phase, see
+      // fast_evaluate.hpp) these were off by 5 to 12%.
+      {"gpt3-175b-1024-a100.json", 16, 3, 4, 3, 2},           // m = 384, 2 layers per chunk
+      {"gpt3-175b-1024-a100.json", 8, 4, 2, 3, 8},            // m = 768, 3 layers per chunk
+      {"gpt3-175b-1024-a100.json", 8, 6, 8, 3, 4, false, 4},  // tp4, m = 192, 2 layers per chunk
   };
   for (const Case& c : cases) {
     Scenario s = shipped(c.scenario);
@@ -79,6 +85,7 @@ TEST_CASE("micro-batch extrapolation agrees with the full simulation within 0.5%
       s.parallelism.data = c.data;
       s.parallelism.zero_stage = c.zero_stage;
       s.parallelism.context = c.context;
+      if (c.tensor > 0) s.parallelism.tensor = c.tensor;
       if (c.full_recompute) s.training.activation_recompute = dtsim::config::Recompute::full;
     }
     REQUIRE_FALSE(dtsim::parallel::infeasibility(s));
@@ -103,6 +110,47 @@ TEST_CASE("micro-batch extrapolation agrees with the full simulation within 0.5%
     CHECK(fast.breakdown.compute_s() == doctest::Approx(full.breakdown.compute_s()).epsilon(0.005));
     CHECK(fast.flops.mfu == doctest::Approx(full.flops.mfu).epsilon(0.005));
   }
+}
+
+// Known limit: on a slow network the iteration is not affine in the micro-batches (and layers) between
+// the short runs and the real counts; the pipeline transfers and gradient reductions over TCP change
+// which stream bounds the steady state. Two BERT-large plans over TCP from the search's default space,
+// same 0.5% tolerance as above; each prints its error (they are off by several percent).
+TEST_CASE("extrapolation on a slow network (BERT-large over TCP) within 0.5%" * doctest::may_fail()) {
+  struct Case {
+    std::int64_t tensor, pipeline, data, micro_batch;
+    bool sequence_parallel;
+    int zero_stage;
+    dtsim::config::Recompute recompute;
+  };
+  const std::vector<Case> cases{
+      {1, 8, 32, 2, false, 0, dtsim::config::Recompute::full},  // m = 128
+      {8, 2, 16, 8, true, 2, dtsim::config::Recompute::none},   // m = 64
+  };
+  bool all_within = true;
+  for (const Case& c : cases) {
+    Scenario s = shipped("bert-large-256-p3dn-tcp.json");
+    s.parallelism.tensor = c.tensor;
+    s.parallelism.pipeline = c.pipeline;
+    s.parallelism.data = c.data;
+    s.parallelism.sequence_parallel = c.sequence_parallel;
+    s.parallelism.tp_comm_overlap = c.sequence_parallel;
+    s.parallelism.zero_stage = c.zero_stage;
+    s.training.micro_batch_size = c.micro_batch;
+    s.training.activation_recompute = c.recompute;
+    REQUIRE_FALSE(dtsim::parallel::infeasibility(s));
+    const auto full = dtsim::results::evaluate(s, {});
+    const auto fast = dtsim::search::evaluate_extrapolated(s);
+    const double error = (fast.iteration_time_s - full.iteration_time_s) / full.iteration_time_s;
+    std::printf(
+        "extrapolation over tcp tp%lld pp%lld dp%lld mb%lld m=%lld: full %.6f s, fast %.6f s, error "
+        "%+.4f%%\n",
+        static_cast<long long>(c.tensor), static_cast<long long>(c.pipeline), static_cast<long long>(c.data),
+        static_cast<long long>(c.micro_batch), static_cast<long long>(dtsim::parallel::micro_batches(s)),
+        full.iteration_time_s, fast.iteration_time_s, 100 * error);
+    all_within = all_within && std::abs(error) <= 0.005;
+  }
+  CHECK(all_within);
 }
 
 TEST_CASE("every candidate of the space obeys the rules; rejections and candidates add up to the space") {
