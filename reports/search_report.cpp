@@ -28,6 +28,12 @@ void write_text(std::ostream& out, const config::Scenario& base, const search::S
       "{:.3f} s)\n",
       o.evaluated, o.evaluate_wall_s, o.jobs, o.jobs == 1 ? "" : "s", o.evaluate_cpu_s,
       o.configs_per_s_per_core, o.enumerate_wall_s);
+  if (o.confirmed > 0) {
+    out << fmt::format(
+        "confirm the {} best estimates re-simulated in full ({:.3f} CPU-s; largest estimate error {:.2f}%); "
+        "the plans below are ranked on those\n",
+        o.confirmed, o.confirm_cpu_s, 100.0 * o.max_confirm_error);
+  }
   if (o.top.empty()) {
     out << "no plan fits: every combination was rejected\n";
     return;
@@ -82,6 +88,9 @@ nlohmann::ordered_json search_counts_json(const search::SearchOutcome& o) {
   j["evaluate_wall_s"] = o.evaluate_wall_s;
   j["evaluate_cpu_s"] = o.evaluate_cpu_s;
   j["configs_per_s_per_core"] = o.configs_per_s_per_core;
+  j["confirmed"] = o.confirmed;
+  j["confirm_cpu_s"] = o.confirm_cpu_s;
+  j["max_confirm_error"] = o.max_confirm_error;
   return j;
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <ctime>
 #include <mutex>
 #include <numeric>
@@ -90,8 +91,33 @@ SearchOutcome search(const config::Scenario& base, const SearchOptions& options)
   out.evaluated = results.size();
   if (out.evaluate_cpu_s > 0.0)
     out.configs_per_s_per_core = static_cast<double>(out.evaluated) / out.evaluate_cpu_s;
+  std::vector<std::size_t> leaders = rank_results(results, options.top);
+  if (options.extrapolate) {
+    leaders = rank_results(results, std::max(2 * options.top, kMinConfirmed));
+    std::vector<Candidate> confirm;
+    for (const std::size_t i : leaders) confirm.push_back(space.candidates[i]);
+    Evaluated full =
+        evaluate_candidates(confirm, std::max<std::size_t>(1, std::min(out.jobs, confirm.size())),
+                            /*extrapolate=*/false);
+    out.confirmed = confirm.size();
+    out.confirm_cpu_s = full.cpu_s;
+    for (std::size_t k = 0; k < leaders.size(); ++k) {
+      const results::Result& estimate = results[leaders[k]];
+      const results::Result& exact = full.results[k];
+      if (estimate.status == results::Status::ok && exact.status == results::Status::ok &&
+          exact.iteration_time_s > 0.0) {
+        out.max_confirm_error = std::max(out.max_confirm_error,
+                                         std::abs(estimate.iteration_time_s / exact.iteration_time_s - 1.0));
+      }
+    }
+    std::size_t rank = 0;
+    for (const std::size_t k : rank_results(full.results, options.top)) {
+      out.top.push_back({++rank, confirm[k].label, headroom(full.results[k]), std::move(full.results[k])});
+    }
+    return out;
+  }
   std::size_t rank = 0;
-  for (const std::size_t i : rank_results(results, options.top)) {
+  for (const std::size_t i : leaders) {
     out.top.push_back({++rank, space.candidates[i].label, headroom(results[i]), std::move(results[i])});
   }
   return out;

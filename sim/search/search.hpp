@@ -22,6 +22,12 @@ struct SearchOptions {
   bool extrapolate = true;  // fast path (fast_evaluate.hpp); false: full simulation of each plan
 };
 
+// With the fast path, the leading plans are confirmed by the full simulation before they are listed:
+// the 2 x top best estimates (at least kMinConfirmed) are simulated in full and ranked again on those
+// results, so every number a search prints is a full simulation and an extrapolation error (it is not
+// exact on slow networks, fast_evaluate.hpp) can reorder plans only outside that window.
+inline constexpr std::size_t kMinConfirmed = 8;
+
 // One ranked plan: a plain record a report renderer can take.
 struct SearchEntry {
   std::size_t rank = 0;  // 1 = best
@@ -42,7 +48,10 @@ struct SearchOutcome {
   // evaluated / evaluate_cpu_s: estimated plans per CPU-second, i.e. per second on one core
   double configs_per_s_per_core = 0.0;
   bool extrapolated = true;
-  std::vector<SearchEntry> top;  // best first
+  std::size_t confirmed = 0;       // leading estimates re-simulated in full (0 without the fast path)
+  double confirm_cpu_s = 0.0;      // CPU time of those full simulations
+  double max_confirm_error = 0.0;  // largest |estimate / full - 1| of iteration time among them
+  std::vector<SearchEntry> top;    // best first
 };
 
 SearchOutcome search(const config::Scenario& base, const SearchOptions& options);

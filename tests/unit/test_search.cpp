@@ -281,3 +281,22 @@ TEST_CASE("dtsim search refuses a model it cannot split, naming the file and /mo
   CHECK(o.err.find("resnet50-64gpu-allreduce-sync.json: /model: search ranks parallel plans of transformer "
                    "models") != std::string::npos);
 }
+
+// Every plan search lists is a full simulation: with the fast path, the leading estimates are
+// re-simulated in full (search.hpp), so each listed result equals evaluate() of its scenario.
+TEST_CASE("search lists full-simulation results: the confirmed leaders equal a direct evaluation") {
+  const Scenario base = shipped("llama2-7b-h100-32.json");
+  dtsim::search::SearchOptions options;
+  options.top = 2;
+  options.bounds.max_micro_batch = 1;
+  options.bounds.max_virtual_stages = 1;
+  options.bounds.keep_sharding = true;
+  options.bounds.keep_recompute = true;
+  const auto outcome = dtsim::search::search(base, options);
+  CHECK(outcome.confirmed >= dtsim::search::kMinConfirmed);
+  REQUIRE(!outcome.top.empty());
+  for (const auto& e : outcome.top) {
+    const auto direct = dtsim::results::evaluate(e.result.scenario, {});
+    CHECK(e.result.iteration_time_s == doctest::Approx(direct.iteration_time_s).epsilon(1e-12));
+  }
+}
