@@ -8,7 +8,9 @@
 //   mpirun -np 2 dtsim_calibrate_cpu --out PROFILE_DIR [--id ID] [--quick] [--threads T]
 #include <cblas.h>
 #include <mpi.h>
+
 #include <unistd.h>
+#include "calibration/mpi_main.hpp"
 
 #include <chrono>
 #include <ctime>
@@ -235,18 +237,5 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  int status = 0;
-  try {
-    status = run(argc, argv);
-  } catch (const dtsim::core::InputError& e) {
-    std::cerr << "error: " << e.what() << "\n";
-    status = 2;
-  } catch (const std::exception& e) {
-    std::cerr << "internal error: " << e.what() << "\n";
-    status = 1;
-  }
-  if (status != 0) MPI_Abort(MPI_COMM_WORLD, status);
-  MPI_Finalize();
-  return status;
+  return dtsim::calibration::mpi_main("dtsim_calibrate_cpu", argc, argv, run);
 }

@@ -21,6 +21,7 @@
 
 #include <fmt/format.h>
 
+#include "calibration/mpi_main.hpp"
 #include "calibration/sample_stats.hpp"
 
 namespace {
@@ -203,16 +204,4 @@ int run(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  int status = 0;
-  try {
-    status = run(argc, argv);
-  } catch (const std::exception& e) {
-    std::cerr << "dtsim_mlp_train: " << e.what() << "\n";
-    status = 2;
-  }
-  if (status != 0) MPI_Abort(MPI_COMM_WORLD, status);
-  MPI_Finalize();
-  return status;
-}
+int main(int argc, char** argv) { return dtsim::calibration::mpi_main("dtsim_mlp_train", argc, argv, run); }

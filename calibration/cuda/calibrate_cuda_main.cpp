@@ -13,8 +13,10 @@
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 #include <mpi.h>
+
 #include <nccl.h>
 #include <unistd.h>
+#include "calibration/mpi_main.hpp"
 
 #include <algorithm>
 #include <array>
@@ -317,18 +319,5 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  int status = 0;
-  try {
-    status = run(argc, argv);
-  } catch (const dtsim::core::InputError& e) {
-    std::cerr << "error: " << e.what() << "\n";
-    status = 2;
-  } catch (const std::exception& e) {
-    std::cerr << "internal error: " << e.what() << "\n";
-    status = 1;
-  }
-  if (status != 0) MPI_Abort(MPI_COMM_WORLD, status);
-  MPI_Finalize();
-  return status;
+  return dtsim::calibration::mpi_main("dtsim_calibrate_cuda", argc, argv, run);
 }
