@@ -72,7 +72,7 @@ LinkFit fit_all_reduce(const std::vector<NcclLog>& logs, const config::Scenario&
     out.efficiency = 2 * (n - 1) / n / beta / line;
     out.latency_us = alpha / (2 * (n - 1)) * 1e6;
   } else {
-    out.algorithm = "hierarchical";
+    out.algorithm = "tree";
     out.efficiency = 2 * (nodes - 1) / nodes / beta / line;
     const double intra_part = (r - 1) * cluster.node.intra_latency_us * 1e-6;
     out.latency_us = std::max(0.0, (alpha / 2 - intra_part) / std::log2(nodes)) * 1e6;

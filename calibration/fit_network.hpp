@@ -5,7 +5,7 @@
 // beta; the algorithm NCCL runs for the log's layout turns them into link parameters:
 //   one node (n ranks)            ring: beta = 2(n-1)/n / intra_bw, alpha = 2(n-1) intra_lat
 //   N nodes, 1 rank per node      ring: beta = 2(n-1)/n / node_nic_bw, alpha = 2(n-1) inter_lat
-//   N nodes, r > 1 ranks per node hierarchical, bound by the NICs: beta = 2(N-1)/N / node_nic_bw,
+//   N nodes, r > 1 ranks per node tree (NCCL's), bound by the NICs: beta = 2(N-1)/N / node_nic_bw,
 //                                 alpha = 2((r-1) intra_lat + log2(N) inter_lat)
 // efficiency = fitted bandwidth / line rate (intra link, or NICs x line rate per node).
 #pragma once
@@ -32,7 +32,7 @@ enum class FitTarget { intra_node, fabric };
 
 struct LinkFit {
   FitTarget target = FitTarget::fabric;
-  std::string algorithm;  // "ring" or "hierarchical"
+  std::string algorithm;  // "ring" or "tree"
   double efficiency = 0.0;
   double latency_us = 0.0;
   AffineFit fit;

@@ -53,6 +53,7 @@ nlohmann::ordered_json cluster_json(const config::Scenario& scenario) {
   net["nics_per_node"] = network.nics_per_node;
   net["topology"] = std::move(topology);
   net["all_reduce_algorithm"] = config::to_string(network.all_reduce_algorithm);
+  net["protocol"] = config::to_string(network.protocol);
 
   nlohmann::ordered_json j;
   j["node"] = scenario.cluster.node_id;

@@ -104,6 +104,8 @@ struct NcclTestsOptions {
   std::string type = "float";
   std::string format = "text";
   std::string network = "analytic";  // network fidelity level: analytic or flow
+  std::string algo = "auto";   // all-reduce algorithm (NCCL_ALGO), as cluster.network.all_reduce_algorithm
+  std::string proto = "auto";  // protocol (NCCL_PROTO), as cluster.network.protocol
 };
 
 CLI::App* add_nccl_tests_command(CLI::App& app, NcclTestsOptions& options);

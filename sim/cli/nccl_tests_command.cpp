@@ -91,6 +91,10 @@ CLI::App* add_nccl_tests_command(CLI::App& app, NcclTestsOptions& o) {
   cmd->add_option("--format", o.format, "Output format")->check(CLI::IsMember({"text", "json"}));
   cmd->add_option("--network", o.network, "Network fidelity level: analytic (default) or flow (SimGrid)")
       ->check(CLI::IsMember({"analytic", "flow"}));
+  cmd->add_option("--algo", o.algo, "All-reduce algorithm, as NCCL_ALGO (default auto: NCCL-like choice)")
+      ->check(CLI::IsMember({"auto", "ring", "tree", "hierarchical", "nvls", "halving_doubling"}));
+  cmd->add_option("--proto", o.proto, "Protocol, as NCCL_PROTO (default auto: NCCL-like choice)")
+      ->check(CLI::IsMember({"auto", "ll", "ll128", "simple"}));
   return cmd;
 }
 
@@ -126,6 +130,15 @@ int nccl_tests_command(const NcclTestsOptions& o, std::ostream& out) {
   const ResolvedCluster resolved = resolve_cluster(o.cluster);
   config::Scenario cluster = resolved.cluster;
   if (o.network == "flow") cluster.simulation.network = config::NetworkFidelity::flow;
+  for (const auto a : {config::AllReduceAlgorithm::automatic, config::AllReduceAlgorithm::ring,
+                       config::AllReduceAlgorithm::tree, config::AllReduceAlgorithm::hierarchical,
+                       config::AllReduceAlgorithm::nvls, config::AllReduceAlgorithm::halving_doubling}) {
+    if (o.algo == config::to_string(a)) cluster.cluster.network.all_reduce_algorithm = a;
+  }
+  for (const auto p : {config::CollectiveProtocol::automatic, config::CollectiveProtocol::ll,
+                       config::CollectiveProtocol::ll128, config::CollectiveProtocol::simple}) {
+    if (o.proto == config::to_string(p)) cluster.cluster.network.protocol = p;
+  }
   const std::int64_t per_node = resolved.ranks_per_node;
   graph::CollectiveKind kind = graph::CollectiveKind::all_reduce;
   for (const auto& [name, k] : operations()) {
@@ -154,6 +167,8 @@ int nccl_tests_command(const NcclTestsOptions& o, std::ostream& out) {
                   DTSIM_VERSION, model->name(), o.op, cluster.cluster.nodes, cluster.node.id, group.size,
                   per_node, cluster.cluster.network.fabric, cluster.cluster.network.nics_per_node,
                   cluster.cluster.network.nic_gbps);
+  if (o.algo != "auto" || o.proto != "auto")
+    table.title += fmt::format(", algorithm {}, protocol {}", o.algo, o.proto);
   table.rows = network::predict_nccl_tests(
       *model, kind, group, network::nccl_tests_sizes(min_bytes, max_bytes, o.factor, element), element);
   std::ostringstream text;

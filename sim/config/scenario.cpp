@@ -138,12 +138,30 @@ const char* to_string(AllReduceAlgorithm a) {
       return "auto";
     case AllReduceAlgorithm::ring:
       return "ring";
+    case AllReduceAlgorithm::tree:
+      return "tree";
     case AllReduceAlgorithm::hierarchical:
       return "hierarchical";
     case AllReduceAlgorithm::nvls:
       return "nvls";
+    case AllReduceAlgorithm::halving_doubling:
+      return "halving_doubling";
   }
   throw core::InternalError("to_string: invalid AllReduceAlgorithm value");
+}
+
+const char* to_string(CollectiveProtocol p) {
+  switch (p) {
+    case CollectiveProtocol::automatic:
+      return "auto";
+    case CollectiveProtocol::ll:
+      return "ll";
+    case CollectiveProtocol::ll128:
+      return "ll128";
+    case CollectiveProtocol::simple:
+      return "simple";
+  }
+  throw core::InternalError("to_string: invalid CollectiveProtocol value");
 }
 
 const char* to_string(PipelineComm c) {

@@ -42,8 +42,12 @@ struct TransformerSpec {
 enum class TopologyKind { fat_tree, rail_optimized };
 
 // All-reduce algorithm: NCCL-like choice by predicted time, or one forced (where it does not apply to
-// a group, e.g. hierarchical inside one node, the ring is used).
-enum class AllReduceAlgorithm { automatic, ring, hierarchical, nvls };
+// a group, e.g. tree inside one node, the ring is used). network/collective_cost.hpp.
+enum class AllReduceAlgorithm { automatic, ring, tree, hierarchical, nvls, halving_doubling };
+
+// NCCL protocol of collectives: NCCL-like choice by predicted time, or one forced (Simple where it does
+// not apply). network/nccl_protocol.hpp.
+enum class CollectiveProtocol { automatic, ll, ll128, simple };
 
 struct NetworkSpec {
   std::string fabric;  // FabricProfile id
@@ -58,6 +62,7 @@ struct NetworkSpec {
   std::optional<std::int64_t> leaves_per_pod;
   double core_oversubscription = 1.0;  // spine tier (pods to core), with leaves_per_pod
   AllReduceAlgorithm all_reduce_algorithm = AllReduceAlgorithm::automatic;
+  CollectiveProtocol protocol = CollectiveProtocol::automatic;
 };
 
 struct ClusterSpec {
@@ -154,6 +159,7 @@ const char* to_string(IntraNodeKind k);
 const char* to_string(MeshDim d);  // "tp", "cp", "dp", "pp"
 const char* to_string(PipelineComm c);
 const char* to_string(AllReduceAlgorithm a);
+const char* to_string(CollectiveProtocol p);
 std::string to_string(const MeshOrder& order);  // "tp-cp-dp-pp"
 
 }  // namespace dtsim::config

@@ -105,7 +105,8 @@ void read_cluster(ObjectReader& top, const DataPaths& data, Scenario& scenario) 
   const json* network_json = cluster.find("network");
   ObjectReader network(network_json != nullptr ? *network_json : empty, cluster.file(),
                        pointer_append(cluster.pointer(), "network"));
-  network.expect_keys({"fabric", "nic_gbps", "nics_per_node", "topology", "all_reduce_algorithm"});
+  network.expect_keys(
+      {"fabric", "nic_gbps", "nics_per_node", "topology", "all_reduce_algorithm", "protocol"});
   IdLocation fabric_at{profile_path(data, "nodes", spec.node_id), "/network/fabric"};
   if (network.has("fabric"))
     fabric_at = IdLocation{network.file(), pointer_append(network.pointer(), "fabric")};
@@ -122,7 +123,12 @@ void read_cluster(ObjectReader& top, const DataPaths& data, Scenario& scenario) 
   spec.network.all_reduce_algorithm = network.optional_enum<AllReduceAlgorithm>(
       "all_reduce_algorithm", AllReduceAlgorithm::automatic,
       named_choices(std::array{AllReduceAlgorithm::automatic, AllReduceAlgorithm::ring,
-                               AllReduceAlgorithm::hierarchical, AllReduceAlgorithm::nvls}));
+                               AllReduceAlgorithm::tree, AllReduceAlgorithm::hierarchical,
+                               AllReduceAlgorithm::nvls, AllReduceAlgorithm::halving_doubling}));
+  spec.network.protocol = network.optional_enum<CollectiveProtocol>(
+      "protocol", CollectiveProtocol::automatic,
+      named_choices(std::array{CollectiveProtocol::automatic, CollectiveProtocol::ll,
+                               CollectiveProtocol::ll128, CollectiveProtocol::simple}));
   network.finish();
   cluster.finish();
 

@@ -23,14 +23,38 @@ PathParams path_params(const config::Scenario& scenario) {
   p.core_oversubscription = net.core_oversubscription;
   p.inter_latency_s = (fabric.latency_us + fabric.per_message_overhead_us) * 1e-6;
   if (fabric.per_flow_gbps) p.per_flow_bytes_per_s = core::gbps_to_bytes_per_s(*fabric.per_flow_gbps);
+  // NCCL's hop class inside the node, and LL128 only over NVLink (nccl_protocol.hpp).
+  const bool nvlink =
+      node.intra_kind == config::IntraNodeKind::nvswitch || node.intra_kind == config::IntraNodeKind::nvlink;
+  p.intra_hop = nvlink ? HopClass::nvlink : HopClass::pci;
+  p.ll128 = nvlink;
+  switch (net.protocol) {
+    case config::CollectiveProtocol::automatic:
+      break;
+    case config::CollectiveProtocol::ll:
+      p.forced_protocol = Protocol::ll;
+      break;
+    case config::CollectiveProtocol::ll128:
+      p.forced_protocol = Protocol::ll128;
+      break;
+    case config::CollectiveProtocol::simple:
+      p.forced_protocol = Protocol::simple;
+      break;
+  }
   switch (net.all_reduce_algorithm) {
     case config::AllReduceAlgorithm::automatic:
       break;
     case config::AllReduceAlgorithm::ring:
       p.forced_all_reduce = Algorithm::ring;
       break;
+    case config::AllReduceAlgorithm::tree:
+      p.forced_all_reduce = Algorithm::tree;
+      break;
     case config::AllReduceAlgorithm::hierarchical:
       p.forced_all_reduce = Algorithm::hierarchical;
+      break;
+    case config::AllReduceAlgorithm::halving_doubling:
+      p.forced_all_reduce = Algorithm::halving_doubling;
       break;
     case config::AllReduceAlgorithm::nvls:
       p.forced_all_reduce = Algorithm::nvls;

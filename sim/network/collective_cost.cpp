@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "core/errors.hpp"
 
@@ -23,37 +24,119 @@ double ring_bus_bandwidth(const graph::CommOp& op, const PathParams& path) {
   return std::min(path.intra_bytes_per_s, node_share(op, path));
 }
 
-double ring_latency(double steps, double inter_steps, const PathParams& path) {
-  return (steps - inter_steps) * path.intra_latency_s + inter_steps * path.inter_latency_s;
+bool is_power_of_two(std::int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
+
+bool protocol_applies(Algorithm a, Protocol p, const PathParams& path) {
+  if (a == Algorithm::nvls) return p == Protocol::simple;
+  return p != Protocol::ll128 || path.ll128;
 }
 
-CollectiveCost all_reduce(const graph::CommOp& op, const PathParams& path) {
+// The protocols to try: the forced one where it applies, else Simple; all applicable ones otherwise.
+std::vector<Protocol> protocols_for(Algorithm a, const PathParams& path) {
+  if (path.forced_protocol) {
+    return {protocol_applies(a, *path.forced_protocol, path) ? *path.forced_protocol : Protocol::simple};
+  }
+  std::vector<Protocol> out;
+  for (const Protocol p : {Protocol::ll, Protocol::ll128, Protocol::simple}) {
+    if (protocol_applies(a, p, path)) out.push_back(p);
+  }
+  return out;
+}
+
+// Ring of `steps` steps of which `inter_steps` cross nodes, moving `bus_bytes` per rank.
+double ring_time(double steps, double inter_steps, double bus_bytes, double bus_bw, const HopLatencies& hop,
+                 Protocol p) {
+  return (steps - inter_steps) * hop.intra_s + inter_steps * hop.inter_s +
+         bus_bytes / (bus_bw * protocol_bandwidth_fraction(AlgorithmFamily::ring, p));
+}
+
+// Time of `a` under `p` for an all-reduce; negative when `a` does not apply to the group.
+double all_reduce_time(const graph::CommOp& op, const PathParams& path, Algorithm a, Protocol p) {
   const double n = static_cast<double>(op.group.size);
   const double nodes = static_cast<double>(op.group.nodes);
   const double r = n / nodes;
   const double s = op.bytes;
-  const CollectiveCost ring{ring_latency(2 * (n - 1), nodes > 1 ? 2 * (nodes - 1) : 0.0, path) +
-                                2 * (n - 1) / n * s / ring_bus_bandwidth(op, path),
-                            Algorithm::ring};
-  CollectiveCost best = ring;
-  const auto allowed = [&](Algorithm a) { return !path.forced_all_reduce || *path.forced_all_reduce == a; };
-  if (path.forced_all_reduce && *path.forced_all_reduce != Algorithm::ring) best.time_s = 1e300;
-  if (nodes <= 1 && path.nvls_bytes_per_s > 0.0 && allowed(Algorithm::nvls)) {
-    const double t = path.intra_latency_s + 2 * (n - 1) / n * s / path.nvls_bytes_per_s;
-    if (t < best.time_s) best = {t, Algorithm::nvls};
+  const HopLatencies hop = hop_latencies(path, a, p, r <= 1.0);
+  const double fraction = protocol_bandwidth_fraction(family_of(a), p);
+  switch (a) {
+    case Algorithm::ring:
+      return ring_time(2 * (n - 1), nodes > 1 ? 2 * (nodes - 1) : 0.0, 2 * (n - 1) / n * s,
+                       ring_bus_bandwidth(op, path), hop, p);
+    case Algorithm::nvls:
+      if (nodes > 1 || path.nvls_bytes_per_s <= 0.0) return -1.0;
+      return hop.intra_s + 2 * (n - 1) / n * s / path.nvls_bytes_per_s;
+    case Algorithm::tree:
+    case Algorithm::hierarchical: {
+      if (nodes <= 1 || r <= 1) return -1.0;
+      // NVLink SHARP inside the node (NCCL's NVLS-tree) runs Simple only.
+      const bool nvls = path.nvls_bytes_per_s > 0.0 && p == Protocol::simple;
+      const double intra_bw = nvls ? path.nvls_bytes_per_s : path.intra_bytes_per_s;
+      const double intra = 2 * (r - 1) / r * s / (intra_bw * fraction);
+      const double inter = 2 * (nodes - 1) / nodes * s / (node_share(op, path) * fraction);
+      const double inter_hops = a == Algorithm::tree ? std::log2(nodes) : nodes - 1;
+      return 2 * ((r - 1) * hop.intra_s + inter_hops * hop.inter_s) + std::max(intra, inter);
+    }
+    case Algorithm::halving_doubling: {
+      if (!is_power_of_two(op.group.size) || !is_power_of_two(op.group.nodes)) return -1.0;
+      const double intra = 2 * (r - 1) / r * s / (path.intra_bytes_per_s * fraction);
+      const double inter = nodes > 1 ? 2 * (nodes - 1) / nodes * s / (node_share(op, path) * fraction) : 0.0;
+      return 2 * (std::log2(r) * hop.intra_s + std::log2(nodes) * hop.inter_s) + intra + inter;
+    }
+    case Algorithm::direct:
+      return -1.0;
   }
-  if (nodes > 1 && r > 1 && allowed(Algorithm::hierarchical)) {
-    const double intra_bw = path.nvls_bytes_per_s > 0.0 ? path.nvls_bytes_per_s : path.intra_bytes_per_s;
-    const double intra = 2 * (r - 1) / r * s / intra_bw;
-    const double inter = 2 * (nodes - 1) / nodes * s / node_share(op, path);
-    const double latency = 2 * ((r - 1) * path.intra_latency_s + std::log2(nodes) * path.inter_latency_s);
-    const double t = latency + std::max(intra, inter);
-    if (t < best.time_s) best = {t, Algorithm::hierarchical};
+  return -1.0;
+}
+
+CollectiveCost all_reduce(const graph::CommOp& op, const PathParams& path) {
+  // NCCL's algorithms (ties keep the first); the others only when forced.
+  std::vector<Algorithm> candidates{Algorithm::ring, Algorithm::tree, Algorithm::nvls};
+  if (path.forced_all_reduce) candidates = {*path.forced_all_reduce};
+  CollectiveCost best{-1.0, Algorithm::ring, Protocol::simple};
+  for (const Algorithm a : candidates) {
+    for (const Protocol p : protocols_for(a, path)) {
+      const double t = all_reduce_time(op, path, a, p);
+      if (t >= 0.0 && (best.time_s < 0.0 || t < best.time_s)) best = {t, a, p};
+    }
   }
-  return best.time_s < 1e300 ? best : ring;  // a forced algorithm that does not apply: the ring
+  if (best.time_s >= 0.0) return best;
+  // A forced algorithm that does not apply: the ring.
+  for (const Protocol p : protocols_for(Algorithm::ring, path)) {
+    const double t = all_reduce_time(op, path, Algorithm::ring, p);
+    if (best.time_s < 0.0 || t < best.time_s) best = {t, Algorithm::ring, p};
+  }
+  return best;
+}
+
+// all_gather, reduce_scatter (pipelined = false) or broadcast, reduce (true): the ring under the
+// fastest protocol.
+CollectiveCost ring_collective(const graph::CommOp& op, const PathParams& path, bool pipelined) {
+  const double n = static_cast<double>(op.group.size);
+  const double nodes = static_cast<double>(op.group.nodes);
+  const double bus_bytes = pipelined ? op.bytes : (n - 1) / n * op.bytes;
+  CollectiveCost best{-1.0, Algorithm::ring, Protocol::simple};
+  for (const Protocol p : protocols_for(Algorithm::ring, path)) {
+    const HopLatencies hop = hop_latencies(path, Algorithm::ring, p, op.group.nodes == op.group.size);
+    const double t =
+        ring_time(n - 1, nodes > 1 ? nodes - 1 : 0.0, bus_bytes, ring_bus_bandwidth(op, path), hop, p);
+    if (best.time_s < 0.0 || t < best.time_s) best = {t, Algorithm::ring, p};
+  }
+  return best;
 }
 
 }  // namespace
+
+AlgorithmFamily family_of(Algorithm a) {
+  return a == Algorithm::tree || a == Algorithm::hierarchical ? AlgorithmFamily::tree : AlgorithmFamily::ring;
+}
+
+HopLatencies hop_latencies(const PathParams& path, Algorithm algorithm, Protocol protocol,
+                           bool one_per_node) {
+  const AlgorithmFamily family = family_of(algorithm);
+  return {protocol_hop_latency_s(path.intra_latency_s, path.intra_hop, family, protocol),
+          protocol_hop_latency_s(path.inter_latency_s, HopClass::net,
+                                 one_per_node ? AlgorithmFamily::tree : family, protocol)};
+}
 
 double fabric_divisor(const graph::CommGroup& group, const PathParams& path, TrafficPattern pattern) {
   if (group.nodes <= 1) return 1.0;
@@ -90,18 +173,15 @@ CollectiveCost collective_cost(const graph::CommOp& op, const PathParams& path) 
   if (op.group.size <= 1 || s <= 0.0) return {};
   DTSIM_CHECK(op.group.nodes >= 1 && op.group.size % op.group.nodes == 0,
               "group not spread evenly over nodes");
-  const double multi = nodes > 1 ? 1.0 : 0.0;
   switch (op.kind) {
     case graph::CollectiveKind::all_reduce:
       return all_reduce(op, path);
     case graph::CollectiveKind::all_gather:
     case graph::CollectiveKind::reduce_scatter:
-      return {ring_latency(n - 1, multi * (nodes - 1), path) + (n - 1) / n * s / ring_bus_bandwidth(op, path),
-              Algorithm::ring};
+      return ring_collective(op, path, false);
     case graph::CollectiveKind::broadcast:
     case graph::CollectiveKind::reduce:
-      return {ring_latency(n - 1, multi * (nodes - 1), path) + s / ring_bus_bandwidth(op, path),
-              Algorithm::ring};
+      return ring_collective(op, path, true);
     case graph::CollectiveKind::all_to_all: {
       const double r = n / nodes;
       const double intra_time = (r - 1) / n * s / path.intra_bytes_per_s;
@@ -122,8 +202,12 @@ const char* to_string(Algorithm a) {
   switch (a) {
     case Algorithm::ring:
       return "ring";
+    case Algorithm::tree:
+      return "tree";
     case Algorithm::hierarchical:
       return "hierarchical";
+    case Algorithm::halving_doubling:
+      return "halving_doubling";
     case Algorithm::nvls:
       return "nvls";
     case Algorithm::direct:

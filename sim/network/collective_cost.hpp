@@ -5,22 +5,41 @@
 // Bus bytes per rank (nccl-tests PERFORMANCE.md): all_reduce 2(n-1)/n S, all_gather and
 // reduce_scatter (n-1)/n S, broadcast/reduce S.
 //
-// all_reduce, the fastest of:
+// all_reduce, NCCL's algorithms (the automatic choice takes the fastest of these):
 //   ring          every ring channel crosses each node boundary once, so the node's NICs carry the
 //                 bus bytes of all groups running on the node at once:
 //                 t = 2(n-1)/n S / min(intra, node_nic / concurrent) + ring latency
-//   hierarchical  (N > 1, r > 1; NCCL's tree and NVLS-tree) reduce-scatter inside the node, all-reduce
-//                 of S/r per GPU across nodes, all-gather inside the node, pipelined so that the slower
-//                 phase sets the pace: t = max(2(r-1)/r S / intra', 2(N-1)/N S / (node_nic/concurrent))
-//                 + tree latency 2((r-1) intra_lat + log2(N) inter_lat), where intra' is the NVLink
-//                 SHARP bandwidth when the node has it, else the ring's intra bandwidth
-//   nvls          (N = 1, NVLink SHARP nodes) t = 2(n-1)/n S / nvls + intra latency
+//   tree          (N > 1, r > 1; NCCL's Tree, a chain inside the node and a double binary tree across
+//                 nodes, and its NVLS-tree) pipelined, the slower part sets the pace: inside the node
+//                 2(r-1)/r S / intra', across nodes 2(N-1)/N S / (node_nic/concurrent) (the bytes an
+//                 average node of the two trees sends: each tree carries S/2 up and down its N-1
+//                 edges); latency of NCCL's tree 2((r-1) intra_lat + log2(N) inter_lat); intra' is the
+//                 NVLink SHARP bandwidth when the node has it (Simple only, as NCCL's NVLS-tree), else
+//                 the ring's intra bandwidth
+//   nvls          (N = 1, NVLink SHARP nodes, Simple only) t = 2(n-1)/n S / nvls + intra latency
+// and, forced only (not NCCL's, so never chosen automatically):
+//   hierarchical  (N > 1, r > 1) reduce-scatter inside the node, ring all-reduce of S/r per GPU across
+//                 nodes, all-gather inside the node (network_collectives reference Sec. 5.4): the same
+//                 bytes as the tree, pipelined likewise, with ring latency across nodes:
+//                 2((r-1) intra_lat + (N-1) inter_lat)
+//   halving_doubling  (Rabenseifner; Thakur, Rabenseifner & Gropp, IJHPCA 2005; n a power of two)
+//                 recursive-halving reduce-scatter then recursive-doubling all-gather, partners at
+//                 distance 1, 2, 4, ... (inside the node first): log2 r steps inside the node and
+//                 log2 N across, each twice, one after another:
+//                 t = 2 (log2 r intra_lat + log2 N inter_lat) + 2(r-1)/r S / intra
+//                     + 2(N-1)/N S / (node_nic/concurrent)
+// Each algorithm is costed under each protocol (nccl_protocol.hpp: bandwidth fraction and hop latency
+// of LL, LL128, Simple) and the fastest (algorithm, protocol) pair is taken, as NCCL's tuner does; a
+// scenario may force either. all_gather, reduce_scatter, broadcast, reduce: the ring under the fastest
+// protocol. all_to_all and send_recv: Simple.
 // ring latency (NCCL tuning.cc): (steps - inter_steps) intra_lat + inter_steps inter_lat with steps
 // 2(n-1), inter steps 2(N-1); all_gather/reduce_scatter: n-1 and N-1.
 // all_to_all: each rank sends (n-1)/n S; the (n-r)/n part leaving the node shares the node's NICs.
 // send_recv: one transfer over the link joining the two ranks.
 // A scenario may force the all-reduce algorithm; where the forced one does not apply to a group
-// (hierarchical inside one node, NVLS without NVLink SHARP or across nodes) the ring is used.
+// (tree or hierarchical inside one node, NVLS without NVLink SHARP or across nodes, halving-doubling
+// on a group that is not a power of two) the ring is used. A forced protocol that does not apply
+// (LL128 without NVLink in the node, LL or LL128 with NVLS) gives Simple.
 // Switch tiers (topology.hpp): a group whose nodes (node_stride apart) all sit under one leaf keeps
 // the NICs' bandwidth; one that spans leaves climbs the oversubscribed tier. How much that costs
 // depends on the traffic pattern. A ring (ring all-reduce, the hierarchical inter-node rings,
@@ -35,10 +54,11 @@
 #include <optional>
 
 #include "graph/ops.hpp"
+#include "network/nccl_protocol.hpp"
 
 namespace dtsim::network {
 
-enum class Algorithm { ring, hierarchical, nvls, direct };
+enum class Algorithm { ring, tree, hierarchical, nvls, halving_doubling, direct };
 
 struct PathParams {
   double intra_bytes_per_s = 0.0;              // achievable per GPU per direction inside a node (ring bus bw)
@@ -48,6 +68,9 @@ struct PathParams {
   double inter_latency_s = 0.0;                // per step across nodes (hop latency + message overhead)
   double per_flow_bytes_per_s = 0.0;           // cap on one group's inter-node stream (0: none)
   std::optional<Algorithm> forced_all_reduce;  // use this all-reduce algorithm where it applies
+  std::optional<Protocol> forced_protocol;     // use this protocol where it applies
+  HopClass intra_hop = HopClass::nvlink;       // NCCL's latency row for hops inside the node
+  bool ll128 = true;                           // LL128 available (NVLink inside the node)
   std::int64_t nodes_per_leaf = 1;
   std::int64_t nodes_per_pod = 0;  // 0: one pod (no core tier)
   double leaf_oversubscription = 1.0;
@@ -62,7 +85,17 @@ double fabric_divisor(const graph::CommGroup& group, const PathParams& path, Tra
 struct CollectiveCost {
   double time_s = 0.0;
   Algorithm algorithm = Algorithm::ring;
+  Protocol protocol = Protocol::simple;
 };
+
+// The hop latencies of `protocol` for `algorithm`'s family (nccl_protocol.hpp); `one_per_node`: one
+// rank per node (NCCL then takes the Tree row across nodes).
+struct HopLatencies {
+  double intra_s = 0.0;
+  double inter_s = 0.0;
+};
+HopLatencies hop_latencies(const PathParams& path, Algorithm algorithm, Protocol protocol, bool one_per_node);
+AlgorithmFamily family_of(Algorithm a);
 
 CollectiveCost collective_cost(const graph::CommOp& op, const PathParams& path);
 inline double collective_time_s(const graph::CommOp& op, const PathParams& path) {

@@ -67,8 +67,30 @@ void add_rings(const std::vector<std::int64_t>& nodes, const std::vector<std::in
   }
 }
 
+// Halving-doubling (see the header): one phase per partner distance.
+void add_halving_doubling(const std::vector<GroupPlacement>& groups, double s, double rate_cap,
+                          std::vector<FlowPhase>& out) {
+  const auto r = static_cast<std::int64_t>(groups.front().locals.size());
+  const auto size = r * static_cast<std::int64_t>(groups.front().nodes.size());
+  for (std::int64_t d = 1; d < size; d *= 2) {
+    FlowPhase phase{2.0, 2.0, {}, false};
+    for (const GroupPlacement& p : groups) {
+      for (std::int64_t i = 0; i < size; ++i) {
+        const std::int64_t j = i ^ d;
+        const Member from{p.nodes[static_cast<std::size_t>(i / r)],
+                          p.locals[static_cast<std::size_t>(i % r)]};
+        const Member to{p.nodes[static_cast<std::size_t>(j / r)], p.locals[static_cast<std::size_t>(j % r)]};
+        const double bytes = s / static_cast<double>(2 * d);
+        phase.transfers.push_back(
+            {from.node, from.gpu, to.node, to.gpu, bytes, from.node != to.node ? rate_cap : 0.0});
+      }
+    }
+    out.push_back(std::move(phase));
+  }
+}
+
 FlowPlan build_plan(const graph::CommOp& op, Algorithm algorithm, const TopologyShape& shape,
-                    const PathParams& path) {
+                    const PathParams& path, Protocol protocol, double fraction) {
   FlowPlan plan;
   const graph::CommGroup& g = op.group;
   if (g.size <= 1 || op.bytes <= 0.0) return plan;
@@ -86,16 +108,21 @@ FlowPlan build_plan(const graph::CommOp& op, Algorithm algorithm, const Topology
     plan.fixed_time_s = collective_cost(op, path).time_s;
     return plan;
   }
-  if (op.kind == graph::CollectiveKind::all_reduce && algorithm == Algorithm::hierarchical && g.nodes > 1 &&
-      r > 1) {
+  if (op.kind == graph::CollectiveKind::all_reduce && algorithm == Algorithm::halving_doubling) {
+    add_halving_doubling(groups, s, cap, plan.phases);
+    return plan;
+  }
+  if (op.kind == graph::CollectiveKind::all_reduce &&
+      (algorithm == Algorithm::tree || algorithm == Algorithm::hierarchical) && g.nodes > 1 && r > 1) {
     plan.pipelined = true;
-    FlowPhase inter{2 * (nodes - 1), 2 * std::log2(nodes), {}, true};
+    const double inter_hops = algorithm == Algorithm::tree ? 2 * std::log2(nodes) : 2 * (nodes - 1);
+    FlowPhase inter{2 * (nodes - 1), inter_hops, {}, true};
     for (const GroupPlacement& p : groups) {
       for (const std::int64_t l : p.locals)
         add_rings(p.nodes, {l}, 1, s / (rd * nodes), cap / rd, inter.transfers);
     }
-    if (path.nvls_bytes_per_s > 0.0) {
-      plan.fixed_time_s = 2 * (rd - 1) / rd * s / path.nvls_bytes_per_s;
+    if (path.nvls_bytes_per_s > 0.0 && protocol == Protocol::simple) {  // NVLS-tree: Simple only
+      plan.fixed_time_s = 2 * (rd - 1) / rd * s / (path.nvls_bytes_per_s * fraction);
     } else {
       FlowPhase intra{2 * (rd - 1), 2 * (rd - 1), {}, true};
       for (const GroupPlacement& p : groups) {
@@ -158,11 +185,27 @@ FlowPlan build_plan(const graph::CommOp& op, Algorithm algorithm, const Topology
   return plan;
 }
 
+// The protocol's hop latency over the profile's for one phase (see the header).
+double latency_scale(const FlowPhase& phase, const HopLatencies& hop, const PathParams& path) {
+  double intra = 0.0;
+  double inter = 0.0;
+  for (const Transfer& t : phase.transfers) (t.src_node == t.dst_node ? intra : inter) += 1.0;
+  const double simple = intra * path.intra_latency_s + inter * path.inter_latency_s;
+  return simple > 0.0 ? (intra * hop.intra_s + inter * hop.inter_s) / simple : 1.0;
+}
+
 }  // namespace
 
-FlowPlan plan_collective(const graph::CommOp& op, Algorithm algorithm, const TopologyShape& shape,
+FlowPlan plan_collective(const graph::CommOp& op, const CollectiveCost& choice, const TopologyShape& shape,
                          const PathParams& path) {
-  FlowPlan plan = build_plan(op, algorithm, shape, path);
+  const double fraction = choice.algorithm == Algorithm::nvls || choice.algorithm == Algorithm::direct
+                              ? 1.0
+                              : protocol_bandwidth_fraction(family_of(choice.algorithm), choice.protocol);
+  FlowPlan plan = build_plan(op, choice.algorithm, shape, path, choice.protocol, fraction);
+  plan.bandwidth_fraction = fraction;
+  const HopLatencies hop =
+      hop_latencies(path, choice.algorithm, choice.protocol, op.group.nodes == op.group.size);
+  for (FlowPhase& phase : plan.phases) phase.latency_scale = latency_scale(phase, hop, path);
   const std::int64_t ports =
       std::max<std::int64_t>(1, shape.nics_per_node / std::max<std::int64_t>(1, shape.gpus_per_node));
   if (ports == 1) return plan;
@@ -189,13 +232,17 @@ FlowPlan plan_collective(const graph::CommOp& op, Algorithm algorithm, const Top
 
 double plan_time_s(const FlowPlan& plan, const std::vector<PhaseTime>& measured) {
   DTSIM_CHECK(measured.size() == plan.phases.size(), "one measurement per phase");
-  double total = plan.fixed_time_s;
+  // Pipelined phases: the transfers overlap (the slowest sets the pace) while the hop latencies add up,
+  // as in collective_cost.hpp's tree; otherwise the phases follow each other.
+  double transfer = plan.fixed_time_s;
+  double latency = 0.0;
   for (std::size_t i = 0; i < plan.phases.size(); ++i) {
     const FlowPhase& phase = plan.phases[i];
-    const double t = phase.steps * measured[i].transfer_s + phase.latency_hops * measured[i].latency_s;
-    total = plan.pipelined ? std::max(total, t) : total + t;
+    const double t = phase.steps * measured[i].transfer_s / plan.bandwidth_fraction;
+    transfer = plan.pipelined ? std::max(transfer, t) : transfer + t;
+    latency += phase.latency_hops * measured[i].latency_s * phase.latency_scale;
   }
-  return total;
+  return transfer + latency;
 }
 
 }  // namespace dtsim::network

@@ -11,11 +11,15 @@
 //                 inter-node hop joins GPUs of the same local index (rail-aligned, as NCCL's rings);
 //                 each step every rank sends S / (n ch) per channel; all-reduce 2(n-1) steps,
 //                 all-gather / reduce-scatter n-1, broadcast / reduce one step of S (pipelined)
-//   hierarchical  inside the node: a ring of the r members, 2(r-1) steps of S/r (NVLink SHARP nodes:
-//                 the in-switch reduction at its bus bandwidth, costed as in collective_cost.hpp);
+//   tree, hierarchical  inside the node: a ring of the r members, 2(r-1) steps of S/r (NVLink SHARP
+//                 nodes: the in-switch reduction at its bus bandwidth, costed as in collective_cost.hpp);
 //                 across nodes: r rings of N nodes (one per member, each through its own NIC), 2(N-1)
-//                 steps of S/(rN) with the latency of NCCL's tree (2 log2 N hops, as in
-//                 collective_cost.hpp); the two are pipelined: the slower sets the pace
+//                 steps of S/(rN), the bytes of either (collective_cost.hpp), with the latency of
+//                 NCCL's tree (2 log2 N hops) or of the ring (2(N-1) hops); the two are pipelined: the
+//                 slower sets the pace
+//   halving_doubling  rank i = node x r + local; for distance d = 1, 2, 4, ... n/2 one phase in which
+//                 every rank sends S/(2d) to rank i xor d, twice (reduce-scatter, then all-gather in
+//                 reverse order), phases one after another
 //   nvls          inside one node: the in-switch reduction (collective_cost.hpp), nothing to simulate
 //   all-to-all    every member sends S/n to each peer of its node, and r S/n to the member of the same
 //                 local index on every other node (rail-aligned), all at once
@@ -24,6 +28,9 @@
 // Nodes with more NICs than GPUs (AWS p5: 32 EFA NICs for 8 GPUs) spread every inter-node transfer
 // evenly over the NICs / GPUs NICs next to its GPU, as NCCL does with its NICs per GPU.
 // Fabrics that cap one flow (kernel TCP) cap a group's inter-node stream, split over its flows.
+// Protocol (nccl_protocol.hpp): every step's transfer time is divided by the protocol's bandwidth
+// fraction and every phase's hop latency scaled by the protocol's hop latencies over the profile's,
+// weighted by the phase's intra- and inter-node transfers.
 #pragma once
 
 #include <cstdint>
@@ -55,6 +62,7 @@ struct FlowPhase {
   double latency_hops = 1.0;
   std::vector<Transfer> transfers;
   bool ring = false;
+  double latency_scale = 1.0;  // the protocol's hop latency over the profile's
 };
 
 // What SimGrid measured for one phase: one step's transfer time and the hop latency.
@@ -65,11 +73,13 @@ struct PhaseTime {
 
 struct FlowPlan {
   std::vector<FlowPhase> phases;
-  bool pipelined = false;     // phases overlap (the slowest sets the pace) instead of following each other
+  bool pipelined = false;     // transfers of the phases overlap (the slowest sets the pace), latencies add
   double fixed_time_s = 0.0;  // a part costed outside the flows (in-switch reduction), pipelined likewise
+  double bandwidth_fraction = 1.0;  // the protocol's (nccl_protocol.hpp)
 };
 
-FlowPlan plan_collective(const graph::CommOp& op, Algorithm algorithm, const TopologyShape& shape,
+// The plan of `op` with the algorithm and protocol of `choice` (collective_cost's).
+FlowPlan plan_collective(const graph::CommOp& op, const CollectiveCost& choice, const TopologyShape& shape,
                          const PathParams& path);
 
 // Its time given what each phase measured.

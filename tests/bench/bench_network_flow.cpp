@@ -1,7 +1,7 @@
 // Wall time of the `flow` network model (SimGrid flow level) on one data-parallel gradient all-reduce
 // episode of 1,024 GPUs (128 DGX A100 nodes, 8 x 200 Gb/s InfiniBand each, fat-tree with 16 nodes per
 // leaf at 2:1): 2.6 GB of bf16 gradients (GPT 1.3B) in 40 MB buckets, as the data-parallel ring and
-// as NCCL's automatic choice (hierarchical here). Each iteration builds a fresh model (empty cache):
+// as NCCL's automatic choice (NCCL's tree here). Each iteration builds a fresh model (empty cache):
 // the distinct bucket sizes are simulated once each. Goal: <= 5 s per episode; main() prints the
 // measured time against it.
 //

@@ -26,14 +26,14 @@ TEST_CASE("ring all-reduce inside a node: 2(n-1)/n S / B + 2(n-1) alpha") {
   CHECK(dtsim::network::collective_time_s(op, path()) == doctest::Approx(8.75e-3 + 14e-6));
 }
 
-TEST_CASE("all-reduce across nodes: the hierarchical algorithm beats the ring when nodes hold many ranks") {
+TEST_CASE("all-reduce across nodes: NCCL's tree beats the ring when nodes hold many ranks") {
   // 32 ranks on 4 nodes (8 per node, one group per node).
   // Ring: busbw = min(200e9, 100e9/1) = 100e9: 2*31/32*1e9/100e9 = 19.375 ms + 56 x 1 us + 6 x 5 us.
-  // Hierarchical: max(intra 2*7/8*1e9/200e9 = 8.75 ms, inter 2*3/4*1e9/100e9 = 15 ms) + latency
+  // Tree: max(intra 2*7/8*1e9/200e9 = 8.75 ms, inter 2*3/4*1e9/100e9 = 15 ms) + latency
   // 2 (7 x 1 us + log2(4) x 5 us) = 34 us: 15.034 ms, the faster one.
   const CommOp op{CollectiveKind::all_reduce, 1e9, CommGroup{32, 4, 1}};
   const auto cost = dtsim::network::collective_cost(op, path());
-  CHECK(cost.algorithm == dtsim::network::Algorithm::hierarchical);
+  CHECK(cost.algorithm == dtsim::network::Algorithm::tree);
   CHECK(cost.time_s == doctest::Approx(15e-3 + 34e-6));
   // Same group but 8 such groups per node (one rank per node each): 100e9 / 8 per group.
   const CommOp rail{CollectiveKind::all_reduce, 1e9, CommGroup{4, 4, 8}};

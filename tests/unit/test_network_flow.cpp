@@ -133,8 +133,8 @@ TEST_CASE("flow model caches each distinct collective and is deterministic") {
   CHECK(std::string(dtsim::network::make_network_model(s)->name()) == "flow");
 }
 
-TEST_CASE("flow agrees with analytic for the hierarchical all-reduce, all-to-all and pipeline sends") {
-  // 8 nodes, NCCL's choice (hierarchical for 1 GB): the inter-node rings carry 2 x 7/8 x 1e9 bytes per
+TEST_CASE("flow agrees with analytic for the tree all-reduce, all-to-all and pipeline sends") {
+  // 8 nodes, NCCL's choice (tree for 1 GB): the inter-node rings carry 2 x 7/8 x 1e9 bytes per
   // node at 100e9 B/s = 17.5 ms, the intra-node phase 2 x 7/8 x 1e9 / 200e9 = 8.75 ms: 17.5 ms.
   auto s = scenario(8);
   s.cluster.network.all_reduce_algorithm = dtsim::config::AllReduceAlgorithm::automatic;

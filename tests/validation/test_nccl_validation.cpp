@@ -1,9 +1,11 @@
 // Validation of the network model against real nccl-tests all-reduce logs (tests/validation/nccl_logs,
 // sources in each file and in manifest.json): predicted bus bandwidth within 10% of the measured one
 // for every message of 64 MiB or more; the error is printed for every size. Both the analytic and the
-// flow (SimGrid) network models are held to it.
+// flow (SimGrid) network models are held to it. Below 64 MiB (latency and protocol bound) the mean
+// absolute error of the time is printed, not checked.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -40,7 +42,14 @@ void validate_against_logs(dtsim::config::NetworkFidelity fidelity) {
                 static_cast<long long>(group.size), model->name(), "size (B)", "measured", "predicted",
                 "error");
     int checked = 0;
+    double small_error_sum = 0.0;
+    int small_rows = 0;
     for (std::size_t i = 0; i < sizes.size(); ++i) {
+      if (sizes[i] > 0 && sizes[i] < 64.0 * 1024 * 1024 && log.rows[i].out_of_place.time_us > 0) {
+        const double measured_us = log.rows[i].out_of_place.time_us;
+        small_error_sum += std::abs(predicted[i].time_us - measured_us) / measured_us;
+        ++small_rows;
+      }
       const double measured = log.rows[i].out_of_place.busbw_gbps;
       const double error = measured > 0 ? (predicted[i].busbw_gbps - measured) / measured : 0.0;
       std::printf("  %14.0f %12.2f %12.2f %7.1f%%%s\n", sizes[i], measured, predicted[i].busbw_gbps,
@@ -50,6 +59,8 @@ void validate_against_logs(dtsim::config::NetworkFidelity fidelity) {
       CHECK(std::abs(error) <= 0.10);
       ++checked;
     }
+    std::printf("  below 64 MiB: mean |time error| %.1f%% over %d sizes (not checked)\n",
+                100 * small_error_sum / std::max(1, small_rows), small_rows);
     CHECK(checked >= 5);
   }
 }
