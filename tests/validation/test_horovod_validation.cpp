@@ -33,7 +33,10 @@ json scenario_for(const json& row) {
                    {"precision", "fp32"},
                    {"architecture", row["architecture"]}};
   if (row["architecture"] == "parameter_server") {
-    training["parameter_server"] = {{"servers", row["servers"]}, {"placement", "colocated"}};
+    training["parameter_server"] = {{"servers", row["servers"]},
+                                    {"placement", "colocated"},
+                                    {"transport", row["ps_transport"]},
+                                    {"local_aggregation", row["ps_local_aggregation"]}};
   }
   return {{"schema_version", 1},
           {"name",
