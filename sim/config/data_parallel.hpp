@@ -24,9 +24,10 @@ enum class Variability { none, normal, lognormal };
 //   large messages  receiving one message (tensor) of S bytes takes S^2 x receive_s_per_square_byte
 //                 of the receiving process's time on top (gRPC's receive path handles a message's slices
 //                 at a cost that grows with the slices still queued: grpc/grpc#8975). The profile gives
-//                 one measured point (a message of large_message_bytes moved end to end at
-//                 large_message_bytes_per_s) from which, with the server rate, the coefficient follows:
-//                 c = (S_ref / rate_ref - S_ref / server rate) / S_ref^2.
+//                 one measured point (large_message: a message of S_ref bytes moved end to end at
+//                 rate_ref) from which, with the server rate, the coefficient follows:
+//                 c = (S_ref / rate_ref - S_ref / server rate) / S_ref^2 (the time the measured rate
+//                 leaves beyond the server's linear time, attributed to the quadratic term).
 // "native" has none of these: tensors move at the fabric's rates.
 struct PsTransport {
   std::string id = "native";
