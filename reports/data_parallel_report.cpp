@@ -53,7 +53,8 @@ nlohmann::ordered_json data_parallel_training_json(const config::DataParallelSpe
                              {"placement", config::to_string(d.parameter_server.placement)},
                              {"apply_gbytes_per_s", d.parameter_server.apply_gbytes_per_s},
                              {"partition_mb", d.parameter_server.partition_bytes / kBytesPerMiB},
-                             {"local_aggregation", d.parameter_server.local_aggregation}};
+                             {"local_aggregation", d.parameter_server.local_aggregation},
+                             {"transport", d.parameter_server.transport.id}};
   }
   j["compute_variability"] = {{"distribution", config::to_string(d.variability)}, {"cv", d.variability_cv}};
   j["stragglers"] = {{"count", d.stragglers}, {"slowdown", d.straggler_slowdown}};

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <string>
 
 namespace dtsim::config {
 
@@ -12,6 +14,27 @@ enum class Architecture { allreduce, parameter_server, hybrid };
 enum class SyncMode { sync, async, bounded };
 enum class ServerPlacement { colocated, dedicated };
 enum class Variability { none, normal, lognormal };
+
+// The software that moves tensors between parameter-server clients and servers (profile
+// hardware_profiles/ps_transports/<id>.json; README there). Every client-server pair is one channel (a
+// gRPC channel is one HTTP/2 connection between two processes, whatever the number of tensors).
+//   channel cap   a transfer on one channel goes no faster than channel_gbytes_per_s;
+//   server cap    a server process sends and receives through one FIFO at server_gbytes_per_s (the
+//                 transport's copies and serialization run on the server's threads);
+//   large messages  receiving one message (tensor) of S bytes takes S^2 x receive_s_per_square_byte
+//                 of the receiving process's time on top (gRPC's receive path handles a message's slices
+//                 at a cost that grows with the slices still queued: grpc/grpc#8975). The profile gives
+//                 one measured point (large_message: a message of S_ref bytes moved end to end at
+//                 rate_ref) from which, with the server rate, the coefficient follows:
+//                 c = (S_ref / rate_ref - S_ref / server rate) / S_ref^2 (the time the measured rate
+//                 leaves beyond the server's linear time, attributed to the quadratic term).
+// "native" has none of these: tensors move at the fabric's rates.
+struct PsTransport {
+  std::string id = "native";
+  std::optional<double> channel_gbytes_per_s;
+  std::optional<double> server_gbytes_per_s;
+  double receive_s_per_square_byte = 0.0;
+};
 
 struct ParameterServerSpec {
   std::int64_t servers = 1;
@@ -24,6 +47,7 @@ struct ParameterServerSpec {
   // A node's workers sum their gradients inside the node and push and pull once per node (BytePS,
   // TensorFlow with one worker process per machine); false: every GPU is its own client.
   bool local_aggregation = false;
+  PsTransport transport;
 };
 
 struct DataParallelSpec {

@@ -124,7 +124,7 @@ LayerTable load_layer_table(const std::string& folder, const std::string& id, co
   return t;
 }
 
-DataParallelSpec read_data_parallel(ObjectReader& r) {
+DataParallelSpec read_data_parallel(ObjectReader& r, const std::string& hardware_profiles) {
   DataParallelSpec d;
   d.architecture = r.optional_enum<Architecture>(
       "architecture", Architecture::allreduce,
@@ -156,7 +156,8 @@ DataParallelSpec read_data_parallel(ObjectReader& r) {
                        "parameter servers need \"architecture\": \"parameter_server\" or "
                        "\"hybrid\", but architecture is \"allreduce\"");
     }
-    ps->expect_keys({"servers", "placement", "apply_gbytes_per_s", "partition_mb", "local_aggregation"});
+    ps->expect_keys(
+        {"servers", "placement", "apply_gbytes_per_s", "partition_mb", "local_aggregation", "transport"});
     d.parameter_server.servers = ps->optional<std::int64_t>("servers", 1, IntRule::positive());
     d.parameter_server.placement = ps->optional_enum<ServerPlacement>(
         "placement", ServerPlacement::colocated,
@@ -168,6 +169,11 @@ DataParallelSpec read_data_parallel(ObjectReader& r) {
       d.parameter_server.partition_bytes = *mb * kBytesPerMiB;
     }
     d.parameter_server.local_aggregation = ps->optional<bool>("local_aggregation", false);
+    if (ps->has("transport")) {
+      const std::string id = ps->required<std::string>("transport");
+      d.parameter_server.transport = load_ps_transport(
+          hardware_profiles, id, IdLocation{ps->file(), pointer_append(ps->pointer(), "transport")});
+    }
     ps->finish();
   }
   if (auto v = r.optional_child("compute_variability")) {

@@ -24,8 +24,10 @@ namespace dtsim::config {
 LayerTable load_layer_table(const std::string& folder, const std::string& id, const IdLocation& where);
 
 // Reads architecture, sync, staleness_bound, parameter_server, compute_variability, stragglers,
-// simulated_steps, fusion_mb and staleness_penalty from `training` (every key optional).
-DataParallelSpec read_data_parallel(ObjectReader& training);
+// simulated_steps, fusion_mb and staleness_penalty from `training` (every key optional);
+// parameter_server.transport names a profile in <hardware_profiles>/ps_transports/ (default: none,
+// "native" behaviour: the fabric's rates).
+DataParallelSpec read_data_parallel(ObjectReader& training, const std::string& hardware_profiles);
 
 // Cross-field rules of a scenario whose model is a layer table (InputError naming `file`): data
 // parallelism only (tensor, pipeline, context 1, no ZeRO), a global batch that is a multiple of the

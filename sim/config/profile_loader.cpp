@@ -9,6 +9,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/units.hpp"
+
 namespace dtsim::config {
 
 using nlohmann::json;
@@ -16,6 +18,7 @@ using nlohmann::json;
 namespace {
 
 constexpr std::int64_t kSchemaVersion = 1;
+constexpr double kBytesPerMb = 1e6;  // profile sizes in MB are 10^6 bytes
 
 std::string join_ids(const std::vector<std::string>& ids) {
   std::string out;
@@ -95,7 +98,8 @@ GemmCurve read_gemm_curve(ObjectReader& r, const std::optional<GemmCurve>& base)
     return base ? r.optional<double>(key, fallback, rule) : r.required<double>(key, rule);
   };
   const auto integer = [&](const char* key, int fallback) {
-    return base ? r.optional<int>(key, fallback, IntRule::positive()) : r.required<int>(key, IntRule::positive());
+    return base ? r.optional<int>(key, fallback, IntRule::positive())
+                : r.required<int>(key, IntRule::positive());
   };
   const GemmCurve b = base.value_or(GemmCurve{});
   GemmCurve c;
@@ -145,8 +149,8 @@ GpuProfile load_gpu_profile(const std::string& hardware_profiles, const std::str
   gpu.sm_count = r.required<int>("sm_count", IntRule::positive());
 
   ObjectReader gemm = r.child("gemm");
-  gemm.expect_keys({"max_efficiency", "tile_m", "tile_n", "k_half", "halving_efficiency", "by_precision",
-                    "measured"});
+  gemm.expect_keys(
+      {"max_efficiency", "tile_m", "tile_n", "k_half", "halving_efficiency", "by_precision", "measured"});
   gpu.gemm = read_gemm_curve(gemm, std::nullopt);
   if (auto by = gemm.optional_child("by_precision")) {
     by->expect_keys({"fp32", "tf32", "fp16", "bf16", "fp8"});
@@ -162,8 +166,8 @@ GpuProfile load_gpu_profile(const std::string& hardware_profiles, const std::str
   if (const json* measured = gemm.find("measured")) {
     const std::string pointer = pointer_append(gemm.pointer(), "measured");
     if (!measured->is_array()) {
-      throw core::InputError(path, pointer, fmt::format("got {}; expected an array of measurements",
-                                                        describe_value(*measured)));
+      throw core::InputError(
+          path, pointer, fmt::format("got {}; expected an array of measurements", describe_value(*measured)));
     }
     for (std::size_t i = 0; i < measured->size(); ++i) {
       ObjectReader row((*measured)[i], path, pointer_append(pointer, i));
@@ -257,6 +261,37 @@ FabricProfile load_fabric_profile(const std::string& hardware_profiles, const st
   check_sources(r);
   r.finish();
   return fabric;
+}
+
+PsTransport load_ps_transport(const std::string& hardware_profiles, const std::string& id,
+                              const IdLocation& where) {
+  const std::string folder = (std::filesystem::path(hardware_profiles) / "ps_transports").string();
+  const std::string path = resolve(folder, id, "parameter-server transports", where);
+  const json doc = read_json_file(path);
+  ObjectReader r(doc, path, "");
+  r.expect_keys({"schema_version", "id", "name", "sources", "channel_gbytes_per_s", "server_gbytes_per_s",
+                 "large_message"});
+  PsTransport t;
+  t.id = id;
+  read_header(r, id);
+  t.channel_gbytes_per_s = r.maybe<double>("channel_gbytes_per_s", NumberRule::positive());
+  t.server_gbytes_per_s = r.maybe<double>("server_gbytes_per_s", NumberRule::positive());
+  if (auto large = r.optional_child("large_message")) {
+    large->expect_keys({"mb", "gbytes_per_s"});
+    const double bytes = large->required<double>("mb", NumberRule::positive()) * kBytesPerMb;
+    const double rate = large->required<double>("gbytes_per_s", NumberRule::positive()) * core::kGiga;
+    if (!t.server_gbytes_per_s || rate >= *t.server_gbytes_per_s * core::kGiga) {
+      throw large->error_at("gbytes_per_s",
+                            "expected a rate below server_gbytes_per_s (the large-message "
+                            "time is what the measured rate leaves beyond the server's)");
+    }
+    t.receive_s_per_square_byte =
+        (bytes / rate - bytes / (*t.server_gbytes_per_s * core::kGiga)) / (bytes * bytes);
+    large->finish();
+  }
+  check_sources(r);
+  r.finish();
+  return t;
 }
 
 TransformerSpec load_model_preset(const std::string& model_presets, const std::string& id,

@@ -40,6 +40,11 @@ NodeProfile load_node_profile(const std::string& hardware_profiles, const std::s
 FabricProfile load_fabric_profile(const std::string& hardware_profiles, const std::string& id,
                                   const IdLocation& where);
 
+// A parameter-server transport (<hardware_profiles>/ps_transports/<id>.json): optional
+// channel_gbytes_per_s and server_gbytes_per_s (config/data_parallel.hpp); neither: "native".
+PsTransport load_ps_transport(const std::string& hardware_profiles, const std::string& id,
+                              const IdLocation& where);
+
 // A model preset, fully validated; `preset` of the result is set to the id.
 TransformerSpec load_model_preset(const std::string& model_presets, const std::string& id,
                                   const IdLocation& where);

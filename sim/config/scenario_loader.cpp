@@ -12,8 +12,8 @@
 #include <nlohmann/json.hpp>
 
 #include "config/json_reader.hpp"
-#include "config/mlp_reader.hpp"
 #include "config/layer_table_loader.hpp"
+#include "config/mlp_reader.hpp"
 #include "config/profile_loader.hpp"
 
 namespace dtsim::config {
@@ -252,14 +252,14 @@ ParallelismSpec read_parallelism(ObjectReader& top, const Scenario& scenario) {
   return p;
 }
 
-TrainingSpec read_training(ObjectReader& top, Scenario& scenario) {
+TrainingSpec read_training(ObjectReader& top, const DataPaths& data, Scenario& scenario) {
   ObjectReader r = top.child("training");
   r.expect_keys({"global_batch_size", "micro_batch_size", "precision", "activation_recompute",
-                 "overlap_grad_reduce", "overlap_param_gather", "bucket_mb", "optimizer", "architecture", "sync",
-                 "staleness_bound", "parameter_server", "compute_variability", "stragglers",
+                 "overlap_grad_reduce", "overlap_param_gather", "bucket_mb", "optimizer", "architecture",
+                 "sync", "staleness_bound", "parameter_server", "compute_variability", "stragglers",
                  "simulated_steps", "fusion_mb", "staleness_penalty"});
   if (scenario.layer_model) {
-    scenario.data_parallel = read_data_parallel(r);
+    scenario.data_parallel = read_data_parallel(r, data.hardware_profiles);
   } else {
     for (const char* key :
          {"architecture", "sync", "staleness_bound", "parameter_server", "compute_variability", "stragglers",
@@ -368,7 +368,7 @@ Scenario load_scenario_text(const std::string& text, const std::string& source_n
   scenario.model = read_model(top, data, scenario);
   read_cluster(top, data, scenario);
   scenario.parallelism = read_parallelism(top, scenario);
-  scenario.training = read_training(top, scenario);
+  scenario.training = read_training(top, data, scenario);
   if (scenario.layer_model) check_layer_table_scenario(top.file(), scenario);
   scenario.simulation = read_simulation(top);
   top.finish();

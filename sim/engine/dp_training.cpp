@@ -65,10 +65,12 @@ class Simulation {
     egress_free_.assign(static_cast<std::size_t>(nodes), 0);
     ingress_free_.assign(static_cast<std::size_t>(nodes), 0);
     server_cpu_free_.assign(static_cast<std::size_t>(servers_), 0);
+    server_io_free_.assign(static_cast<std::size_t>(servers_), 0);
     version_.assign(static_cast<std::size_t>(servers_), 0);
     arrivals_.assign(static_cast<std::size_t>(servers_), 0);
     DTSIM_CHECK(s.client_size >= 1 && workers_ % s.client_size == 0, "clients must split the workers evenly");
     clients_ = workers_ / s.client_size;
+    client_io_free_.assign(static_cast<std::size_t>(clients_), 0);
     read_version_.assign(static_cast<std::size_t>(clients_ * servers_), 0);
     client_ready_.assign(static_cast<std::size_t>(clients_), 0);
     pending_pulls_.assign(static_cast<std::size_t>(clients_), 0);
@@ -152,23 +154,50 @@ class Simulation {
     allreduce_pending_[at(w)] = buckets_ > 0 ? 1 : 0;
   }
 
-  // A transfer from node a to node b starting no earlier than `now`; returns its arrival time. The
-  // sender's egress and the receiver's ingress are FIFO servers; the switch buffers between them, so
-  // the sender's port is free once it has sent, and the receiver takes the bytes at its own pace.
-  core::TimeNs transfer(std::int64_t a, std::int64_t b, double bytes, core::TimeNs now) {
-    if (a == b) return now + core::seconds_to_ns(bytes / s_.intra_bytes_per_s);
-    const core::TimeNs duration = core::seconds_to_ns(bytes / s_.nic_bytes_per_s);
-    const core::TimeNs send_start = std::max(now, egress_free_[at(a)]);
-    const core::TimeNs send_end = send_start + duration;
-    egress_free_[at(a)] = send_end;
-    const core::TimeNs receive_start = std::max(send_start, ingress_free_[at(b)]);
-    const core::TimeNs receive_end = std::max(send_end, receive_start + duration);
-    ingress_free_[at(b)] = receive_end;
-    // One transfer is one flow: it goes no faster than the fabric's per-flow cap even when the ports
-    // could take more (they stay free for other flows meanwhile).
-    const core::TimeNs flow_end =
-        s_.per_flow_bytes_per_s > 0.0 ? send_start + core::seconds_to_ns(bytes / s_.per_flow_bytes_per_s) : 0;
-    return std::max(receive_end, flow_end) + s_.message_latency_ns;
+  // A transfer between client c and server `srv` from node a to node b (`to_server`: a push),
+  // starting no earlier than `now`; returns its arrival time. The sender's egress and the receiver's
+  // ingress are FIFO servers; the switch buffers between them, so the sender's port is free once it has
+  // sent, and the receiver takes the bytes at its own pace. The parameter-server transport adds its
+  // channel cap, the server process's FIFO and the receiving process's large-message time (all of them
+  // inside a node too: the software stack is the same over loopback).
+  core::TimeNs transfer(std::int64_t a, std::int64_t b, double bytes, core::TimeNs now, std::int64_t srv,
+                        std::int64_t c, bool to_server) {
+    core::TimeNs start = now;
+    core::TimeNs end = now;
+    core::TimeNs latency = 0;
+    if (a == b) {
+      end = now + core::seconds_to_ns(bytes / s_.intra_bytes_per_s);
+    } else {
+      const core::TimeNs duration = core::seconds_to_ns(bytes / s_.nic_bytes_per_s);
+      start = std::max(now, egress_free_[at(a)]);
+      const core::TimeNs send_end = start + duration;
+      egress_free_[at(a)] = send_end;
+      const core::TimeNs receive_start = std::max(start, ingress_free_[at(b)]);
+      end = std::max(send_end, receive_start + duration);
+      ingress_free_[at(b)] = end;
+      // One transfer is one flow: it goes no faster than the fabric's per-flow cap even when the
+      // ports could take more (they stay free for other flows meanwhile).
+      if (s_.per_flow_bytes_per_s > 0.0)
+        end = std::max(end, start + core::seconds_to_ns(bytes / s_.per_flow_bytes_per_s));
+      latency = s_.message_latency_ns;
+    }
+    if (s_.channel_bytes_per_s > 0.0)
+      end = std::max(end, start + core::seconds_to_ns(bytes / s_.channel_bytes_per_s));
+    const double receive_s =
+        s_.square_bytes.empty() ? 0.0 : s_.receive_s_per_square_byte * s_.square_bytes[at(srv)];
+    double server_s = s_.server_transport_bytes_per_s > 0.0 ? bytes / s_.server_transport_bytes_per_s : 0.0;
+    if (to_server) server_s += receive_s;
+    if (server_s > 0.0) {
+      core::TimeNs& io = server_io_free_[at(srv)];
+      io = std::max(now, io) + core::seconds_to_ns(server_s);
+      end = std::max(end, io);
+    }
+    if (!to_server && receive_s > 0.0) {
+      core::TimeNs& io = client_io_free_[at(c)];
+      io = std::max(now, io) + core::seconds_to_ns(receive_s);
+      end = std::max(end, io);
+    }
+    return end + latency;
   }
 
   void compute_done(std::int64_t w, core::TimeNs now) {
@@ -199,7 +228,8 @@ class Simulation {
       const double bytes = s_.push_bytes[at(srv)];
       if (bytes <= 0.0) continue;
       ++pending_pulls_[at(c)];
-      const core::TimeNs arrive = transfer(node_of_client(c), s_.server_node[at(srv)], bytes, now);
+      const core::TimeNs arrive =
+          transfer(node_of_client(c), s_.server_node[at(srv)], bytes, now, srv, c, true);
       queue_.push(arrive, payload(Kind::push_arrive, c * servers_ + srv));
     }
     if (pending_pulls_[at(c)] == 0) client_done(c, now);
@@ -248,7 +278,7 @@ class Simulation {
   void send_pull(std::int64_t w, std::int64_t srv, core::TimeNs now) {
     read_version_[at(w * servers_ + srv)] = version_[at(srv)];
     const core::TimeNs arrive =
-        transfer(s_.server_node[at(srv)], node_of_client(w), s_.pull_bytes[at(srv)], now);
+        transfer(s_.server_node[at(srv)], node_of_client(w), s_.pull_bytes[at(srv)], now, srv, w, false);
     queue_.push(arrive, payload(Kind::pull_arrive, w * servers_ + srv));
   }
 
@@ -347,7 +377,7 @@ class Simulation {
   std::int64_t servers_;
   std::int64_t buckets_;
   EventQueue queue_;
-  std::vector<core::TimeNs> egress_free_, ingress_free_, server_cpu_free_;
+  std::vector<core::TimeNs> egress_free_, ingress_free_, server_cpu_free_, server_io_free_, client_io_free_;
   std::vector<std::int64_t> version_, arrivals_, read_version_, bucket_count_;
   std::vector<std::int64_t> clock_, pending_pulls_;
   std::vector<std::uint8_t> allreduce_pending_, computing_, blocked_, waiting_client_;

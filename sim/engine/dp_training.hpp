@@ -18,8 +18,11 @@
 // NIC rate (transfers through a port take turns; the switch buffers between the two ports, so a
 // sender is not held up by a busy receiver), goes no faster than the fabric's per-flow cap (one
 // transfer is one flow), and arrives one message latency later; a transfer inside a node goes at the
-// node's intra-node rate. Servers fold gradients into the parameters at
-// `apply_bytes_per_s` (one FIFO per server).
+// node's intra-node rate. The transport software (TensorFlow's gRPC, ...) may cap each transfer at a
+// channel rate, pass every transfer of a server through one FIFO at the server process's rate, and
+// charge the receiving process (one FIFO per server and per client) a time quadratic in each message's
+// size, inside a node too. Servers fold gradients into the parameters at `apply_bytes_per_s` (one FIFO per
+// server).
 //   sync     the server sums every client's gradient, then updates once and answers every pull.
 //   async    the server applies each gradient as it arrives and answers that client's pull at once.
 //   bounded  as async, but a worker whose clock (completed steps) is more than `staleness_bound`
@@ -58,6 +61,15 @@ struct DpTrainingSetup {
   core::TimeNs local_broadcast_ns = 0;
   double nic_bytes_per_s = 0.0;       // per node and direction, all NICs together
   double per_flow_bytes_per_s = 0.0;  // cap on one transfer (kernel TCP); 0: none
+  // Parameter-server transport software (config::PsTransport): cap on one client-server channel, and
+  // the rate of the FIFO through which a server process sends and receives; 0: none.
+  double channel_bytes_per_s = 0.0;
+  double server_transport_bytes_per_s = 0.0;
+  // Large messages: receiving a message of S bytes costs the receiving process (the server for a push,
+  // the client for a pull) receive_s_per_square_byte x S^2 seconds; square_bytes[s] = the sum of S^2
+  // over the messages (tensors or tensor parts) of server s. Empty or 0: none.
+  double receive_s_per_square_byte = 0.0;
+  std::vector<double> square_bytes;
   double intra_bytes_per_s = 0.0;
   core::TimeNs message_latency_ns = 0;
   double apply_bytes_per_s = 0.0;

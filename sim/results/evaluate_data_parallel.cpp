@@ -115,6 +115,7 @@ Result evaluate_data_parallel(const config::Scenario& scenario, const EvaluateOp
   stats.server_bytes.assign(static_cast<std::size_t>(servers), 0.0);
   engine::DpTrainingSetup setup;
   setup.push_bytes.assign(static_cast<std::size_t>(servers), 0.0);
+  setup.square_bytes.assign(static_cast<std::size_t>(servers), 0.0);
   std::vector<double> layer_allreduce_bytes(ops.size(), 0.0);
   double dense_params = 0.0;
   std::int64_t next_server = 0;
@@ -129,6 +130,7 @@ Result evaluate_data_parallel(const config::Scenario& scenario, const EvaluateOp
         const auto s = static_cast<std::size_t>(next_server);
         next_server = (next_server + 1) % servers;
         setup.push_bytes[s] += v.step_bytes / parts;
+        setup.square_bytes[s] += (v.step_bytes / parts) * (v.step_bytes / parts);
         stats.server_bytes[s] += v.dense_bytes / parts;
       }
       stats.push_bytes_per_worker_step += v.step_bytes;
@@ -193,6 +195,12 @@ Result evaluate_data_parallel(const config::Scenario& scenario, const EvaluateOp
                           scenario.fabric.efficiency / net.oversubscription;
   if (scenario.fabric.per_flow_gbps)
     setup.per_flow_bytes_per_s = core::gbps_to_bytes_per_s(*scenario.fabric.per_flow_gbps);
+  const config::PsTransport& transport = dp.parameter_server.transport;
+  if (transport.channel_gbytes_per_s)
+    setup.channel_bytes_per_s = *transport.channel_gbytes_per_s * core::kGiga;
+  if (transport.server_gbytes_per_s)
+    setup.server_transport_bytes_per_s = *transport.server_gbytes_per_s * core::kGiga;
+  setup.receive_s_per_square_byte = transport.receive_s_per_square_byte;
   setup.intra_bytes_per_s = scenario.node.intra_gbytes_per_s * core::kGiga * scenario.node.intra_efficiency;
   setup.message_latency_ns =
       core::seconds_to_ns((scenario.fabric.latency_us + scenario.fabric.per_message_overhead_us) * 1e-6);

@@ -236,3 +236,58 @@ TEST_CASE("dp training: a transfer is one flow, capped by the fabric's per-flow 
   // Per step: compute 10, push 2, fold 1 + update 1, pull 2 = 16 ms; four steps 64 ms.
   CHECK(r.makespan == 64 * kMs);
 }
+
+TEST_CASE("dp training: the parameter-server transport passes a server's transfers through one FIFO") {
+  DpTrainingSetup s = ps_setup();
+  s.server_transport_bytes_per_s = 0.5e9;  // 2 ms per 1e6-byte transfer in the server process
+  const auto r = dtsim::engine::simulate_dp_training(s);
+  // Step 1: compute ends at 10 ms. Pushes: the NICs take 1 ms each (w0 [10, 11], w1 [11, 12] at the
+  // server's ingress) but the server process moves w0 [10, 12], then w1 [12, 14]; folds 12-13 and
+  // 14-15, update 15-16. Pulls: the process again, w0 [16, 18], w1 [18, 20].
+  // Step 2: w0 computes 18-28 and w1 20-30; pushes through the process w0 [28, 30], w1 [30, 32]; folds
+  // 30-31, 32-33, update 33-34; pulls w0 [34, 36], w1 [36, 38]. Every later step repeats 18 ms later:
+  // the last worker finishes step 4 at 38 + 2 x 18 = 74 ms (61 ms with the NICs alone).
+  CHECK(r.makespan == 74 * kMs);
+}
+
+TEST_CASE("dp training: the transport's channel cap holds inside a node too") {
+  DpTrainingSetup s = ps_setup();
+  s.workers = 1;
+  s.server_node = {0};            // colocated: 1e6 bytes take 0.1 ms at the intra-node rate
+  s.channel_bytes_per_s = 0.5e9;  // but 2 ms through the transport's channel
+  const auto r = dtsim::engine::simulate_dp_training(s);
+  // Per step: compute 10, push 2, fold 1 + update 1, pull 2 = 16 ms; four steps 64 ms.
+  CHECK(r.makespan == 64 * kMs);
+}
+
+TEST_CASE("dp training: a large message costs its receiver time quadratic in its size") {
+  DpTrainingSetup s = ps_setup();
+  s.workers = 1;
+  s.server_node = {1};
+  s.receive_s_per_square_byte = 3e-15;  // one message of 1e6 bytes: 3e-15 x 1e12 = 3 ms to receive
+  s.square_bytes = {1e12};
+  const auto r = dtsim::engine::simulate_dp_training(s);
+  // Per step: compute 10; push through the NIC 1 ms but received by the server process in 3 ms
+  // (arrives at 13); fold 1 + update 1; pull through the NIC 1 ms, received by the client in 3 ms:
+  // 10 + 3 + 2 + 3 = 18 ms; four steps 72 ms (56 ms without the large-message time).
+  CHECK(r.makespan == 72 * kMs);
+}
+
+TEST_CASE("dp training: a scenario selects the parameter-server transport profile") {
+  const std::string text = R"({"schema_version": 1, "name": "r50-grpc",
+    "model": {"layer_table": "resnet-50"}, "cluster": {"node": "horovod-p100x4", "nodes": 2},
+    "training": {"global_batch_size": 512, "precision": "fp32", "architecture": "parameter_server",
+                 "parameter_server": {"servers": 2, "transport": "TRANSPORT"}, "simulated_steps": 3}})";
+  const auto paths = dtsim::config::default_data_paths();
+  const auto run = [&](const std::string& transport) {
+    std::string t = text;
+    t.replace(t.find("TRANSPORT"), 9, transport);
+    const auto scenario = dtsim::config::load_scenario_text(t, "r50-" + transport, paths);
+    CHECK(scenario.data_parallel.parameter_server.transport.id == transport);
+    return dtsim::results::evaluate(scenario, {}).throughput.samples_per_s;
+  };
+  const double native = run("native");
+  const double grpc = run("grpc");
+  // The gRPC profile caps each server process below its NIC, so the same plan runs slower.
+  CHECK(grpc < native);
+}
