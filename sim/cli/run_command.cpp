@@ -1,7 +1,5 @@
 // `dtsim run SCENARIO`: load -> evaluate -> render. Everything is rendered in memory first and written
 // only once all of it succeeded, so an error leaves no partial report or trace behind.
-#include <fstream>
-#include <memory>
 #include <ostream>
 #include <sstream>
 #include <string>
@@ -10,6 +8,7 @@
 
 #include "cli/cli.hpp"
 #include "cli/commands.hpp"
+#include "cli/output_files.hpp"
 #include "cli/report_option.hpp"
 #include "core/errors.hpp"
 #include "reports/reports.hpp"
@@ -24,25 +23,6 @@ reports::Format parse_format(const std::string& name) {
   if (name == "json") return reports::Format::json;
   if (name == "csv") return reports::Format::csv;
   throw core::InternalError("unknown report format '" + name + "' passed option validation");
-}
-
-struct OutputFile {
-  std::string path;
-  std::string content;
-};
-
-// Opens every file before writing any, so that an unwritable path leaves the others untouched.
-void write_files(const std::vector<OutputFile>& files) {
-  std::vector<std::unique_ptr<std::ofstream>> streams;
-  for (const OutputFile& file : files) {
-    streams.push_back(std::make_unique<std::ofstream>(file.path, std::ios::binary | std::ios::trunc));
-    if (!*streams.back()) throw core::InputError(file.path, "", "cannot open the file for writing");
-  }
-  for (std::size_t i = 0; i < files.size(); ++i) {
-    *streams[i] << files[i].content;
-    streams[i]->close();
-    if (!*streams[i]) throw core::InputError(files[i].path, "", "could not write the file");
-  }
 }
 
 }  // namespace

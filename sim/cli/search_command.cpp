@@ -5,6 +5,7 @@
 
 #include "cli/cli.hpp"
 #include "cli/commands.hpp"
+#include "cli/output_files.hpp"
 #include "cli/report_option.hpp"
 #include "core/errors.hpp"
 #include "reports/search_report.hpp"
@@ -120,8 +121,14 @@ int search_command(const SearchCommandOptions& o, std::istream& in, std::ostream
   }
   std::ostringstream text;
   reports::write_search(text, base, outcome, output_format(o.format));
-  if (!o.report_path.empty()) write_report_file(o.report_path, search_report_data(base, outcome));
-  write_output(text.str(), o.out_path, out);
+  // The report and --out are opened before either is written: one bad path leaves no file behind.
+  std::vector<OutputFile> files;
+  if (!o.report_path.empty()) {
+    files.push_back({o.report_path, render_report(o.report_path, search_report_data(base, outcome))});
+  }
+  if (!o.out_path.empty()) files.push_back({o.out_path, text.str()});
+  write_files(files);
+  if (o.out_path.empty()) out << text.str();
   return outcome.top.empty() ? kExitInfeasible : kExitOk;
 }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -118,11 +119,24 @@ int sweep_command(const SweepOptions& o, std::istream& in, std::ostream& out, st
     }
   }
 
-  if (!o.report_path.empty()) check_report_folder(o.report_path);
+  // Both outputs are checked before any point is evaluated: the report is opened without truncating
+  // (and removed again if this call created it and --out then fails), so a path that cannot be
+  // written stops the sweep with nothing written.
+  bool report_created = false;
+  if (!o.report_path.empty()) {
+    check_report_folder(o.report_path);
+    report_created = !std::filesystem::exists(o.report_path);
+    std::ofstream probe(o.report_path, std::ios::binary | std::ios::app);
+    if (!probe) throw core::InputError(o.report_path, "", "cannot open the report file for writing");
+  }
   std::ofstream file;
   if (!o.out_path.empty()) {
     file.open(o.out_path);
-    if (!file) throw core::InputError(o.out_path, "", "cannot open the output file");
+    if (!file) {
+      std::error_code ignored;
+      if (report_created) std::filesystem::remove(o.report_path, ignored);
+      throw core::InputError(o.out_path, "", "cannot open the output file");
+    }
   }
   std::ostream& sink = o.out_path.empty() ? out : file;
   const bool progress = &err == &std::cerr && ::isatty(STDERR_FILENO) != 0;
