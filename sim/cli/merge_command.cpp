@@ -44,6 +44,11 @@ int merge_command(const MergeOptions& o, std::ostream& out) {
       }
     }
   }
+  if (lines.empty()) {
+    throw core::InputError(
+        o.inputs.front(), "",
+        "no sweep lines in the input; expected the JSON Lines written by dtsim sweep --format jsonl");
+  }
   std::ostringstream text;
   for (const auto& [index, line] : lines) text << line << "\n";
   if (o.out_path.empty()) {
