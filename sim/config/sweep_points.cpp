@@ -94,10 +94,18 @@ std::vector<SweepPoint> sweep_points(const std::string& scenario_text, const std
         throw core::InputError("command line", "/set",
                                fmt::format("got \"{}\"; expected a JSON pointer such as /cluster/nodes", axis.pointer));
       }
-      if (!doc.contains(p.parent_pointer())) {
+      const json::json_pointer parent = p.parent_pointer();
+      if (!doc.contains(parent) || !(doc.at(parent).is_object() || doc.at(parent).is_array())) {
         throw core::InputError(source, axis.pointer, "the scenario has no object to hold this key (--set)");
       }
-      doc[p] = value_of(text);
+      try {
+        doc[p] = value_of(text);
+      } catch (const json::exception&) {
+        throw core::InputError(
+            source, axis.pointer,
+            fmt::format("cannot set \"{}\" here: {} is an array, expected an index 0..{} (--set)", text,
+                        parent.to_string(), doc.at(parent).size()));
+      }
       point.assignment.insert(point.assignment.begin(), fmt::format("{}={}", axis.pointer, text));
     }
     if (scaling != Scaling::none && base_nodes > 0 && doc.contains(nodes_ptr) && doc.at(nodes_ptr).is_number()) {
