@@ -1,5 +1,6 @@
 // dtsim sweep SCENARIO --set PTR=V1,V2 ...: every combination of the values, evaluated on a pool of
-// threads, each result written as one JSON line (or CSV row) as soon as it is done.
+// threads, each result written as one JSON line (or CSV row) in point order, as soon as it and every
+// point before it are done.
 #include <unistd.h>
 
 #include <algorithm>
@@ -143,6 +144,8 @@ int sweep_command(const SweepOptions& o, std::istream& in, std::ostream& out, st
   std::mutex lock;
   std::atomic<std::size_t> next{0};
   std::size_t done = 0;
+  std::vector<std::optional<std::string>> finished(scenarios.size());
+  std::size_t next_to_write = 0;
   bool infeasible = false;
   const bool want_report = !o.report_path.empty();
   std::vector<std::optional<results::Result>> kept(want_report ? scenarios.size() : 0);
@@ -163,7 +166,13 @@ int sweep_command(const SweepOptions& o, std::istream& in, std::ostream& out, st
         line << j.dump() << "\n";
       }
       std::lock_guard<std::mutex> guard(lock);
-      sink << line.str() << std::flush;
+      // Lines leave in point order (a point finished early waits for those before it), so the
+      // output's bytes do not depend on --jobs.
+      finished[i] = line.str();
+      for (; next_to_write < finished.size() && finished[next_to_write]; ++next_to_write) {
+        sink << *finished[next_to_write] << std::flush;
+        finished[next_to_write].reset();
+      }
       if (want_report) kept[i] = std::move(r);
       infeasible = infeasible || kept_status != results::Status::ok;
       ++done;

@@ -300,3 +300,27 @@ TEST_CASE("sweep shards merged give the same lines as one run") {
   CHECK(bad_err.str().find("expected K/N with 1 <= K <= N") != std::string::npos);
   fs::remove_all(dir);
 }
+
+TEST_CASE("sweep: lines leave in point order, the same bytes for any --jobs") {
+  // The first point (64 nodes: 512 simulated workers) costs more than the three after it, so with four
+  // threads those finish first; the output must still list points 0, 1, 2, 3 in that order.
+  const std::string scenario =
+      std::string(DTSIM_SOURCE_DIR) + "/scenarios/ps-vs-allreduce/resnet50-64gpu-allreduce-sync.json";
+  std::string first;
+  for (const char* jobs : {"1", "4"}) {
+    const Outcome o = run({"sweep", scenario, "--set", "/cluster/nodes=64,1,2,4", "--scaling", "weak",
+                           "--jobs", jobs, "--no-timing"});
+    REQUIRE(o.status == 0);
+    if (first.empty()) {
+      first = o.out;
+      continue;
+    }
+    CHECK(o.out == first);
+  }
+  std::istringstream lines(first);
+  int expected = 0;
+  for (std::string line; std::getline(lines, line); ++expected) {
+    CHECK(nlohmann::json::parse(line)["index"].get<int>() == expected);
+  }
+  CHECK(expected == 4);
+}
