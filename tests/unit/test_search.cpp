@@ -258,10 +258,14 @@ TEST_CASE(
     "search": {"max_context": 1, "max_micro_batch": 1, "max_virtual_stages": 1, "keep_sharding": true,
                "keep_recompute": true, "keep_sequence_parallel": true},
     "candidates": [{"node": "dgx-a100", "usd_per_gpu_hour": 2.0, "price_source": "test", "nodes": [1, 2]}]})";
-  std::istringstream in_json(plan), in_csv(plan);
-  std::ostringstream out_json, out_csv, err;
-  const int json_status =
-      dtsim::cli::run_cli({"plan", "-", "--format", "json", "--no-timing"}, in_json, out_json, err);
+  std::istringstream in_json(plan), in_json_2(plan), in_csv(plan);
+  std::ostringstream out_json, out_json_2, out_csv, err;
+  const int json_status = dtsim::cli::run_cli({"plan", "-", "--format", "json", "--no-timing", "--jobs", "1"},
+                                              in_json, out_json, err);
+  const int json_status_2 = dtsim::cli::run_cli(
+      {"plan", "-", "--format", "json", "--no-timing", "--jobs", "2"}, in_json_2, out_json_2, err);
+  CHECK(json_status_2 == 3);
+  CHECK(out_json.str() == out_json_2.str());
   const int csv_status = dtsim::cli::run_cli({"plan", "-", "--format", "csv"}, in_csv, out_csv, err);
   CHECK(json_status == 3);
   CHECK(csv_status == 3);
