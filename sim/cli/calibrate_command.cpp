@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "cli/cli.hpp"
+#include "cli/positive_number.hpp"
 #include "config/profile_loader.hpp"
 #include "core/errors.hpp"
 
@@ -69,7 +70,7 @@ CLI::App* add_calibrate_command(CLI::App& app, CalibrateOptions& o) {
   cmd->add_flag("--quick", o.quick, "A minute-scale subset of the sweeps");
   cmd->add_option("--ranks", o.ranks,
                   "MPI ranks, the devices of the calibrated node (cpu: 2; cuda: one per GPU)")
-      ->check(CLI::PositiveNumber)
+      ->check(positive_number())
       ->each([&o](const std::string&) { o.ranks_given = true; });
   cmd->add_option("--mpirun", o.mpirun, "cpu backend: MPI launcher command");
   return cmd;

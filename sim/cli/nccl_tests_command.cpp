@@ -6,6 +6,7 @@
 
 #include "cli/cli.hpp"
 #include "cli/commands.hpp"
+#include "cli/positive_number.hpp"
 #include "config/scenario_loader.hpp"
 #include "core/errors.hpp"
 #include "network/nccl_tests.hpp"
@@ -100,14 +101,14 @@ CLI::App* add_nccl_tests_command(CLI::App& app, NcclTestsOptions& o) {
 
 void add_cluster_options(CLI::App* cmd, ClusterOptions& o) {
   cmd->add_option("--node", o.request.node, "Node profile id (hardware_profiles/nodes)")->required();
-  cmd->add_option("--nodes", o.request.nodes, "Number of nodes")->required()->check(CLI::PositiveNumber);
+  cmd->add_option("--nodes", o.request.nodes, "Number of nodes")->required()->check(positive_number());
   cmd->add_option("--ranks-per-node", o.ranks_per_node, "Ranks per node (default: the node's GPUs)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   cmd->add_option("--fabric", o.fabric, "Fabric profile id (default: the node's)");
   cmd->add_option("--nic-gbps", o.nic_gbps, "Line rate per NIC in Gb/s (default: the node's)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   cmd->add_option("--nics-per-node", o.nics_per_node, "NICs per node (default: the node's)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
 }
 
 ResolvedCluster resolve_cluster(const ClusterOptions& o) {

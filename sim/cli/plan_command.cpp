@@ -4,6 +4,7 @@
 
 #include "cli/cli.hpp"
 #include "cli/commands.hpp"
+#include "cli/positive_number.hpp"
 #include "config/plan_loader.hpp"
 #include "reports/plan_report.hpp"
 #include "search/capacity_plan.hpp"
@@ -13,7 +14,7 @@ namespace dtsim::cli {
 CLI::App* add_plan_command(CLI::App& app, PlanCommandOptions& o) {
   CLI::App* cmd = app.add_subcommand("plan", "Size a cluster for a token budget, a deadline and a budget");
   cmd->add_option("plan", o.plan, "Plan v1 JSON file, or - for standard input")->required();
-  cmd->add_option("--jobs,-j", o.jobs, "Worker threads (default: all cores)")->check(CLI::PositiveNumber);
+  cmd->add_option("--jobs,-j", o.jobs, "Worker threads (default: all cores)")->check(positive_number());
   cmd->add_option("--format", o.format, "Output format")->check(CLI::IsMember({"text", "json", "csv"}));
   cmd->add_option("--out", o.out_path, "Write to FILE instead of standard output");
   cmd->add_flag("--no-timing", o.no_timing,

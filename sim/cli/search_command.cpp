@@ -6,6 +6,7 @@
 #include "cli/cli.hpp"
 #include "cli/commands.hpp"
 #include "cli/output_files.hpp"
+#include "cli/positive_number.hpp"
 #include "cli/report_option.hpp"
 #include "core/errors.hpp"
 #include "reports/search_report.hpp"
@@ -16,18 +17,18 @@ namespace dtsim::cli {
 void add_space_options(CLI::App* cmd, search::SpaceBounds& b) {
   cmd->add_option("--max-tensor", b.max_tensor,
                   "Largest tensor degree (powers of two; default: GPUs per node)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   cmd->add_option("--max-pipeline", b.max_pipeline, "Largest pipeline degree (default: layers)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   cmd->add_option("--max-context", b.max_context, "Largest context degree (powers of two)")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   cmd->add_option("--max-micro-batch", b.max_micro_batch, "Largest micro-batch size (powers of two)")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   cmd->add_option("--max-virtual-stages", b.max_virtual_stages, "Largest virtual stages per pipeline stage")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   cmd->add_flag("--keep-recompute", b.keep_recompute, "Only the scenario's activation recompute");
   cmd->add_flag("--keep-sharding", b.keep_sharding,
                 "Only the scenario's ZeRO stage and distributed optimizer");
@@ -39,8 +40,8 @@ CLI::App* add_search_command(CLI::App& app, SearchCommandOptions& o) {
   CLI::App* cmd =
       app.add_subcommand("search", "Rank the parallel plans of a scenario's model on its cluster");
   cmd->add_option("scenario", o.scenario, "Scenario v1 JSON file, or - for standard input")->required();
-  cmd->add_option("--top", o.top, "Plans to list")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--jobs,-j", o.jobs, "Worker threads (default: all cores)")->check(CLI::PositiveNumber);
+  cmd->add_option("--top", o.top, "Plans to list")->capture_default_str()->check(positive_number());
+  cmd->add_option("--jobs,-j", o.jobs, "Worker threads (default: all cores)")->check(positive_number());
   cmd->add_option("--format", o.format, "Output format")->check(CLI::IsMember({"text", "json", "csv"}));
   cmd->add_option("--out", o.out_path, "Write to FILE instead of standard output");
   cmd->add_flag("--exact", o.exact, "Simulate every micro-batch of each plan (no extrapolation)");

@@ -20,6 +20,7 @@
 
 #include "cli/cli.hpp"
 #include "cli/commands.hpp"
+#include "cli/positive_number.hpp"
 #include "cli/report_option.hpp"
 #include "config/json_reader.hpp"
 #include "config/sweep_points.hpp"
@@ -38,7 +39,7 @@ CLI::App* add_sweep_command(CLI::App& app, SweepOptions& o) {
   cmd->add_option("--scaling", o.scaling, "Rescale with the node count: weak keeps the batch per GPU, strong the "
                                           "global batch")
       ->check(CLI::IsMember({"none", "weak", "strong"}));
-  cmd->add_option("--jobs,-j", o.jobs, "Worker threads (default: all cores)")->check(CLI::PositiveNumber);
+  cmd->add_option("--jobs,-j", o.jobs, "Worker threads (default: all cores)")->check(positive_number());
   cmd->add_option("--format", o.format, "jsonl: one JSON object per line; csv")->check(CLI::IsMember({"jsonl", "csv"}));
   cmd->add_option("--out", o.out_path, "Write to FILE instead of standard output");
   cmd->add_flag("--no-timing", o.no_timing, "Report the engine's wall time as 0");
