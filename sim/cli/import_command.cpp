@@ -43,7 +43,16 @@ int import_nccl_command(const ImportNcclOptions& o, std::ostream& out) {
     }
   }
   const double min_bytes = parse_size(o.min_bytes, "/min-bytes");
-  const calibration::LinkFit fit = calibration::fit_all_reduce(logs, cluster, per_node, min_bytes);
+  const calibration::LinkFit fit = [&] {
+    try {
+      return calibration::fit_all_reduce(logs, cluster, per_node, min_bytes);
+    } catch (const core::InputError& e) {
+      if (!e.file().empty()) throw;
+      // Too few rows at or above --min-bytes: name the logs' first file and the option.
+      throw core::InputError(o.logs.front(), "/min-bytes",
+                             fmt::format("{} (--min-bytes {})", e.message(), o.min_bytes));
+    }
+  }();
   if (!(fit.efficiency > 0.0 && fit.efficiency <= 1.0)) {
     throw core::InputError(o.logs.front(), "",
                            fmt::format("the fitted efficiency {:.3f} is outside (0, 1]: the layout given with --node, "
