@@ -44,6 +44,19 @@ fs::path harness_path(const char* name) {
   return path;
 }
 
+// The NVIDIA GPUs of this node: its /dev/nvidiaN device files.
+int nvidia_devices() {
+  int gpus = 0;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator("/dev", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() > 6 && name.rfind("nvidia", 0) == 0 &&
+        name.find_first_not_of("0123456789", 6) == std::string::npos)
+      ++gpus;
+  }
+  return gpus;
+}
+
 // Single-quoted for the shell.
 std::string quoted(const std::string& s) {
   std::string q = "'";
@@ -77,7 +90,8 @@ CLI::App* add_calibrate_command(CLI::App& app, CalibrateOptions& o) {
 }
 
 int calibrate_command(const CalibrateOptions& o, std::ostream& out, std::ostream& err) {
-  const std::string backend = o.backend.empty() ? (kHaveCuda ? "cuda" : "cpu") : o.backend;
+  const int gpus = nvidia_devices();
+  const std::string backend = o.backend.empty() ? (kHaveCuda && gpus > 0 ? "cuda" : "cpu") : o.backend;
   std::string command;
   if (backend == "cpu") {
     if (!kHaveCpu) {
@@ -97,16 +111,14 @@ int calibrate_command(const CalibrateOptions& o, std::ostream& out, std::ostream
           "got \"cuda\"; this dtsim was built without the CUDA harness (CUDA toolkit with cuBLASLt "
           "and NCCL not found at configure time, or DTSIM_WITH_CUDA=OFF)");
     }
-    // One rank per GPU of this node (the /dev/nvidiaN device files), unless --ranks was given.
-    int gpus = 0;
-    std::error_code dev_ec;
-    for (const auto& entry : fs::directory_iterator("/dev", dev_ec)) {
-      const std::string name = entry.path().filename().string();
-      if (name.size() > 6 && name.rfind("nvidia", 0) == 0 &&
-          name.find_first_not_of("0123456789", 6) == std::string::npos)
-        ++gpus;
+    if (gpus == 0) {
+      throw core::InputError(
+          "command line", "/backend",
+          "got \"cuda\"; this machine has no NVIDIA GPU (no /dev/nvidiaN device file): run "
+          "it on a GPU node, or calibrate the CPU with --backend cpu");
     }
-    const int ranks = o.ranks_given ? o.ranks : std::max(gpus, 1);
+    // One rank per GPU of this node, unless --ranks was given.
+    const int ranks = o.ranks_given ? o.ranks : gpus;
     command = fmt::format("{} --oversubscribe{} -np {} {}{}", o.mpirun,
                           geteuid() == 0 ? " --allow-run-as-root" : "", ranks,
                           quoted(harness_path("dtsim_calibrate_cuda").string()), harness_args(o));

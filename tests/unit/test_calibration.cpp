@@ -6,12 +6,14 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "calibration/collective_log.hpp"
 #include "calibration/device_profile.hpp"
 #include "calibration/fit_gemm.hpp"
 #include "calibration/nccl_log.hpp"
 #include "calibration/sample_stats.hpp"
+#include "cli/cli.hpp"
 #include "compute/gemm_efficiency.hpp"
 #include "config/profile_loader.hpp"
 #include "config/scenario_loader.hpp"
@@ -201,4 +203,23 @@ TEST_CASE("an MLP scenario runs, and a profile spread gives an interval around t
   CHECK(with.interval->high_s > with.iteration_time_s);
   // Compute-bound ops scale with 1 / throughput: the slow end is at most 1 / 0.8 of the median time.
   CHECK(with.interval->high_s <= plain.iteration_time_s / 0.8 * (1 + 1e-9));
+}
+
+// On a machine without an NVIDIA GPU the cuda backend is bad input (exit 2, nothing written), not a
+// harness crash. On a GPU machine the same command would run the harness, so the check is skipped there.
+TEST_CASE("calibrate --backend cuda without a GPU: exit 2 naming /backend, no profile folder") {
+  if (std::filesystem::exists("/dev/nvidia0")) {
+    MESSAGE("this machine has a GPU: the cuda backend runs here, nothing to check");
+    return;
+  }
+  const auto dir = std::filesystem::temp_directory_path() / "dtsim_test_calibrate_no_gpu";
+  std::filesystem::remove_all(dir);
+  std::istringstream in;
+  std::ostringstream out, err;
+  const int status =
+      dtsim::cli::run_cli({"calibrate", "--backend", "cuda", "--out", dir.string()}, in, out, err);
+  CHECK(status == 2);
+  CHECK(err.str().find("/backend") != std::string::npos);
+  CHECK(err.str().find("no NVIDIA GPU") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(dir));
 }
