@@ -18,9 +18,10 @@ void write_text(std::ostream& out, const config::Scenario& base, const search::S
   out << fmt::format("search  {} on {} x {} ({} GPUs), global batch {}\n",
                      base.model.preset.empty() ? "model" : base.model.preset, base.cluster.nodes,
                      base.node.id, base.gpu_count(), base.training.global_batch_size);
-  out << fmt::format("plans   {} enumerated, {} pruned before simulation, {} simulated ({})\n", o.enumerated,
-                     o.pruned, o.evaluated,
-                     o.extrapolated ? "extrapolated from short simulations" : "full simulation");
+  out << fmt::format(
+      "plans   {} enumerated, {} pruned before simulation, {} simulated ({}), {} bounded out\n", o.enumerated,
+      o.pruned, o.evaluated, o.extrapolated ? "extrapolated from short simulations" : "full simulation",
+      o.bounded);
   write_rejections_text(out, o, "  ");
   out << fmt::format(
       "speed   {} plans in {:.3f} s on {} thread{}, {:.3f} CPU-s: {:.0f} plans per second per core "
@@ -28,6 +29,13 @@ void write_text(std::ostream& out, const config::Scenario& base, const search::S
       "{:.3f} s)\n",
       o.evaluated, o.evaluate_wall_s, o.jobs, o.jobs == 1 ? "" : "s", o.evaluate_cpu_s,
       o.configs_per_s_per_core, o.enumerate_wall_s);
+  if (o.bounded > 0 || o.bound_cpu_s > 0.0) {
+    out << fmt::format(
+        "bound   lower bounds in {:.3f} CPU-s; {} plans decided (simulated or bounded out): {:.0f} per "
+        "second "
+        "per core\n",
+        o.bound_cpu_s, o.evaluated + o.bounded, o.considered_per_s_per_core);
+  }
   if (o.confirmed > 0) {
     out << fmt::format(
         "confirm the {} best estimates re-simulated in full ({:.3f} CPU-s; largest estimate error {:.2f}%); "
@@ -88,6 +96,9 @@ nlohmann::ordered_json search_counts_json(const search::SearchOutcome& o) {
   j["evaluate_wall_s"] = o.evaluate_wall_s;
   j["evaluate_cpu_s"] = o.evaluate_cpu_s;
   j["configs_per_s_per_core"] = o.configs_per_s_per_core;
+  j["bounded"] = o.bounded;
+  j["bound_cpu_s"] = o.bound_cpu_s;
+  j["considered_per_s_per_core"] = o.considered_per_s_per_core;
   j["confirmed"] = o.confirmed;
   j["confirm_cpu_s"] = o.confirm_cpu_s;
   j["max_confirm_error"] = o.max_confirm_error;

@@ -116,7 +116,8 @@ int search_command(const SearchCommandOptions& o, std::istream& in, std::ostream
   search::SearchOutcome outcome = search::search(base, options);
   if (o.no_timing) {
     outcome.enumerate_wall_s = outcome.evaluate_wall_s = outcome.evaluate_cpu_s =
-        outcome.configs_per_s_per_core = outcome.confirm_cpu_s = 0.0;
+        outcome.configs_per_s_per_core = outcome.confirm_cpu_s = outcome.bound_cpu_s =
+            outcome.considered_per_s_per_core = 0.0;
     outcome.jobs = 0;
     for (auto& e : outcome.top) e.result.engine.wall_s = 0.0;
   }

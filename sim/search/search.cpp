@@ -11,6 +11,7 @@
 
 #include "results/evaluate.hpp"
 #include "search/fast_evaluate.hpp"
+#include "search/lower_bound.hpp"
 
 namespace dtsim::search {
 
@@ -72,6 +73,58 @@ std::vector<std::size_t> rank_results(const std::vector<results::Result>& result
   return order;
 }
 
+BoundedEvaluation evaluate_bounded(const std::vector<Candidate>& candidates, std::size_t window,
+                                   std::size_t jobs, bool extrapolate, bool branch_and_bound) {
+  BoundedEvaluation out;
+  out.results.resize(candidates.size());
+  if (!branch_and_bound) {
+    Evaluated all = evaluate_candidates(candidates, jobs, extrapolate);
+    out.results = std::move(all.results);
+    out.cpu_s = all.cpu_s;
+    out.evaluated = candidates.size();
+    return out;
+  }
+  const double bound_start = thread_cpu_s();
+  std::vector<double> bound(candidates.size());
+  for (std::size_t i = 0; i < candidates.size(); ++i)
+    bound[i] = iteration_lower_bound_s(candidates[i].scenario);
+  out.bound_cpu_s = thread_cpu_s() - bound_start;
+  std::vector<std::size_t> order(candidates.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return bound[a] < bound[b]; });
+
+  // Batches of a fixed size in bound order; the stop test runs between batches only, so the plans
+  // simulated (and the results) do not depend on the thread count.
+  std::vector<double> best;  // the `window` smallest iteration times so far, ascending
+  std::size_t pos = 0;
+  while (pos < order.size()) {
+    if (best.size() >= window && bound[order[pos]] > best.back()) break;
+    const std::size_t end = std::min(order.size(), pos + kBoundBatch);
+    std::vector<Candidate> batch;
+    for (std::size_t k = pos; k < end; ++k) batch.push_back(candidates[order[k]]);
+    Evaluated done = evaluate_candidates(batch, jobs, extrapolate);
+    out.cpu_s += done.cpu_s;
+    for (std::size_t k = pos; k < end; ++k) {
+      results::Result& r = done.results[k - pos];
+      if (r.status == results::Status::ok) {
+        best.insert(std::upper_bound(best.begin(), best.end(), r.iteration_time_s), r.iteration_time_s);
+        if (best.size() > window) best.pop_back();
+      }
+      out.results[order[k]] = std::move(r);
+    }
+    out.evaluated += end - pos;
+    pos = end;
+  }
+  for (; pos < order.size(); ++pos) {
+    results::Result& r = out.results[order[pos]];
+    r.status = results::Status::infeasible;
+    r.reason = "bounded out: compute alone takes longer than the listed plans";
+    ++out.bounded;
+  }
+  return out;
+}
+
 SearchOutcome search(const config::Scenario& base, const SearchOptions& options) {
   SearchOutcome out;
   out.extrapolated = options.extrapolate;
@@ -84,16 +137,24 @@ SearchOutcome search(const config::Scenario& base, const SearchOptions& options)
   out.jobs = std::max<std::size_t>(1, std::min(options.jobs, space.candidates.size()));
 
   const auto evaluate_start = std::chrono::steady_clock::now();
-  Evaluated evaluated = evaluate_candidates(space.candidates, out.jobs, options.extrapolate);
+  const std::size_t window = options.extrapolate ? std::max(2 * options.top, kMinConfirmed) : options.top;
+  BoundedEvaluation evaluated =
+      evaluate_bounded(space.candidates, window, out.jobs, options.extrapolate, options.branch_and_bound);
   std::vector<results::Result>& results = evaluated.results;
   out.evaluate_wall_s = seconds_since(evaluate_start);
   out.evaluate_cpu_s = evaluated.cpu_s;
-  out.evaluated = results.size();
+  out.bound_cpu_s = evaluated.bound_cpu_s;
+  out.evaluated = evaluated.evaluated;
+  out.bounded = evaluated.bounded;
   if (out.evaluate_cpu_s > 0.0)
     out.configs_per_s_per_core = static_cast<double>(out.evaluated) / out.evaluate_cpu_s;
+  if (out.evaluate_cpu_s + out.bound_cpu_s > 0.0) {
+    out.considered_per_s_per_core =
+        static_cast<double>(out.evaluated + out.bounded) / (out.evaluate_cpu_s + out.bound_cpu_s);
+  }
   std::vector<std::size_t> leaders = rank_results(results, options.top);
   if (options.extrapolate) {
-    leaders = rank_results(results, std::max(2 * options.top, kMinConfirmed));
+    leaders = rank_results(results, window);
     std::vector<Candidate> confirm;
     for (const std::size_t i : leaders) confirm.push_back(space.candidates[i]);
     Evaluated full =

@@ -17,10 +17,19 @@ namespace dtsim::search {
 
 struct SearchOptions {
   SpaceBounds bounds;
-  std::size_t top = 10;     // entries kept, best first
-  std::size_t jobs = 1;     // worker threads (>= 1)
-  bool extrapolate = true;  // fast path (fast_evaluate.hpp); false: full simulation of each plan
+  std::size_t top = 10;          // entries kept, best first
+  std::size_t jobs = 1;          // worker threads (>= 1)
+  bool extrapolate = true;       // fast path (fast_evaluate.hpp); false: full simulation of each plan
+  bool branch_and_bound = true;  // skip plans whose compute lower bound cannot make the list (below)
 };
+
+// Branch and bound: plans are estimated in batches of kBoundBatch in ascending order of their compute
+// lower bound (lower_bound.hpp); once `window` plans are estimated (2 x top, at least kMinConfirmed,
+// with the fast path; top without it), a batch is started only while the next plan's bound is at most
+// the window's slowest iteration time. A plan left out has a bound, hence an iteration time, above
+// that of every plan in the window, so it could not have been listed: the ranking is that of
+// evaluating every plan. The stop test runs between batches, so results do not depend on --jobs.
+inline constexpr std::size_t kBoundBatch = 64;
 
 // With the fast path, the leading plans are confirmed by the full simulation before they are listed:
 // the 2 x top best estimates (at least kMinConfirmed) are simulated in full and ranked again on those
@@ -41,12 +50,16 @@ struct SearchOutcome {
   std::size_t pruned = 0;      // rejected before simulation (sum over rejections)
   std::vector<RejectionClass> rejections;
   std::size_t evaluated = 0;  // plans whose iteration time was estimated
+  std::size_t bounded = 0;    // plans left out by branch and bound (their bound exceeds the window)
   std::size_t jobs = 1;
   double enumerate_wall_s = 0.0;
   double evaluate_wall_s = 0.0;
   double evaluate_cpu_s = 0.0;  // CPU time of the worker threads while they estimated
   // evaluated / evaluate_cpu_s: estimated plans per CPU-second, i.e. per second on one core
   double configs_per_s_per_core = 0.0;
+  double bound_cpu_s = 0.0;  // CPU time spent computing the lower bounds
+  // (evaluated + bounded) / (evaluate_cpu_s + bound_cpu_s): plans decided per CPU-second
+  double considered_per_s_per_core = 0.0;
   bool extrapolated = true;
   std::size_t confirmed = 0;       // leading estimates re-simulated in full (0 without the fast path)
   double confirm_cpu_s = 0.0;      // CPU time of those full simulations
@@ -64,6 +77,18 @@ struct Evaluated {
   double cpu_s = 0.0;
 };
 Evaluated evaluate_candidates(const std::vector<Candidate>& candidates, std::size_t jobs, bool extrapolate);
+
+// evaluate_candidates() with branch and bound (above): results in the candidates' order, those left
+// out marked infeasible with the reason "bounded out ...".
+struct BoundedEvaluation {
+  std::vector<results::Result> results;
+  std::size_t evaluated = 0;
+  std::size_t bounded = 0;
+  double cpu_s = 0.0;
+  double bound_cpu_s = 0.0;
+};
+BoundedEvaluation evaluate_bounded(const std::vector<Candidate>& candidates, std::size_t window,
+                                   std::size_t jobs, bool extrapolate, bool branch_and_bound);
 
 // Indexes of `results` ranked as above (only status ok), best first, at most `top`.
 std::vector<std::size_t> rank_results(const std::vector<results::Result>& results, std::size_t top);

@@ -17,6 +17,7 @@
 #include "results/evaluate.hpp"
 #include "search/capacity_plan.hpp"
 #include "search/fast_evaluate.hpp"
+#include "search/lower_bound.hpp"
 #include "search/search.hpp"
 
 namespace {
@@ -186,7 +187,7 @@ TEST_CASE("search ranks by tokens/s and gives the same plans on 1 and 2 threads"
   const auto two = dtsim::search::search(base, options);
   REQUIRE(one.top.size() == 5);
   REQUIRE(two.top.size() == one.top.size());
-  CHECK(one.evaluated + one.pruned == one.enumerated);
+  CHECK(one.evaluated + one.bounded + one.pruned == one.enumerated);
   for (std::size_t i = 0; i < one.top.size(); ++i) {
     CHECK(one.top[i].label == two.top[i].label);
     CHECK(one.top[i].result.iteration_time_s == two.top[i].result.iteration_time_s);
@@ -302,5 +303,45 @@ TEST_CASE("search lists full-simulation results: the confirmed leaders equal a d
   for (const auto& e : outcome.top) {
     const auto direct = dtsim::results::evaluate(e.result.scenario, {});
     CHECK(e.result.iteration_time_s == doctest::Approx(direct.iteration_time_s).epsilon(1e-12));
+  }
+}
+
+// The compute lower bound (lower_bound.hpp) never exceeds the estimate: T >= m (l t_layer + t_ends) / p
+// because communication, bubbles and the optimizer only add. Checked on a stride of the GPT-3 175B space.
+TEST_CASE("the compute lower bound is below the estimated iteration of every sampled plan") {
+  const Scenario base = shipped("gpt3-175b-1024-a100.json");
+  const auto space = dtsim::search::enumerate_space(base, {});
+  REQUIRE(space.candidates.size() > 1000);
+  double tightest = 1e9;
+  for (std::size_t i = 0; i < space.candidates.size(); i += 211) {
+    const auto& s = space.candidates[i].scenario;
+    const auto r = dtsim::search::evaluate_extrapolated(s);
+    if (r.status != dtsim::results::Status::ok) continue;
+    const double bound = dtsim::search::iteration_lower_bound_s(s);
+    CHECK(bound > 0.0);
+    CHECK(bound <= r.iteration_time_s);
+    tightest = std::min(tightest, r.iteration_time_s / bound);
+  }
+  MESSAGE("smallest estimate / bound over the sample: " << tightest);
+}
+
+// Branch and bound leaves out only plans that could not be listed, so the list equals that of
+// estimating every plan (search.hpp).
+TEST_CASE("branch and bound lists the same plans as estimating every plan, and leaves some out") {
+  const Scenario base = shipped("gpt3-175b-1024-a100.json");
+  dtsim::search::SearchOptions options;
+  options.top = 5;
+  options.bounds.max_virtual_stages = 1;
+  options.bounds.keep_sharding = true;
+  const auto bounded = dtsim::search::search(base, options);
+  options.branch_and_bound = false;
+  const auto every = dtsim::search::search(base, options);
+  CHECK(bounded.bounded > 0);
+  CHECK(every.bounded == 0);
+  CHECK(bounded.evaluated + bounded.bounded == every.evaluated);
+  REQUIRE(bounded.top.size() == every.top.size());
+  for (std::size_t k = 0; k < every.top.size(); ++k) {
+    CHECK(bounded.top[k].label == every.top[k].label);
+    CHECK(bounded.top[k].result.iteration_time_s == every.top[k].result.iteration_time_s);
   }
 }
