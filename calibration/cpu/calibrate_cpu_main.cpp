@@ -9,9 +9,6 @@
 #include <cblas.h>
 #include <mpi.h>
 
-#include <unistd.h>
-#include "calibration/mpi_main.hpp"
-
 #include <chrono>
 #include <ctime>
 #include <exception>
@@ -27,6 +24,8 @@
 #include "calibration/cpu/mpi_collectives.hpp"
 #include "calibration/device_profile.hpp"
 #include "calibration/fit_network.hpp"
+#include "calibration/harness_env.hpp"
+#include "calibration/mpi_main.hpp"
 #include "calibration/nccl_log.hpp"
 #include "core/errors.hpp"
 #include "reports/profile_json.hpp"
@@ -47,19 +46,14 @@ Options parse(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    const auto value = [&]() -> std::string {
-      if (i + 1 >= argc)
-        throw dtsim::core::InputError("command line", "", fmt::format("{} needs a value", a));
-      return argv[++i];
-    };
     if (a == "--out") {
-      o.out = value();
+      o.out = cal::option_value(argc, argv, i);
     } else if (a == "--id") {
-      o.id = value();
+      o.id = cal::option_value(argc, argv, i);
     } else if (a == "--quick") {
       o.quick = true;
     } else if (a == "--threads") {
-      o.threads = std::stoi(value());
+      o.threads = std::stoi(cal::option_value(argc, argv, i));
     } else {
       throw dtsim::core::InputError("command line", "", fmt::format("unknown argument {}", a));
     }
@@ -67,12 +61,6 @@ Options parse(int argc, char** argv) {
   if (o.out.empty()) throw dtsim::core::InputError("command line", "", "--out PROFILE_DIR is required");
   if (o.threads < 1) throw dtsim::core::InputError("command line", "", "--threads must be at least 1");
   return o;
-}
-
-std::string host_name() {
-  std::array<char, 256> buf{};
-  if (gethostname(buf.data(), buf.size() - 1) != 0) return "localhost";
-  return buf.data();
 }
 
 std::string cpu_model() {
@@ -87,15 +75,6 @@ std::string cpu_model() {
   return "unknown CPU";
 }
 
-std::string utc_now() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  std::array<char, 32> buf{};
-  std::strftime(buf.data(), buf.size(), "%Y-%m-%d %H:%M UTC", &tm);
-  return buf.data();
-}
-
 std::string mpi_version() {
   std::array<char, MPI_MAX_LIBRARY_VERSION_STRING> buf{};
   int len = 0;
@@ -105,20 +84,13 @@ std::string mpi_version() {
   return comma == std::string::npos ? v : v.substr(0, comma);
 }
 
-void write_json(const std::filesystem::path& path, const nlohmann::ordered_json& j) {
-  std::filesystem::create_directories(path.parent_path());
-  std::ofstream f(path);
-  if (!f) throw dtsim::core::InputError(path.string(), "", "cannot write the profile file");
-  f << j.dump(2) << "\n";
-}
-
 int run(int argc, char** argv) {
   int rank = 0;
   int ranks = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &ranks);
   const Options o = parse(argc, argv);
-  const std::string id = o.id.empty() ? "cpu-" + host_name() : o.id;
+  const std::string id = o.id.empty() ? "cpu-" + cal::host_name() : o.id;
   openblas_set_num_threads(o.threads);
   const int repeats = o.quick ? 7 : 15;
 
@@ -165,7 +137,7 @@ int run(int argc, char** argv) {
   const std::string run =
       fmt::format("dtsim_calibrate_cpu{} ({} ranks x {} OpenBLAS thread(s); {}; {}) on {} ({}), {}",
                   o.quick ? " --quick" : "", ranks, o.threads, openblas_get_config(), mpi_version(),
-                  host_name(), cpu_model(), utc_now());
+                  cal::host_name(), cpu_model(), cal::utc_now());
   m.id = id;
   m.name = fmt::format("{} ({} thread(s) per rank)", cpu_model(), o.threads);
   m.run = run;
@@ -175,7 +147,8 @@ int run(int argc, char** argv) {
   m.tile_n = 16;
   m.main_precision = dtsim::config::Precision::fp32;
   const cal::DeviceProfile device = cal::device_profile(m);
-  write_json(out / "gpus" / (id + ".json"), dtsim::reports::gpu_profile_json(device.gpu, device.sources));
+  cal::write_profile_json(out / "gpus" / (id + ".json"),
+                          dtsim::reports::gpu_profile_json(device.gpu, device.sources));
 
   // Intra-node link: the all-reduce sweep, read back through the nccl-tests reader and fitted with the
   // ring equations of fit_network.hpp against a 1 GB/s reference, i.e. efficiency = bandwidth in GB/s.
@@ -222,7 +195,7 @@ int run(int argc, char** argv) {
        "Gb/s is a "
        "placeholder to replace with the NIC of the machines before using this node in multi-node scenarios"},
       {"host_memory_bytes", fmt::format("physical memory reported by the host to {}", run)}};
-  write_json(out / "nodes" / (id + ".json"), dtsim::reports::node_profile_json(node, sources));
+  cal::write_profile_json(out / "nodes" / (id + ".json"), dtsim::reports::node_profile_json(node, sources));
 
   std::cout << fmt::format(
       "dtsim_calibrate_cpu: {} GEMM shapes (peak {:.1f} GFLOP/s fp32, fit error {:.1f}%), memory {:.1f} "

@@ -15,8 +15,6 @@
 #include <mpi.h>
 
 #include <nccl.h>
-#include <unistd.h>
-#include "calibration/mpi_main.hpp"
 
 #include <algorithm>
 #include <array>
@@ -39,6 +37,8 @@
 #include "calibration/cuda/nccl_collectives.hpp"
 #include "calibration/device_profile.hpp"
 #include "calibration/fit_network.hpp"
+#include "calibration/harness_env.hpp"
+#include "calibration/mpi_main.hpp"
 #include "calibration/nccl_log.hpp"
 #include "config/profile_loader.hpp"
 #include "config/scenario_loader.hpp"
@@ -63,19 +63,14 @@ Options parse(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    const auto value = [&]() -> std::string {
-      if (i + 1 >= argc)
-        throw dtsim::core::InputError("command line", "", fmt::format("{} needs a value", a));
-      return argv[++i];
-    };
     if (a == "--out") {
-      o.out = value();
+      o.out = cal::option_value(argc, argv, i);
     } else if (a == "--id") {
-      o.id = value();
+      o.id = cal::option_value(argc, argv, i);
     } else if (a == "--quick") {
       o.quick = true;
     } else if (a == "--intra-kind") {
-      o.intra_kind = value();
+      o.intra_kind = cal::option_value(argc, argv, i);
     } else {
       throw dtsim::core::InputError("command line", "", fmt::format("unknown argument {}", a));
     }
@@ -112,24 +107,9 @@ std::set<Shape> preset_shapes(const std::vector<std::int64_t>& tp_degrees) {
   return shapes;
 }
 
-std::string utc_now() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  std::array<char, 32> buf{};
-  std::strftime(buf.data(), buf.size(), "%Y-%m-%d %H:%M UTC", &tm);
-  return buf.data();
-}
-
-std::string host_name() {
-  std::array<char, 256> buf{};
-  if (gethostname(buf.data(), buf.size() - 1) != 0) return "localhost";
-  return buf.data();
-}
-
 int distinct_hosts(MPI_Comm comm, int ranks) {
   std::array<char, 256> mine{};
-  const std::string h = host_name();
+  const std::string h = cal::host_name();
   std::copy_n(h.begin(), std::min(h.size(), mine.size() - 1), mine.begin());
   std::vector<char> all(mine.size() * static_cast<std::size_t>(ranks));
   MPI_Allgather(mine.data(), static_cast<int>(mine.size()), MPI_CHAR, all.data(),
@@ -138,13 +118,6 @@ int distinct_hosts(MPI_Comm comm, int ranks) {
   for (int r = 0; r < ranks; ++r)
     hosts.insert(std::string(all.data() + static_cast<std::size_t>(r) * mine.size()));
   return static_cast<int>(hosts.size());
-}
-
-void write_json(const std::filesystem::path& path, const nlohmann::ordered_json& j) {
-  std::filesystem::create_directories(path.parent_path());
-  std::ofstream f(path);
-  if (!f) throw dtsim::core::InputError(path.string(), "", "cannot write the profile file");
-  f << j.dump(2) << "\n";
 }
 
 int run(int argc, char** argv) {
@@ -172,7 +145,7 @@ int run(int argc, char** argv) {
   cu::check(cudaRuntimeGetVersion(&runtime), "cudaRuntimeGetVersion");
   cu::check(ncclGetVersion(&nccl_version), "ncclGetVersion");
   const std::string gpu_name = prop.name;
-  const std::string id = o.id.empty() ? "cuda-" + host_name() : o.id;
+  const std::string id = o.id.empty() ? "cuda-" + cal::host_name() : o.id;
   const int repeats = o.quick ? 5 : 10;
 
   // GEMM sweep.
@@ -230,8 +203,8 @@ int run(int argc, char** argv) {
       "dtsim_calibrate_cuda{} on {} ({}, compute capability {}.{}, {} SMs), {} rank(s) on {} host(s), CUDA "
       "driver "
       "{}, runtime {}, cuBLASLt {}, NCCL {}, {}",
-      o.quick ? " --quick" : "", host_name(), gpu_name, prop.major, prop.minor, prop.multiProcessorCount,
-      ranks, hosts, driver, runtime, cublasLtGetVersion(), nccl_version, utc_now());
+      o.quick ? " --quick" : "", cal::host_name(), gpu_name, prop.major, prop.minor, prop.multiProcessorCount,
+      ranks, hosts, driver, runtime, cublasLtGetVersion(), nccl_version, cal::utc_now());
   m.id = id;
   m.name = gpu_name;
   m.run = run;
@@ -242,7 +215,8 @@ int run(int argc, char** argv) {
   m.main_precision = Precision::bf16;
   const cal::DeviceProfile device = cal::device_profile(m);
   const std::filesystem::path out(o.out);
-  write_json(out / "gpus" / (id + ".json"), dtsim::reports::gpu_profile_json(device.gpu, device.sources));
+  cal::write_profile_json(out / "gpus" / (id + ".json"),
+                          dtsim::reports::gpu_profile_json(device.gpu, device.sources));
   std::cout << fmt::format("dtsim_calibrate_cuda: {}: GEMMs {}; HBM {:.0f} GB/s; wrote {}\n", gpu_name,
                            precisions, device.gpu.hbm_bandwidth_gbytes_per_s,
                            (out / "gpus" / (id + ".json")).string());
@@ -278,7 +252,7 @@ int run(int argc, char** argv) {
   }
   dtsim::config::NodeProfile node;
   node.id = id;
-  node.name = fmt::format("{} x {} on {}", ranks, gpu_name, host_name());
+  node.name = fmt::format("{} x {} on {}", ranks, gpu_name, cal::host_name());
   node.gpu = id;
   node.gpus_per_node = ranks;
   node.intra_kind = o.intra_kind == "pcie"     ? dtsim::config::IntraNodeKind::pcie
@@ -309,7 +283,7 @@ int run(int argc, char** argv) {
        "fabric "
        "with a multi-host run and dtsim import nccl-tests"},
       {"host_memory_bytes", fmt::format("physical memory reported by the host to {}", run)}};
-  write_json(out / "nodes" / (id + ".json"), dtsim::reports::node_profile_json(node, sources));
+  cal::write_profile_json(out / "nodes" / (id + ".json"), dtsim::reports::node_profile_json(node, sources));
   std::cout << fmt::format("intra-node all-reduce {:.1f} GB/s + {:.2f} us per step; wrote {}\n",
                            node.intra_gbytes_per_s, node.intra_latency_us,
                            (out / "nodes" / (id + ".json")).string());

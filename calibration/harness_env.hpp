@@ -1,0 +1,50 @@
+// What the calibration harnesses (calibration/cpu, calibration/cuda) share outside their
+// measurements: the command-line value of an option, the host and the date a profile's sources name,
+// and the writing of a profile file. Header-only: only the harness executables use it.
+#pragma once
+
+#include <unistd.h>
+
+#include <array>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/errors.hpp"
+
+namespace dtsim::calibration {
+
+// The value after option argv[i] (i moves to it); InputError when the command line ends first.
+inline std::string option_value(int argc, char** argv, int& i) {
+  if (i + 1 >= argc) throw core::InputError("command line", "", fmt::format("{} needs a value", argv[i]));
+  return argv[++i];
+}
+
+inline std::string host_name() {
+  std::array<char, 256> buf{};
+  if (gethostname(buf.data(), buf.size() - 1) != 0) return "localhost";
+  return buf.data();
+}
+
+inline std::string utc_now() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  std::array<char, 32> buf{};
+  std::strftime(buf.data(), buf.size(), "%Y-%m-%d %H:%M UTC", &tm);
+  return buf.data();
+}
+
+// A profile file, its folder created as needed; InputError naming the path when it cannot be written.
+inline void write_profile_json(const std::filesystem::path& path, const nlohmann::ordered_json& j) {
+  std::filesystem::create_directories(path.parent_path());
+  std::ofstream f(path);
+  if (!f) throw core::InputError(path.string(), "", "cannot write the profile file");
+  f << j.dump(2) << "\n";
+}
+
+}  // namespace dtsim::calibration
