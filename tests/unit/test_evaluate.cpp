@@ -22,7 +22,8 @@ json base_scenario() {
 }
 
 dtsim::results::Result evaluate(const json& s, bool trace = false) {
-  const auto scenario = dtsim::config::load_scenario_text(s.dump(), "test", dtsim::config::default_data_paths());
+  const auto scenario =
+      dtsim::config::load_scenario_text(s.dump(), "test", dtsim::config::default_data_paths());
   return dtsim::results::evaluate(scenario, dtsim::results::EvaluateOptions{trace});
 }
 
@@ -42,6 +43,18 @@ std::vector<TrackLoad> load_by_rank(const dtsim::results::Trace& t, const std::s
   return out;
 }
 
+// The base scenario on the interleaved schedule with sequence parallelism, the distributed optimizer
+// and full recompute: the case that exercises most of the lowering at once.
+json interleaved_scenario() {
+  json s = base_scenario();
+  s["parallelism"]["schedule"] = "interleaved";
+  s["parallelism"]["virtual_stages"] = 2;
+  s["parallelism"]["sequence_parallel"] = true;
+  s["parallelism"]["distributed_optimizer"] = true;
+  s["training"]["activation_recompute"] = "full";
+  return s;
+}
+
 double breakdown_sum(const dtsim::results::Breakdown& b) {
   return b.compute_s() + b.optimizer_s + b.exposed_comm_s() + b.pipeline_bubble_s;
 }
@@ -51,13 +64,7 @@ double breakdown_sum(const dtsim::results::Breakdown& b) {
 TEST_CASE("symmetric and every-rank simulations agree when nothing breaks the symmetry") {
   std::vector<json> cases;
   cases.push_back(base_scenario());
-  json interleaved = base_scenario();
-  interleaved["parallelism"]["schedule"] = "interleaved";
-  interleaved["parallelism"]["virtual_stages"] = 2;
-  interleaved["parallelism"]["sequence_parallel"] = true;
-  interleaved["parallelism"]["distributed_optimizer"] = true;
-  interleaved["training"]["activation_recompute"] = "full";
-  cases.push_back(interleaved);
+  cases.push_back(interleaved_scenario());
   json zero3 = base_scenario();
   zero3["parallelism"] = {{"data", 16}, {"zero_stage", 3}};
   zero3["training"]["micro_batch_size"] = 2;
@@ -74,8 +81,10 @@ TEST_CASE("symmetric and every-rank simulations agree when nothing breaks the sy
     REQUIRE(symmetric.status == dtsim::results::Status::ok);
     CHECK(all.engine.simulated_ranks == 16);
     CHECK(symmetric.iteration_time_s == doctest::Approx(all.iteration_time_s).epsilon(1e-12));
-    CHECK(symmetric.flops.hardware_tflops_per_gpu == doctest::Approx(all.flops.hardware_tflops_per_gpu).epsilon(1e-12));
-    CHECK(symmetric.breakdown.pipeline_bubble_s == doctest::Approx(all.breakdown.pipeline_bubble_s).epsilon(1e-9));
+    CHECK(symmetric.flops.hardware_tflops_per_gpu ==
+          doctest::Approx(all.flops.hardware_tflops_per_gpu).epsilon(1e-12));
+    CHECK(symmetric.breakdown.pipeline_bubble_s ==
+          doctest::Approx(all.breakdown.pipeline_bubble_s).epsilon(1e-9));
   }
 }
 
@@ -118,15 +127,18 @@ TEST_CASE("hardware FLOPs equal model FLOPs without recompute, and include the r
   // layers count 4 times instead of 3 (logits 3 times in both).
   json s = base_scenario();
   const auto plain = evaluate(s);
-  CHECK(plain.flops.hardware_tflops_per_gpu == doctest::Approx(plain.flops.model_tflops_per_gpu).epsilon(1e-9));
+  CHECK(plain.flops.hardware_tflops_per_gpu ==
+        doctest::Approx(plain.flops.model_tflops_per_gpu).epsilon(1e-9));
   s["training"]["activation_recompute"] = "full";
   const auto full = evaluate(s);
-  const auto spec = dtsim::config::load_scenario_text(s.dump(), "t", dtsim::config::default_data_paths()).model;
+  const auto spec =
+      dtsim::config::load_scenario_text(s.dump(), "t", dtsim::config::default_data_paths()).model;
   const double h = static_cast<double>(spec.hidden_size), sq = static_cast<double>(spec.seq_length);
   const double layer_fwd_per_token = 24 * h * h + 4 * sq * h;  // GPT layer, FFN 4h
   const double logits_per_token = 2 * h * static_cast<double>(spec.vocab_size);
-  const double expected_ratio = (4 * static_cast<double>(spec.layers) * layer_fwd_per_token + 3 * logits_per_token) /
-                                (3 * static_cast<double>(spec.layers) * layer_fwd_per_token + 3 * logits_per_token);
+  const double expected_ratio =
+      (4 * static_cast<double>(spec.layers) * layer_fwd_per_token + 3 * logits_per_token) /
+      (3 * static_cast<double>(spec.layers) * layer_fwd_per_token + 3 * logits_per_token);
   CHECK(full.flops.hfu / full.flops.mfu == doctest::Approx(expected_ratio).epsilon(1e-9));
 }
 
@@ -146,7 +158,7 @@ TEST_CASE("indivisible dimensions are an infeasible result with the reason") {
   CHECK(r.reason.find("global_batch_size 30 is not divisible") != std::string::npos);
   json t = base_scenario();
   t["parallelism"] = {{"tensor", 16}, {"data", 1}};  // 2 nodes hold 16 GPUs
-  t["model"]["heads"] = 8;                              // 8 heads over 16 tensor ranks is not
+  t["model"]["heads"] = 8;                           // 8 heads over 16 tensor ranks is not
   t["model"]["kv_heads"] = 8;
   const auto u = evaluate(t);
   CHECK(u.status == dtsim::results::Status::infeasible);
@@ -221,13 +233,7 @@ TEST_CASE("fused kernels in symmetric mode: the same iteration, breakdown and FL
   // gathers per layer, blocking pipeline transfers and the interleaved schedule.
   std::vector<json> cases;
   cases.push_back(base_scenario());
-  json interleaved = base_scenario();
-  interleaved["parallelism"]["schedule"] = "interleaved";
-  interleaved["parallelism"]["virtual_stages"] = 2;
-  interleaved["parallelism"]["sequence_parallel"] = true;
-  interleaved["parallelism"]["distributed_optimizer"] = true;
-  interleaved["training"]["activation_recompute"] = "full";
-  cases.push_back(interleaved);
+  cases.push_back(interleaved_scenario());
   json overlap = base_scenario();
   overlap["parallelism"]["sequence_parallel"] = true;
   overlap["parallelism"]["tp_comm_overlap"] = true;
