@@ -12,6 +12,7 @@
 #include "config/scenario.hpp"
 #include "config/scenario_loader.hpp"
 #include "reports/reports.hpp"
+#include "search/search.hpp"
 #include "search/space.hpp"
 
 namespace dtsim::cli {
@@ -24,10 +25,10 @@ config::Scenario read_scenario(const std::string& path, std::istream& in);
 struct RunOptions {
   std::string scenario;
   std::string format = "text";
-  std::string out_path;    // "" writes the report to the output stream
-  std::string trace_path;  // "" writes no trace
+  std::string out_path;     // "" writes the report to the output stream
+  std::string trace_path;   // "" writes no trace
   std::string report_path;  // "" writes no report (.html, .md or .csv)
-  bool no_timing = false;  // zero engine.wall_s so that repeated runs give identical bytes
+  bool no_timing = false;   // zero engine.wall_s so that repeated runs give identical bytes
 };
 
 CLI::App* add_run_command(CLI::App& app, RunOptions& options);
@@ -48,7 +49,7 @@ struct SweepOptions {
   std::string format = "jsonl";
   std::string out_path;
   bool no_timing = false;
-  std::string shard;  // "K/N": the K-th (1-based) of N disjoint slices of the points, by index
+  std::string shard;        // "K/N": the K-th (1-based) of N disjoint slices of the points, by index
   std::string report_path;  // "" writes no report; else written once all points are done
 };
 
@@ -149,10 +150,12 @@ CLI::App* add_plan_command(CLI::App& app, PlanCommandOptions& options);
 int plan_command(const PlanCommandOptions& options, std::istream& in, std::ostream& out);
 
 // Shared by search and plan: the --max-* and --keep-* options of the strategy space, the thread count
-// (0: all cores), the --format value and writing to --out (or `out` when empty).
+// (0: all cores), the --format value, writing to --out (or `out` when empty; through write_files) and,
+// for --no-timing, a search outcome's wall and CPU times, speeds and thread count set to 0.
 void add_space_options(CLI::App* cmd, search::SpaceBounds& bounds);
 std::size_t worker_threads(int jobs);
 reports::Format output_format(const std::string& format);
 void write_output(const std::string& text, const std::string& out_path, std::ostream& out);
+void zero_timing(search::SearchOutcome& outcome);
 
 }  // namespace dtsim::cli

@@ -29,10 +29,7 @@ int plan_command(const PlanCommandOptions& o, std::istream& in, std::ostream& ou
   if (o.no_timing) {
     outcome.evaluate_wall_s = 0.0;
     for (auto& row : outcome.rows) {
-      row.search.enumerate_wall_s = row.search.evaluate_wall_s = row.search.evaluate_cpu_s =
-          row.search.configs_per_s_per_core = row.search.confirm_cpu_s = row.search.bound_cpu_s =
-              row.search.considered_per_s_per_core = 0.0;
-      row.search.jobs = 0;
+      zero_timing(row.search);
       row.best.engine.wall_s = 0.0;
     }
   }

@@ -1,5 +1,4 @@
 // dtsim search SCENARIO: the fastest plans for the scenario's model, cluster and batch (search.hpp).
-#include <fstream>
 #include <sstream>
 #include <thread>
 
@@ -68,9 +67,15 @@ void write_output(const std::string& text, const std::string& out_path, std::ost
     out << text;
     return;
   }
-  std::ofstream file(out_path);
-  if (!file) throw core::InputError(out_path, "", "cannot open the output file");
-  file << text;
+  write_files({{out_path, text}});
+}
+
+void zero_timing(search::SearchOutcome& outcome) {
+  outcome.enumerate_wall_s = outcome.evaluate_wall_s = outcome.evaluate_cpu_s =
+      outcome.configs_per_s_per_core = outcome.confirm_cpu_s = outcome.bound_cpu_s =
+          outcome.considered_per_s_per_core = 0.0;
+  outcome.jobs = 0;
+  for (auto& e : outcome.top) e.result.engine.wall_s = 0.0;
 }
 
 // The ranked plans as report entries; the knobs are the choices that tell the plans apart.
@@ -114,13 +119,7 @@ int search_command(const SearchCommandOptions& o, std::istream& in, std::ostream
   options.jobs = worker_threads(o.jobs);
   options.extrapolate = !o.exact;
   search::SearchOutcome outcome = search::search(base, options);
-  if (o.no_timing) {
-    outcome.enumerate_wall_s = outcome.evaluate_wall_s = outcome.evaluate_cpu_s =
-        outcome.configs_per_s_per_core = outcome.confirm_cpu_s = outcome.bound_cpu_s =
-            outcome.considered_per_s_per_core = 0.0;
-    outcome.jobs = 0;
-    for (auto& e : outcome.top) e.result.engine.wall_s = 0.0;
-  }
+  if (o.no_timing) zero_timing(outcome);
   std::ostringstream text;
   reports::write_search(text, base, outcome, output_format(o.format));
   // The report and --out are opened before either is written: one bad path leaves no file behind.
