@@ -76,7 +76,6 @@ std::vector<std::size_t> rank_results(const std::vector<results::Result>& result
 BoundedEvaluation evaluate_bounded(const std::vector<Candidate>& candidates, std::size_t window,
                                    std::size_t jobs, bool extrapolate, bool branch_and_bound) {
   BoundedEvaluation out;
-  out.results.resize(candidates.size());
   if (!branch_and_bound) {
     Evaluated all = evaluate_candidates(candidates, jobs, extrapolate);
     out.results = std::move(all.results);
@@ -84,6 +83,7 @@ BoundedEvaluation evaluate_bounded(const std::vector<Candidate>& candidates, std
     out.evaluated = candidates.size();
     return out;
   }
+  out.results.resize(candidates.size());
   const double bound_start = thread_cpu_s();
   std::vector<double> bound(candidates.size());
   for (std::size_t i = 0; i < candidates.size(); ++i)
