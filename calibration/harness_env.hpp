@@ -24,6 +24,38 @@ inline std::string option_value(int argc, char** argv, int& i) {
   return argv[++i];
 }
 
+// The options every profile-writing harness takes: --out PROFILE_DIR (required), --id ID, --quick.
+struct HarnessOptions {
+  std::string out;
+  std::string id;
+  bool quick = false;
+};
+
+// Reads argv[i] into `o` when it is one of those options (i moves past its value) and says whether it
+// was; a harness handles its own options when this returns false, and calls unknown_argument() last.
+inline bool take_harness_option(HarnessOptions& o, int argc, char** argv, int& i) {
+  const std::string a = argv[i];
+  if (a == "--out") {
+    o.out = option_value(argc, argv, i);
+  } else if (a == "--id") {
+    o.id = option_value(argc, argv, i);
+  } else if (a == "--quick") {
+    o.quick = true;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+inline core::InputError unknown_argument(const char* arg) {
+  return core::InputError("command line", "", fmt::format("unknown argument {}", arg));
+}
+
+// InputError when --out was not given.
+inline void require_out(const HarnessOptions& o) {
+  if (o.out.empty()) throw core::InputError("command line", "", "--out PROFILE_DIR is required");
+}
+
 inline std::string host_name() {
   std::array<char, 256> buf{};
   if (gethostname(buf.data(), buf.size() - 1) != 0) return "localhost";

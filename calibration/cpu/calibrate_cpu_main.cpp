@@ -35,30 +35,18 @@ namespace {
 namespace cal = dtsim::calibration;
 namespace cpu = dtsim::calibration::cpu;
 
-struct Options {
-  std::string out;
-  std::string id;
-  bool quick = false;
+struct Options : cal::HarnessOptions {
   int threads = 1;
 };
 
 Options parse(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--out") {
-      o.out = cal::option_value(argc, argv, i);
-    } else if (a == "--id") {
-      o.id = cal::option_value(argc, argv, i);
-    } else if (a == "--quick") {
-      o.quick = true;
-    } else if (a == "--threads") {
-      o.threads = std::stoi(cal::option_value(argc, argv, i));
-    } else {
-      throw dtsim::core::InputError("command line", "", fmt::format("unknown argument {}", a));
-    }
+    if (cal::take_harness_option(o, argc, argv, i)) continue;
+    if (std::string(argv[i]) != "--threads") throw cal::unknown_argument(argv[i]);
+    o.threads = std::stoi(cal::option_value(argc, argv, i));
   }
-  if (o.out.empty()) throw dtsim::core::InputError("command line", "", "--out PROFILE_DIR is required");
+  cal::require_out(o);
   if (o.threads < 1) throw dtsim::core::InputError("command line", "", "--threads must be at least 1");
   return o;
 }

@@ -52,30 +52,18 @@ namespace cal = dtsim::calibration;
 namespace cu = dtsim::calibration::cuda;
 using dtsim::config::Precision;
 
-struct Options {
-  std::string out;
-  std::string id;
-  bool quick = false;
+struct Options : cal::HarnessOptions {
   std::string intra_kind = "nvswitch";
 };
 
 Options parse(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--out") {
-      o.out = cal::option_value(argc, argv, i);
-    } else if (a == "--id") {
-      o.id = cal::option_value(argc, argv, i);
-    } else if (a == "--quick") {
-      o.quick = true;
-    } else if (a == "--intra-kind") {
-      o.intra_kind = cal::option_value(argc, argv, i);
-    } else {
-      throw dtsim::core::InputError("command line", "", fmt::format("unknown argument {}", a));
-    }
+    if (cal::take_harness_option(o, argc, argv, i)) continue;
+    if (std::string(argv[i]) != "--intra-kind") throw cal::unknown_argument(argv[i]);
+    o.intra_kind = cal::option_value(argc, argv, i);
   }
-  if (o.out.empty()) throw dtsim::core::InputError("command line", "", "--out PROFILE_DIR is required");
+  cal::require_out(o);
   if (o.intra_kind != "nvswitch" && o.intra_kind != "nvlink" && o.intra_kind != "pcie")
     throw dtsim::core::InputError("command line", "/intra-kind", "expected nvswitch, nvlink or pcie");
   return o;
