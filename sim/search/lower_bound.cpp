@@ -1,29 +1,116 @@
 #include "search/lower_bound.hpp"
 
+#include <algorithm>
+#include <memory>
 #include <variant>
+#include <vector>
 
 #include "compute/compute_model.hpp"
+#include "network/analytic_model.hpp"
 #include "parallel/feasibility.hpp"
 #include "parallel/layer_ops.hpp"
 #include "parallel/mesh.hpp"
+#include "parallel/pipeline_schedule.hpp"
 
 namespace dtsim::search {
 
 namespace {
 
-// Kernel time of the compute ops of a program (communication ops are left out: they only add).
-core::TimeNs compute_ns(const std::vector<parallel::OpRef>& ops, const graph::TaskGraph& graph,
-                        const compute::ComputeModel& compute) {
-  core::TimeNs total = 0;
+using core::TimeNs;
+
+// Op durations as the engine costs them; communication only on the analytic network.
+class Costs {
+ public:
+  Costs(const config::Scenario& s, const graph::TaskGraph& graph)
+      : graph_(graph), compute_(s.gpu, s.training.precision) {
+    if (s.simulation.network == config::NetworkFidelity::analytic) {
+      network_ = std::make_unique<network::AnalyticModel>(s);
+    }
+  }
+  TimeNs operator()(graph::OpId id) const {
+    const graph::Op& op = graph_.ops()[id];
+    if (const auto* c = std::get_if<graph::ComputeOp>(&op)) return compute_.duration(*c);
+    if (const auto* m = std::get_if<graph::CommOp>(&op)) return network_ ? network_->duration(*m) : 0;
+    return 0;  // intern_layer_ops() does not fuse
+  }
+
+ private:
+  const graph::TaskGraph& graph_;
+  compute::ComputeModel compute_;
+  std::unique_ptr<network::AnalyticModel> network_;
+};
+
+// One layer pass as the lowering emits it (Lowering::emit): `chain` from its first op to its last,
+// `core` from the start of its first compute op to the end of its last.
+struct Walk {
+  TimeNs now = 0;  // end of the chain so far
+  TimeNs first_compute = -1;
+  TimeNs last_compute_end = 0;
+
+  void compute(TimeNs start, TimeNs d) {
+    if (first_compute < 0) first_compute = start;
+    last_compute_end = start + d;
+  }
+  TimeNs chain() const { return now; }
+  TimeNs core() const { return first_compute < 0 ? 0 : last_compute_end - first_compute; }
+};
+
+void walk(const std::vector<parallel::OpRef>& ops, const Costs& cost, Walk& w) {
+  for (std::size_t i = 0; i < ops.size();) {
+    const parallel::OpRef& op = ops[i];
+    const parallel::EmitPattern pattern = parallel::pattern_at(ops, i);
+    switch (pattern) {
+      case parallel::EmitPattern::gather_gemm: {
+        // First all-gather chunk, then the GEMM beside the other chunks; the next op waits for both.
+        w.now += cost(op.chunk_op);
+        const TimeNs gemm = cost(ops[i + 1].op);
+        w.compute(w.now, gemm);
+        w.now += std::max(gemm, cost(op.rest_op));
+        break;
+      }
+      case parallel::EmitPattern::gemm_scatter: {
+        // The GEMM beside all reduce-scatter chunks but the last, which waits for both.
+        const TimeNs gemm = cost(op.op);
+        w.compute(w.now, gemm);
+        w.now += std::max(gemm, cost(ops[i + 1].rest_op)) + cost(ops[i + 1].chunk_op);
+        break;
+      }
+      case parallel::EmitPattern::compute: {
+        const TimeNs d = cost(op.op);
+        w.compute(w.now, d);
+        w.now += d;
+        break;
+      }
+      case parallel::EmitPattern::comm:
+        w.now += cost(op.op);
+        break;
+    }
+    i += parallel::pattern_size(pattern);
+  }
+}
+
+Walk walk_all(std::initializer_list<const std::vector<parallel::OpRef>*> parts, const Costs& cost) {
+  Walk w;
+  for (const auto* ops : parts) walk(*ops, cost, w);
+  return w;
+}
+
+// Kernel time of the compute ops of a program.
+TimeNs kernels_ns(const std::vector<parallel::OpRef>& ops, const graph::TaskGraph& graph, const Costs& cost) {
+  TimeNs total = 0;
   for (const parallel::OpRef& ref : ops) {
-    if (const auto* op = std::get_if<graph::ComputeOp>(&graph.ops()[ref.op])) total += compute.duration(*op);
+    if (std::holds_alternative<graph::ComputeOp>(graph.ops()[ref.op])) total += cost(ref.op);
   }
   return total;
 }
 
-core::TimeNs program_ns(const parallel::Program& p, const graph::TaskGraph& graph,
-                        const compute::ComputeModel& compute) {
-  return compute_ns(p.forward, graph, compute) + compute_ns(p.backward, graph, compute);
+// Whether the stage's schedule opens with chunk 0's forward and closes with chunk 0's backward (the
+// premise of the fill and drain term).
+bool ends_on_first_chunk(const config::Scenario& s, std::int64_t stage, std::int64_t m) {
+  const auto steps = parallel::stage_schedule(s.parallelism.schedule, s.parallelism.pipeline, stage, m,
+                                              s.parallelism.virtual_stages);
+  return !steps.empty() && steps.front().pass == parallel::Pass::forward && steps.front().chunk == 0 &&
+         steps.back().pass == parallel::Pass::backward && steps.back().chunk == 0;
 }
 
 }  // namespace
@@ -33,14 +120,36 @@ double iteration_lower_bound_s(const config::Scenario& scenario) {
   graph::TaskGraph graph(1);  // only its op table is used
   parallel::LabelTable labels;
   const parallel::LayerOps ops = parallel::intern_layer_ops(scenario, mesh, graph, labels);
-  const compute::ComputeModel compute(scenario.gpu, scenario.training.precision);
-  const double layer_s =
-      core::ns_to_seconds(program_ns(ops.layer, graph, compute) + compute_ns(ops.recompute, graph, compute));
-  const double ends_s =
-      core::ns_to_seconds(program_ns(ops.embedding, graph, compute) + program_ns(ops.head, graph, compute));
-  const double m = static_cast<double>(parallel::micro_batches(scenario));
-  return m * (static_cast<double>(scenario.model.layers) * layer_s + ends_s) /
-         static_cast<double>(scenario.parallelism.pipeline);
+  const Costs cost(scenario, graph);
+  const Walk forward = walk_all({&ops.layer.forward}, cost);
+  const Walk backward = walk_all({&ops.recompute, &ops.layer.backward}, cost);
+  const TimeNs layer_core = forward.core() + backward.core();
+  const TimeNs embedding = kernels_ns(ops.embedding.forward, graph, cost) + kernels_ns(ops.embedding.backward, graph, cost);
+  const TimeNs head = kernels_ns(ops.head.forward, graph, cost) + kernels_ns(ops.head.backward, graph, cost);
+
+  const std::int64_t p = scenario.parallelism.pipeline;
+  const std::int64_t v = scenario.parallelism.virtual_stages;
+  const std::int64_t m = parallel::micro_batches(scenario);
+  const std::vector<std::int64_t> layers = parallel::chunk_layers(scenario.model.layers, p, v);
+  // Busy time of each stage's compute stream (model chunk c * p + s is stage s's chunk c).
+  std::vector<double> work(static_cast<std::size_t>(p), 0.0);
+  for (std::int64_t s = 0; s < p; ++s) {
+    std::int64_t stage_layers = 0;
+    for (std::int64_t c = 0; c < v; ++c) stage_layers += layers[static_cast<std::size_t>(c * p + s)];
+    TimeNs per_micro_batch = stage_layers * layer_core;
+    if (s == 0) per_micro_batch += embedding;
+    if (s == p - 1) per_micro_batch += head;
+    work[static_cast<std::size_t>(s)] = static_cast<double>(m) * static_cast<double>(per_micro_batch);
+  }
+  double bound = *std::max_element(work.begin(), work.end());
+  if (p > 1 && ends_on_first_chunk(scenario, p - 1, m)) {
+    TimeNs fill_drain = 0;
+    for (std::int64_t c = 0; c + 1 < p; ++c) {
+      fill_drain += layers[static_cast<std::size_t>(c)] * (forward.chain() + backward.chain());
+    }
+    bound = std::max(bound, static_cast<double>(fill_drain) + work.back());
+  }
+  return core::ns_to_seconds(static_cast<TimeNs>(bound));
 }
 
 }  // namespace dtsim::search

@@ -1,14 +1,27 @@
-// A lower bound on a plan's iteration time from its compute alone, for branch and bound in search
-// (search.hpp): no plan can finish an iteration before its most loaded GPU has run its kernels, and
-// that GPU runs at least the average over the p pipeline stages (the data, tensor and context ranks of
-// a stage are symmetric):
-//   T >= m (l t_layer + t_embedding + t_head) / p
-// with m the micro-batches per replica, l the model's layers, and t_x the summed kernel durations of one
-// micro-batch's forward, backward and recompute of x under the plan's sharding, from the same compute
-// model and the same op programs the engine runs (parallel/layer_ops.hpp). Communication, pipeline
-// bubbles, the optimizer step and the overlap slowdown only add to T, so the bound holds for the full
-// simulation and for the fast estimate (fast_evaluate.hpp), which is exact where T is bilinear;
-// tests/unit/test_search.cpp checks it on a sample of plans.
+// A lower bound on a plan's iteration time, for branch and bound in search (search.hpp). It follows
+// only what the lowering (parallel/lower.hpp) forces on any run of the plan's task graph, with the
+// same op programs (parallel/layer_ops.hpp), compute model and, on the analytic network, the same
+// collective costs as the engine:
+//
+//   chains  A layer program is one dependency chain (blocking collectives between compute ops;
+//           all-gather -> GEMM and GEMM -> reduce-scatter pipelines as two branches that join).
+//           Its chain c runs from its first op to its last; its core k from the start of its first
+//           compute op to the end of its last. A stage's compute stream runs its tasks in program
+//           order, so a stage is busy at least the sum of the cores of the layers it runs plus the
+//           kernels of its embedding and output layer:
+//             W_s = m (sum over the stage's chunks of l_c) (k_fwd + k_rec + k_bwd) + m t_ends(s)
+//   stage   T >= max over stages s of W_s.
+//   fill and drain   The last stage's first forward waits for micro-batch 0 to cross chunks 0 .. p-2,
+//           and after its last backward (chunk p-1, last micro-batch) the gradient crosses chunks
+//           p-2 .. 0 (every schedule of pipeline_schedule.hpp ends a stage with its first chunk):
+//             T >= sum_{c < p-1} l_c c_fwd + W_{p-1} + sum_{c < p-1} l_c (c_rec + c_bwd)
+//           the pipeline bubble of Narayanan et al. 2021 (arXiv 2104.04473, Sec. 2.2), (p - 1) / v
+//           chunk slots with v virtual stages.
+// Pipeline transfers, ZeRO-3 gathers, data-parallel reductions, the optimizer step, queueing on
+// shared streams and the overlap slowdown only add to T, so the bound holds for the full simulation
+// and for the fast estimate (fast_evaluate.hpp), which is exact where T is bilinear. On the flow
+// network, whose collective times are not those of the analytic formulas, communication counts zero.
+// tests/unit/test_search.cpp checks the bound against estimates and full simulations.
 #pragma once
 
 #include "config/scenario.hpp"

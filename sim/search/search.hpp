@@ -20,10 +20,10 @@ struct SearchOptions {
   std::size_t top = 10;          // entries kept, best first
   std::size_t jobs = 1;          // worker threads (>= 1)
   bool extrapolate = true;       // fast path (fast_evaluate.hpp); false: full simulation of each plan
-  bool branch_and_bound = true;  // skip plans whose compute lower bound cannot make the list (below)
+  bool branch_and_bound = true;  // skip plans whose lower bound cannot make the list (below)
 };
 
-// Branch and bound: plans are estimated in batches of kBoundBatch in ascending order of their compute
+// Branch and bound: plans are estimated in batches of kBoundBatch in ascending order of their
 // lower bound (lower_bound.hpp); once `window` plans are estimated (2 x top, at least kMinConfirmed,
 // with the fast path; top without it), a batch is started only while the next plan's bound is at most
 // the window's slowest iteration time. A plan left out has a bound, hence an iteration time, above
