@@ -5,8 +5,9 @@
 // Knobs the publications leave unstated follow one rule for every row: micro-batch 1 when unstated;
 // the interleaved schedule with 2 virtual stages when pipeline > 1 and layers / pipeline is even, else
 // 1F1B. The attention kernel and the pipeline transfers are facts of each run's software, stated in its
-// data file: unfused attention and blocking transfers for SC'21 (2021 Megatron-LM), fused attention
-// and overlapped transfers for the 2024 Megatron-Core runs.
+// data file: unfused attention, blocking transfers and the gradient all-reduce after the backward pass
+// for SC'21 (2021 Megatron-LM), fused attention and overlapped transfers and reductions for the 2024
+// Megatron-Core runs.
 #include <doctest/doctest.h>
 
 #include <fstream>
@@ -47,7 +48,8 @@ json scenario_for(const json& table, const json& row) {
       {"training",
        {{"global_batch_size", row["global_batch"]},
         {"micro_batch_size", row["micro_batch"].is_null() ? json(1) : row["micro_batch"]},
-        {"precision", table["precision"]}, {"activation_recompute", table["activation_recompute"]}}}};
+        {"precision", table["precision"]}, {"activation_recompute", table["activation_recompute"]},
+        {"overlap_grad_reduce", table.value("overlap_grad_reduce", true)}}}};
   return s;
 }
 
