@@ -83,6 +83,12 @@ nlohmann::ordered_json result_json(const results::Result& result) {
   j["iteration_time_s"] = result.iteration_time_s;
   if (result.interval)
     j["interval"] = {{"low_s", result.interval->low_s}, {"high_s", result.interval->high_s}};
+  if (const auto& c = result.compute_calibration) {
+    j["compute_calibration"] = {{"factor", c->factor},
+                                {"measured_samples_per_s", c->measured_samples_per_s},
+                                {"predicted_samples_per_s", c->predicted_samples_per_s},
+                                {"source", c->source}};
+  }
   j["throughput"] = throughput_json(result.throughput);
   j["flops"] = flops_json(result.flops);
   j["breakdown_s"] = breakdown_json(result.breakdown);

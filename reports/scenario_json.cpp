@@ -93,6 +93,10 @@ nlohmann::ordered_json training_json(const config::TrainingSpec& t) {
   j["bucket_mb"] = t.bucket_bytes / kBytesPerMb;
   if (t.optimizer != config::Optimizer::adam)
     j["optimizer"] = config::to_string(t.optimizer);  // adam: the default
+  if (t.measured_single_gpu) {
+    j["measured_single_gpu"] = {{"samples_per_s", t.measured_single_gpu->samples_per_s},
+                                {"source", t.measured_single_gpu->source}};
+  }
   return j;
 }
 

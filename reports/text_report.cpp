@@ -86,6 +86,13 @@ void write_performance(std::ostream& out, const results::Result& r) {
   line(out, "throughput",
        fmt::format("{:.2f} samples/s, {:.0f} tokens/s", r.throughput.samples_per_s,
                    r.throughput.tokens_per_s));
+  if (const auto& c = r.compute_calibration) {
+    line(out, "compute",
+         fmt::format(
+             "calibrated to {:.2f} samples/s measured on one GPU ({}): one-GPU model {:.2f} samples/s, "
+             "compute durations / {:.4f}",
+             c->measured_samples_per_s, c->source, c->predicted_samples_per_s, c->factor));
+  }
   line(out, "TFLOP/s/GPU",
        fmt::format("model {:.1f}, hardware {:.1f}, peak {:.1f}", r.flops.model_tflops_per_gpu,
                    r.flops.hardware_tflops_per_gpu, r.flops.peak_tflops_per_gpu));

@@ -113,6 +113,12 @@ int search_command(const SearchCommandOptions& o, std::istream& in, std::ostream
             std::string(base.layer_model ? "a layer table (data-parallel only)" : "an MLP") +
             ": use dtsim run or dtsim sweep instead");
   }
+  if (base.training.measured_single_gpu) {
+    throw core::InputError(
+        o.scenario, "/training/measured_single_gpu",
+        "a one-GPU measurement holds for one micro-batch size, which search varies; expected no "
+        "such key (run the chosen plan with it)");
+  }
   search::SearchOptions options;
   options.bounds = o.bounds;
   options.top = static_cast<std::size_t>(o.top);

@@ -17,11 +17,14 @@ double peak_for(const config::GpuProfile& gpu, config::Precision precision) {
 
 }  // namespace
 
-ComputeModel::ComputeModel(const config::GpuProfile& gpu, config::Precision precision)
+ComputeModel::ComputeModel(const config::GpuProfile& gpu, config::Precision precision, double duration_scale)
     : gpu_(&gpu),
       curve_(&gpu.gemm_curve(precision)),
       peak_flops_per_s_(peak_for(gpu, precision)),
-      memory_bytes_per_s_(gpu.hbm_bandwidth_gbytes_per_s * core::kGiga * gpu.memory_efficiency) {}
+      memory_bytes_per_s_(gpu.hbm_bandwidth_gbytes_per_s * core::kGiga * gpu.memory_efficiency),
+      duration_scale_(duration_scale) {
+  DTSIM_CHECK(duration_scale > 0.0, "a compute duration scale must be positive");
+}
 
 double ComputeModel::duration_s(const graph::ComputeOp& op) const {
   double flop_time = 0.0;
@@ -38,7 +41,7 @@ double ComputeModel::duration_s(const graph::ComputeOp& op) const {
       break;
   }
   const double memory_time = op.bytes / memory_bytes_per_s_;
-  return std::max(flop_time, memory_time) + op.kernels * gpu_->kernel_launch_us * 1e-6;
+  return (std::max(flop_time, memory_time) + op.kernels * gpu_->kernel_launch_us * 1e-6) * duration_scale_;
 }
 
 core::TimeNs ComputeModel::duration(const graph::ComputeOp& op) const {

@@ -6,6 +6,11 @@
 // efficiency(op) is the GEMM efficiency curve of gemm_efficiency.hpp for gemm ops, the profile's
 // attention efficiency for attention ops, and irrelevant for memory-bound ops (they have no FLOPs
 // worth costing: their time is the bandwidth term). A pure function of the op and the profile.
+//
+// duration_scale multiplies every duration (GEMMs, attention, memory-bound kernels, optimizer, launch
+// overheads alike): 1 for the model as profiled; measured / predicted one-GPU time when the scenario
+// gives a measured one-GPU throughput (results/compute_calibration.hpp). It is the only place where
+// that calibration touches the simulation.
 #pragma once
 
 #include "config/hardware.hpp"
@@ -16,17 +21,19 @@ namespace dtsim::compute {
 
 class ComputeModel {
  public:
-  ComputeModel(const config::GpuProfile& gpu, config::Precision precision);
+  ComputeModel(const config::GpuProfile& gpu, config::Precision precision, double duration_scale = 1.0);
 
   core::TimeNs duration(const graph::ComputeOp& op) const;
   double duration_s(const graph::ComputeOp& op) const;
   double peak_flops_per_s() const { return peak_flops_per_s_; }
+  double duration_scale() const { return duration_scale_; }
 
  private:
   const config::GpuProfile* gpu_;
   const config::GemmCurve* curve_;
   double peak_flops_per_s_;
   double memory_bytes_per_s_;
+  double duration_scale_;
 };
 
 }  // namespace dtsim::compute

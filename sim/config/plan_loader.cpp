@@ -98,7 +98,14 @@ Plan load_plan_text(const std::string& text, const std::string& source, const Da
   plan.search = read_search(top);
   // Scenario keys are checked by the scenario loader below, with the same pointers as in the plan.
   top.child("model");
-  top.child("training");
+  ObjectReader training = top.child("training");
+  // A one-GPU measurement holds for one GPU kind and micro-batch; a plan varies both.
+  if (training.has("measured_single_gpu")) {
+    throw training.error_at(
+        "measured_single_gpu",
+        "a one-GPU measurement holds for one GPU kind and micro-batch, which a plan varies; "
+        "expected no such key (run the chosen plan's scenario with it)");
+  }
   json scenario_keys = json::object();
   for (const char* key : {"model", "training", "parallelism", "simulation"}) {
     if (const json* v = top.find(key)) scenario_keys[key] = *v;

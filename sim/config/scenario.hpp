@@ -104,6 +104,15 @@ struct ParallelismSpec {
 enum class Recompute { none, selective, full };
 enum class Optimizer { adam, sgd };
 
+// A throughput the user measured for this model on one GPU of the scenario's kind, at the scenario's
+// precision and micro-batch (per-worker batch for layer-table models). dtsim scales its compute
+// durations so that a one-GPU copy of the scenario runs at this rate (results/compute_calibration.hpp);
+// communication stays as modelled.
+struct MeasuredSingleGpu {
+  double samples_per_s = 0.0;
+  std::string source;  // where the measurement comes from (required, non-empty)
+};
+
 struct TrainingSpec {
   std::int64_t global_batch_size = 0;
   std::int64_t micro_batch_size = 1;
@@ -115,6 +124,7 @@ struct TrainingSpec {
   bool overlap_param_gather = true;
   double bucket_bytes = 40e6;       // gradient bucket size for the overlapped reduction
   Optimizer optimizer = Optimizer::adam;
+  std::optional<MeasuredSingleGpu> measured_single_gpu;
 };
 
 enum class NetworkFidelity { analytic, flow, packet };

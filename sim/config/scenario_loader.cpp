@@ -257,7 +257,7 @@ TrainingSpec read_training(ObjectReader& top, const DataPaths& data, Scenario& s
   r.expect_keys({"global_batch_size", "micro_batch_size", "precision", "activation_recompute",
                  "overlap_grad_reduce", "overlap_param_gather", "bucket_mb", "optimizer", "architecture",
                  "sync", "staleness_bound", "parameter_server", "compute_variability", "stragglers",
-                 "simulated_steps", "fusion_mb", "staleness_penalty"});
+                 "simulated_steps", "fusion_mb", "staleness_penalty", "measured_single_gpu"});
   if (scenario.layer_model) {
     scenario.data_parallel = read_data_parallel(r, data.hardware_profiles);
   } else {
@@ -286,6 +286,14 @@ TrainingSpec read_training(ObjectReader& top, const DataPaths& data, Scenario& s
   t.bucket_bytes = r.optional<double>("bucket_mb", 40.0, NumberRule::positive()) * kBytesPerMb;
   t.optimizer = r.optional_enum<Optimizer>("optimizer", Optimizer::adam,
                                            named_choices(std::array{Optimizer::adam, Optimizer::sgd}));
+  if (std::optional<ObjectReader> m = r.optional_child("measured_single_gpu")) {
+    m->expect_keys({"samples_per_s", "source"});
+    MeasuredSingleGpu measured;
+    measured.samples_per_s = m->required<double>("samples_per_s", NumberRule::positive());
+    measured.source = m->required<std::string>("source");
+    m->finish();
+    t.measured_single_gpu = measured;
+  }
   r.finish();
   return t;
 }

@@ -14,6 +14,7 @@
 #include "parallel/feasibility.hpp"
 #include "parallel/lower.hpp"
 #include "parallel/memory_model.hpp"
+#include "results/compute_calibration.hpp"
 #include "results/evaluate_data_parallel.hpp"
 
 namespace dtsim::results {
@@ -87,10 +88,9 @@ Trace trace_of(const parallel::LoweredGraph& lowered, const engine::EngineResult
   return t;
 }
 
-}  // namespace
-
-Result evaluate(const config::Scenario& scenario, const EvaluateOptions& options) {
-  if (scenario.layer_model) return evaluate_data_parallel(scenario, options);
+// The transformer pipeline with compute durations x compute_scale.
+Result evaluate_transformer(const config::Scenario& scenario, const EvaluateOptions& options,
+                            double compute_scale) {
   const auto started = std::chrono::steady_clock::now();
   Result result;
   result.scenario = scenario;
@@ -108,7 +108,7 @@ Result evaluate(const config::Scenario& scenario, const EvaluateOptions& options
   }
 
   const parallel::LoweredGraph lowered = parallel::lower(scenario, {options.fuse_kernels});
-  const compute::ComputeModel compute(scenario.gpu, scenario.training.precision);
+  const compute::ComputeModel compute(scenario.gpu, scenario.training.precision, compute_scale);
   const auto network = network::make_network_model(scenario);
   engine::EngineOptions engine_options;
   engine_options.record_spans = options.trace;
@@ -135,6 +135,26 @@ Result evaluate(const config::Scenario& scenario, const EvaluateOptions& options
   if (options.trace) result.trace = trace_of(lowered, run);
   result.interval = calibration_interval(scenario);
   result.engine.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  return result;
+}
+
+}  // namespace
+
+Result evaluate(const config::Scenario& scenario, const EvaluateOptions& options) {
+  const CalibrationOutcome calibrated = calibrate_compute(scenario, options);
+  if (!calibrated.reason.empty()) {
+    Result result;
+    result.scenario = scenario;
+    result.status = Status::infeasible;
+    result.reason = calibrated.reason;
+    result.memory.capacity_bytes_per_gpu = scenario.gpu.hbm_bytes;
+    result.memory.fits = false;
+    return result;
+  }
+  const double scale = calibrated.calibration ? 1.0 / calibrated.calibration->factor : 1.0;
+  Result result = scenario.layer_model ? evaluate_data_parallel(scenario, options, scale)
+                                       : evaluate_transformer(scenario, options, scale);
+  result.compute_calibration = calibrated.calibration;
   return result;
 }
 

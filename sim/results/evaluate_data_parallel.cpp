@@ -71,7 +71,8 @@ double duration_s(const compute::ComputeModel& compute, const std::vector<graph:
 
 }  // namespace
 
-Result evaluate_data_parallel(const config::Scenario& scenario, const EvaluateOptions& options) {
+Result evaluate_data_parallel(const config::Scenario& scenario, const EvaluateOptions& options,
+                              double compute_scale) {
   const auto started = std::chrono::steady_clock::now();
   const config::LayerTable& table = *scenario.layer_model;
   const config::DataParallelSpec& dp = scenario.data_parallel;
@@ -90,7 +91,7 @@ Result evaluate_data_parallel(const config::Scenario& scenario, const EvaluateOp
   const std::int64_t workers = scenario.gpu_count();
   const std::int64_t batch = scenario.training.global_batch_size / workers;
   const config::Precision precision = scenario.training.precision;
-  const compute::ComputeModel compute(scenario.gpu, precision);
+  const compute::ComputeModel compute(scenario.gpu, precision, compute_scale);
 
   // Compute per worker and step.
   const std::vector<models::LayerOps> ops = models::layer_ops(table, batch, precision);

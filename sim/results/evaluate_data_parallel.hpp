@@ -22,6 +22,8 @@
 
 namespace dtsim::results {
 
-Result evaluate_data_parallel(const config::Scenario& scenario, const EvaluateOptions& options);
+// compute_scale multiplies every compute duration (compute::ComputeModel; 1 as profiled).
+Result evaluate_data_parallel(const config::Scenario& scenario, const EvaluateOptions& options,
+                              double compute_scale);
 
 }  // namespace dtsim::results

@@ -93,6 +93,15 @@ struct Interval {
   double high_s = 0.0;  // profiles at their 10th-percentile throughput
 };
 
+// Compute durations calibrated to a measured one-GPU throughput (training.measured_single_gpu;
+// results/compute_calibration.hpp): every compute duration of the run was divided by `factor`.
+struct ComputeCalibration {
+  double factor = 1.0;                   // predicted / measured one-GPU time per iteration
+  double measured_samples_per_s = 0.0;   // the scenario's measurement
+  double predicted_samples_per_s = 0.0;  // the one-GPU copy as profiled (before the factor)
+  std::string source;                    // the measurement's source, as given
+};
+
 struct Result {
   config::Scenario scenario;
   Status status = Status::ok;
@@ -107,6 +116,7 @@ struct Result {
   std::optional<DataParallelStats> data_parallel;  // layer-table workloads
   std::optional<ConvergenceResult> convergence;    // layer-table workloads
   std::optional<Interval> interval;                // present when the profiles carry a calibration spread
+  std::optional<ComputeCalibration> compute_calibration;  // present with training.measured_single_gpu
 };
 
 const char* to_string(Status s);
