@@ -93,6 +93,10 @@ constexpr std::array kColumns = {
     Column{"peak_bytes_per_gpu", [](const Result& r) { return num(r.memory.peak_bytes_per_gpu); }},
     Column{"capacity_bytes_per_gpu", [](const Result& r) { return num(r.memory.capacity_bytes_per_gpu); }},
     Column{"fits", [](const Result& r) { return flag(r.memory.fits); }},
+    // training.measured_single_gpu: measured / predicted one-GPU throughput; empty without it.
+    Column{"compute_calibration_factor",
+           [](const Result&
+                  r) { return r.compute_calibration ? num(r.compute_calibration->factor) : std::string(); }},
 };
 
 void write_field(std::ostream& out, std::string_view field) {

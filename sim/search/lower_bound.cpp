@@ -124,7 +124,8 @@ double iteration_lower_bound_s(const config::Scenario& scenario) {
   const Walk forward = walk_all({&ops.layer.forward}, cost);
   const Walk backward = walk_all({&ops.recompute, &ops.layer.backward}, cost);
   const TimeNs layer_core = forward.core() + backward.core();
-  const TimeNs embedding = kernels_ns(ops.embedding.forward, graph, cost) + kernels_ns(ops.embedding.backward, graph, cost);
+  const TimeNs embedding =
+      kernels_ns(ops.embedding.forward, graph, cost) + kernels_ns(ops.embedding.backward, graph, cost);
   const TimeNs head = kernels_ns(ops.head.forward, graph, cost) + kernels_ns(ops.head.backward, graph, cost);
 
   const std::int64_t p = scenario.parallelism.pipeline;

@@ -152,6 +152,17 @@ TEST_CASE("measured one-GPU rate: layer-table model, one GPU and data parallel")
   dtsim::reports::write_text(text, calibrated);
   CHECK(text.str().find("calibrated to 110.00 samples/s measured on one GPU (unit test)") !=
         std::string::npos);
+  // And in the CSV's last column (empty for the profiled run).
+  std::ostringstream csv;
+  dtsim::reports::write_csv(csv, {profiled, calibrated});
+  std::istringstream lines(csv.str());
+  std::string header, first, second;
+  std::getline(lines, header);
+  std::getline(lines, first);
+  std::getline(lines, second);
+  CHECK(header.substr(header.rfind(',') + 1) == "compute_calibration_factor");
+  CHECK(first.substr(first.rfind(',') + 1).empty());
+  CHECK(std::stod(second.substr(second.rfind(',') + 1)) == doctest::Approx(f));
 }
 
 TEST_CASE("measured one-GPU rate: parameter servers keep their transfers, compute is scaled") {
