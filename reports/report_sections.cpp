@@ -6,6 +6,7 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "reports/svg_chart.hpp"
 
@@ -63,6 +64,20 @@ ReportSection results_section(const ReportData& data) {
     row.push_back(gb(r.memory.peak_bytes_per_gpu));
     row.push_back(r.reason);
     s.table.rows.push_back(std::move(row));
+  }
+  // Entries whose compute was scaled to a measured one-GPU throughput (training.measured_single_gpu).
+  std::vector<std::string> calibrated;
+  for (const ReportEntry& e : data.entries) {
+    if (const auto& c = e.result.compute_calibration) {
+      calibrated.push_back(
+          fmt::format("{}: compute durations / {:.4f} ({:.2f} samples/s measured on one GPU, "
+                      "{:.2f} modelled; {})",
+                      e.label, c->factor, c->measured_samples_per_s, c->predicted_samples_per_s, c->source));
+    }
+  }
+  if (!calibrated.empty()) {
+    s.note =
+        fmt::format("Compute calibrated to a measured one-GPU throughput: {}", fmt::join(calibrated, "; "));
   }
   return s;
 }

@@ -10,8 +10,11 @@
 #include <sstream>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "compute/compute_model.hpp"
 #include "config/scenario_loader.hpp"
+#include "reports/report_writer.hpp"
 #include "reports/reports.hpp"
 #include "results/compute_calibration.hpp"
 #include "results/evaluate.hpp"
@@ -163,6 +166,16 @@ TEST_CASE("measured one-GPU rate: layer-table model, one GPU and data parallel")
   CHECK(header.substr(header.rfind(',') + 1) == "compute_calibration_factor");
   CHECK(first.substr(first.rfind(',') + 1).empty());
   CHECK(std::stod(second.substr(second.rfind(',') + 1)) == doctest::Approx(f));
+  // And as a note under the results table of the HTML and Markdown reports.
+  dtsim::results::ReportData data;
+  data.entries.push_back({.label = "profiled", .knobs = {}, .result = profiled});
+  data.entries.push_back({.label = "calibrated", .knobs = {}, .result = calibrated});
+  std::ostringstream md;
+  dtsim::reports::write_markdown_report(md, data);
+  CHECK(md.str().find(fmt::format("Compute calibrated to a measured one-GPU throughput: calibrated: compute "
+                                  "durations / {:.4f} (110.00 samples/s measured on one GPU",
+                                  f)) != std::string::npos);
+  CHECK(md.str().find("profiled: compute durations") == std::string::npos);
 }
 
 TEST_CASE("measured one-GPU rate: parameter servers keep their transfers, compute is scaled") {
