@@ -1,5 +1,6 @@
 #include "calibration/fit_network.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -78,6 +79,27 @@ LinkFit fit_all_reduce(const std::vector<NcclLog>& logs, const config::Scenario&
     out.latency_us = std::max(0.0, (alpha / 2 - intra_part) / std::log2(nodes)) * 1e6;
   }
   return out;
+}
+
+LinkFit fit_intra_node_link(config::NodeProfile& node, const std::string& all_reduce_log,
+                            const std::vector<CollectiveTiming>& timings, int ranks, double min_bytes) {
+  config::Scenario cluster;
+  cluster.cluster.nodes = 1;
+  cluster.node.gpus_per_node = ranks;
+  cluster.node.intra_gbytes_per_s = 1.0;  // reference: the fitted efficiency is then the bandwidth in GB/s
+  const LinkFit fit = fit_all_reduce({read_nccl_log(all_reduce_log)}, cluster, ranks, min_bytes);
+  std::vector<double> low;
+  std::vector<double> high;
+  for (const auto& t : timings) {
+    low.push_back(t.seconds.median / t.seconds.p90);
+    high.push_back(t.seconds.median / t.seconds.p10);
+  }
+  node.intra_gbytes_per_s = fit.efficiency;
+  node.intra_efficiency = 1.0;
+  node.intra_latency_us = std::max(fit.latency_us, 1e-3);
+  node.intra_bandwidth_p10 = std::min(1.0, sample_stats(low).median);
+  node.intra_bandwidth_p90 = std::max(1.0, sample_stats(high).median);
+  return fit;
 }
 
 }  // namespace dtsim::calibration

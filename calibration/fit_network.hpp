@@ -13,7 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "calibration/collective_log.hpp"
 #include "calibration/nccl_log.hpp"
+#include "config/hardware.hpp"
 #include "config/scenario.hpp"
 
 namespace dtsim::calibration {
@@ -42,5 +44,15 @@ struct LinkFit {
 // ranks_per_node how many ranks of the job each node ran.
 LinkFit fit_all_reduce(const std::vector<NcclLog>& logs, const config::Scenario& cluster, int ranks_per_node,
                        double min_bytes);
+
+// A one-host calibration run's intra-node link, fitted to its own all-reduce sweep: the log at
+// `all_reduce_log` (nccl-tests format) read back and fitted as above against a 1 GB/s reference on one
+// node of `ranks`, so the fitted efficiency is the bandwidth in GB/s. Sets node.intra_gbytes_per_s to
+// it, intra_efficiency to 1 (the fitted bandwidth is already achieved), intra_latency_us to the fitted
+// latency (at least 1 ns), and intra_bandwidth_p10 / p90 to the median over sizes of the throughput at
+// the 10th / 90th percentile of the repeats relative to the median (`timings`, the same sweep),
+// clamped to <= 1 and >= 1. Returns the fit (for the profile's sources).
+LinkFit fit_intra_node_link(config::NodeProfile& node, const std::string& all_reduce_log,
+                            const std::vector<CollectiveTiming>& timings, int ranks, double min_bytes);
 
 }  // namespace dtsim::calibration

@@ -138,31 +138,14 @@ int run(int argc, char** argv) {
   cal::write_profile_json(out / "gpus" / (id + ".json"),
                           dtsim::reports::gpu_profile_json(device.gpu, device.sources));
 
-  // Intra-node link: the all-reduce sweep, read back through the nccl-tests reader and fitted with the
-  // ring equations of fit_network.hpp against a 1 GB/s reference, i.e. efficiency = bandwidth in GB/s.
-  dtsim::config::Scenario cluster;
-  cluster.cluster.nodes = 1;
-  cluster.node.gpus_per_node = ranks;
-  cluster.node.intra_gbytes_per_s = 1.0;
-  const std::vector<cal::NcclLog> all_reduce{cal::read_nccl_log(logs[0])};
-  const cal::LinkFit fit = cal::fit_all_reduce(all_reduce, cluster, ranks, 0.0);
-  std::vector<double> low;
-  std::vector<double> high;
-  for (const auto& t : timings[0]) {
-    low.push_back(t.seconds.median / t.seconds.p90);
-    high.push_back(t.seconds.median / t.seconds.p10);
-  }
   dtsim::config::NodeProfile node;
   node.id = id;
   node.name = fmt::format("{} ranks of {} on one host (MPI shared memory)", ranks, cpu_model());
   node.gpu = id;
   node.gpus_per_node = ranks;
   node.intra_kind = dtsim::config::IntraNodeKind::shared_memory;
-  node.intra_gbytes_per_s = fit.efficiency;
-  node.intra_efficiency = 1.0;
-  node.intra_latency_us = std::max(fit.latency_us, 1e-3);
-  node.intra_bandwidth_p10 = std::min(1.0, cal::sample_stats(low).median);
-  node.intra_bandwidth_p90 = std::max(1.0, cal::sample_stats(high).median);
+  // Intra-node link: the all-reduce sweep, fitted with the ring equations of fit_network.hpp.
+  const cal::LinkFit fit = cal::fit_intra_node_link(node, logs[0], timings[0], ranks, 0.0);
   node.fabric = "tcp";
   node.nic_gbps = 10.0;
   node.nics_per_node = 1;

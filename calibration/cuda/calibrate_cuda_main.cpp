@@ -227,17 +227,6 @@ int run(int argc, char** argv) {
         hosts, logs[0], hosts, ranks / hosts);
     return 0;
   }
-  dtsim::config::Scenario cluster;
-  cluster.cluster.nodes = 1;
-  cluster.node.gpus_per_node = ranks;
-  cluster.node.intra_gbytes_per_s = 1.0;  // reference: the fitted efficiency is then the bandwidth in GB/s
-  const cal::LinkFit fit = cal::fit_all_reduce({cal::read_nccl_log(logs[0])}, cluster, ranks, 1 << 20);
-  std::vector<double> low;
-  std::vector<double> high;
-  for (const auto& t : timings[0]) {
-    low.push_back(t.seconds.median / t.seconds.p90);
-    high.push_back(t.seconds.median / t.seconds.p10);
-  }
   dtsim::config::NodeProfile node;
   node.id = id;
   node.name = fmt::format("{} x {} on {}", ranks, gpu_name, cal::host_name());
@@ -246,11 +235,7 @@ int run(int argc, char** argv) {
   node.intra_kind = o.intra_kind == "pcie"     ? dtsim::config::IntraNodeKind::pcie
                     : o.intra_kind == "nvlink" ? dtsim::config::IntraNodeKind::nvlink
                                                : dtsim::config::IntraNodeKind::nvswitch;
-  node.intra_gbytes_per_s = fit.efficiency;
-  node.intra_efficiency = 1.0;
-  node.intra_latency_us = std::max(fit.latency_us, 1e-3);
-  node.intra_bandwidth_p10 = std::min(1.0, cal::sample_stats(low).median);
-  node.intra_bandwidth_p90 = std::max(1.0, cal::sample_stats(high).median);
+  const cal::LinkFit fit = cal::fit_intra_node_link(node, logs[0], timings[0], ranks, 1 << 20);
   node.fabric = "infiniband";
   node.nic_gbps = 400.0;
   node.nics_per_node = ranks;
