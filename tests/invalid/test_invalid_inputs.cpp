@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "case_file.hpp"
 #include "cli/cli.hpp"
 #include "config/scenario_loader.hpp"
 #include "core/errors.hpp"
@@ -21,20 +22,13 @@
 namespace {
 
 namespace fs = std::filesystem;
+using dtsim::testing::first_line;
 
 struct InvalidCase {
   std::string name;
   std::string path;      // the scenario file given to dtsim
   std::string expected;  // text the error message must contain
 };
-
-std::string first_line(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  std::string line;
-  std::getline(in, line);
-  if (!line.empty() && line.back() == '\r') line.pop_back();
-  return line;
-}
 
 fs::path cases_dir() { return fs::path(DTSIM_TESTS_DIR) / "invalid" / "cases"; }
 

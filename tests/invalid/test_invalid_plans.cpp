@@ -10,19 +10,13 @@
 #include <string>
 #include <vector>
 
+#include "case_file.hpp"
 #include "cli/cli.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string first_line(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  std::string line;
-  std::getline(in, line);
-  if (!line.empty() && line.back() == '\r') line.pop_back();
-  return line;
-}
+using dtsim::testing::first_line;
 
 }  // namespace
 
