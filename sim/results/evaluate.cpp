@@ -3,6 +3,7 @@
 #include "results/interval.hpp"
 
 #include <chrono>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -38,8 +39,7 @@ std::string out_of_memory_reason(const Memory& m) {
   const auto gib = [](double b) { return b / core::kGiB; };
   return fmt::format(
       "out of memory: needs {:.1f} GiB per GPU (weights {:.1f}, gradients {:.1f}, optimizer {:.1f}, "
-      "activations "
-      "{:.1f}, buffers {:.1f}) but the GPU has {:.1f} GiB",
+      "activations {:.1f}, buffers {:.1f}) but the GPU has {:.1f} GiB",
       gib(m.peak_bytes_per_gpu), gib(m.weights_bytes), gib(m.gradients_bytes), gib(m.optimizer_bytes),
       gib(m.activations_bytes), gib(m.buffers_bytes), gib(m.capacity_bytes_per_gpu));
 }
@@ -89,19 +89,25 @@ Trace trace_of(const parallel::LoweredGraph& lowered, const engine::EngineResult
   return t;
 }
 
+// A scenario that cannot run: its reason, nothing simulated.
+Result infeasible(const config::Scenario& scenario, std::string reason) {
+  Result result;
+  result.scenario = scenario;
+  result.status = Status::infeasible;
+  result.reason = std::move(reason);
+  result.memory.capacity_bytes_per_gpu = scenario.gpu.hbm_bytes;
+  result.memory.fits = false;
+  return result;
+}
+
 // The transformer pipeline with compute durations x compute_scale.
 Result evaluate_transformer(const config::Scenario& scenario, const EvaluateOptions& options,
                             double compute_scale) {
   const auto started = std::chrono::steady_clock::now();
+  if (auto reason = parallel::infeasibility(scenario)) return infeasible(scenario, std::move(*reason));
   Result result;
   result.scenario = scenario;
   result.memory.capacity_bytes_per_gpu = scenario.gpu.hbm_bytes;
-  if (auto reason = parallel::infeasibility(scenario)) {
-    result.status = Status::infeasible;
-    result.reason = *reason;
-    result.memory.fits = false;
-    return result;
-  }
   result.memory = memory_of(scenario, parallel::memory_per_gpu(scenario));
   if (!result.memory.fits) {
     result.status = Status::infeasible;
@@ -145,15 +151,7 @@ Result evaluate_transformer(const config::Scenario& scenario, const EvaluateOpti
 Result evaluate(const config::Scenario& scenario, const EvaluateOptions& options) {
   const auto started = std::chrono::steady_clock::now();
   const CalibrationOutcome calibrated = calibrate_compute(scenario, options);
-  if (!calibrated.reason.empty()) {
-    Result result;
-    result.scenario = scenario;
-    result.status = Status::infeasible;
-    result.reason = calibrated.reason;
-    result.memory.capacity_bytes_per_gpu = scenario.gpu.hbm_bytes;
-    result.memory.fits = false;
-    return result;
-  }
+  if (!calibrated.reason.empty()) return infeasible(scenario, calibrated.reason);
   const double scale = calibrated.calibration ? 1.0 / calibrated.calibration->factor : 1.0;
   Result result = scenario.layer_model ? evaluate_data_parallel(scenario, options, scale)
                                        : evaluate_transformer(scenario, options, scale);
