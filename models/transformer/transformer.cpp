@@ -14,24 +14,24 @@ using graph::GemmShape;
 
 // Dimensions one tensor-parallel rank works with, for one micro-batch.
 struct Dims {
-  double a = 2;       // bytes per activation element
-  double b = 1;       // sequences per micro-batch
-  double s = 0;       // full sequence length (keys attended to)
-  double sq = 0;      // query positions on this rank (s / context)
-  double tokens = 0;  // b * sq
+  double a = 2;                   // bytes per activation element
+  double b = 1;                   // sequences per micro-batch
+  double s = 0;                   // full sequence length (keys attended to)
+  double sq = 0;                  // query positions on this rank (s / context)
+  double tokens = 0;              // b * sq
   double tokens_elementwise = 0;  // tokens held by this rank outside the tensor-parallel region (SP)
   double h = 0;
-  double d = 0;        // head dimension
-  double heads = 0;    // attention heads on this rank
-  double kv = 0;       // key/value heads on this rank (replicated when fewer than the TP degree)
-  double n_qkv = 0;    // QKV projection output width on this rank
-  double f = 0;        // FFN width on this rank
-  double n_up = 0;     // MLP up-projection width on this rank (2f for SwiGLU: gate and up)
+  double d = 0;      // head dimension
+  double heads = 0;  // attention heads on this rank
+  double kv = 0;     // key/value heads on this rank (replicated when fewer than the TP degree)
+  double n_qkv = 0;  // QKV projection output width on this rank
+  double f = 0;      // FFN width on this rank
+  double n_up = 0;   // MLP up-projection width on this rank (2f for SwiGLU: gate and up)
   double t = 1;
-  double vocab = 0;    // vocabulary on this rank
+  double vocab = 0;  // vocabulary on this rank
   bool swiglu = false;
   bool sp = false;
-  double scores = 0;   // attention score elements on this rank: b * heads * sq * s
+  double scores = 0;  // attention score elements on this rank: b * heads * sq * s
 };
 
 Dims dims_of(const config::TransformerSpec& m, const ShardConfig& sh) {
@@ -91,7 +91,8 @@ LayerOp comm(std::string_view name, CommRole role, double bytes, GemmOverlap ove
 
 // Communication entering a tensor-parallel region (forward): nothing without SP, all-gather with SP.
 void enter_tp_region(std::vector<LayerOp>& ops, const Dims& d, std::string_view name) {
-  if (d.sp) ops.push_back(comm(name, CommRole::tensor_all_gather, d.tokens * d.h * d.a, GemmOverlap::with_next));
+  if (d.sp)
+    ops.push_back(comm(name, CommRole::tensor_all_gather, d.tokens * d.h * d.a, GemmOverlap::with_next));
 }
 
 // Communication leaving a tensor-parallel region (forward): all-reduce, or reduce-scatter with SP.
@@ -106,7 +107,8 @@ void attention_forward(std::vector<LayerOp>& ops, const config::TransformerSpec&
   if (sh.context > 1) {
     // Ring exchange of K and V chunks: context-1 steps, each passing this rank's current chunk on.
     const double chunk = 2 * d.b * d.sq * d.kv * d.d * d.a;
-    ops.push_back(comm("context_kv_exchange", CommRole::context_exchange, chunk * (static_cast<double>(sh.context) - 1)));
+    ops.push_back(comm("context_kv_exchange", CommRole::context_exchange,
+                       chunk * (static_cast<double>(sh.context) - 1)));
   }
   const double batch = d.b * d.heads;
   if (m.attention == config::AttentionKind::flash) {
@@ -152,6 +154,30 @@ void attention_backward(std::vector<LayerOp>& ops, const config::TransformerSpec
     ops.push_back(comm("context_kv_exchange_bwd", CommRole::context_exchange,
                        2 * chunk * (static_cast<double>(sh.context) - 1)));
   }
+}
+
+// Vocabulary-parallel cross-entropy as Megatron runs it unfused (see the header): one pass over this
+// rank's logits per elementwise kernel or reduction, in FP32. Bytes per logit element, read + written:
+// cast a + 4 (skipped when activations are FP32 already), max 4, shift 4 + 4, exp 4 + 4, sum 4,
+// normalize 4 + 4; backward: scale by the loss gradient 4 + 4, cast back 4 + a. The row maxima, then
+// the target logits and the sums of exponentials, are all-reduced over the tensor-parallel group
+// (FP32 per token).
+void cross_entropy(LayerProgram& p, const Dims& d) {
+  const double logits = d.tokens * d.vocab;
+  const bool cast = d.a < 4;
+  auto& fw = p.forward;
+  if (cast) fw.push_back(memory("logits_to_fp32", logits * (d.a + 4)));
+  fw.push_back(memory("cross_entropy_max", logits * 4));
+  if (d.t > 1) fw.push_back(comm("cross_entropy_max_tp_reduce", CommRole::tensor_all_reduce, d.tokens * 4));
+  fw.push_back(memory("cross_entropy_shift", logits * 8));
+  fw.push_back(memory("cross_entropy_exp", logits * 8));
+  fw.push_back(memory("cross_entropy_sum", logits * 4));
+  if (d.t > 1)
+    fw.push_back(comm("cross_entropy_sum_tp_reduce", CommRole::tensor_all_reduce, 2 * d.tokens * 4));
+  fw.push_back(memory("cross_entropy_normalize", logits * 8));
+  auto& bw = p.backward;
+  bw.push_back(memory("cross_entropy_bwd", logits * 8));
+  if (cast) bw.push_back(memory("logits_grad_from_fp32", logits * (4 + d.a)));
 }
 
 double norm_params(const config::TransformerSpec& m) {
@@ -203,7 +229,8 @@ LayerProgram transformer_layer(const config::TransformerSpec& m, const ShardConf
   auto& bw = p.backward;
   bw.push_back(memory("mlp_residual_bwd", he * (2 * a + 1)));
   if (d.sp) {
-    bw.push_back(comm("mlp_grad_all_gather", CommRole::tensor_all_gather, d.tokens * d.h * a, GemmOverlap::with_next));
+    bw.push_back(
+        comm("mlp_grad_all_gather", CommRole::tensor_all_gather, d.tokens * d.h * a, GemmOverlap::with_next));
   }
   bw.push_back(gemm("mlp_down_dgrad", d.tokens, d.f, d.h, a));
   bw.push_back(gemm("mlp_down_wgrad", d.f, d.h, d.tokens, a));
@@ -214,8 +241,8 @@ LayerProgram transformer_layer(const config::TransformerSpec& m, const ShardConf
   bw.push_back(memory("mlp_norm_bwd", 3 * he * a));
   bw.push_back(memory("attention_residual_bwd", he * (2 * a + 1)));
   if (d.sp) {
-    bw.push_back(
-        comm("attention_grad_all_gather", CommRole::tensor_all_gather, d.tokens * d.h * a, GemmOverlap::with_next));
+    bw.push_back(comm("attention_grad_all_gather", CommRole::tensor_all_gather, d.tokens * d.h * a,
+                      GemmOverlap::with_next));
   }
   bw.push_back(gemm("attention_projection_dgrad", d.tokens, d.heads * d.d, d.h, a));
   bw.push_back(gemm("attention_projection_wgrad", d.heads * d.d, d.h, d.tokens, a));
@@ -237,7 +264,9 @@ LayerProgram embedding_layer(const config::TransformerSpec& m, const ShardConfig
   leave_tp_region(p.forward, d, "embedding_tp_reduce");
   p.forward.push_back(memory("embedding_dropout", d.tokens_elementwise * d.h * (2 * d.a + 1)));
   p.backward.push_back(memory("embedding_dropout_bwd", d.tokens_elementwise * d.h * (2 * d.a + 1)));
-  if (d.sp) p.backward.push_back(comm("embedding_grad_all_gather", CommRole::tensor_all_gather, d.tokens * d.h * d.a));
+  if (d.sp)
+    p.backward.push_back(
+        comm("embedding_grad_all_gather", CommRole::tensor_all_gather, d.tokens * d.h * d.a));
   p.backward.push_back(memory("embedding_grad_accumulate", 3 * d.tokens * d.h * d.a));
   return p;
 }
@@ -251,12 +280,8 @@ LayerProgram head_layer(const config::TransformerSpec& m, const ShardConfig& sh)
   fw.push_back(memory("final_norm", 2 * he * d.a));
   enter_tp_region(fw, d, "logits_all_gather");
   fw.push_back(gemm("logits", d.tokens, d.vocab, d.h, d.a));
-  // Vocabulary-parallel cross-entropy in FP32: max, sum of exponentials and target logit are
-  // all-reduced over the tensor-parallel group (three FP32 values per token).
-  fw.push_back(memory("cross_entropy", d.tokens * d.vocab * (2 * d.a + 8)));
-  if (d.t > 1) fw.push_back(comm("cross_entropy_tp_reduce", CommRole::tensor_all_reduce, 3 * d.tokens * 4));
+  cross_entropy(p, d);
   auto& bw = p.backward;
-  bw.push_back(memory("cross_entropy_bwd", d.tokens * d.vocab * (4 + d.a)));
   bw.push_back(gemm("logits_dgrad", d.tokens, d.h, d.vocab, d.a));
   bw.push_back(gemm("logits_wgrad", d.h, d.vocab, d.tokens, d.a));
   leave_tp_region(bw, d, "logits_grad_tp_reduce");
@@ -286,12 +311,14 @@ double embedding_parameters(const config::TransformerSpec& m) {
 
 double head_parameters(const config::TransformerSpec& m) {
   if (m.kind == config::ModelKind::mlp) return mlp_output_parameters(m);
-  const double output = m.tied_embeddings ? 0 : static_cast<double>(m.vocab_size) * static_cast<double>(m.hidden_size);
+  const double output =
+      m.tied_embeddings ? 0 : static_cast<double>(m.vocab_size) * static_cast<double>(m.hidden_size);
   return norm_params(m) + output;
 }
 
 double total_parameters(const config::TransformerSpec& m) {
-  return static_cast<double>(m.layers) * parameters_per_layer(m) + embedding_parameters(m) + head_parameters(m);
+  return static_cast<double>(m.layers) * parameters_per_layer(m) + embedding_parameters(m) +
+         head_parameters(m);
 }
 
 double model_flops_per_iteration(const config::TransformerSpec& m, std::int64_t global_batch) {
@@ -303,7 +330,8 @@ double model_flops_per_iteration(const config::TransformerSpec& m, std::int64_t 
   const double f = static_cast<double>(m.ffn_hidden_size);
   const double mlp_matrices = m.mlp == config::MlpKind::swiglu ? 3 : 2;
   const double per_token_layer = 2 * h * qkv_out + 2 * h * h + 2 * mlp_matrices * h * f + 4 * s * h;
-  const double per_token = static_cast<double>(m.layers) * per_token_layer + 2 * h * static_cast<double>(m.vocab_size);
+  const double per_token =
+      static_cast<double>(m.layers) * per_token_layer + 2 * h * static_cast<double>(m.vocab_size);
   return 3 * per_token * s * static_cast<double>(global_batch);
 }
 

@@ -9,6 +9,10 @@
 // (arXiv 2104.04473) Sec. 5.1 and Appendix: 24*b*s*h^2 + 4*b*s^2*h per layer forward, logits 2*b*s*h*V;
 // backward = 2x forward. Attention FLOPs are counted over the full score matrix (Megatron convention);
 // a causal fused kernel executes about half of them (Dao 2023, FlashAttention-2, Sec. 3.1.1).
+// The loss is Megatron's unfused vocabulary-parallel cross-entropy (megatron/core/tensor_parallel/
+// cross_entropy.py, the default without --cross-entropy-loss-fusion; megatron/mpu/cross_entropy.py in
+// 2021): logits cast to FP32, then max, in-place shift, exp, sum and normalize, each a pass over the
+// logits; backward scales the saved softmax in place and casts the gradient back.
 //
 // A scenario whose model is an MLP (config::ModelKind::mlp) gets the programs, parameters and FLOPs of
 // models/mlp/mlp.hpp from the same functions: its input layer stands for the embedding, its hidden
@@ -34,7 +38,13 @@ struct ShardConfig {
 };
 
 // Communication a layer needs inside its tensor- or context-parallel group.
-enum class CommRole : std::uint8_t { none, tensor_all_reduce, tensor_all_gather, tensor_reduce_scatter, context_exchange };
+enum class CommRole : std::uint8_t {
+  none,
+  tensor_all_reduce,
+  tensor_all_gather,
+  tensor_reduce_scatter,
+  context_exchange
+};
 
 // Whether a communication op can be pipelined with the GEMM beside it, chunk by chunk (the all-gather
 // feeding the next GEMM, or the reduce-scatter draining the previous one: Wang et al. 2022, "Overlap
@@ -43,11 +53,11 @@ enum class GemmOverlap : std::uint8_t { none, with_next, with_previous };
 
 struct LayerOp {
   std::string_view name;
-  graph::ComputeOp compute;       // when role == none
+  graph::ComputeOp compute;  // when role == none
   CommRole role = CommRole::none;
-  double comm_bytes = 0.0;        // when role != none (CommOp::bytes convention)
+  double comm_bytes = 0.0;  // when role != none (CommOp::bytes convention)
   GemmOverlap overlap = GemmOverlap::none;
-  bool attention_core = false;    // recomputed by selective recompute
+  bool attention_core = false;  // recomputed by selective recompute
 };
 
 struct LayerProgram {
