@@ -42,6 +42,11 @@ void write_text(std::ostream& out, const config::Scenario& base, const search::S
         "the plans below are ranked on those\n",
         o.confirmed, o.confirm_cpu_s, 100.0 * o.max_confirm_error);
   }
+  if (o.flow_simulations > 0) {
+    out << fmt::format(
+        "flow    {} distinct collectives simulated on the flow network, {} lookups reused them\n",
+        o.flow_simulations, o.flow_reused);
+  }
   if (o.top.empty()) {
     out << "no plan fits: every combination was rejected\n";
     return;
@@ -102,6 +107,8 @@ nlohmann::ordered_json search_counts_json(const search::SearchOutcome& o) {
   j["confirmed"] = o.confirmed;
   j["confirm_cpu_s"] = o.confirm_cpu_s;
   j["max_confirm_error"] = o.max_confirm_error;
+  j["flow_simulations"] = o.flow_simulations;
+  j["flow_reused"] = o.flow_reused;
   return j;
 }
 

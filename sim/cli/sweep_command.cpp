@@ -25,6 +25,7 @@
 #include "config/json_reader.hpp"
 #include "config/sweep_points.hpp"
 #include "core/errors.hpp"
+#include "network/flow_cache.hpp"
 #include "reports/csv_report.hpp"
 #include "reports/reports.hpp"
 #include "results/evaluate.hpp"
@@ -32,15 +33,19 @@
 namespace dtsim::cli {
 
 CLI::App* add_sweep_command(CLI::App& app, SweepOptions& o) {
-  CLI::App* cmd = app.add_subcommand("sweep", "Evaluate a scenario over every combination of values set at JSON pointers");
+  CLI::App* cmd = app.add_subcommand(
+      "sweep", "Evaluate a scenario over every combination of values set at JSON pointers");
   cmd->add_option("scenario", o.scenario, "Scenario v1 JSON file, or - for standard input")->required();
-  cmd->add_option("--set", o.sets, "POINTER=V1,V2,... (e.g. /cluster/nodes=1,2,4 or cluster.network.fabric=tcp,efa)")
+  cmd->add_option("--set", o.sets,
+                  "POINTER=V1,V2,... (e.g. /cluster/nodes=1,2,4 or cluster.network.fabric=tcp,efa)")
       ->required();
-  cmd->add_option("--scaling", o.scaling, "Rescale with the node count: weak keeps the batch per GPU, strong the "
-                                          "global batch")
+  cmd->add_option("--scaling", o.scaling,
+                  "Rescale with the node count: weak keeps the batch per GPU, strong the "
+                  "global batch")
       ->check(CLI::IsMember({"none", "weak", "strong"}));
   cmd->add_option("--jobs,-j", o.jobs, "Worker threads (default: all cores)")->check(positive_number());
-  cmd->add_option("--format", o.format, "jsonl: one JSON object per line; csv")->check(CLI::IsMember({"jsonl", "csv"}));
+  cmd->add_option("--format", o.format, "jsonl: one JSON object per line; csv")
+      ->check(CLI::IsMember({"jsonl", "csv"}));
   cmd->add_option("--out", o.out_path, "Write to FILE instead of standard output");
   cmd->add_flag("--no-timing", o.no_timing, "Report the engine's wall time as 0");
   cmd->add_option("--shard", o.shard, "K/N: evaluate only the points whose index % N == K - 1");
@@ -65,7 +70,8 @@ std::pair<std::size_t, std::size_t> parse_shard(const std::string& text) {
     n = 0;
   }
   if (n == 0 || k == 0 || k > n) {
-    throw core::InputError("command line", "/shard", fmt::format("got \"{}\"; expected K/N with 1 <= K <= N", text));
+    throw core::InputError("command line", "/shard",
+                           fmt::format("got \"{}\"; expected K/N with 1 <= K <= N", text));
   }
   return {k - 1, n};
 }
@@ -113,7 +119,8 @@ int sweep_command(const SweepOptions& o, std::istream& in, std::ostream& out, st
   for (const std::size_t index : indexes) {
     const config::SweepPoint& p = points[index];
     try {
-      scenarios.push_back(config::load_scenario_text(p.scenario_text, o.scenario, config::default_data_paths()));
+      scenarios.push_back(
+          config::load_scenario_text(p.scenario_text, o.scenario, config::default_data_paths()));
     } catch (const core::InputError& e) {
       std::string where;
       for (const auto& a : p.assignment) where += (where.empty() ? "" : ", ") + a;
@@ -151,9 +158,12 @@ int sweep_command(const SweepOptions& o, std::istream& in, std::ostream& out, st
   const bool want_report = !o.report_path.empty();
   std::vector<std::optional<results::Result>> kept(want_report ? scenarios.size() : 0);
   if (o.format == "csv") reports::write_csv_header(sink);
+  // Points on the flow network simulate each distinct collective once (network/flow_cache.hpp).
+  network::FlowCache flow_cache;
+  const results::EvaluateOptions options{.flow_cache = &flow_cache};
   const auto worker = [&] {
     for (std::size_t i = next++; i < scenarios.size(); i = next++) {
-      results::Result r = results::evaluate(scenarios[i], {});
+      results::Result r = results::evaluate(scenarios[i], options);
       if (o.no_timing) r.engine.wall_s = 0.0;
       const results::Status kept_status = r.status;
       std::ostringstream line;
@@ -181,7 +191,8 @@ int sweep_command(const SweepOptions& o, std::istream& in, std::ostream& out, st
     }
   };
   const unsigned cores = std::max(1U, std::thread::hardware_concurrency());
-  const std::size_t jobs = std::min<std::size_t>(o.jobs > 0 ? static_cast<std::size_t>(o.jobs) : cores, scenarios.size());
+  const std::size_t jobs =
+      std::min<std::size_t>(o.jobs > 0 ? static_cast<std::size_t>(o.jobs) : cores, scenarios.size());
   std::vector<std::thread> pool;
   for (std::size_t t = 1; t < jobs; ++t) pool.emplace_back(worker);
   worker();

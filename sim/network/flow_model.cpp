@@ -1,37 +1,51 @@
 #include "network/flow_model.hpp"
 
+#include <fmt/format.h>
+
 #include "network/analytic_model.hpp"
 #include "network/flow_plan.hpp"
 #include "network/simgrid_flows.hpp"
 
 namespace dtsim::network {
 
-FlowModel::FlowModel(const config::Scenario& scenario)
-    : path_(path_params(scenario)), topology_(topology_shape(scenario)) {}
+namespace {
+
+int optional_enum(const auto& value) { return value ? static_cast<int>(*value) : -1; }
+
+// Everything the flow times of a network depend on, printed exactly ({} is the shortest text that reads
+// back to the same double).
+std::string network_identity(const TopologyShape& t, const PathParams& p) {
+  return fmt::format(
+      "topology {} {} {} {} {} {} {} {} {} {} {} {}; path {} {} {} {} {} {} {} {} {} {} {} {} {} {}",
+      static_cast<int>(t.kind), t.nodes, t.gpus_per_node, t.nics_per_node, t.nodes_per_leaf, t.leaves_per_pod,
+      t.intra_bytes_per_s, t.intra_latency_s, t.nic_bytes_per_s, t.nic_latency_s, t.leaf_oversubscription,
+      t.core_oversubscription, p.intra_bytes_per_s, p.intra_latency_s, p.nvls_bytes_per_s,
+      p.node_inter_bytes_per_s, p.inter_latency_s, p.per_flow_bytes_per_s, optional_enum(p.forced_all_reduce),
+      optional_enum(p.forced_protocol), static_cast<int>(p.intra_hop), p.ll128, p.nodes_per_leaf,
+      p.nodes_per_pod, p.leaf_oversubscription, p.core_oversubscription);
+}
+
+}  // namespace
+
+FlowModel::FlowModel(const config::Scenario& scenario, FlowCache* shared)
+    : path_(path_params(scenario)),
+      topology_(topology_shape(scenario)),
+      identity_(network_identity(topology_.shape(), path_)),
+      own_cache_(shared != nullptr ? nullptr : std::make_unique<FlowCache>()),
+      cache_(shared != nullptr ? shared : own_cache_.get()) {}
 
 core::TimeNs FlowModel::duration(const graph::CommOp& op) const {
   if (op.group.size <= 1 || op.bytes <= 0.0) return 0;
   const CollectiveCost choice = collective_cost(op, path_);
   const graph::CommGroup& g = op.group;
-  const Key key{static_cast<int>(op.kind),
-                static_cast<int>(choice.algorithm) * 3 + static_cast<int>(choice.protocol),
-                op.bytes,
-                g.size,
-                g.nodes,
-                g.concurrent_per_node,
-                g.nodes > 1 ? g.node_stride : 1};
-  const std::lock_guard<std::mutex> lock(mutex_);
-  if (const auto it = cache_.find(key); it != cache_.end()) return it->second;
-  const FlowPlan plan = plan_collective(op, choice, topology_.shape(), path_);
-  const core::TimeNs t = core::seconds_to_ns(plan_time_s(plan, simulate_phases(topology_, plan.phases)));
-  ++simulations_;
-  cache_.emplace(key, t);
-  return t;
-}
-
-std::int64_t FlowModel::simulations() const {
-  const std::lock_guard<std::mutex> lock(mutex_);
-  return simulations_;
+  const FlowCache::Key key{
+      identity_,
+      {static_cast<int>(op.kind), static_cast<int>(choice.algorithm) * 3 + static_cast<int>(choice.protocol),
+       op.bytes, g.size, g.nodes, g.concurrent_per_node, g.nodes > 1 ? g.node_stride : 1}};
+  return cache_->get(key, [&] {
+    const FlowPlan plan = plan_collective(op, choice, topology_.shape(), path_);
+    return core::seconds_to_ns(plan_time_s(plan, simulate_phases(topology_, plan.phases)));
+  });
 }
 
 }  // namespace dtsim::network

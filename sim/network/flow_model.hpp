@@ -1,17 +1,18 @@
 // The `flow` network model: each collective's transfers (flow_plan.hpp), with those of every other
 // group of its kind, run on SimGrid's flow-level model over the topology graph (simgrid_flows.hpp) for
 // max-min bandwidth sharing and contention between concurrent collectives. The algorithm is NCCL's
-// choice as the analytic model makes it (collective_cost.hpp). Durations are cached by (collective,
-// algorithm, bytes, group layout); the topology is fixed per model, so each distinct collective is
-// simulated once per model.
+// choice as the analytic model makes it (collective_cost.hpp). Durations go to a FlowCache
+// (flow_cache.hpp) under the network's identity and the collective (kind, algorithm, protocol, bytes,
+// group layout): the model's own, or one shared with other models (a search's plans, a sweep's points),
+// so that each distinct collective on one network is simulated once.
 #pragma once
 
 #include <cstdint>
-#include <map>
-#include <mutex>
-#include <tuple>
+#include <memory>
+#include <string>
 
 #include "network/collective_cost.hpp"
+#include "network/flow_cache.hpp"
 #include "network/network_model.hpp"
 #include "network/topology.hpp"
 
@@ -19,22 +20,22 @@ namespace dtsim::network {
 
 class FlowModel final : public NetworkModel {
  public:
-  explicit FlowModel(const config::Scenario& scenario);
+  // `shared`: a cache other models use too (not owned; it must outlive the model); null: a cache of
+  // this model's own.
+  explicit FlowModel(const config::Scenario& scenario, FlowCache* shared = nullptr);
   core::TimeNs duration(const graph::CommOp& op) const override;
   const char* name() const override { return "flow"; }
 
-  // Collectives simulated so far (cache misses).
-  std::int64_t simulations() const;
+  // Collectives simulated so far through this model's cache (by any model sharing it).
+  std::int64_t simulations() const { return cache_->simulations(); }
   const Topology& topology() const { return topology_; }
 
  private:
-  using Key = std::tuple<int, int, double, std::int64_t, std::int64_t, std::int64_t, std::int64_t>;
-
   PathParams path_;
   Topology topology_;
-  mutable std::mutex mutex_;
-  mutable std::map<Key, core::TimeNs> cache_;
-  mutable std::int64_t simulations_ = 0;
+  std::string identity_;  // the network's part of every cache key
+  std::unique_ptr<FlowCache> own_cache_;
+  FlowCache* cache_;
 };
 
 }  // namespace dtsim::network

@@ -6,12 +6,12 @@
 
 namespace dtsim::network {
 
-std::unique_ptr<NetworkModel> make_network_model(const config::Scenario& scenario) {
+std::unique_ptr<NetworkModel> make_network_model(const config::Scenario& scenario, FlowCache* flow_cache) {
   switch (scenario.simulation.network) {
     case config::NetworkFidelity::analytic:
       return std::make_unique<AnalyticModel>(scenario);
     case config::NetworkFidelity::flow:
-      return std::make_unique<FlowModel>(scenario);
+      return std::make_unique<FlowModel>(scenario, flow_cache);
     case config::NetworkFidelity::packet:
       throw core::InputError(
           scenario.source, "/simulation/network",

@@ -22,7 +22,12 @@ class NetworkModel {
   virtual const char* name() const = 0;
 };
 
+class FlowCache;
+
 // Throws InputError (pointing at /simulation/network) for a fidelity level this build cannot run.
-std::unique_ptr<NetworkModel> make_network_model(const config::Scenario& scenario);
+// `flow_cache`: where a flow-level model keeps its collectives' times, shared with other models (not
+// owned); null: a cache of the model's own. The analytic model needs none.
+std::unique_ptr<NetworkModel> make_network_model(const config::Scenario& scenario,
+                                                 FlowCache* flow_cache = nullptr);
 
 }  // namespace dtsim::network

@@ -116,7 +116,7 @@ Result evaluate_transformer(const config::Scenario& scenario, const EvaluateOpti
 
   const parallel::LoweredGraph lowered = parallel::lower(scenario, {options.fuse_kernels});
   const compute::ComputeModel compute(scenario.gpu, scenario.training.precision, compute_scale);
-  const auto network = network::make_network_model(scenario);
+  const auto network = network::make_network_model(scenario, options.flow_cache);
   engine::EngineOptions engine_options;
   engine_options.record_spans = options.trace;
   engine_options.overlap_slowdown = scenario.gpu.overlap_slowdown;

@@ -10,6 +10,10 @@
 #include "config/scenario.hpp"
 #include "results/result.hpp"
 
+namespace dtsim::network {
+class FlowCache;
+}
+
 namespace dtsim::results {
 
 struct EvaluateOptions {
@@ -17,6 +21,9 @@ struct EvaluateOptions {
   // Runs of kernels as one task each (parallel::LowerOptions): the same iteration and breakdown with
   // fewer tasks and events; a trace then shows the fused runs.
   bool fuse_kernels = false;
+  // Flow-level collective times shared with other evaluations on the same cluster (search, sweep; not
+  // owned, must outlive the call); null: each evaluation simulates its own (network/flow_cache.hpp).
+  network::FlowCache* flow_cache = nullptr;
 };
 
 Result evaluate(const config::Scenario& scenario, const EvaluateOptions& options);

@@ -15,7 +15,9 @@ namespace dtsim::search {
 namespace {
 
 // Runs of kernels as one task each: the same timing with fewer tasks and events (parallel/lower.hpp).
-constexpr results::EvaluateOptions kFused{.trace = false, .fuse_kernels = true};
+results::EvaluateOptions fused(network::FlowCache* flow_cache) {
+  return {.trace = false, .fuse_kernels = true, .flow_cache = flow_cache};
+}
 
 // The scenario with m micro-batches per replica and `chunk_layers` layers per model chunk.
 config::Scenario reduced(const config::Scenario& s, std::int64_t m, std::int64_t chunk_layers) {
@@ -77,11 +79,13 @@ ExtrapolationPoints extrapolation_points(const config::Scenario& s) {
   return points;
 }
 
-results::Result evaluate_extrapolated(const config::Scenario& scenario) {
-  return evaluate_extrapolated(scenario, extrapolation_points(scenario));
+results::Result evaluate_extrapolated(const config::Scenario& scenario, network::FlowCache* flow_cache) {
+  return evaluate_extrapolated(scenario, extrapolation_points(scenario), flow_cache);
 }
 
-results::Result evaluate_extrapolated(const config::Scenario& scenario, ExtrapolationPoints points) {
+results::Result evaluate_extrapolated(const config::Scenario& scenario, ExtrapolationPoints points,
+                                      network::FlowCache* flow_cache) {
+  const results::EvaluateOptions kFused = fused(flow_cache);
   const std::int64_t m = parallel::micro_batches(scenario);
   const std::int64_t chunks = scenario.parallelism.pipeline * scenario.parallelism.virtual_stages;
   const parallel::MemoryEstimate e = parallel::memory_per_gpu(scenario);

@@ -37,6 +37,10 @@
 #include "config/scenario.hpp"
 #include "results/result.hpp"
 
+namespace dtsim::network {
+class FlowCache;
+}
+
 namespace dtsim::search {
 
 struct ExtrapolationPoints {
@@ -51,9 +55,12 @@ ExtrapolationPoints extrapolation_points(const config::Scenario& scenario);
 
 // The Result of results::evaluate() without a trace, the iteration extrapolated as above. Infeasible
 // plans (their result carries the reason) and plans where neither dimension is extrapolated are
-// simulated as they are.
-results::Result evaluate_extrapolated(const config::Scenario& scenario);
+// simulated as they are. `flow_cache`: flow-level collective times shared with other plans
+// (results::EvaluateOptions::flow_cache).
+results::Result evaluate_extrapolated(const config::Scenario& scenario,
+                                      network::FlowCache* flow_cache = nullptr);
 // The same from the given corner points (capped as above).
-results::Result evaluate_extrapolated(const config::Scenario& scenario, ExtrapolationPoints points);
+results::Result evaluate_extrapolated(const config::Scenario& scenario, ExtrapolationPoints points,
+                                      network::FlowCache* flow_cache = nullptr);
 
 }  // namespace dtsim::search

@@ -9,6 +9,7 @@
 #include <numeric>
 #include <thread>
 
+#include "network/flow_cache.hpp"
 #include "results/evaluate.hpp"
 #include "search/fast_evaluate.hpp"
 #include "search/lower_bound.hpp"
@@ -31,12 +32,12 @@ double headroom(const results::Result& r) {
   return r.memory.capacity_bytes_per_gpu - r.memory.peak_bytes_per_gpu;
 }
 
-// Runs of kernels as one task each: the same iteration and breakdown in fewer tasks (parallel/lower.hpp).
-constexpr results::EvaluateOptions kFusedKernels{.trace = false, .fuse_kernels = true};
-
 }  // namespace
 
-Evaluated evaluate_candidates(const std::vector<Candidate>& candidates, std::size_t jobs, bool extrapolate) {
+Evaluated evaluate_candidates(const std::vector<Candidate>& candidates, std::size_t jobs, bool extrapolate,
+                              network::FlowCache* flow_cache) {
+  // Runs of kernels as one task each: the same iteration and breakdown in fewer tasks (parallel/lower.hpp).
+  const results::EvaluateOptions full{.trace = false, .fuse_kernels = true, .flow_cache = flow_cache};
   Evaluated out;
   out.results.resize(candidates.size());
   std::atomic<std::size_t> next{0};
@@ -44,8 +45,8 @@ Evaluated evaluate_candidates(const std::vector<Candidate>& candidates, std::siz
   const auto worker = [&] {
     const double cpu_start = thread_cpu_s();
     for (std::size_t i = next++; i < candidates.size(); i = next++) {
-      out.results[i] = extrapolate ? evaluate_extrapolated(candidates[i].scenario)
-                                   : results::evaluate(candidates[i].scenario, kFusedKernels);
+      out.results[i] = extrapolate ? evaluate_extrapolated(candidates[i].scenario, flow_cache)
+                                   : results::evaluate(candidates[i].scenario, full);
     }
     const double cpu = thread_cpu_s() - cpu_start;
     std::lock_guard<std::mutex> guard(lock);
@@ -74,10 +75,11 @@ std::vector<std::size_t> rank_results(const std::vector<results::Result>& result
 }
 
 BoundedEvaluation evaluate_bounded(const std::vector<Candidate>& candidates, std::size_t window,
-                                   std::size_t jobs, bool extrapolate, bool branch_and_bound) {
+                                   std::size_t jobs, bool extrapolate, bool branch_and_bound,
+                                   network::FlowCache* flow_cache) {
   BoundedEvaluation out;
   if (!branch_and_bound) {
-    Evaluated all = evaluate_candidates(candidates, jobs, extrapolate);
+    Evaluated all = evaluate_candidates(candidates, jobs, extrapolate, flow_cache);
     out.results = std::move(all.results);
     out.cpu_s = all.cpu_s;
     out.evaluated = candidates.size();
@@ -103,7 +105,7 @@ BoundedEvaluation evaluate_bounded(const std::vector<Candidate>& candidates, std
     const std::size_t end = std::min(order.size(), pos + kBoundBatch);
     std::vector<Candidate> batch;
     for (std::size_t k = pos; k < end; ++k) batch.push_back(candidates[order[k]]);
-    Evaluated done = evaluate_candidates(batch, jobs, extrapolate);
+    Evaluated done = evaluate_candidates(batch, jobs, extrapolate, flow_cache);
     out.cpu_s += done.cpu_s;
     for (std::size_t k = pos; k < end; ++k) {
       results::Result& r = done.results[k - pos];
@@ -138,8 +140,14 @@ SearchOutcome search(const config::Scenario& base, const SearchOptions& options)
 
   const auto evaluate_start = std::chrono::steady_clock::now();
   const std::size_t window = options.extrapolate ? std::max(2 * options.top, kMinConfirmed) : options.top;
-  BoundedEvaluation evaluated =
-      evaluate_bounded(space.candidates, window, out.jobs, options.extrapolate, options.branch_and_bound);
+  // Every plan runs on the same cluster: on the flow network they share the collectives' times.
+  network::FlowCache flow_cache;
+  const auto flow_counts = [&] {
+    out.flow_simulations = flow_cache.simulations();
+    out.flow_reused = flow_cache.hits();
+  };
+  BoundedEvaluation evaluated = evaluate_bounded(space.candidates, window, out.jobs, options.extrapolate,
+                                                 options.branch_and_bound, &flow_cache);
   std::vector<results::Result>& results = evaluated.results;
   out.evaluate_wall_s = seconds_since(evaluate_start);
   out.evaluate_cpu_s = evaluated.cpu_s;
@@ -159,7 +167,7 @@ SearchOutcome search(const config::Scenario& base, const SearchOptions& options)
     for (const std::size_t i : leaders) confirm.push_back(space.candidates[i]);
     Evaluated full =
         evaluate_candidates(confirm, std::max<std::size_t>(1, std::min(out.jobs, confirm.size())),
-                            /*extrapolate=*/false);
+                            /*extrapolate=*/false, &flow_cache);
     out.confirmed = confirm.size();
     out.confirm_cpu_s = full.cpu_s;
     for (std::size_t k = 0; k < leaders.size(); ++k) {
@@ -175,12 +183,14 @@ SearchOutcome search(const config::Scenario& base, const SearchOptions& options)
     for (const std::size_t k : rank_results(full.results, options.top)) {
       out.top.push_back({++rank, confirm[k].label, headroom(full.results[k]), std::move(full.results[k])});
     }
+    flow_counts();
     return out;
   }
   std::size_t rank = 0;
   for (const std::size_t i : leaders) {
     out.top.push_back({++rank, space.candidates[i].label, headroom(results[i]), std::move(results[i])});
   }
+  flow_counts();
   return out;
 }
 

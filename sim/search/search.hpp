@@ -13,6 +13,10 @@
 #include "results/result.hpp"
 #include "search/space.hpp"
 
+namespace dtsim::network {
+class FlowCache;
+}
+
 namespace dtsim::search {
 
 struct SearchOptions {
@@ -64,7 +68,11 @@ struct SearchOutcome {
   std::size_t confirmed = 0;       // leading estimates re-simulated in full (0 without the fast path)
   double confirm_cpu_s = 0.0;      // CPU time of those full simulations
   double max_confirm_error = 0.0;  // largest |estimate / full - 1| of iteration time among them
-  std::vector<SearchEntry> top;    // best first
+  // Flow network only: distinct collectives simulated on SimGrid, and lookups answered by the plans'
+  // shared cache (network/flow_cache.hpp).
+  std::int64_t flow_simulations = 0;
+  std::int64_t flow_reused = 0;
+  std::vector<SearchEntry> top;  // best first
 };
 
 SearchOutcome search(const config::Scenario& base, const SearchOptions& options);
@@ -76,7 +84,9 @@ struct Evaluated {
   std::vector<results::Result> results;
   double cpu_s = 0.0;
 };
-Evaluated evaluate_candidates(const std::vector<Candidate>& candidates, std::size_t jobs, bool extrapolate);
+// `flow_cache`: flow-level collective times the candidates share (results::EvaluateOptions::flow_cache).
+Evaluated evaluate_candidates(const std::vector<Candidate>& candidates, std::size_t jobs, bool extrapolate,
+                              network::FlowCache* flow_cache = nullptr);
 
 // evaluate_candidates() with branch and bound (above): results in the candidates' order, those left
 // out marked infeasible with the reason "bounded out ...".
@@ -88,7 +98,8 @@ struct BoundedEvaluation {
   double bound_cpu_s = 0.0;
 };
 BoundedEvaluation evaluate_bounded(const std::vector<Candidate>& candidates, std::size_t window,
-                                   std::size_t jobs, bool extrapolate, bool branch_and_bound);
+                                   std::size_t jobs, bool extrapolate, bool branch_and_bound,
+                                   network::FlowCache* flow_cache = nullptr);
 
 // Indexes of `results` ranked as above (only status ok), best first, at most `top`.
 std::vector<std::size_t> rank_results(const std::vector<results::Result>& results, std::size_t top);
