@@ -11,6 +11,7 @@
 #include "core/units.hpp"
 #include "engine/simulate.hpp"
 #include "models/transformer/transformer.hpp"
+#include "network/flow_cache.hpp"
 #include "network/network_model.hpp"
 #include "parallel/feasibility.hpp"
 #include "parallel/lower.hpp"
@@ -141,15 +142,20 @@ Result evaluate_transformer(const config::Scenario& scenario, const EvaluateOpti
   result.engine.tasks = lowered.graph.tasks().size();
   result.engine.simulated_ranks = lowered.graph.ranks();
   if (options.trace) result.trace = trace_of(lowered, run);
-  result.interval = calibration_interval(scenario);
+  result.interval = calibration_interval(scenario, options.flow_cache);
   result.engine.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return result;
 }
 
 }  // namespace
 
-Result evaluate(const config::Scenario& scenario, const EvaluateOptions& options) {
+Result evaluate(const config::Scenario& scenario, const EvaluateOptions& caller_options) {
   const auto started = std::chrono::steady_clock::now();
+  // The runs of one evaluation (the scenario, a one-GPU calibration copy, the calibration interval's
+  // two ends) share flow-level collective times, unless the caller shares a cache of its own.
+  network::FlowCache own_cache;
+  EvaluateOptions options = caller_options;
+  if (options.flow_cache == nullptr) options.flow_cache = &own_cache;
   const CalibrationOutcome calibrated = calibrate_compute(scenario, options);
   if (!calibrated.reason.empty()) return infeasible(scenario, calibrated.reason);
   const double scale = calibrated.calibration ? 1.0 / calibrated.calibration->factor : 1.0;

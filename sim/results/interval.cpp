@@ -26,11 +26,12 @@ config::Scenario at_end(const config::Scenario& s, bool fast) {
 
 }  // namespace
 
-std::optional<Interval> calibration_interval(const config::Scenario& scenario) {
+std::optional<Interval> calibration_interval(const config::Scenario& scenario,
+                                             network::FlowCache* flow_cache) {
   const bool link = scenario.node.intra_bandwidth_p10 || scenario.node.intra_bandwidth_p90;
   if (!scenario.gpu.spread && !link) return std::nullopt;
-  const Result fast = evaluate(at_end(scenario, true), EvaluateOptions{});
-  const Result slow = evaluate(at_end(scenario, false), EvaluateOptions{});
+  const Result fast = evaluate(at_end(scenario, true), {.flow_cache = flow_cache});
+  const Result slow = evaluate(at_end(scenario, false), {.flow_cache = flow_cache});
   if (fast.status != Status::ok || slow.status != Status::ok) return std::nullopt;
   return Interval{fast.iteration_time_s, slow.iteration_time_s};
 }

@@ -14,8 +14,14 @@
 #include "config/scenario.hpp"
 #include "results/result.hpp"
 
+namespace dtsim::network {
+class FlowCache;
+}
+
 namespace dtsim::results {
 
-std::optional<Interval> calibration_interval(const config::Scenario& scenario);
+// `flow_cache`: flow-level collective times shared with the scenario's own evaluation (EvaluateOptions).
+std::optional<Interval> calibration_interval(const config::Scenario& scenario,
+                                             network::FlowCache* flow_cache);
 
 }  // namespace dtsim::results

@@ -11,6 +11,7 @@
 
 #include "network/flow_cache.hpp"
 #include "network/flow_model.hpp"
+#include "results/evaluate.hpp"
 #include "scenario_fixture.hpp"
 
 using dtsim::network::FlowCache;
@@ -81,4 +82,26 @@ TEST_CASE("flow models on one cluster share a cache; another cluster gets its ow
   const dtsim::network::FlowModel third(slow, &cache);
   CHECK(third.duration(op) > t);
   CHECK(cache.simulations() == 2);
+}
+
+TEST_CASE("an evaluation's calibration interval reuses the flow simulations of the scenario itself") {
+  // A compute-only spread changes no network: the interval's two ends (evaluate() twice more, each with
+  // the GPU's throughput at one end of the spread) find every collective already simulated.
+  auto s = dtsim::testing::fixture_scenario();
+  s.simulation.network = dtsim::config::NetworkFidelity::flow;
+  s.cluster.nodes = 2;
+  s.parallelism.data = 16;
+  s.training.global_batch_size = 32;
+  s.model.layers = 2;
+  FlowCache plain;
+  const auto r0 = dtsim::results::evaluate(s, {.flow_cache = &plain});
+  REQUIRE(r0.status == dtsim::results::Status::ok);
+  REQUIRE(plain.simulations() > 0);
+  s.gpu.spread = dtsim::config::ThroughputSpread{0.9, 1.1, 0.95, 1.05};
+  FlowCache with_interval;
+  const auto r1 = dtsim::results::evaluate(s, {.flow_cache = &with_interval});
+  REQUIRE(r1.interval.has_value());
+  CHECK(r1.iteration_time_s == r0.iteration_time_s);
+  CHECK(with_interval.simulations() == plain.simulations());
+  CHECK(with_interval.hits() > plain.hits());
 }
