@@ -51,6 +51,7 @@ nlohmann::ordered_json data_parallel_training_json(const config::DataParallelSpe
   if (d.architecture != config::Architecture::allreduce) {
     j["parameter_server"] = {{"servers", d.parameter_server.servers},
                              {"placement", config::to_string(d.parameter_server.placement)},
+                             {"variable_placement", config::to_string(d.parameter_server.variable_placement)},
                              {"apply_gbytes_per_s", d.parameter_server.apply_gbytes_per_s},
                              {"partition_mb", d.parameter_server.partition_bytes / kBytesPerMiB},
                              {"local_aggregation", d.parameter_server.local_aggregation},

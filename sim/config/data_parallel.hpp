@@ -13,6 +13,13 @@ namespace dtsim::config {
 enum class Architecture { allreduce, parameter_server, hybrid };
 enum class SyncMode { sync, async, bounded };
 enum class ServerPlacement { colocated, dedicated };
+// Which server a variable (or part) goes to, in the order the model creates its variables:
+//   round_robin     the next server in turn: tf.train.replica_device_setter's default strategy;
+//   greedy_by_size  the server holding the fewest bytes so far (the first of equals):
+//                   tf.contrib.training.GreedyLoadBalancingStrategy with byte_size_load_fn, as
+//                   tf_cnn_benchmarks places variables in its distributed parameter-server mode
+//                   (variable_mgr.py, VariableMgrDistributedFetchFromPS.get_devices).
+enum class VariablePlacement { round_robin, greedy_by_size };
 enum class Variability { none, normal, lognormal };
 
 // The software that moves tensors between parameter-server clients and servers (profile
@@ -47,6 +54,7 @@ struct ParameterServerSpec {
   // A node's workers sum their gradients inside the node and push and pull once per node (BytePS,
   // TensorFlow with one worker process per machine); false: every GPU is its own client.
   bool local_aggregation = false;
+  VariablePlacement variable_placement = VariablePlacement::round_robin;
   PsTransport transport;
 };
 
@@ -67,6 +75,7 @@ struct DataParallelSpec {
 const char* to_string(Architecture a);
 const char* to_string(SyncMode s);
 const char* to_string(ServerPlacement p);
+const char* to_string(VariablePlacement p);
 const char* to_string(Variability v);
 
 }  // namespace dtsim::config

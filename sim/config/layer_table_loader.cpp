@@ -156,13 +156,17 @@ DataParallelSpec read_data_parallel(ObjectReader& r, const std::string& hardware
                        "parameter servers need \"architecture\": \"parameter_server\" or "
                        "\"hybrid\", but architecture is \"allreduce\"");
     }
-    ps->expect_keys(
-        {"servers", "placement", "apply_gbytes_per_s", "partition_mb", "local_aggregation", "transport"});
+    ps->expect_keys({"servers", "placement", "variable_placement", "apply_gbytes_per_s", "partition_mb",
+                     "local_aggregation", "transport"});
     d.parameter_server.servers = ps->optional<std::int64_t>("servers", 1, IntRule::positive());
     d.parameter_server.placement = ps->optional_enum<ServerPlacement>(
         "placement", ServerPlacement::colocated,
         std::span<const Choice<ServerPlacement>>(
             named_choices(std::array{ServerPlacement::colocated, ServerPlacement::dedicated})));
+    d.parameter_server.variable_placement = ps->optional_enum<VariablePlacement>(
+        "variable_placement", VariablePlacement::round_robin,
+        std::span<const Choice<VariablePlacement>>(
+            named_choices(std::array{VariablePlacement::round_robin, VariablePlacement::greedy_by_size})));
     d.parameter_server.apply_gbytes_per_s = ps->optional<double>(
         "apply_gbytes_per_s", d.parameter_server.apply_gbytes_per_s, NumberRule::positive());
     if (const auto mb = ps->maybe<double>("partition_mb", NumberRule::positive())) {
@@ -290,6 +294,16 @@ const char* to_string(SyncMode s) {
       return "async";
     case SyncMode::bounded:
       return "bounded";
+  }
+  return "?";
+}
+
+const char* to_string(VariablePlacement p) {
+  switch (p) {
+    case VariablePlacement::round_robin:
+      return "round_robin";
+    case VariablePlacement::greedy_by_size:
+      return "greedy_by_size";
   }
   return "?";
 }

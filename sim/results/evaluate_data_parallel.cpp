@@ -120,16 +120,25 @@ Result evaluate_data_parallel(const config::Scenario& scenario, const EvaluateOp
   std::vector<double> layer_allreduce_bytes(ops.size(), 0.0);
   double dense_params = 0.0;
   std::int64_t next_server = 0;
+  const auto server_for_next_part = [&]() -> std::size_t {
+    if (dp.parameter_server.variable_placement == config::VariablePlacement::greedy_by_size) {
+      // The least loaded server by bytes held so far; min_element keeps the first of equals.
+      return static_cast<std::size_t>(std::min_element(stats.server_bytes.begin(), stats.server_bytes.end()) -
+                                      stats.server_bytes.begin());
+    }
+    const auto s = static_cast<std::size_t>(next_server);
+    next_server = (next_server + 1) % servers;
+    return s;
+  };
   for (const auto& v : vars) {
     const bool on_server = dp.architecture == config::Architecture::parameter_server ||
                            (dp.architecture == config::Architecture::hybrid && v.sparse);
     if (on_server) {
-      // Whole variables, or parts of at most partition_bytes, each on the next server.
+      // Whole variables, or parts of at most partition_bytes, each on the server the placement picks.
       const double limit = dp.parameter_server.partition_bytes;
       const double parts = limit > 0.0 ? std::max(1.0, std::ceil(v.dense_bytes / limit)) : 1.0;
       for (double part = 0; part < parts; ++part) {
-        const auto s = static_cast<std::size_t>(next_server);
-        next_server = (next_server + 1) % servers;
+        const std::size_t s = server_for_next_part();
         setup.push_bytes[s] += v.step_bytes / parts;
         setup.square_bytes[s] += (v.step_bytes / parts) * (v.step_bytes / parts);
         stats.server_bytes[s] += v.dense_bytes / parts;

@@ -185,6 +185,31 @@ TEST_CASE("dp training: parameter servers shard by variable, round-robin in tabl
   CHECK(r.data_parallel->push_bytes_per_worker_step == doctest::Approx(138.36e6 * 4).epsilon(0.001));
 }
 
+TEST_CASE("dp training: greedy_by_size puts each variable on the server holding the fewest bytes") {
+  const std::string text = R"({"schema_version": 1, "name": "vgg-ps-greedy",
+    "model": {"layer_table": "vgg-16"}, "cluster": {"node": "horovod-p100x4", "nodes": 4},
+    "training": {"global_batch_size": 1024, "precision": "fp32", "architecture": "parameter_server",
+                 "parameter_server": {"servers": 4, "variable_placement": "greedy_by_size"},
+                 "simulated_steps": 3}})";
+  const auto scenario =
+      dtsim::config::load_scenario_text(text, "vgg-ps-greedy", dtsim::config::default_data_paths());
+  const auto r = dtsim::results::evaluate(scenario, {});
+  REQUIRE(r.data_parallel.has_value());
+  const auto& bytes = r.data_parallel->server_bytes;
+  REQUIRE(bytes.size() == 4);
+  // fc6's weights (102,760,448 fp32 values) go to the least loaded server after the 13 convolutions
+  // (14,714,688 values in all), which holds at most their average share; every later variable
+  // (fc6 bias, fc7, fc8) finds a server with fewer bytes than that one, so the hot server holds fc6
+  // and at most a quarter of the convolutions. Round-robin put fc8 there too (16.4 MB > 14.7 MB).
+  const double fc6 = 102760448.0 * 4;
+  const auto hot = static_cast<std::size_t>(std::max_element(bytes.begin(), bytes.end()) - bytes.begin());
+  CHECK(bytes[hot] >= fc6);
+  CHECK(bytes[hot] - fc6 <= 14714688.0 * 4 / 4);
+  double total = 0.0;
+  for (const double b : bytes) total += b;
+  CHECK(total == doctest::Approx(138357544.0 * 4));
+}
+
 TEST_CASE(
     "dp training: hybrid puts only the sparse embedding on the servers; the JSON result has both blocks") {
   const std::string text = R"({"schema_version": 1, "name": "bert-hybrid",

@@ -4,9 +4,9 @@
 // plain 40 Gb/s TCP, TensorFlow parameter servers vs Horovod all-reduce over TCP and RDMA.
 // Bound: MAPE <= 10% over the rows, and the setups of every (model, network) group ordered as
 // measured. One set of profile constants, no per-row knobs. The parameter-server rows use what that
-// software did, stated in the data file ("software"): TensorFlow's gRPC transport and one push and pull
-// per machine. The model misses the bound (printed), so
-// the test is marked may_fail: see README "Data-parallel classics", validation.
+// software did, stated in the data file ("software"): TensorFlow's gRPC transport, one push and pull
+// per machine, variables placed greedily by size as tf_cnn_benchmarks did. The model misses the bound
+// (printed), so the test is marked may_fail: see README "Data-parallel classics", validation.
 //
 // A second table runs the same rows with each row's published single-GPU rate (the same README table's
 // images/s of that model on one GPU of that cluster: "single_gpu" in the data file) given as
@@ -44,7 +44,8 @@ json scenario_for(const json& row, bool measured_compute) {
     training["parameter_server"] = {{"servers", row["servers"]},
                                     {"placement", "colocated"},
                                     {"transport", row["ps_transport"]},
-                                    {"local_aggregation", row["ps_local_aggregation"]}};
+                                    {"local_aggregation", row["ps_local_aggregation"]},
+                                    {"variable_placement", row["ps_variable_placement"]}};
   }
   if (measured_compute) {
     training["measured_single_gpu"] = {
