@@ -159,9 +159,9 @@ void attention_backward(std::vector<LayerOp>& ops, const config::TransformerSpec
 // Vocabulary-parallel cross-entropy as Megatron runs it unfused (see the header): one pass over this
 // rank's logits per elementwise kernel or reduction, in FP32. Bytes per logit element, read + written:
 // cast a + 4 (skipped when activations are FP32 already), max 4, shift 4 + 4, exp 4 + 4, sum 4,
-// normalize 4 + 4; backward: scale by the loss gradient 4 + 4, cast back 4 + a. The row maxima, then
-// the target logits and the sums of exponentials, are all-reduced over the tensor-parallel group
-// (FP32 per token).
+// normalize 4 + 4; backward: scale by the loss gradient 4 + 4, cast back 4 + a. Three all-reduces
+// over the tensor-parallel group, one FP32 value per token each: the row maxima (MAX), then the target
+// logits and the sums of exponentials (SUM, one call each; the fused variant joins these two).
 void cross_entropy(LayerProgram& p, const Dims& d) {
   const double logits = d.tokens * d.vocab;
   const bool cast = d.a < 4;
@@ -172,8 +172,10 @@ void cross_entropy(LayerProgram& p, const Dims& d) {
   fw.push_back(memory("cross_entropy_shift", logits * 8));
   fw.push_back(memory("cross_entropy_exp", logits * 8));
   fw.push_back(memory("cross_entropy_sum", logits * 4));
-  if (d.t > 1)
-    fw.push_back(comm("cross_entropy_sum_tp_reduce", CommRole::tensor_all_reduce, 2 * d.tokens * 4));
+  if (d.t > 1) {
+    fw.push_back(comm("cross_entropy_target_tp_reduce", CommRole::tensor_all_reduce, d.tokens * 4));
+    fw.push_back(comm("cross_entropy_sum_tp_reduce", CommRole::tensor_all_reduce, d.tokens * 4));
+  }
   fw.push_back(memory("cross_entropy_normalize", logits * 8));
   auto& bw = p.backward;
   bw.push_back(memory("cross_entropy_bwd", logits * 8));

@@ -8,7 +8,8 @@ namespace {
 using dtsim::config::TransformerSpec;
 using dtsim::models::LayerOp;
 
-TransformerSpec gpt(std::int64_t layers, std::int64_t h, std::int64_t heads, std::int64_t s, std::int64_t vocab) {
+TransformerSpec gpt(std::int64_t layers, std::int64_t h, std::int64_t heads, std::int64_t s,
+                    std::int64_t vocab) {
   TransformerSpec m;
   m.layers = layers;
   m.hidden_size = h;
@@ -52,12 +53,14 @@ TEST_CASE("tensor parallelism splits the FLOPs and adds one all-reduce per block
   int forward_reduces = 0;
   for (const auto& op : p4.forward) forward_reduces += op.role == dtsim::models::CommRole::tensor_all_reduce;
   int backward_reduces = 0;
-  for (const auto& op : p4.backward) backward_reduces += op.role == dtsim::models::CommRole::tensor_all_reduce;
+  for (const auto& op : p4.backward)
+    backward_reduces += op.role == dtsim::models::CommRole::tensor_all_reduce;
   CHECK(forward_reduces == 2);
   CHECK(backward_reduces == 2);
   // Each all-reduce carries the micro-batch's activations: b s h x 2 bytes = 1*2048*2048*2.
   for (const auto& op : p4.forward) {
-    if (op.role == dtsim::models::CommRole::tensor_all_reduce) CHECK(op.comm_bytes == doctest::Approx(2048.0 * 2048 * 2));
+    if (op.role == dtsim::models::CommRole::tensor_all_reduce)
+      CHECK(op.comm_bytes == doctest::Approx(2048.0 * 2048 * 2));
   }
 }
 
@@ -106,4 +109,51 @@ TEST_CASE("grouped-query attention shrinks the QKV projection") {
   for (const auto& op : p.forward) {
     if (op.name == "qkv_projection") CHECK(op.compute.flops == doctest::Approx(2.0 * 4096 * 6144 * 4096));
   }
+}
+
+TEST_CASE("the loss is Megatron's unfused vocabulary-parallel cross-entropy, pass by pass") {
+  // Per logit element (tokens x V/t of them), bytes read + written by the head's memory-bound kernels
+  // (transformer.cpp, cross_entropy()): forward cast a + 4, max 4, shift 8, exp 8, sum 4, normalize 8
+  // = a + 36; backward scale 8 and cast back 4 + a = 12 + a. The final norm adds 2 h a per token
+  // forward and 3 h a backward.
+  const auto m = gpt(24, 2048, 16, 2048, 51200);
+  const auto memory_bytes = [](const std::vector<LayerOp>& ops) {
+    double sum = 0;
+    for (const auto& op : ops) {
+      if (op.role == dtsim::models::CommRole::none && op.compute.cls == dtsim::graph::ComputeClass::memory)
+        sum += op.compute.bytes;
+    }
+    return sum;
+  };
+  const auto reduces = [](const std::vector<LayerOp>& ops) {
+    int n = 0;
+    for (const auto& op : ops) {
+      if (op.role == dtsim::models::CommRole::tensor_all_reduce) {
+        ++n;
+        CHECK(op.comm_bytes == doctest::Approx(2048.0 * 4));  // one FP32 value per token
+      }
+    }
+    return n;
+  };
+  const double tokens = 2048, h = 2048;
+
+  dtsim::models::ShardConfig bf16;  // a = 2, one rank
+  const auto p = dtsim::models::head_layer(m, bf16);
+  const double logits = tokens * 51200;
+  CHECK(memory_bytes(p.forward) == doctest::Approx(logits * (2 + 36) + 2 * tokens * h * 2));
+  CHECK(memory_bytes(p.backward) == doctest::Approx(logits * (12 + 2) + 3 * tokens * h * 2));
+  CHECK(reduces(p.forward) == 0);
+
+  // a = 4: the logits are FP32 already, no cast either way: forward 32, backward 8.
+  dtsim::models::ShardConfig fp32;
+  fp32.precision = dtsim::config::Precision::fp32;
+  const auto q = dtsim::models::head_layer(m, fp32);
+  CHECK(memory_bytes(q.forward) == doctest::Approx(logits * 32 + 2 * tokens * h * 4));
+  CHECK(memory_bytes(q.backward) == doctest::Approx(logits * 8 + 3 * tokens * h * 4));
+
+  dtsim::models::ShardConfig four;  // t = 4: a quarter of the vocabulary; max, target and sum all-reduced
+  four.tensor = 4;
+  const auto r = dtsim::models::head_layer(m, four);
+  CHECK(memory_bytes(r.forward) == doctest::Approx(logits / 4 * (2 + 36) + 2 * tokens * h * 2));
+  CHECK(reduces(r.forward) == 3);
 }
