@@ -4,6 +4,11 @@
 
 namespace dtsim::network {
 
+std::int64_t FlowCache::network(const std::string& identity) {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  return networks_.try_emplace(identity, static_cast<std::int64_t>(networks_.size())).first->second;
+}
+
 core::TimeNs FlowCache::get(const Key& key, const std::function<core::TimeNs()>& simulate) {
   std::unique_lock<std::mutex> lock(mutex_);
   if (const auto it = entries_.find(key); it != entries_.end()) {
@@ -21,9 +26,12 @@ core::TimeNs FlowCache::get(const Key& key, const std::function<core::TimeNs()>&
     promise.set_value(t);
     return t;
   } catch (...) {
-    promise.set_exception(std::current_exception());
+    // Forget the key first, so that a caller arriving now simulates it again rather than getting this
+    // failure; those already waiting get it.
     lock.lock();
     entries_.erase(key);
+    lock.unlock();
+    promise.set_exception(std::current_exception());
     throw;
   }
 }

@@ -2,9 +2,10 @@
 // one evaluation's repeated collectives, and the plans of a search or the points of a sweep on one
 // cluster, simulate each distinct collective once.
 //
-// A key is the network (the topology shape and path parameters it was built from, exact) and the
-// collective (kind, NCCL algorithm and protocol, bytes, group layout), so evaluations on different
-// clusters can share one cache without mixing their times. Thread-safe: a collective that one thread
+// A key is the network (a number the cache gives each distinct network identity: the topology shape and
+// path parameters a model was built from, printed exactly) and the collective (kind, NCCL algorithm and
+// protocol, bytes, group layout), so evaluations on different clusters can share one cache without
+// mixing their times. Thread-safe: a collective that one thread
 // is simulating is waited for by the others, not simulated again; different collectives are simulated
 // at the same time.
 #pragma once
@@ -25,7 +26,10 @@ class FlowCache {
  public:
   // kind, algorithm x protocol, bytes, group size, nodes, groups per node, node stride
   using Collective = std::tuple<int, int, double, std::int64_t, std::int64_t, std::int64_t, std::int64_t>;
-  using Key = std::pair<std::string, Collective>;  // (network identity, collective)
+  using Key = std::pair<std::int64_t, Collective>;  // (network(), collective)
+
+  // The number of the network with this identity: the same for equal identities, from 0 up.
+  std::int64_t network(const std::string& identity);
 
   // The cached duration, or simulate() run once, stored and returned. An exception from simulate()
   // reaches every caller waiting for that key, and the key is not kept.
@@ -37,6 +41,7 @@ class FlowCache {
 
  private:
   mutable std::mutex mutex_;
+  std::map<std::string, std::int64_t> networks_;
   std::map<Key, std::shared_future<core::TimeNs>> entries_;
   std::int64_t simulations_ = 0;
   std::int64_t hits_ = 0;

@@ -13,7 +13,8 @@ namespace {
 int optional_enum(const auto& value) { return value ? static_cast<int>(*value) : -1; }
 
 // Everything the flow times of a network depend on, printed exactly ({} is the shortest text that reads
-// back to the same double).
+// back to the same double). A field added to TopologyShape or PathParams must be added here: the size
+// checks below fail until they are updated with it.
 std::string network_identity(const TopologyShape& t, const PathParams& p) {
   return fmt::format(
       "topology {} {} {} {} {} {} {} {} {} {} {} {}; path {} {} {} {} {} {} {} {} {} {} {} {} {} {}",
@@ -25,21 +26,26 @@ std::string network_identity(const TopologyShape& t, const PathParams& p) {
       p.nodes_per_pod, p.leaf_oversubscription, p.core_oversubscription);
 }
 
+// The layouts network_identity() prints in full (x86-64): a new field changes the size and stops the build
+// here until it is printed above too.
+static_assert(sizeof(TopologyShape) == 96, "TopologyShape changed: add the new field to network_identity()");
+static_assert(sizeof(PathParams) == 104, "PathParams changed: add the new field to network_identity()");
+
 }  // namespace
 
 FlowModel::FlowModel(const config::Scenario& scenario, FlowCache* shared)
     : path_(path_params(scenario)),
       topology_(topology_shape(scenario)),
-      identity_(network_identity(topology_.shape(), path_)),
       own_cache_(shared != nullptr ? nullptr : std::make_unique<FlowCache>()),
-      cache_(shared != nullptr ? shared : own_cache_.get()) {}
+      cache_(shared != nullptr ? shared : own_cache_.get()),
+      network_(cache_->network(network_identity(topology_.shape(), path_))) {}
 
 core::TimeNs FlowModel::duration(const graph::CommOp& op) const {
   if (op.group.size <= 1 || op.bytes <= 0.0) return 0;
   const CollectiveCost choice = collective_cost(op, path_);
   const graph::CommGroup& g = op.group;
   const FlowCache::Key key{
-      identity_,
+      network_,
       {static_cast<int>(op.kind), static_cast<int>(choice.algorithm) * 3 + static_cast<int>(choice.protocol),
        op.bytes, g.size, g.nodes, g.concurrent_per_node, g.nodes > 1 ? g.node_stride : 1}};
   return cache_->get(key, [&] {

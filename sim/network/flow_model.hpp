@@ -9,7 +9,6 @@
 
 #include <cstdint>
 #include <memory>
-#include <string>
 
 #include "network/collective_cost.hpp"
 #include "network/flow_cache.hpp"
@@ -33,9 +32,9 @@ class FlowModel final : public NetworkModel {
  private:
   PathParams path_;
   Topology topology_;
-  std::string identity_;  // the network's part of every cache key
   std::unique_ptr<FlowCache> own_cache_;
   FlowCache* cache_;
+  std::int64_t network_;  // this network's number in the cache, the first part of every key
 };
 
 }  // namespace dtsim::network

@@ -104,7 +104,7 @@ Result evaluate_data_parallel(const config::Scenario& scenario, const EvaluateOp
     backward_s += backward_layer_s[i];
   }
 
-  // Placement of variables: servers (round-robin) or all-reduce.
+  // Placement of variables: on servers (round-robin or greedy by size) or all-reduced.
   const std::vector<models::Variable> vars = models::variables(table, batch, precision);
   const bool has_servers = dp.architecture != config::Architecture::allreduce;
   const std::int64_t servers = has_servers ? dp.parameter_server.servers : 0;

@@ -85,20 +85,20 @@ results::Result evaluate_extrapolated(const config::Scenario& scenario, network:
 
 results::Result evaluate_extrapolated(const config::Scenario& scenario, ExtrapolationPoints points,
                                       network::FlowCache* flow_cache) {
-  const results::EvaluateOptions kFused = fused(flow_cache);
+  const results::EvaluateOptions options = fused(flow_cache);
   const std::int64_t m = parallel::micro_batches(scenario);
   const std::int64_t chunks = scenario.parallelism.pipeline * scenario.parallelism.virtual_stages;
   const parallel::MemoryEstimate e = parallel::memory_per_gpu(scenario);
   // Plans that cannot run (their result carries the reason) take the full path.
   if (parallel::infeasibility(scenario) || e.total_bytes() > scenario.gpu.hbm_bytes) {
-    return results::evaluate(scenario, kFused);
+    return results::evaluate(scenario, options);
   }
   // A dimension is extrapolated only where that simulates fewer (micro-batch x layer) steps than its
   // real value: m1 + m2 < m, l1 + l2 < l (the work of the runs is their sum along each dimension).
   if (points.m1 + points.m2 >= m) points.m1 = points.m2 = m;
   const std::int64_t l = scenario.model.layers / chunks;
   if (points.l2 == 0 || points.l1 + points.l2 >= l) points.l1 = points.l2 = l;
-  if (points.m1 == m && points.l1 == l) return results::evaluate(scenario, kFused);
+  if (points.m1 == m && points.l1 == l) return results::evaluate(scenario, options);
 
   const auto started = std::chrono::steady_clock::now();
   std::array<results::Result, 4> r;
@@ -110,7 +110,7 @@ results::Result evaluate_extrapolated(const config::Scenario& scenario, Extrapol
   if (points.l1 == points.l2) repeat_mask |= 2U;
   for (std::size_t i = 0; i < 4; ++i) {
     const std::size_t source = i & ~repeat_mask;
-    r[i] = source != i ? r[source] : results::evaluate(reduced(scenario, ms[i], ls[i]), kFused);
+    r[i] = source != i ? r[source] : results::evaluate(reduced(scenario, ms[i], ls[i]), options);
   }
   const double wm = points.m2 > points.m1
                         ? static_cast<double>(m - points.m1) / static_cast<double>(points.m2 - points.m1)

@@ -18,18 +18,22 @@ using dtsim::network::FlowCache;
 
 namespace {
 
-FlowCache::Key key(const char* network, double bytes) { return {network, {0, 0, bytes, 16, 2, 1, 1}}; }
+FlowCache::Key key(std::int64_t network, double bytes) { return {network, {0, 0, bytes, 16, 2, 1, 1}}; }
 
 }  // namespace
 
 TEST_CASE("flow cache: a key is simulated once, other keys and other networks each once") {
   FlowCache cache;
+  const std::int64_t a = cache.network("topology a");
+  const std::int64_t b = cache.network("topology b");
+  CHECK(a != b);
+  CHECK(cache.network("topology a") == a);  // equal identities, one number
   int calls = 0;
   const auto simulate = [&] { return ++calls * 1000; };
-  CHECK(cache.get(key("a", 1e6), simulate) == 1000);
-  CHECK(cache.get(key("a", 1e6), simulate) == 1000);  // cached: simulate() not called again
-  CHECK(cache.get(key("a", 2e6), simulate) == 2000);  // another collective
-  CHECK(cache.get(key("b", 1e6), simulate) == 3000);  // the same collective on another network
+  CHECK(cache.get(key(a, 1e6), simulate) == 1000);
+  CHECK(cache.get(key(a, 1e6), simulate) == 1000);  // cached: simulate() not called again
+  CHECK(cache.get(key(a, 2e6), simulate) == 2000);  // another collective
+  CHECK(cache.get(key(b, 1e6), simulate) == 3000);  // the same collective on another network
   CHECK(calls == 3);
   CHECK(cache.simulations() == 3);
   CHECK(cache.hits() == 1);
@@ -42,7 +46,7 @@ TEST_CASE("flow cache: threads asking for one key at once share one simulation")
   std::vector<long long> got(8, 0);
   for (std::size_t t = 0; t < got.size(); ++t) {
     threads.emplace_back([&, t] {
-      got[t] = cache.get(key("a", 1e6), [&] {
+      got[t] = cache.get(key(0, 1e6), [&] {
         ++calls;
         std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the others arrive meanwhile
         return 42;
@@ -58,10 +62,9 @@ TEST_CASE("flow cache: threads asking for one key at once share one simulation")
 
 TEST_CASE("flow cache: a failed simulation reaches the caller and is not kept") {
   FlowCache cache;
-  CHECK_THROWS_AS(
-      cache.get(key("a", 1e6), []() -> dtsim::core::TimeNs { throw std::runtime_error("child"); }),
-      std::runtime_error);
-  CHECK(cache.get(key("a", 1e6), [] { return 7; }) == 7);  // simulated again, now successfully
+  CHECK_THROWS_AS(cache.get(key(0, 1e6), []() -> dtsim::core::TimeNs { throw std::runtime_error("child"); }),
+                  std::runtime_error);
+  CHECK(cache.get(key(0, 1e6), [] { return 7; }) == 7);  // simulated again, now successfully
 }
 
 TEST_CASE("flow models on one cluster share a cache; another cluster gets its own entries") {
