@@ -14,11 +14,6 @@ namespace dtsim::search {
 
 namespace {
 
-// Runs of kernels as one task each: the same timing with fewer tasks and events (parallel/lower.hpp).
-results::EvaluateOptions fused(network::FlowCache* flow_cache) {
-  return {.trace = false, .fuse_kernels = true, .flow_cache = flow_cache};
-}
-
 // The scenario with m micro-batches per replica and `chunk_layers` layers per model chunk.
 config::Scenario reduced(const config::Scenario& s, std::int64_t m, std::int64_t chunk_layers) {
   config::Scenario out = s;
@@ -64,6 +59,10 @@ results::Breakdown combine_breakdown(const std::array<results::Result, 4>& r,
 
 }  // namespace
 
+results::EvaluateOptions plan_evaluate_options(network::FlowCache* flow_cache) {
+  return {.trace = false, .fuse_kernels = true, .flow_cache = flow_cache};
+}
+
 ExtrapolationPoints extrapolation_points(const config::Scenario& s) {
   const std::int64_t p = s.parallelism.pipeline;
   const std::int64_t chunks = p * s.parallelism.virtual_stages;
@@ -85,7 +84,7 @@ results::Result evaluate_extrapolated(const config::Scenario& scenario, network:
 
 results::Result evaluate_extrapolated(const config::Scenario& scenario, ExtrapolationPoints points,
                                       network::FlowCache* flow_cache) {
-  const results::EvaluateOptions options = fused(flow_cache);
+  const results::EvaluateOptions options = plan_evaluate_options(flow_cache);
   const std::int64_t m = parallel::micro_batches(scenario);
   const std::int64_t chunks = scenario.parallelism.pipeline * scenario.parallelism.virtual_stages;
   const parallel::MemoryEstimate e = parallel::memory_per_gpu(scenario);

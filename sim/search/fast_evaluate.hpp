@@ -35,13 +35,15 @@
 #include <cstdint>
 
 #include "config/scenario.hpp"
+#include "results/evaluate.hpp"
 #include "results/result.hpp"
 
-namespace dtsim::network {
-class FlowCache;
-}
-
 namespace dtsim::search {
+
+// How a search evaluates a plan, estimated or in full: runs of kernels as one task each (the same
+// iteration and breakdown in fewer tasks, parallel/lower.hpp), no trace, flow-level collective times
+// shared through `flow_cache` (results::EvaluateOptions::flow_cache).
+results::EvaluateOptions plan_evaluate_options(network::FlowCache* flow_cache);
 
 struct ExtrapolationPoints {
   std::int64_t m1 = 0;  // micro-batches per replica

@@ -36,8 +36,7 @@ double headroom(const results::Result& r) {
 
 Evaluated evaluate_candidates(const std::vector<Candidate>& candidates, std::size_t jobs, bool extrapolate,
                               network::FlowCache* flow_cache) {
-  // Runs of kernels as one task each: the same iteration and breakdown in fewer tasks (parallel/lower.hpp).
-  const results::EvaluateOptions full{.trace = false, .fuse_kernels = true, .flow_cache = flow_cache};
+  const results::EvaluateOptions full = plan_evaluate_options(flow_cache);
   Evaluated out;
   out.results.resize(candidates.size());
   std::atomic<std::size_t> next{0};
