@@ -74,6 +74,12 @@ nlohmann::ordered_json parallelism_json(const config::ParallelismSpec& p) {
   j["context"] = p.context;
   j["expert"] = p.expert;
   j["zero_stage"] = p.zero_stage;
+  if (p.zero_stage == 3) {
+    j["zero3"] = {{"fetch", config::to_string(p.zero3.fetch)},
+                  {"granularity", config::to_string(p.zero3.granularity)},
+                  {"buffers", config::to_string(p.zero3.buffers)},
+                  {"persistence_threshold", p.zero3.persistence_threshold}};
+  }
   j["distributed_optimizer"] = p.distributed_optimizer;
   j["tp_comm_overlap"] = p.tp_comm_overlap;
   j["order"] = config::to_string(p.order);

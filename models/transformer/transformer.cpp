@@ -304,6 +304,28 @@ double parameters_per_layer(const config::TransformerSpec& m) {
   return attention + mlp + 2 * norm_params(m);
 }
 
+std::vector<double> layer_parameter_tensors(const config::TransformerSpec& m) {
+  const double h = static_cast<double>(m.hidden_size);
+  if (m.kind == config::ModelKind::mlp) return {mlp_parameters_per_layer(m) - h, h};
+  const double d = h / static_cast<double>(m.heads);
+  const double qkv_out = h + 2 * static_cast<double>(m.kv_heads) * d;
+  const double f = static_cast<double>(m.ffn_hidden_size);
+  const bool swiglu = m.mlp == config::MlpKind::swiglu;
+  // LayerNorm has a weight and a bias, RMSNorm a weight (norm_params()).
+  const std::vector<double> norm = swiglu ? std::vector<double>{h} : std::vector<double>{h, h};
+  std::vector<double> out = norm;
+  const auto weight = [&](double elements, double bias) {
+    out.push_back(elements);
+    if (!swiglu) out.push_back(bias);
+  };
+  weight(h * qkv_out, qkv_out);
+  weight(h * h, h);
+  out.insert(out.end(), norm.begin(), norm.end());
+  weight((swiglu ? 2 : 1) * h * f, f);
+  weight(f * h, h);
+  return out;
+}
+
 double embedding_parameters(const config::TransformerSpec& m) {
   if (m.kind == config::ModelKind::mlp) return mlp_input_parameters(m);
   const double h = static_cast<double>(m.hidden_size);

@@ -79,6 +79,12 @@ double parameters_per_layer(const config::TransformerSpec& model);
 double embedding_parameters(const config::TransformerSpec& model);  // token embedding
 double head_parameters(const config::TransformerSpec& model);       // final norm + output projection
 double total_parameters(const config::TransformerSpec& model);
+// The parameter tensors of one layer (element counts, whole model), in the order the forward pass
+// uses them; they add up to parameters_per_layer(). Megatron-LM's modules: input norm, fused QKV
+// weight and bias, output projection weight and bias, second norm, MLP up weight (gate and up fused
+// for SwiGLU) and bias, MLP down weight and bias; biases only in GPT-style (GELU) layers. An MLP
+// model's hidden layer is one weight and one bias.
+std::vector<double> layer_parameter_tensors(const config::TransformerSpec& model);
 
 // Model FLOPs of one iteration over `global_batch` sequences: forward + backward (3x forward), no
 // recompute, attention over the full score matrix (Narayanan et al. SC'21 eq. 3 without the recompute

@@ -174,6 +174,36 @@ const char* to_string(PipelineComm c) {
   throw core::InternalError("to_string: invalid PipelineComm value");
 }
 
+const char* to_string(Zero3Fetch f) {
+  switch (f) {
+    case Zero3Fetch::prefetch:
+      return "prefetch";
+    case Zero3Fetch::on_demand:
+      return "on_demand";
+  }
+  throw core::InternalError("to_string: invalid Zero3Fetch value");
+}
+
+const char* to_string(Zero3Granularity g) {
+  switch (g) {
+    case Zero3Granularity::layer:
+      return "layer";
+    case Zero3Granularity::tensor:
+      return "tensor";
+  }
+  throw core::InternalError("to_string: invalid Zero3Granularity value");
+}
+
+const char* to_string(CollectiveBuffers b) {
+  switch (b) {
+    case CollectiveBuffers::flat:
+      return "flat";
+    case CollectiveBuffers::list:
+      return "list";
+  }
+  throw core::InternalError("to_string: invalid CollectiveBuffers value");
+}
+
 const char* to_string(MeshDim d) {
   switch (d) {
     case MeshDim::tensor:

@@ -77,6 +77,35 @@ enum class Schedule { one_f_one_b, gpipe, interleaved };
 // p2p), or Megatron-LM's batched send/recv after which the sender waits for completion.
 enum class PipelineComm { overlapped, blocking };
 
+// How a ZeRO-3 / fully sharded implementation moves the parameters (parallelism.zero3, with
+// zero_stage 3). The defaults describe FSDP-style engines (PyTorch FSDP, Megatron-Core's FSDP, DeepSpeed
+// since it coalesces its gathers): one flat all-gather per layer, issued one layer ahead, the gathered
+// layer kept through recompute and backward. The alternatives describe DeepSpeed's ZeRO-3 as it shipped
+// in 2021 (README, "ZeRO-3 implementations").
+//   fetch:        prefetch  - a layer's gather starts when the previous layer starts; the layer keeps its
+//                             parameters through recompute and backward
+//                 on_demand - each use (forward, recompute, backward) gathers when it is reached, waits
+//                             for the gather and releases the parameters after it
+//   granularity:  layer     - one all-gather / reduce-scatter per layer
+//                 tensor    - one per parameter tensor; tensors of at most persistence_threshold elements
+//                             (norms, biases) travel with the next larger tensor
+//   buffers:      flat      - collectives on one flat buffer
+//                 list      - torch.distributed's list API: the all-gather's output is copied into one
+//                             tensor per rank, the reduce-scatter's input flattened from one per rank
+//                             (one copy kernel per rank and call)
+enum class Zero3Fetch { prefetch, on_demand };
+enum class Zero3Granularity { layer, tensor };
+enum class CollectiveBuffers { flat, list };
+
+struct Zero3Spec {
+  Zero3Fetch fetch = Zero3Fetch::prefetch;
+  Zero3Granularity granularity = Zero3Granularity::layer;
+  CollectiveBuffers buffers = CollectiveBuffers::flat;
+  double persistence_threshold = 1e5;  // elements; DeepSpeed's stage3_param_persistence_threshold default
+
+  bool operator==(const Zero3Spec&) const = default;
+};
+
 // Dimensions of the rank mesh, in the order ranks are numbered along them (first fastest).
 enum class MeshDim { tensor, context, data, pipeline };
 inline constexpr int kMeshDims = 4;
@@ -91,6 +120,7 @@ struct ParallelismSpec {
   std::int64_t context = 1;
   std::int64_t expert = 1;
   int zero_stage = 0;
+  Zero3Spec zero3;  // with zero_stage 3
   bool distributed_optimizer = false;
   // Tensor-parallel all-gathers and reduce-scatters pipelined with their adjacent GEMMs (Megatron-Core
   // --tp-comm-overlap, Transformer Engine userbuffers); needs sequence parallelism.
@@ -122,7 +152,7 @@ struct TrainingSpec {
   // Sharded optimizers: the parameter all-gather overlapped with the next forward pass
   // (Megatron-Core --overlap-param-gather) instead of following the optimizer step.
   bool overlap_param_gather = true;
-  double bucket_bytes = 40e6;       // gradient bucket size for the overlapped reduction
+  double bucket_bytes = 40e6;  // gradient bucket size for the overlapped reduction
   Optimizer optimizer = Optimizer::adam;
   std::optional<MeasuredSingleGpu> measured_single_gpu;
 };
@@ -168,6 +198,9 @@ const char* to_string(TopologyKind t);
 const char* to_string(IntraNodeKind k);
 const char* to_string(MeshDim d);  // "tp", "cp", "dp", "pp"
 const char* to_string(PipelineComm c);
+const char* to_string(Zero3Fetch f);
+const char* to_string(Zero3Granularity g);
+const char* to_string(CollectiveBuffers b);
 const char* to_string(AllReduceAlgorithm a);
 const char* to_string(CollectiveProtocol p);
 std::string to_string(const MeshOrder& order);  // "tp-cp-dp-pp"

@@ -164,13 +164,30 @@ MeshOrder read_order(ObjectReader& r) {
   return order;
 }
 
+// Reads "parallelism.zero3" (every key optional).
+Zero3Spec read_zero3(ObjectReader& r) {
+  r.expect_keys({"fetch", "granularity", "buffers", "persistence_threshold"});
+  Zero3Spec z;
+  z.fetch = r.optional_enum<Zero3Fetch>(
+      "fetch", z.fetch, named_choices(std::array{Zero3Fetch::prefetch, Zero3Fetch::on_demand}));
+  z.granularity = r.optional_enum<Zero3Granularity>(
+      "granularity", z.granularity,
+      named_choices(std::array{Zero3Granularity::layer, Zero3Granularity::tensor}));
+  z.buffers = r.optional_enum<CollectiveBuffers>(
+      "buffers", z.buffers, named_choices(std::array{CollectiveBuffers::flat, CollectiveBuffers::list}));
+  z.persistence_threshold =
+      r.optional<double>("persistence_threshold", z.persistence_threshold, NumberRule::non_negative());
+  r.finish();
+  return z;
+}
+
 // Reads "parallelism" (every key optional) and checks the degrees against the GPU count.
 ParallelismSpec read_parallelism(ObjectReader& top, const Scenario& scenario) {
   const json empty = json::object();
   const json* found = top.find("parallelism");
   ObjectReader r(found != nullptr ? *found : empty, top.file(), pointer_append(top.pointer(), "parallelism"));
   r.expect_keys({"data", "tensor", "pipeline", "virtual_stages", "sequence_parallel", "context", "expert",
-                 "zero_stage", "distributed_optimizer", "tp_comm_overlap", "schedule", "order",
+                 "zero_stage", "zero3", "distributed_optimizer", "tp_comm_overlap", "schedule", "order",
                  "pipeline_comm"});
   const IntRule positive = IntRule::positive();
   ParallelismSpec p;
@@ -182,6 +199,14 @@ ParallelismSpec read_parallelism(ObjectReader& top, const Scenario& scenario) {
   p.context = r.optional<std::int64_t>("context", 1, positive);
   p.expert = r.optional<std::int64_t>("expert", 1, positive);
   p.zero_stage = r.optional<int>("zero_stage", 0, IntRule::between(0, 3));
+  if (std::optional<ObjectReader> z = r.optional_child("zero3")) {
+    if (p.zero_stage != 3) {
+      throw r.error_at("zero3", fmt::format("got a zero3 block with zero_stage {}; the block describes how "
+                                            "ZeRO-3 moves parameters and needs \"zero_stage\": 3",
+                                            p.zero_stage));
+    }
+    p.zero3 = read_zero3(*z);
+  }
   p.distributed_optimizer = r.optional<bool>("distributed_optimizer", false);
   const bool sp_active = p.sequence_parallel && p.tensor > 1;
   p.tp_comm_overlap = r.optional<bool>("tp_comm_overlap", sp_active);

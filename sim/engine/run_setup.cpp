@@ -125,6 +125,7 @@ TimeNs Run::cost(std::uint32_t op) {
     duration = compute_.duration(*c);
   } else if (const auto* m = std::get_if<graph::CommOp>(&o)) {
     duration = network_.duration(*m);
+    if (m->copies) duration += compute_.duration(*m->copies);
   } else {
     duration = cost_fused(op, std::get<graph::FusedOp>(o));
   }

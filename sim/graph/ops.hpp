@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -75,6 +76,9 @@ struct CommOp {
   // full (gathered) buffer, as NCCL and nccl-tests count it. For send_recv: bytes sent.
   double bytes = 0.0;
   CommGroup group;
+  // Copy kernels the call runs on its stream besides the transfer, costed by the compute model: with
+  // torch.distributed's list API, one per rank, copying the buffer to or from the per-rank tensors.
+  std::optional<ComputeOp> copies = std::nullopt;
 };
 
 const char* to_string(ComputeClass c);

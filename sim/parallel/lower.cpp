@@ -104,14 +104,7 @@ void Lowering::intern_programs() {
       tokens * static_cast<double>(s_.model.hidden_size) * a / static_cast<double>(par.tensor);
   pipeline_send_op_ = out_.graph.add_op(
       CommOp{graph::CollectiveKind::send_recv, activation, mesh_.neighbours(config::MeshDim::pipeline)});
-  if (par.zero_stage >= 3) {
-    const double layer_params = models::parameters_per_layer(s_.model) / static_cast<double>(par.tensor);
-    const config::Precision prec = s_.training.precision;
-    zero3_gather_op_ = out_.graph.add_op(
-        CommOp{graph::CollectiveKind::all_gather, layer_params * weight_bytes_per_param(prec), data_group()});
-    zero3_reduce_op_ = out_.graph.add_op(CommOp{graph::CollectiveKind::reduce_scatter,
-                                                layer_params * gradient_bytes_per_param(prec), data_group()});
-  }
+  if (par.zero_stage >= 3) intern_zero3();
   pipeline_send_label_ = label("pipeline_send_activation");
   pipeline_grad_label_ = label("pipeline_send_gradient");
   zero3_gather_label_ = label("zero3_param_all_gather");
@@ -246,6 +239,13 @@ void Lowering::emit_rank(std::int64_t r) {
   const std::int64_t stage = coord(r).stage;
   previous_step_.reset();
   const bool zero3 = s_.parallelism.zero_stage >= 3;
+  const bool on_demand = s_.parallelism.zero3.fetch == config::Zero3Fetch::on_demand;
+  // The compute this rank runs just before what continues `chain`: its end, or that of the step before.
+  const auto compute_before = [this](const Chain& chain) -> std::optional<TaskId> {
+    if (!chain.empty) return chain.last;
+    if (previous_step_ && !steps_[*previous_step_].empty) return steps_[*previous_step_].last;
+    return std::nullopt;
+  };
   const std::vector<PipelineStep> schedule = stage_schedule(s_.parallelism.schedule, p_, stage, m_, v_);
   std::vector<std::size_t> last_backward(static_cast<std::size_t>(v_), 0);  // per chunk, its step index
   for (std::size_t i = 0; i < schedule.size(); ++i) {
@@ -268,7 +268,7 @@ void Lowering::emit_rank(std::int64_t r) {
         Chain layer;
         emit(r, layer_program(forward_sequence_, layer_.forward, join, l, layers), Category::forward, mb,
              layer);
-        if (zero3) gate(gather_layer(r, mb, previous_layer), layer);
+        if (zero3) gate(gather_layer(r, mb, on_demand ? compute_before(chain) : previous_layer), layer);
         if (mb == 0) first_use_[layer_index(r, step.chunk, l)] = layer.first;
         previous_layer = layer.first;
         append(chain, layer);
@@ -281,7 +281,7 @@ void Lowering::emit_rank(std::int64_t r) {
         emit(r, recompute_, Category::recompute, mb, layer);
         emit(r, layer_program(backward_sequence_, layer_.backward, join, layers - 1 - l, layers),
              Category::backward, mb, layer);
-        if (zero3) gate(gather_layer(r, mb, previous_layer), layer);
+        if (zero3) gate(gather_layer(r, mb, on_demand ? compute_before(chain) : previous_layer), layer);
         previous_layer = layer.first;
         append(chain, layer);
         grad_ready_[layer_index(r, step.chunk, l)] = chain.last;
@@ -297,22 +297,6 @@ void Lowering::emit_rank(std::int64_t r) {
     previous_step_ = index;
     stage_last_[static_cast<std::size_t>(r)] = chain.last;
   }
-}
-
-// ZeRO-3: gather a layer's parameters; the gather may start once the previous layer has started
-// (one layer of prefetch) and the layer's first op waits for it (see gate()).
-TaskId Lowering::gather_layer(std::int64_t r, std::int32_t mb, std::optional<TaskId> previous_layer_start) {
-  Chain gather = previous_layer_start ? Chain::after(*previous_layer_start) : Chain{};
-  collective(r, GroupKind::data, StreamKind::param_gather, zero3_gather_op_, Category::data_comm,
-             zero3_gather_label_, mb, gather);
-  return gather.last;
-}
-
-void Lowering::reduce_layer(std::int64_t r, std::int32_t mb, TaskId after) {
-  Chain reduce = Chain::after(after);
-  collective(r, GroupKind::data, StreamKind::data_comm, zero3_reduce_op_, Category::data_comm,
-             zero3_reduce_label_, mb, reduce);
-  data_tasks_[static_cast<std::size_t>(r)].push_back(reduce.last);
 }
 
 // Continues `chain` with `next` (the first of `next` waits for the last of `chain`).

@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "parallel/lowering.hpp"
+#include "parallel/zero3.hpp"
 
 namespace dtsim::parallel::detail {
 
@@ -105,9 +106,62 @@ void Lowering::emit_overlapped_param_gathers(std::int64_t r) {
   }
 }
 
+// ZeRO-3's collectives of one layer (zero3.hpp), interned once. With list buffers each call also copies
+// its buffer to or from one tensor per rank (after an all-gather, before a reduce-scatter): one copy
+// kernel per rank, reading and writing the bytes once.
+void Lowering::intern_zero3() {
+  const config::Precision prec = s_.training.precision;
+  const bool list = s_.parallelism.zero3.buffers == config::CollectiveBuffers::list;
+  const auto collective = [&](graph::CollectiveKind kind, double bytes) {
+    CommOp op{kind, bytes, data_group()};
+    if (list) {
+      graph::ComputeOp copy;
+      copy.cls = graph::ComputeClass::memory;
+      copy.bytes = 2 * bytes;
+      copy.kernels = static_cast<int>(data_group().size);
+      op.copies = copy;
+    }
+    return intern_comm(op);
+  };
+  for (const double params : zero3_layer_groups(s_)) {
+    zero3_gathers_.push_back(
+        collective(graph::CollectiveKind::all_gather, params * weight_bytes_per_param(prec)));
+    zero3_reduces_.push_back(
+        collective(graph::CollectiveKind::reduce_scatter, params * gradient_bytes_per_param(prec)));
+  }
+}
+
+// A layer's gathers, one after another on the rank's gather stream, the first after `after` (prefetch:
+// the previous layer's first task; on demand: the compute just before the layer). On demand, DeepSpeed's
+// fetch synchronizes the device first (torch.cuda.synchronize), so the first gather also waits for the
+// rank's gradient reductions issued so far.
+TaskId Lowering::gather_layer(std::int64_t r, std::int32_t mb, std::optional<TaskId> after) {
+  Chain gather = after ? Chain::after(*after) : Chain{};
+  const std::vector<TaskId>& reductions = data_tasks_[static_cast<std::size_t>(r)];
+  bool synchronize = s_.parallelism.zero3.fetch == config::Zero3Fetch::on_demand && !reductions.empty();
+  for (const graph::OpId op : zero3_gathers_) {
+    collective(r, GroupKind::data, StreamKind::param_gather, op, Category::data_comm, zero3_gather_label_, mb,
+               gather);
+    if (synchronize) wait(reductions.back(), gather.last);
+    synchronize = false;
+  }
+  return gather.last;
+}
+
+// A layer's gradient reductions on the rank's data stream, after `after` (the layer's last backward task).
+void Lowering::reduce_layer(std::int64_t r, std::int32_t mb, TaskId after) {
+  Chain reduce = Chain::after(after);
+  for (const graph::OpId op : zero3_reduces_) {
+    collective(r, GroupKind::data, StreamKind::data_comm, op, Category::data_comm, zero3_reduce_label_, mb,
+               reduce);
+  }
+  data_tasks_[static_cast<std::size_t>(r)].push_back(reduce.last);
+}
+
 // One op per distinct communication (buckets of equal size share theirs).
 graph::OpId Lowering::intern_comm(const CommOp& op) {
-  const auto key = std::make_tuple(static_cast<int>(op.kind), op.bytes, op.group.size, op.group.nodes);
+  const auto key = std::make_tuple(static_cast<int>(op.kind), op.bytes, op.group.size, op.group.nodes,
+                                   op.copies.has_value());
   auto it = comm_ops_.find(key);
   if (it != comm_ops_.end()) return it->second;
   const graph::OpId id = out_.graph.add_op(op);

@@ -101,8 +101,11 @@ class Lowering {
   const std::vector<OpRef>& layer_program(const LayerSequence& sequence, const std::vector<OpRef>& plain,
                                           bool join, std::int64_t l, std::int64_t count) const;
   void emit_rank(std::int64_t r);
-  TaskId gather_layer(std::int64_t r, std::int32_t mb, std::optional<TaskId> previous_layer_start);
+  // ZeRO-3 (lower_gradients.cpp): a layer's parameter gathers, which may begin after `after`; the
+  // last of them is returned. Its gradient reductions, after `after`.
+  TaskId gather_layer(std::int64_t r, std::int32_t mb, std::optional<TaskId> after);
   void reduce_layer(std::int64_t r, std::int32_t mb, TaskId after);
+  void intern_zero3();
   // The first task of `chain` waits for `task`.
   void gate(TaskId task, const Chain& chain) { wait(task, chain.first); }
   void append(Chain& chain, const Chain& next);
@@ -135,8 +138,8 @@ class Lowering {
   LayerSequence forward_sequence_, backward_sequence_;  // with fuse_
   std::vector<OpRef> recompute_;
   graph::OpId pipeline_send_op_ = 0;
-  graph::OpId zero3_gather_op_ = 0;
-  graph::OpId zero3_reduce_op_ = 0;
+  std::vector<graph::OpId> zero3_gathers_;  // ZeRO-3: the collectives of one layer (zero3.hpp)
+  std::vector<graph::OpId> zero3_reduces_;
   std::uint32_t pipeline_send_label_ = 0;
   std::uint32_t pipeline_grad_label_ = 0;
   std::uint32_t zero3_gather_label_ = 0;
@@ -153,7 +156,7 @@ class Lowering {
   std::vector<TaskId> stage_last_;
   std::vector<std::vector<TaskId>> data_tasks_;
   std::map<std::int64_t, graph::OpId> optimizer_ops_;
-  std::map<std::tuple<int, double, std::int64_t, std::int64_t>, graph::OpId> comm_ops_;
+  std::map<std::tuple<int, double, std::int64_t, std::int64_t, bool>, graph::OpId> comm_ops_;
 };
 
 }  // namespace dtsim::parallel::detail

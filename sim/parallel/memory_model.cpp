@@ -7,6 +7,7 @@
 #include "models/transformer/transformer.hpp"
 #include "parallel/feasibility.hpp"
 #include "parallel/pipeline_schedule.hpp"
+#include "parallel/zero3.hpp"
 
 namespace dtsim::parallel {
 
@@ -16,7 +17,8 @@ double layers_on_stage(const config::Scenario& s, std::int64_t stage) {
   const auto& par = s.parallelism;
   const auto chunks = chunk_layers(s.model.layers, par.pipeline, par.virtual_stages);
   std::int64_t layers = 0;
-  for (std::int64_t c = 0; c < par.virtual_stages; ++c) layers += chunks[static_cast<std::size_t>(c * par.pipeline + stage)];
+  for (std::int64_t c = 0; c < par.virtual_stages; ++c)
+    layers += chunks[static_cast<std::size_t>(c * par.pipeline + stage)];
   return static_cast<double>(layers);
 }
 
@@ -59,13 +61,14 @@ MemoryEstimate stage_memory(const config::Scenario& s, std::int64_t stage) {
   e.weights_bytes = params * b.weights / (par.zero_stage >= 3 ? d : 1.0);
   e.gradients_bytes = params * b.gradients / (par.zero_stage >= 2 ? d : 1.0);
   e.optimizer_bytes = params * b.optimizer / (shard_optimizer ? d : 1.0);
-  if (par.zero_stage >= 3) e.weights_bytes += 2 * models::parameters_per_layer(model) / t * b.weights;
+  if (par.zero_stage >= 3) e.weights_bytes += zero3_gathered_parameters(s) * b.weights;
 
   e.activations_bytes = layer_activation_bytes(s) * in_flight_layers(s, stage);
   const double a = models::activation_bytes_per_element(s.training.precision);
-  const double tokens = static_cast<double>(s.training.micro_batch_size * model.seq_length) /
-                        static_cast<double>(par.context);
-  if (first) e.activations_bytes += tokens * static_cast<double>(model.hidden_size) * (a + 1);  // embedding out + mask
+  const double tokens =
+      static_cast<double>(s.training.micro_batch_size * model.seq_length) / static_cast<double>(par.context);
+  if (first)
+    e.activations_bytes += tokens * static_cast<double>(model.hidden_size) * (a + 1);  // embedding out + mask
 
   e.buffers_bytes = 2 * s.training.bucket_bytes + core::kGiB;
   if (last) e.buffers_bytes += tokens * static_cast<double>(model.vocab_size) / t * 4;  // FP32 logits

@@ -5,7 +5,7 @@
 //   weights 2 B (fp32/tf32: 4), gradients 2 B for fp16 / 4 B otherwise (Megatron keeps FP32 main
 //   gradients for bf16), optimizer 12 B (FP32 master, Adam m and v; fp32/tf32: 8 B). Data-parallel
 //   sharding: distributed optimizer or ZeRO-1 shards the optimizer, ZeRO-2 also gradients, ZeRO-3 also
-//   weights (plus two gathered layers in flight).
+//   weights (plus the parameters gathered at once: zero3.hpp).
 // Activations per layer and micro-batch (Korthikanti et al. 2022, arXiv 2205.05198, Sec. 4, for 16-bit
 // activations and 1-byte dropout masks), generalized to GQA and any FFN:
 //   replicated across tensor ranks (unless sequence parallel): 2 norm inputs 4sbh, QKV and MLP inputs

@@ -4,10 +4,11 @@
 //
 // Knobs the publications leave unstated follow one rule for every row: micro-batch 1 when unstated;
 // the interleaved schedule with 2 virtual stages when pipeline > 1 and layers / pipeline is even, else
-// 1F1B. The attention kernel and the pipeline transfers are facts of each run's software, stated in its
-// data file: unfused attention, blocking transfers and the gradient all-reduce after the backward pass
-// for SC'21 (2021 Megatron-LM), fused attention and overlapped transfers and reductions for the 2024
-// Megatron-Core runs.
+// 1F1B. The attention kernel, the pipeline transfers and the ZeRO-3 implementation are facts of each
+// run's software, stated in its data file: unfused attention, blocking transfers, the gradient
+// all-reduce after the backward pass and DeepSpeed's 2021 ZeRO-3 (per-parameter, blocking, list-based
+// collectives) for SC'21 (2021 Megatron-LM), fused attention and overlapped transfers and reductions for
+// the 2024 Megatron-Core runs.
 #include <doctest/doctest.h>
 
 #include <fstream>
@@ -32,24 +33,35 @@ json scenario_for(const json& table, const json& row) {
   const std::int64_t layers = row["layers"], pp = row["pp"], tp = row["tp"];
   const std::int64_t vstages = pp > 1 && (layers / pp) % 2 == 0 && layers % pp == 0 ? 2 : 1;
   const bool sp = table.value("sequence_parallel_when_tp", false) && tp > 1;
-  json s = {
-      {"schema_version", 1},
-      {"name", row["table"].get<std::string>() + "-" + std::to_string(row["gpus"].get<int>())},
-      {"model",
-       {{"kind", "transformer"}, {"layers", layers}, {"hidden_size", row["hidden"]}, {"heads", row["heads"]},
-        {"ffn_hidden_size", row["ffn_hidden"]}, {"vocab_size", row["vocab"]}, {"seq_length", row["seq_len"]},
-        {"attention", table["attention"]}}},
-      {"cluster", {{"node", table["node"]}, {"nodes", row["gpus"].get<int>() / 8}}},
-      {"parallelism",
-       {{"data", row["dp"]}, {"tensor", tp}, {"pipeline", pp}, {"virtual_stages", vstages},
-        {"schedule", vstages > 1 ? "interleaved" : "1f1b"}, {"sequence_parallel", sp},
-        {"zero_stage", row["zero_stage"]}, {"distributed_optimizer", table.value("distributed_optimizer", false)},
-        {"pipeline_comm", table["pipeline_comm"]}}},
-      {"training",
-       {{"global_batch_size", row["global_batch"]},
-        {"micro_batch_size", row["micro_batch"].is_null() ? json(1) : row["micro_batch"]},
-        {"precision", table["precision"]}, {"activation_recompute", table["activation_recompute"]},
-        {"overlap_grad_reduce", table.value("overlap_grad_reduce", true)}}}};
+  json s = {{"schema_version", 1},
+            {"name", row["table"].get<std::string>() + "-" + std::to_string(row["gpus"].get<int>())},
+            {"model",
+             {{"kind", "transformer"},
+              {"layers", layers},
+              {"hidden_size", row["hidden"]},
+              {"heads", row["heads"]},
+              {"ffn_hidden_size", row["ffn_hidden"]},
+              {"vocab_size", row["vocab"]},
+              {"seq_length", row["seq_len"]},
+              {"attention", table["attention"]}}},
+            {"cluster", {{"node", table["node"]}, {"nodes", row["gpus"].get<int>() / 8}}},
+            {"parallelism",
+             {{"data", row["dp"]},
+              {"tensor", tp},
+              {"pipeline", pp},
+              {"virtual_stages", vstages},
+              {"schedule", vstages > 1 ? "interleaved" : "1f1b"},
+              {"sequence_parallel", sp},
+              {"zero_stage", row["zero_stage"]},
+              {"distributed_optimizer", table.value("distributed_optimizer", false)},
+              {"pipeline_comm", table["pipeline_comm"]}}},
+            {"training",
+             {{"global_batch_size", row["global_batch"]},
+              {"micro_batch_size", row["micro_batch"].is_null() ? json(1) : row["micro_batch"]},
+              {"precision", table["precision"]},
+              {"activation_recompute", table["activation_recompute"]},
+              {"overlap_grad_reduce", table.value("overlap_grad_reduce", true)}}}};
+  if (row["zero_stage"] == 3 && table.contains("zero3")) s["parallelism"]["zero3"] = table["zero3"];
   return s;
 }
 
@@ -69,8 +81,10 @@ std::vector<dtsim::testing::ValidationRow> run_table(const json& table, const st
     const json s = scenario_for(table, row);
     const auto scenario = dtsim::config::load_scenario_text(s.dump(), s["name"].get<std::string>(), data);
     const auto result = dtsim::results::evaluate(scenario, {});
-    std::string name = fmt::format("{} {}B", s["name"].get<std::string>(), row["params_billion"].get<double>());
-    if (row.contains("scheme")) name = fmt::format("{} {}", name, row["scheme"].get<std::string>().substr(0, 6));
+    std::string name =
+        fmt::format("{} {}B", s["name"].get<std::string>(), row["params_billion"].get<double>());
+    if (row.contains("scheme"))
+      name = fmt::format("{} {}", name, row["scheme"].get<std::string>().substr(0, 6));
     rows.push_back({name, row[measured_key].get<double>(), metric(result, table["metric"])});
   }
   return rows;
@@ -94,9 +108,10 @@ TEST_CASE("validation: Megatron SC'21 Table 1 (weak scaling 1.7B to 1T on up to 
 
 // Known gaps, reported on every run with their errors and marked may_fail until the model meets the
 // bound (README, "Accuracy today"):
-//  - Table 2: the ZeRO-3 rows (DeepSpeed, 2021) lose 2-3x more to parameter gathering than NCCL's
-//    bandwidth allows; dtsim costs ZeRO-3 traffic at NCCL ring bandwidth and predicts 1.6-4.9x their
-//    throughput. The PTD-P rows are within 12-16%.
+//  - Table 2: the ZeRO-3 rows run DeepSpeed's 2021 stage 3 as the data file states (per-parameter,
+//    blocking, list-based collectives) and are still 34-108% fast: the measured iterations leave a
+//    time roughly proportional to the parameters and flat in the GPU count unexplained. The PTD-P rows
+//    are within 8.5-12.5%.
 //  - 2024 H100: the small models (1.7B, 7.1B) run 28-47% slower than dtsim predicts; host and
 //    framework overheads that dominate small layers on H100 are not modeled.
 TEST_CASE("validation: Megatron SC'21 Table 2 (PTD-P vs ZeRO-3, 175B and 530B)" * doctest::may_fail()) {

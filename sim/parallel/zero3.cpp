@@ -1,0 +1,34 @@
+#include "parallel/zero3.hpp"
+
+#include <algorithm>
+
+#include "models/transformer/transformer.hpp"
+
+namespace dtsim::parallel {
+
+std::vector<double> zero3_layer_groups(const config::Scenario& s) {
+  const double t = static_cast<double>(s.parallelism.tensor);
+  if (s.parallelism.zero3.granularity == config::Zero3Granularity::layer)
+    return {models::parameters_per_layer(s.model) / t};
+  std::vector<double> groups;
+  double pending = 0.0;
+  for (const double elements : models::layer_parameter_tensors(s.model)) {
+    pending += elements / t;
+    if (elements / t > s.parallelism.zero3.persistence_threshold) {
+      groups.push_back(pending);
+      pending = 0.0;
+    }
+  }
+  if (groups.empty()) return {pending};
+  groups.back() += pending;
+  return groups;
+}
+
+double zero3_gathered_parameters(const config::Scenario& s) {
+  const double layer = models::parameters_per_layer(s.model) / static_cast<double>(s.parallelism.tensor);
+  if (s.parallelism.zero3.fetch == config::Zero3Fetch::prefetch) return 2 * layer;
+  const std::vector<double> groups = zero3_layer_groups(s);
+  return *std::max_element(groups.begin(), groups.end());
+}
+
+}  // namespace dtsim::parallel

@@ -1,0 +1,28 @@
+// ZeRO-3 / fully sharded data parallelism: how one layer's parameters are cut into collectives
+// (config::Zero3Spec has the knobs; README, "ZeRO-3 implementations").
+//
+// Each collective moves a group of the layer's parameter tensors, counted per tensor-parallel rank:
+//   granularity layer:  one group, the whole layer (FSDP's unit; DeepSpeed's coalesced fetch);
+//   granularity tensor: one group per tensor of more than persistence_threshold elements on the rank,
+//                       in forward order; smaller tensors (norms, biases) join the next larger one, and
+//                       trailing ones the last group. DeepSpeed 0.3-0.5 gathered each parameter on its
+//                       own and kept those at or below stage3_param_persistence_threshold (default 1e5
+//                       elements) resident; their few bytes travel here with a neighbour, so a layer
+//                       moves the same bytes at either granularity.
+// The parameters gathered at once on a rank (memory model): prefetch holds the layer in use and the
+// next one; on_demand holds one group (its largest) at a time.
+#pragma once
+
+#include <vector>
+
+#include "config/scenario.hpp"
+
+namespace dtsim::parallel {
+
+// Parameters per tensor-parallel rank in each collective of one layer, in forward order.
+std::vector<double> zero3_layer_groups(const config::Scenario& scenario);
+
+// Parameters per tensor-parallel rank gathered at the same time on a rank, beyond its own shard.
+double zero3_gathered_parameters(const config::Scenario& scenario);
+
+}  // namespace dtsim::parallel

@@ -1,0 +1,203 @@
+// ZeRO-3 implementations (config::Zero3Spec, parallel/zero3.hpp, the lowering's gathers and reductions):
+// how a layer is cut into collectives, what a rank holds gathered, and what on-demand fetching and
+// list buffers cost in the engine.
+#include <doctest/doctest.h>
+
+#include <map>
+#include <numeric>
+
+#include <nlohmann/json.hpp>
+
+#include "config/scenario_loader.hpp"
+#include "models/transformer/transformer.hpp"
+#include "parallel/memory_model.hpp"
+#include "parallel/zero3.hpp"
+#include "results/evaluate.hpp"
+#include "scenario_fixture.hpp"
+
+namespace {
+
+using nlohmann::json;
+
+dtsim::config::Scenario gpt3_175b(std::int64_t tensor) {
+  auto s = dtsim::testing::fixture_scenario();
+  s.model.layers = 96;
+  s.model.hidden_size = 12288;
+  s.model.heads = 96;
+  s.model.kv_heads = 96;
+  s.model.ffn_hidden_size = 4 * 12288;
+  s.parallelism.tensor = tensor;
+  s.parallelism.data = 32 / tensor;
+  s.parallelism.zero_stage = 3;
+  return s;
+}
+
+double sum(const std::vector<double>& v) { return std::accumulate(v.begin(), v.end(), 0.0); }
+
+// GPT-1.3B, data parallel over 16 A100 (2 DGX nodes), ZeRO-3, two micro-batches per rank.
+json zero3_scenario() {
+  return json::parse(R"({
+    "schema_version": 1, "name": "zero3",
+    "model": {"preset": "gpt-1.3b"},
+    "cluster": {"node": "dgx-a100", "nodes": 2},
+    "parallelism": {"data": 16, "zero_stage": 3},
+    "training": {"global_batch_size": 64, "micro_batch_size": 2, "precision": "fp16",
+                 "activation_recompute": "full"}
+  })");
+}
+
+dtsim::results::Result evaluate(const json& s, bool trace = false) {
+  const auto scenario =
+      dtsim::config::load_scenario_text(s.dump(), "test", dtsim::config::default_data_paths());
+  return dtsim::results::evaluate(scenario, dtsim::results::EvaluateOptions{trace});
+}
+
+// Total span time per label, over the trace of rank 0.
+std::map<std::string, double> seconds_by_label(const dtsim::results::Result& r) {
+  REQUIRE(r.trace.has_value());
+  std::map<std::string, double> out;
+  for (const auto& span : r.trace->spans) {
+    if (r.trace->tracks[span.track].rank != 0) continue;
+    out[r.trace->labels[span.label]] += static_cast<double>(span.end_ns - span.start_ns) * 1e-9;
+  }
+  return out;
+}
+
+double compute_seconds(const dtsim::results::Breakdown& b) { return b.compute_s() + b.optimizer_s; }
+
+}  // namespace
+
+TEST_CASE("a layer's parameter tensors add up to its parameter count") {
+  auto s = dtsim::testing::fixture_scenario();
+  CHECK(sum(dtsim::models::layer_parameter_tensors(s.model)) ==
+        doctest::Approx(dtsim::models::parameters_per_layer(s.model)).epsilon(1e-12));
+  s.model.mlp = dtsim::config::MlpKind::swiglu;  // Llama-style: no biases, RMSNorm, fused gate and up
+  s.model.kv_heads = 4;
+  const auto llama = dtsim::models::layer_parameter_tensors(s.model);
+  CHECK(llama.size() == 6);  // norm, QKV, output, norm, gate+up, down
+  CHECK(sum(llama) == doctest::Approx(dtsim::models::parameters_per_layer(s.model)).epsilon(1e-12));
+}
+
+TEST_CASE(
+    "tensor granularity: GPT-3 175B's layer in four collectives, norms and biases with the next weight") {
+  // Forward order (h = 12288): norm 2h | QKV 3h^2, bias 3h | output h^2, bias h | norm 2h | up 4h^2,
+  // bias 4h | down 4h^2, bias h. Only the four weights exceed 1e5 elements, so the groups are
+  //   2h + 3h^2,  3h + h^2,  h + 2h + 4h^2,  4h + 4h^2 + h   (sum 12h^2 + 13h, the layer).
+  auto s = gpt3_175b(1);
+  const double h = 12288;
+  CHECK(dtsim::parallel::zero3_layer_groups(s) ==
+        std::vector<double>{dtsim::models::parameters_per_layer(s.model)});
+  s.parallelism.zero3.granularity = dtsim::config::Zero3Granularity::tensor;
+  const auto groups = dtsim::parallel::zero3_layer_groups(s);
+  REQUIRE(groups.size() == 4);
+  CHECK(groups[0] == doctest::Approx(2 * h + 3 * h * h));
+  CHECK(groups[1] == doctest::Approx(3 * h + h * h));
+  CHECK(groups[2] == doctest::Approx(3 * h + 4 * h * h));
+  CHECK(groups[3] == doctest::Approx(5 * h + 4 * h * h));
+  // Tensor parallelism cuts every tensor first (t = 8): the same four groups, an eighth each.
+  auto tp = gpt3_175b(8);
+  tp.parallelism.zero3.granularity = dtsim::config::Zero3Granularity::tensor;
+  const auto shards = dtsim::parallel::zero3_layer_groups(tp);
+  REQUIRE(shards.size() == 4);
+  CHECK(shards[2] == doctest::Approx(groups[2] / 8));
+  // A threshold above every tensor leaves one group, the layer.
+  s.parallelism.zero3.persistence_threshold = 1e12;
+  CHECK(dtsim::parallel::zero3_layer_groups(s).size() == 1);
+}
+
+TEST_CASE("gathered parameters: two layers when prefetching, the largest tensor group on demand") {
+  auto s = gpt3_175b(1);
+  const double layer = dtsim::models::parameters_per_layer(s.model);
+  CHECK(dtsim::parallel::zero3_gathered_parameters(s) == doctest::Approx(2 * layer));
+  s.parallelism.zero3.fetch = dtsim::config::Zero3Fetch::on_demand;
+  CHECK(dtsim::parallel::zero3_gathered_parameters(s) == doctest::Approx(layer));
+  s.parallelism.zero3.granularity = dtsim::config::Zero3Granularity::tensor;
+  const double h = 12288;
+  CHECK(dtsim::parallel::zero3_gathered_parameters(s) == doctest::Approx(5 * h + 4 * h * h));
+  // The memory model adds them to the rank's shard of the weights (2 bytes each under fp16).
+  auto prefetch = gpt3_175b(1);
+  const double difference = dtsim::parallel::memory_per_gpu(prefetch).weights_bytes -
+                            dtsim::parallel::memory_per_gpu(s).weights_bytes;
+  CHECK(difference == doctest::Approx(2 * (2 * layer - (5 * h + 4 * h * h))));
+}
+
+TEST_CASE("the default zero3 block is the FSDP-style behaviour dtsim had without one") {
+  json s = zero3_scenario();
+  const auto without = evaluate(s);
+  s["parallelism"]["zero3"] = {{"fetch", "prefetch"}, {"granularity", "layer"}, {"buffers", "flat"}};
+  const auto with = evaluate(s);
+  REQUIRE(without.status == dtsim::results::Status::ok);
+  CHECK(with.iteration_time_s == without.iteration_time_s);
+  CHECK(with.engine.tasks == without.engine.tasks);
+}
+
+TEST_CASE("on-demand fetching serializes every gather with the compute and the reductions before it") {
+  // On demand, a layer's gather starts after the compute before it and after the rank's reductions so
+  // far (a device synchronization), and the layer waits for it: compute and gathers never overlap, so
+  //   compute + gathers <= iteration <= compute + gathers + reductions.
+  // Prefetching hides gathers behind the previous layer, so it is never slower.
+  json s = zero3_scenario();
+  const auto prefetch = evaluate(s);
+  s["parallelism"]["zero3"] = {{"fetch", "on_demand"}};
+  const auto on_demand = evaluate(s, true);
+  REQUIRE(on_demand.status == dtsim::results::Status::ok);
+  const auto by_label = seconds_by_label(on_demand);
+  const double gathers = by_label.at("zero3_param_all_gather");
+  const double reductions = by_label.at("zero3_grad_reduce_scatter");
+  const double compute = compute_seconds(on_demand.breakdown);
+  MESSAGE("compute " << compute << " s, gathers " << gathers << " s, reductions " << reductions
+                     << " s, iteration " << on_demand.iteration_time_s << " s (prefetch "
+                     << prefetch.iteration_time_s << " s)");
+  CHECK(on_demand.iteration_time_s >= (compute + gathers) * (1 - 1e-9));
+  CHECK(on_demand.iteration_time_s <= (compute + gathers + reductions) * (1 + 1e-9));
+  CHECK(on_demand.iteration_time_s > prefetch.iteration_time_s);
+}
+
+TEST_CASE(
+    "tensor granularity pays one collective latency per tensor; list buffers one copy kernel per rank") {
+  json s = zero3_scenario();
+  s["parallelism"]["zero3"] = {{"fetch", "on_demand"}};
+  const auto layer = evaluate(s, true);
+  s["parallelism"]["zero3"]["granularity"] = "tensor";
+  const auto tensor = evaluate(s, true);
+  REQUIRE(tensor.status == dtsim::results::Status::ok);
+  // GPT-1.3B layers (h = 2048, GELU) have four weights above 1e5 elements: four gathers where there was
+  // one, the same bytes, so more ring latency: (gathers) grows, and the iteration with it.
+  CHECK(seconds_by_label(tensor).at("zero3_param_all_gather") >
+        seconds_by_label(layer).at("zero3_param_all_gather"));
+  CHECK(tensor.iteration_time_s > layer.iteration_time_s);
+
+  s["parallelism"]["zero3"]["buffers"] = "list";
+  const auto list = evaluate(s, true);
+  REQUIRE(list.status == dtsim::results::Status::ok);
+  // Each gather and each reduce-scatter copies its bytes once through HBM (read and write) in one kernel
+  // per rank of the 16, inside the call: per layer and pass 2 x 2 bytes x params / (2039 GB/s x 0.84)
+  // + 4 calls x 16 x 3 us, over 24 layers x 2 micro-batches x 3 passes (forward gather, backward
+  // gather, reduce-scatter).
+  const double params = dtsim::models::parameters_per_layer(
+      dtsim::config::load_scenario_text(s.dump(), "test", dtsim::config::default_data_paths()).model);
+  const double expected = 24 * 2 * 3 * (2 * 2 * params / (2039e9 * 0.84) + 4 * 16 * 3e-6);
+  const auto comm = [](const dtsim::results::Result& r) {
+    const auto by_label = seconds_by_label(r);
+    return by_label.at("zero3_param_all_gather") + by_label.at("zero3_grad_reduce_scatter");
+  };
+  const double copies = comm(list) - comm(tensor);
+  CHECK(copies == doctest::Approx(expected).epsilon(0.01));
+  // The gathers sit between compute and their layer, on the critical path; the reductions are
+  // serialized by the next gather's device synchronization, except where the last backward ends.
+  const double added = list.iteration_time_s - tensor.iteration_time_s;
+  MESSAGE("list copies " << copies << " s in all; the iteration grew by " << added << " s");
+  CHECK(added > 2.0 / 3.0 * copies);
+  CHECK(added <= copies * (1 + 1e-9));
+}
+
+TEST_CASE("symmetric and every-rank simulations agree for DeepSpeed-style ZeRO-3") {
+  json s = zero3_scenario();
+  s["parallelism"]["zero3"] = {{"fetch", "on_demand"}, {"granularity", "tensor"}, {"buffers", "list"}};
+  const auto symmetric = evaluate(s);
+  s["simulation"] = {{"ranks", "all"}};
+  const auto all = evaluate(s);
+  REQUIRE(all.status == dtsim::results::Status::ok);
+  CHECK(all.engine.simulated_ranks == 16);
+  CHECK(symmetric.iteration_time_s == doctest::Approx(all.iteration_time_s).epsilon(1e-12));
+}
