@@ -23,7 +23,9 @@ struct Row {
 };
 
 std::string seconds(double s) { return fmt::format("{:.4f}", s); }
-std::string share(double part, double whole) { return whole > 0 ? fmt::format("{:.1f}%", 100 * part / whole) : "-"; }
+std::string share(double part, double whole) {
+  return whole > 0 ? fmt::format("{:.1f}%", 100 * part / whole) : "-";
+}
 
 const std::vector<Row>& rows() {
   static const std::vector<Row> all{
@@ -41,22 +43,30 @@ const std::vector<Row>& rows() {
                                      : std::string(config::to_string(p.schedule));
        }},
       {"micro-batch", [](const Result& r) { return std::to_string(r.scenario.training.micro_batch_size); }},
-      {"recompute", [](const Result& r) { return std::string(config::to_string(r.scenario.training.activation_recompute)); }},
+      {"recompute",
+       [](const Result& r) {
+         return std::string(config::to_string(r.scenario.training.activation_recompute));
+       }},
       {"ZeRO / dist. optimizer",
        [](const Result& r) {
-         return fmt::format("{} / {}", r.scenario.parallelism.zero_stage,
-                            r.scenario.parallelism.distributed_optimizer ? "yes" : "no");
+         const auto& p = r.scenario.parallelism;
+         const std::string z = config::zero3_label(p);
+         return fmt::format("{}{} / {}", p.zero_stage, z.empty() ? "" : " " + z,
+                            p.distributed_optimizer ? "yes" : "no");
        }},
       {"iteration (s)", [](const Result& r) { return seconds(r.iteration_time_s); }, true},
       {"tokens/s", [](const Result& r) { return fmt::format("{:.0f}", r.throughput.tokens_per_s); }, true},
-      {"model TFLOP/s/GPU", [](const Result& r) { return fmt::format("{:.1f}", r.flops.model_tflops_per_gpu); }, true},
+      {"model TFLOP/s/GPU",
+       [](const Result& r) { return fmt::format("{:.1f}", r.flops.model_tflops_per_gpu); }, true},
       {"MFU", [](const Result& r) { return fmt::format("{:.1f}%", 100 * r.flops.mfu); }, true},
       {"HFU", [](const Result& r) { return fmt::format("{:.1f}%", 100 * r.flops.hfu); }, true},
       {"  compute", [](const Result& r) { return share(r.breakdown.compute_s(), r.iteration_time_s); }, true},
-      {"  optimizer", [](const Result& r) { return share(r.breakdown.optimizer_s, r.iteration_time_s); }, true},
-      {"  exposed comm", [](const Result& r) { return share(r.breakdown.exposed_comm_s(), r.iteration_time_s); }, true},
-      {"  pipeline bubble", [](const Result& r) { return share(r.breakdown.pipeline_bubble_s, r.iteration_time_s); },
+      {"  optimizer", [](const Result& r) { return share(r.breakdown.optimizer_s, r.iteration_time_s); },
        true},
+      {"  exposed comm",
+       [](const Result& r) { return share(r.breakdown.exposed_comm_s(), r.iteration_time_s); }, true},
+      {"  pipeline bubble",
+       [](const Result& r) { return share(r.breakdown.pipeline_bubble_s, r.iteration_time_s); }, true},
       {"memory/GPU (GiB)",
        [](const Result& r) {
          return fmt::format("{:.1f} of {:.0f}", r.memory.peak_bytes_per_gpu / core::kGiB,

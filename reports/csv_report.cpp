@@ -55,6 +55,7 @@ constexpr std::array kColumns = {
            [](const Result& r) { return flag(r.scenario.parallelism.sequence_parallel); }},
     Column{"zero_stage",
            [](const Result& r) { return fmt::format("{}", r.scenario.parallelism.zero_stage); }},
+    Column{"zero3", [](const Result& r) { return config::zero3_label(r.scenario.parallelism); }},
     Column{"distributed_optimizer",
            [](const Result& r) { return flag(r.scenario.parallelism.distributed_optimizer); }},
     Column{"tp_comm_overlap", [](const Result& r) { return flag(r.scenario.parallelism.tp_comm_overlap); }},

@@ -58,6 +58,7 @@ void write_setup(std::ostream& out, const config::Scenario& s) {
   if (p.sequence_parallel) parallel += ", sequence parallel";
   if (p.tp_comm_overlap) parallel += " (communication overlapped)";
   parallel += fmt::format(", ZeRO-{}", p.zero_stage);
+  if (const std::string z = config::zero3_label(p); !z.empty()) parallel += fmt::format(" ({})", z);
   if (p.distributed_optimizer) parallel += ", distributed optimizer";
   line(out, "parallelism", parallel);
 
@@ -68,8 +69,9 @@ void write_setup(std::ostream& out, const config::Scenario& s) {
                    config::to_string(t.activation_recompute),
                    t.overlap_grad_reduce ? "overlapped" : "after backward"));
   if (p.distributed_optimizer || p.zero_stage == 1 || p.zero_stage == 2) {
-    line(out, "", fmt::format("parameter all-gather {}",
-                              t.overlap_param_gather ? "overlapped with the forward pass" : "after the optimizer"));
+    line(out, "",
+         fmt::format("parameter all-gather {}",
+                     t.overlap_param_gather ? "overlapped with the forward pass" : "after the optimizer"));
   }
   line(out, "simulation",
        fmt::format("{} network, {} ranks, seed {}", config::to_string(s.simulation.network),

@@ -218,6 +218,12 @@ const char* to_string(MeshDim d) {
   throw core::InternalError("to_string: invalid MeshDim value");
 }
 
+std::string zero3_label(const ParallelismSpec& p) {
+  if (p.zero_stage != 3 || p.zero3 == Zero3Spec{}) return "";
+  return std::string(to_string(p.zero3.fetch)) + "/" + to_string(p.zero3.granularity) + "/" +
+         to_string(p.zero3.buffers);
+}
+
 std::string to_string(const MeshOrder& order) {
   std::string out;
   for (const MeshDim d : order) {

@@ -204,5 +204,8 @@ const char* to_string(CollectiveBuffers b);
 const char* to_string(AllReduceAlgorithm a);
 const char* to_string(CollectiveProtocol p);
 std::string to_string(const MeshOrder& order);  // "tp-cp-dp-pp"
+// "" for the default ZeRO-3 implementation, else "<fetch>/<granularity>/<buffers>", e.g.
+// "on_demand/tensor/list" (reports show it beside the ZeRO stage).
+std::string zero3_label(const ParallelismSpec& p);
 
 }  // namespace dtsim::config
