@@ -201,3 +201,13 @@ TEST_CASE("symmetric and every-rank simulations agree for DeepSpeed-style ZeRO-3
   CHECK(all.engine.simulated_ranks == 16);
   CHECK(symmetric.iteration_time_s == doctest::Approx(all.iteration_time_s).epsilon(1e-12));
 }
+
+TEST_CASE("reports name a ZeRO-3 implementation only when it is not the default") {
+  auto s = gpt3_175b(1);
+  CHECK(dtsim::config::zero3_label(s.parallelism).empty());
+  s.parallelism.zero3.fetch = dtsim::config::Zero3Fetch::on_demand;
+  s.parallelism.zero3.buffers = dtsim::config::CollectiveBuffers::list;
+  CHECK(dtsim::config::zero3_label(s.parallelism) == "on_demand/layer/list");
+  s.parallelism.zero_stage = 2;  // the block only describes stage 3
+  CHECK(dtsim::config::zero3_label(s.parallelism).empty());
+}
