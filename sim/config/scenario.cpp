@@ -2,6 +2,8 @@
 // hardware_profiles/README.md) and in every report.
 #include "config/scenario.hpp"
 
+#include <fmt/format.h>
+
 #include "core/errors.hpp"
 
 namespace dtsim::config {
@@ -219,9 +221,17 @@ const char* to_string(MeshDim d) {
 }
 
 std::string zero3_label(const ParallelismSpec& p) {
-  if (p.zero_stage != 3 || p.zero3 == Zero3Spec{}) return "";
-  return std::string(to_string(p.zero3.fetch)) + "/" + to_string(p.zero3.granularity) + "/" +
-         to_string(p.zero3.buffers);
+  const Zero3Spec defaults;
+  const Zero3Spec& z = p.zero3;
+  const bool threshold =
+      z.granularity == Zero3Granularity::tensor && z.persistence_threshold != defaults.persistence_threshold;
+  if (p.zero_stage != 3 || (z.fetch == defaults.fetch && z.granularity == defaults.granularity &&
+                            z.buffers == defaults.buffers && !threshold))
+    return "";
+  std::string label =
+      std::string(to_string(z.fetch)) + "/" + to_string(z.granularity) + "/" + to_string(z.buffers);
+  if (threshold) label += fmt::format(" (persistence {:g})", z.persistence_threshold);
+  return label;
 }
 
 std::string to_string(const MeshOrder& order) {

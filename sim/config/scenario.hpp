@@ -84,8 +84,9 @@ enum class PipelineComm { overlapped, blocking };
 // in 2021 (README, "ZeRO-3 implementations").
 //   fetch:        prefetch  - a layer's gather starts when the previous layer starts; the layer keeps its
 //                             parameters through recompute and backward
-//                 on_demand - each use (forward, recompute, backward) gathers when it is reached, waits
-//                             for the gather and releases the parameters after it
+//                 on_demand - each use of the weights (forward, full recompute, backward) gathers when it
+//                             is reached, after a device synchronization (the rank's compute and
+//                             reductions so far), waits for the gather and releases the parameters after
 //   granularity:  layer     - one all-gather / reduce-scatter per layer
 //                 tensor    - one per parameter tensor; tensors of at most persistence_threshold elements
 //                             (norms, biases) travel with the next larger tensor
@@ -204,8 +205,9 @@ const char* to_string(CollectiveBuffers b);
 const char* to_string(AllReduceAlgorithm a);
 const char* to_string(CollectiveProtocol p);
 std::string to_string(const MeshOrder& order);  // "tp-cp-dp-pp"
-// "" for the default ZeRO-3 implementation, else "<fetch>/<granularity>/<buffers>", e.g.
-// "on_demand/tensor/list" (reports show it beside the ZeRO stage).
+// "" for the default ZeRO-3 implementation (or a stage below 3), else "<fetch>/<granularity>/<buffers>",
+// e.g. "on_demand/tensor/list", with " (persistence N)" for a non-default threshold at tensor
+// granularity (reports show it beside the ZeRO stage).
 std::string zero3_label(const ParallelismSpec& p);
 
 }  // namespace dtsim::config

@@ -240,6 +240,9 @@ void Lowering::emit_rank(std::int64_t r) {
   previous_step_.reset();
   const bool zero3 = s_.parallelism.zero_stage >= 3;
   const bool on_demand = s_.parallelism.zero3.fetch == config::Zero3Fetch::on_demand;
+  // Fetching on demand, a full recompute (a forward of the layer's weights) gathers of its own; a
+  // selective one recomputes the attention core, which has no weights.
+  const bool regather = s_.training.activation_recompute == config::Recompute::full;
   // The compute this rank runs just before what continues `chain`: its end, or that of the step before.
   const auto compute_before = [this](const Chain& chain) -> std::optional<TaskId> {
     if (!chain.empty) return chain.last;
@@ -279,9 +282,20 @@ void Lowering::emit_rank(std::int64_t r) {
       for (std::int64_t l = layers - 1; l >= 0; --l) {
         Chain layer;
         emit(r, recompute_, Category::recompute, mb, layer);
-        emit(r, layer_program(backward_sequence_, layer_.backward, join, layers - 1 - l, layers),
-             Category::backward, mb, layer);
-        if (zero3) gate(gather_layer(r, mb, on_demand ? compute_before(chain) : previous_layer), layer);
+        if (zero3 && on_demand && regather) {
+          // The recomputed forward gathers, uses and releases the parameters; the backward, which starts
+          // after its gather, gathers them again.
+          gate(gather_layer(r, mb, compute_before(chain)), layer);
+          Chain backward = Chain::after(gather_layer(r, mb, layer.last));
+          emit(r, layer_program(backward_sequence_, layer_.backward, join, layers - 1 - l, layers),
+               Category::backward, mb, backward);
+          layer.last = backward.last;
+          layer.also = backward.also;
+        } else {
+          emit(r, layer_program(backward_sequence_, layer_.backward, join, layers - 1 - l, layers),
+               Category::backward, mb, layer);
+          if (zero3) gate(gather_layer(r, mb, on_demand ? compute_before(chain) : previous_layer), layer);
+        }
         previous_layer = layer.first;
         append(chain, layer);
         grad_ready_[layer_index(r, step.chunk, l)] = chain.last;

@@ -12,8 +12,10 @@
 // sends 1/t of the tensor). Gradients are reduced over the data(x context)-parallel group in buckets
 // as their last micro-batch's backward completes (overlap) or after the backward (no overlap);
 // all-reduce, or reduce-scatter + parameter all-gather with a distributed optimizer / ZeRO-1/2;
-// ZeRO-3 gathers each layer's parameters before its forward and backward (one layer of prefetch) and
-// reduce-scatters its gradients after each backward. The optimizer step closes the iteration.
+// ZeRO-3 gathers each layer's parameters before its forward and backward (one layer of prefetch; or on
+// demand, after the work before it and a device synchronization, again for a full recompute) in one
+// collective per layer or per tensor (zero3.hpp), and reduce-scatters its gradients after each backward. The
+// optimizer step closes the iteration.
 //
 // Every-rank mode simulates every GPU. To keep its task count down, each collective is one gang task
 // over the streams of its group's members (gangs.hpp), and each run of compute kernels that follow one

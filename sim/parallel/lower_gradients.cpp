@@ -112,7 +112,7 @@ void Lowering::emit_overlapped_param_gathers(std::int64_t r) {
 void Lowering::intern_zero3() {
   const config::Precision prec = s_.training.precision;
   const bool list = s_.parallelism.zero3.buffers == config::CollectiveBuffers::list;
-  const auto collective = [&](graph::CollectiveKind kind, double bytes) {
+  const auto zero3_op = [&](graph::CollectiveKind kind, double bytes) {
     CommOp op{kind, bytes, data_group()};
     if (list) {
       graph::ComputeOp copy;
@@ -125,9 +125,9 @@ void Lowering::intern_zero3() {
   };
   for (const double params : zero3_layer_groups(s_)) {
     zero3_gathers_.push_back(
-        collective(graph::CollectiveKind::all_gather, params * weight_bytes_per_param(prec)));
+        zero3_op(graph::CollectiveKind::all_gather, params * weight_bytes_per_param(prec)));
     zero3_reduces_.push_back(
-        collective(graph::CollectiveKind::reduce_scatter, params * gradient_bytes_per_param(prec)));
+        zero3_op(graph::CollectiveKind::reduce_scatter, params * gradient_bytes_per_param(prec)));
   }
 }
 
@@ -140,9 +140,11 @@ TaskId Lowering::gather_layer(std::int64_t r, std::int32_t mb, std::optional<Tas
   const std::vector<TaskId>& reductions = data_tasks_[static_cast<std::size_t>(r)];
   bool synchronize = s_.parallelism.zero3.fetch == config::Zero3Fetch::on_demand && !reductions.empty();
   for (const graph::OpId op : zero3_gathers_) {
+    const std::size_t tasks_before = out_.graph.tasks().size();
     collective(r, GroupKind::data, StreamKind::param_gather, op, Category::data_comm, zero3_gather_label_, mb,
                gather);
-    if (synchronize) wait(reductions.back(), gather.last);
+    // Every member of the group reaches the same gang: its creator adds the edge once for all.
+    if (synchronize && gather.last >= tasks_before) wait(reductions.back(), gather.last);
     synchronize = false;
   }
   return gather.last;
@@ -161,7 +163,7 @@ void Lowering::reduce_layer(std::int64_t r, std::int32_t mb, TaskId after) {
 // One op per distinct communication (buckets of equal size share theirs).
 graph::OpId Lowering::intern_comm(const CommOp& op) {
   const auto key = std::make_tuple(static_cast<int>(op.kind), op.bytes, op.group.size, op.group.nodes,
-                                   op.copies.has_value());
+                                   op.copies ? op.copies->bytes : -1.0, op.copies ? op.copies->kernels : -1);
   auto it = comm_ops_.find(key);
   if (it != comm_ops_.end()) return it->second;
   const graph::OpId id = out_.graph.add_op(op);

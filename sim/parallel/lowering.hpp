@@ -156,7 +156,7 @@ class Lowering {
   std::vector<TaskId> stage_last_;
   std::vector<std::vector<TaskId>> data_tasks_;
   std::map<std::int64_t, graph::OpId> optimizer_ops_;
-  std::map<std::tuple<int, double, std::int64_t, std::int64_t, bool>, graph::OpId> comm_ops_;
+  std::map<std::tuple<int, double, std::int64_t, std::int64_t, double, int>, graph::OpId> comm_ops_;
 };
 
 }  // namespace dtsim::parallel::detail

@@ -28,7 +28,8 @@ double zero3_gathered_parameters(const config::Scenario& s) {
   const double layer = models::parameters_per_layer(s.model) / static_cast<double>(s.parallelism.tensor);
   if (s.parallelism.zero3.fetch == config::Zero3Fetch::prefetch) return 2 * layer;
   const std::vector<double> groups = zero3_layer_groups(s);
-  return *std::max_element(groups.begin(), groups.end());
+  const double copies = s.parallelism.zero3.buffers == config::CollectiveBuffers::list ? 2.0 : 1.0;
+  return copies * *std::max_element(groups.begin(), groups.end());
 }
 
 }  // namespace dtsim::parallel

@@ -5,12 +5,16 @@
 //   granularity layer:  one group, the whole layer (FSDP's unit; DeepSpeed's coalesced fetch);
 //   granularity tensor: one group per tensor of more than persistence_threshold elements on the rank,
 //                       in forward order; smaller tensors (norms, biases) join the next larger one, and
-//                       trailing ones the last group. DeepSpeed 0.3-0.5 gathered each parameter on its
-//                       own and kept those at or below stage3_param_persistence_threshold (default 1e5
-//                       elements) resident; their few bytes travel here with a neighbour, so a layer
-//                       moves the same bytes at either granularity.
+//                       trailing ones the last group. DeepSpeed's stage 3 before PR #1188 (June 2021)
+//                       gathered each parameter on its own and kept those of fewer than
+//                       stage3_param_persistence_threshold (default 1e5) elements resident; their few
+//                       bytes travel here with a neighbour, so a layer moves the same bytes at either
+//                       granularity.
 // The parameters gathered at once on a rank (memory model): prefetch holds the layer in use and the
-// next one; on_demand holds one group (its largest) at a time.
+// next one; on_demand holds one group (its largest) at a time, twice with list buffers (the flat buffer
+// NCCL gathers into and the per-rank tensors it is copied to). The lowering issues an on-demand layer's
+// gathers back to back before the layer; since nothing overlaps them, that takes the time DeepSpeed
+// took fetching each tensor before its submodule, while the memory is DeepSpeed's.
 #pragma once
 
 #include <vector>

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "compute/compute_model.hpp"
+#include "core/errors.hpp"
 #include "network/analytic_model.hpp"
 #include "parallel/feasibility.hpp"
 #include "parallel/layer_ops.hpp"
@@ -30,7 +31,12 @@ class Costs {
   TimeNs operator()(graph::OpId id) const {
     const graph::Op& op = graph_.ops()[id];
     if (const auto* c = std::get_if<graph::ComputeOp>(&op)) return compute_.duration(*c);
-    if (const auto* m = std::get_if<graph::CommOp>(&op)) return network_ ? network_->duration(*m) : 0;
+    if (const auto* m = std::get_if<graph::CommOp>(&op)) {
+      // Layer programs only: no collective of theirs carries copy kernels (ZeRO-3 list buffers, which
+      // only add time).
+      DTSIM_CHECK(!m->copies, "the lower bound costs a collective with copy kernels");
+      return network_ ? network_->duration(*m) : 0;
+    }
     return 0;  // intern_layer_ops() does not fuse
   }
 

@@ -109,7 +109,7 @@ TEST_CASE("validation: Megatron SC'21 Table 1 (weak scaling 1.7B to 1T on up to 
 // Known gaps, reported on every run with their errors and marked may_fail until the model meets the
 // bound (README, "Accuracy today"):
 //  - Table 2: the ZeRO-3 rows run DeepSpeed's 2021 stage 3 as the data file states (per-parameter,
-//    blocking, list-based collectives) and are still 34-108% fast: the measured iterations leave a
+//    blocking, list-based collectives) and are still 26-74% fast: the measured iterations leave a
 //    time roughly proportional to the parameters and flat in the GPU count unexplained. The PTD-P rows
 //    are within 8.5-12.5%.
 //  - 2024 H100: the small models (1.7B, 7.1B) run 28-47% slower than dtsim predicts; host and
