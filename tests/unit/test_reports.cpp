@@ -8,6 +8,7 @@
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
+#include "config/scenario_loader.hpp"
 #include "core/errors.hpp"
 #include "reports/reports.hpp"
 
@@ -173,7 +174,8 @@ TEST_CASE("scenario_json writes the resolved scenario in Scenario v1 form") {
   CHECK(j["cluster"]["network"]["topology"]["oversubscription"] == 2.0);
   CHECK(keys(j["parallelism"]) ==
         std::vector<std::string>{"data", "tensor", "pipeline", "virtual_stages", "sequence_parallel",
-                                 "context", "expert", "zero_stage", "distributed_optimizer", "tp_comm_overlap", "order", "pipeline_comm", "schedule"});
+                                 "context", "expert", "zero_stage", "distributed_optimizer",
+                                 "tp_comm_overlap", "order", "pipeline_comm", "schedule"});
   CHECK(j["parallelism"]["schedule"] == "1f1b");
   CHECK(j["parallelism"]["zero_stage"] == 1);
   CHECK(j["training"]["precision"] == "bf16");
@@ -191,6 +193,26 @@ TEST_CASE("scenario_json names a preset only when the model came from one") {
   const nlohmann::ordered_json j = dtsim::reports::scenario_json(s);
   CHECK_FALSE(j["model"].contains("preset"));
   CHECK(j["parallelism"]["schedule"] == "interleaved");
+}
+
+TEST_CASE("scenario_json writes the ZeRO-3 block with stage 3, and a loader reads it back") {
+  Scenario s = sample_scenario();
+  CHECK_FALSE(dtsim::reports::scenario_json(s)["parallelism"].contains("zero3"));  // stage 1
+  s.parallelism.zero_stage = 3;
+  s.parallelism.zero3 = {dtsim::config::Zero3Fetch::on_demand, dtsim::config::Zero3Granularity::tensor,
+                         dtsim::config::CollectiveBuffers::list, 2e5};
+  const nlohmann::ordered_json parallelism = dtsim::reports::scenario_json(s)["parallelism"];
+  CHECK(parallelism["zero3"] == nlohmann::ordered_json{{"fetch", "on_demand"},
+                                                       {"granularity", "tensor"},
+                                                       {"buffers", "list"},
+                                                       {"persistence_threshold", 2e5}});
+  nlohmann::json scenario = nlohmann::json::parse(R"({"schema_version": 1, "name": "echo",
+      "model": {"preset": "gpt-1.3b"}, "cluster": {"node": "dgx-a100", "nodes": 2},
+      "training": {"global_batch_size": 32}})");
+  scenario["parallelism"] = {{"data", 16}, {"zero_stage", 3}, {"zero3", parallelism["zero3"]}};
+  const auto loaded =
+      dtsim::config::load_scenario_text(scenario.dump(), "echo", dtsim::config::default_data_paths());
+  CHECK(loaded.parallelism.zero3 == s.parallelism.zero3);
 }
 
 TEST_CASE("result_json writes Result v1 with every field of the record") {
