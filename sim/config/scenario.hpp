@@ -88,7 +88,7 @@ enum class PipelineComm { overlapped, blocking };
 //                             is reached, after a device synchronization (the rank's compute and
 //                             reductions so far), waits for the gather and releases the parameters after
 //   granularity:  layer     - one all-gather / reduce-scatter per layer
-//                 tensor    - one per parameter tensor; tensors of at most persistence_threshold elements
+//                 tensor    - one per parameter tensor; tensors of fewer than persistence_threshold elements
 //                             (norms, biases) travel with the next larger tensor
 //   buffers:      flat      - collectives on one flat buffer
 //                 list      - torch.distributed's list API: the all-gather's output is copied into one

@@ -14,7 +14,7 @@ std::vector<double> zero3_layer_groups(const config::Scenario& s) {
   double pending = 0.0;
   for (const double elements : models::layer_parameter_tensors(s.model)) {
     pending += elements / t;
-    if (elements / t > s.parallelism.zero3.persistence_threshold) {
+    if (elements / t >= s.parallelism.zero3.persistence_threshold) {
       groups.push_back(pending);
       pending = 0.0;
     }

@@ -2,8 +2,8 @@
 // (config::Zero3Spec has the knobs; README, "ZeRO-3 implementations").
 //
 // Each collective moves a group of the layer's parameter tensors, counted per tensor-parallel rank:
-//   granularity layer:  one group, the whole layer (FSDP's unit; DeepSpeed's coalesced fetch);
-//   granularity tensor: one group per tensor of more than persistence_threshold elements on the rank,
+//   granularity layer:  one group, the whole layer (FSDP's and Megatron-Core FSDP's unit);
+//   granularity tensor: one group per tensor of at least persistence_threshold elements on the rank,
 //                       in forward order; smaller tensors (norms, biases) join the next larger one, and
 //                       trailing ones the last group. DeepSpeed's stage 3 before PR #1188 (June 2021)
 //                       gathered each parameter on its own and kept those of fewer than
