@@ -69,6 +69,11 @@ TEST_CASE("symmetric and every-rank simulations agree when nothing breaks the sy
   zero3["parallelism"] = {{"data", 16}, {"zero_stage", 3}};
   zero3["training"]["micro_batch_size"] = 2;
   cases.push_back(zero3);
+  json deepspeed = zero3;  // DeepSpeed's 2021 stage 3: per tensor, on demand, again for the recompute
+  deepspeed["parallelism"]["zero3"] = {
+      {"fetch", "on_demand"}, {"granularity", "tensor"}, {"buffers", "list"}};
+  deepspeed["training"]["activation_recompute"] = "full";
+  cases.push_back(deepspeed);
   json context = base_scenario();
   context["parallelism"] = {{"data", 2}, {"tensor", 2}, {"context", 2}, {"pipeline", 2}};
   cases.push_back(context);
@@ -230,7 +235,7 @@ TEST_CASE("fused kernels in symmetric mode: the same iteration, breakdown and FL
   // stream is the same, so the makespan and each category's busy and exposed time are equal to the
   // nanosecond; only the task and event counts shrink. Cases cover the overlapped TP communication
   // (sequence parallel, userbuffers), recompute, the sharded optimizer's overlapped gathers, ZeRO-3
-  // gathers per layer, blocking pipeline transfers and the interleaved schedule.
+  // gathers per layer and, on demand, per tensor, blocking pipeline transfers and the interleaved schedule.
   std::vector<json> cases;
   cases.push_back(base_scenario());
   cases.push_back(interleaved_scenario());
@@ -246,6 +251,11 @@ TEST_CASE("fused kernels in symmetric mode: the same iteration, breakdown and FL
   zero3["parallelism"] = {{"data", 16}, {"zero_stage", 3}};
   zero3["training"]["micro_batch_size"] = 2;
   cases.push_back(zero3);
+  json deepspeed = zero3;  // DeepSpeed's 2021 stage 3: per tensor, on demand, again for the recompute
+  deepspeed["parallelism"]["zero3"] = {
+      {"fetch", "on_demand"}, {"granularity", "tensor"}, {"buffers", "list"}};
+  deepspeed["training"]["activation_recompute"] = "full";
+  cases.push_back(deepspeed);
   json context = base_scenario();
   context["parallelism"] = {{"data", 2}, {"tensor", 2}, {"context", 2}, {"pipeline", 2}};
   cases.push_back(context);

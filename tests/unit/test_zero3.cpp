@@ -220,17 +220,6 @@ TEST_CASE("on demand, a full recompute gathers the weights again; a selective on
   CHECK(gathers(evaluate(s, true)) == 384);
 }
 
-TEST_CASE("symmetric and every-rank simulations agree for DeepSpeed-style ZeRO-3") {
-  json s = zero3_scenario();
-  s["parallelism"]["zero3"] = {{"fetch", "on_demand"}, {"granularity", "tensor"}, {"buffers", "list"}};
-  const auto symmetric = evaluate(s);
-  s["simulation"] = {{"ranks", "all"}};
-  const auto all = evaluate(s);
-  REQUIRE(all.status == dtsim::results::Status::ok);
-  CHECK(all.engine.simulated_ranks == 16);
-  CHECK(symmetric.iteration_time_s == doctest::Approx(all.iteration_time_s).epsilon(1e-12));
-}
-
 TEST_CASE("reports name a ZeRO-3 implementation only when it is not the default") {
   auto s = gpt3_175b(1);
   CHECK(dtsim::config::zero3_label(s.parallelism).empty());
