@@ -1,6 +1,7 @@
 #include "models/transformer/transformer.hpp"
 
 #include <algorithm>
+#include <numeric>
 
 #include "models/mlp/mlp.hpp"
 
@@ -292,16 +293,8 @@ LayerProgram head_layer(const config::TransformerSpec& m, const ShardConfig& sh)
 }
 
 double parameters_per_layer(const config::TransformerSpec& m) {
-  if (m.kind == config::ModelKind::mlp) return mlp_parameters_per_layer(m);
-  const double h = static_cast<double>(m.hidden_size);
-  const double d = h / static_cast<double>(m.heads);
-  const double qkv_out = h + 2 * static_cast<double>(m.kv_heads) * d;
-  const double f = static_cast<double>(m.ffn_hidden_size);
-  const bool swiglu = m.mlp == config::MlpKind::swiglu;
-  const bool bias = !swiglu;  // GPT-style layers carry biases; Llama-style ones do not
-  const double attention = h * qkv_out + h * h + (bias ? qkv_out + h : 0);
-  const double mlp = (swiglu ? 3 : 2) * h * f + (bias ? f + h : 0);
-  return attention + mlp + 2 * norm_params(m);
+  const std::vector<double> tensors = layer_parameter_tensors(m);
+  return std::accumulate(tensors.begin(), tensors.end(), 0.0);
 }
 
 std::vector<double> layer_parameter_tensors(const config::TransformerSpec& m) {

@@ -80,7 +80,7 @@ double embedding_parameters(const config::TransformerSpec& model);  // token emb
 double head_parameters(const config::TransformerSpec& model);       // final norm + output projection
 double total_parameters(const config::TransformerSpec& model);
 // The parameter tensors of one layer (element counts, whole model), in the order the forward pass
-// uses them; they add up to parameters_per_layer(). Megatron-LM's modules: input norm, fused QKV
+// uses them; parameters_per_layer() is their sum. Megatron-LM's modules: input norm, fused QKV
 // weight and bias, output projection weight and bias, second norm, MLP up weight (gate and up fused
 // for SwiGLU) and bias, MLP down weight and bias; biases only in GPT-style (GELU) layers. An MLP
 // model's hidden layer is one weight and one bias.

@@ -67,15 +67,24 @@ double compute_seconds(const dtsim::results::Breakdown& b) { return b.compute_s(
 
 }  // namespace
 
-TEST_CASE("a layer's parameter tensors add up to its parameter count") {
+TEST_CASE("a layer's parameter tensors: Megatron's 12 h^2 + 13 h, and a Llama-style layer's") {
+  // GPT-style (fixture: h = 2048, f = 4h, no GQA), a weight and a bias each: norm h + h, QKV 3h^2 + 3h,
+  // output h^2 + h, norm h + h, up 4h^2 + 4h, down 4h^2 + h: twelve tensors, 12 h^2 + 13 h (Narayanan
+  // et al. SC'21, Sec. 5.1).
   auto s = dtsim::testing::fixture_scenario();
-  CHECK(sum(dtsim::models::layer_parameter_tensors(s.model)) ==
-        doctest::Approx(dtsim::models::parameters_per_layer(s.model)).epsilon(1e-12));
-  s.model.mlp = dtsim::config::MlpKind::swiglu;  // Llama-style: no biases, RMSNorm, fused gate and up
+  const double h = 2048;
+  const auto gpt = dtsim::models::layer_parameter_tensors(s.model);
+  CHECK(gpt.size() == 12);
+  CHECK(sum(gpt) == doctest::Approx(12 * h * h + 13 * h).epsilon(1e-12));
+  CHECK(dtsim::models::parameters_per_layer(s.model) == sum(gpt));
+  // Llama-style (SwiGLU, 4 KV heads of d = 128, f = 8192): RMSNorm h, QKV h (h + 2 x 4 x 128), output
+  // h^2, RMSNorm h, gate and up 2 h f, down f h; no biases.
+  s.model.mlp = dtsim::config::MlpKind::swiglu;
   s.model.kv_heads = 4;
+  const double f = 8192;
   const auto llama = dtsim::models::layer_parameter_tensors(s.model);
-  CHECK(llama.size() == 6);  // norm, QKV, output, norm, gate+up, down
-  CHECK(sum(llama) == doctest::Approx(dtsim::models::parameters_per_layer(s.model)).epsilon(1e-12));
+  CHECK(llama.size() == 6);
+  CHECK(sum(llama) == doctest::Approx(2 * h + h * (h + 2 * 4 * 128) + h * h + 3 * h * f).epsilon(1e-12));
 }
 
 TEST_CASE(
