@@ -50,9 +50,7 @@ const std::vector<Row>& rows() {
       {"ZeRO / dist. optimizer",
        [](const Result& r) {
          const auto& p = r.scenario.parallelism;
-         const std::string z = config::zero3_label(p);
-         return fmt::format("{}{} / {}", p.zero_stage, z.empty() ? "" : " " + z,
-                            p.distributed_optimizer ? "yes" : "no");
+         return fmt::format("{} / {}", config::zero_stage_label(p), p.distributed_optimizer ? "yes" : "no");
        }},
       {"iteration (s)", [](const Result& r) { return seconds(r.iteration_time_s); }, true},
       {"tokens/s", [](const Result& r) { return fmt::format("{:.0f}", r.throughput.tokens_per_s); }, true},

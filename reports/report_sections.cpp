@@ -32,12 +32,6 @@ std::string plan(const Result& r) {
   return fmt::format("{}x{}x{}x{}", p.data, p.tensor, p.pipeline, p.context);
 }
 
-// The ZeRO stage, with the ZeRO-3 implementation when it is not the default.
-std::string zero_cell(const config::ParallelismSpec& p) {
-  const std::string z = config::zero3_label(p);
-  return z.empty() ? std::to_string(p.zero_stage) : fmt::format("{} ({})", p.zero_stage, z);
-}
-
 // The bar label: the entry's label, marked when the plan did not run.
 std::string bar_label(const ReportEntry& e) { return ok(e.result) ? e.label : e.label + " (infeasible)"; }
 
@@ -151,7 +145,7 @@ ReportSection strategy_section(const ReportData& data) {
     chart.stacks[0].values.push_back(ok(r) ? r.throughput.samples_per_s : 0.0);
     mfu.categories.push_back(bar_label(e));
     mfu.stacks[0].values.push_back(ok(r) ? 100.0 * r.flops.mfu : 0.0);
-    s.table.rows.push_back({e.label, plan(r), config::to_string(p.schedule), zero_cell(p),
+    s.table.rows.push_back({e.label, plan(r), config::to_string(p.schedule), config::zero_stage_label(p),
                             config::to_string(r.scenario.training.activation_recompute),
                             ok(r) ? count(r.throughput.samples_per_s) : "-", ok(r) ? pct(r.flops.mfu) : "-",
                             ok(r) ? secs(r.breakdown.exposed_comm_s()) : "-",

@@ -234,6 +234,11 @@ std::string zero3_label(const ParallelismSpec& p) {
   return label;
 }
 
+std::string zero_stage_label(const ParallelismSpec& p) {
+  const std::string z = zero3_label(p);
+  return z.empty() ? std::to_string(p.zero_stage) : fmt::format("{} ({})", p.zero_stage, z);
+}
+
 std::string to_string(const MeshOrder& order) {
   std::string out;
   for (const MeshDim d : order) {

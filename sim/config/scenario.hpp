@@ -209,5 +209,8 @@ std::string to_string(const MeshOrder& order);  // "tp-cp-dp-pp"
 // e.g. "on_demand/tensor/list", with " (persistence N)" for a non-default threshold at tensor
 // granularity (reports show it beside the ZeRO stage).
 std::string zero3_label(const ParallelismSpec& p);
+// The ZeRO stage with its ZeRO-3 implementation when that is not the default, as every report shows
+// it: "1", "3", "3 (on_demand/tensor/list)".
+std::string zero_stage_label(const ParallelismSpec& p);
 
 }  // namespace dtsim::config

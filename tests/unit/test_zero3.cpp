@@ -232,12 +232,16 @@ TEST_CASE("on demand, a full recompute gathers the weights again; a selective on
 TEST_CASE("reports name a ZeRO-3 implementation only when it is not the default") {
   auto s = gpt3_175b(1);
   CHECK(dtsim::config::zero3_label(s.parallelism).empty());
+  CHECK(dtsim::config::zero_stage_label(s.parallelism) == "3");
   s.parallelism.zero3.fetch = dtsim::config::Zero3Fetch::on_demand;
   s.parallelism.zero3.buffers = dtsim::config::CollectiveBuffers::list;
   CHECK(dtsim::config::zero3_label(s.parallelism) == "on_demand/layer/list");
+  // Every report shows the stage this one way (text summary after "ZeRO-", compare, HTML table).
+  CHECK(dtsim::config::zero_stage_label(s.parallelism) == "3 (on_demand/layer/list)");
   s.parallelism.zero3.granularity = dtsim::config::Zero3Granularity::tensor;
   s.parallelism.zero3.persistence_threshold = 1e6;
   CHECK(dtsim::config::zero3_label(s.parallelism) == "on_demand/tensor/list (persistence 1e+06)");
   s.parallelism.zero_stage = 2;  // the block only describes stage 3
   CHECK(dtsim::config::zero3_label(s.parallelism).empty());
+  CHECK(dtsim::config::zero_stage_label(s.parallelism) == "2");
 }
