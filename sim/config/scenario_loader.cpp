@@ -14,7 +14,9 @@
 #include "config/json_reader.hpp"
 #include "config/layer_table_loader.hpp"
 #include "config/mlp_reader.hpp"
+#include "config/parallelism_loader.hpp"
 #include "config/profile_loader.hpp"
+#include "core/checked_math.hpp"
 
 namespace dtsim::config {
 
@@ -31,13 +33,6 @@ DataPaths data_paths_under(const std::filesystem::path& root) {
 
 std::string profile_path(const DataPaths& data, const char* kind, const std::string& id) {
   return (std::filesystem::path(data.hardware_profiles) / kind / (id + ".json")).string();
-}
-
-// a * b, or std::nullopt on overflow.
-std::optional<std::int64_t> checked_mul(std::int64_t a, std::int64_t b) {
-  std::int64_t product = 0;
-  if (__builtin_mul_overflow(a, b, &product)) return std::nullopt;
-  return product;
 }
 
 // models/layer_table/tables, beside the transformer presets folder.
@@ -97,7 +92,7 @@ void read_cluster(ObjectReader& top, const DataPaths& data, Scenario& scenario) 
   scenario.node = load_node_profile(data.hardware_profiles, spec.node_id,
                                     IdLocation{cluster.file(), pointer_append(cluster.pointer(), "node")});
   spec.nodes = cluster.required<std::int64_t>("nodes", IntRule::positive());
-  if (!checked_mul(spec.nodes, scenario.node.gpus_per_node)) {
+  if (!core::checked_mul(spec.nodes, scenario.node.gpus_per_node)) {
     throw cluster.mismatch("nodes", "a node count whose GPU total fits in a 64-bit integer");
   }
 
@@ -135,146 +130,6 @@ void read_cluster(ObjectReader& top, const DataPaths& data, Scenario& scenario) 
   scenario.gpu = load_gpu_profile(data.hardware_profiles, scenario.node.gpu,
                                   IdLocation{profile_path(data, "nodes", spec.node_id), "/gpu"});
   scenario.fabric = load_fabric_profile(data.hardware_profiles, spec.network.fabric, fabric_at);
-}
-
-// "order": the four mesh dimensions as "tp-cp-dp-pp" in any order, each once.
-MeshOrder read_order(ObjectReader& r) {
-  const std::string text = r.required<std::string>("order");
-  const std::string expected = "a permutation of tp, cp, dp, pp joined by '-', e.g. \"tp-cp-dp-pp\"";
-  MeshOrder order{};
-  std::array<bool, kMeshDims> seen{};
-  std::size_t start = 0;
-  int count = 0;
-  while (start <= text.size()) {
-    const std::size_t end = std::min(text.find('-', start), text.size());
-    const std::string token = text.substr(start, end - start);
-    bool known = false;
-    for (int d = 0; d < kMeshDims; ++d) {
-      if (token != to_string(static_cast<MeshDim>(d))) continue;
-      known = !seen[static_cast<std::size_t>(d)] && count < kMeshDims;
-      if (known) {
-        seen[static_cast<std::size_t>(d)] = true;
-        order[static_cast<std::size_t>(count++)] = static_cast<MeshDim>(d);
-      }
-    }
-    if (!known) throw r.mismatch("order", expected);
-    start = end + 1;
-  }
-  if (count != kMeshDims) throw r.mismatch("order", expected);
-  return order;
-}
-
-// Reads "parallelism.zero3" (every key optional).
-Zero3Spec read_zero3(ObjectReader& r) {
-  r.expect_keys({"fetch", "granularity", "buffers", "persistence_threshold"});
-  Zero3Spec z;
-  z.fetch = r.optional_enum<Zero3Fetch>(
-      "fetch", z.fetch, named_choices(std::array{Zero3Fetch::prefetch, Zero3Fetch::on_demand}));
-  z.granularity = r.optional_enum<Zero3Granularity>(
-      "granularity", z.granularity,
-      named_choices(std::array{Zero3Granularity::layer, Zero3Granularity::tensor}));
-  z.buffers = r.optional_enum<CollectiveBuffers>(
-      "buffers", z.buffers, named_choices(std::array{CollectiveBuffers::flat, CollectiveBuffers::list}));
-  z.persistence_threshold =
-      r.optional<double>("persistence_threshold", z.persistence_threshold, NumberRule::non_negative());
-  r.finish();
-  return z;
-}
-
-// Reads "parallelism" (every key optional) and checks the degrees against the GPU count.
-ParallelismSpec read_parallelism(ObjectReader& top, const Scenario& scenario) {
-  const json empty = json::object();
-  const json* found = top.find("parallelism");
-  ObjectReader r(found != nullptr ? *found : empty, top.file(), pointer_append(top.pointer(), "parallelism"));
-  r.expect_keys({"data", "tensor", "pipeline", "virtual_stages", "sequence_parallel", "context", "expert",
-                 "zero_stage", "zero3", "distributed_optimizer", "tp_comm_overlap", "schedule", "order",
-                 "pipeline_comm"});
-  const IntRule positive = IntRule::positive();
-  ParallelismSpec p;
-  const std::optional<std::int64_t> data = r.maybe<std::int64_t>("data", positive);
-  p.tensor = r.optional<std::int64_t>("tensor", 1, positive);
-  p.pipeline = r.optional<std::int64_t>("pipeline", 1, positive);
-  p.virtual_stages = r.optional<std::int64_t>("virtual_stages", 1, positive);
-  p.sequence_parallel = r.optional<bool>("sequence_parallel", false);
-  p.context = r.optional<std::int64_t>("context", 1, positive);
-  p.expert = r.optional<std::int64_t>("expert", 1, positive);
-  p.zero_stage = r.optional<int>("zero_stage", 0, IntRule::between(0, 3));
-  if (std::optional<ObjectReader> z = r.optional_child("zero3")) {
-    if (p.zero_stage != 3) {
-      throw r.error_at("zero3", fmt::format("got a zero3 block with zero_stage {}; the block describes how "
-                                            "ZeRO-3 moves parameters and needs \"zero_stage\": 3",
-                                            p.zero_stage));
-    }
-    p.zero3 = read_zero3(*z);
-  }
-  p.distributed_optimizer = r.optional<bool>("distributed_optimizer", false);
-  const bool sp_active = p.sequence_parallel && p.tensor > 1;
-  p.tp_comm_overlap = r.optional<bool>("tp_comm_overlap", sp_active);
-  if (r.has("order")) p.order = read_order(r);
-  p.pipeline_comm = r.optional_enum<PipelineComm>(
-      "pipeline_comm", PipelineComm::overlapped,
-      named_choices(std::array{PipelineComm::overlapped, PipelineComm::blocking}));
-  p.schedule = r.optional_enum<Schedule>(
-      "schedule", Schedule::one_f_one_b,
-      named_choices(std::array{Schedule::one_f_one_b, Schedule::gpipe, Schedule::interleaved}));
-  r.finish();
-
-  if (p.tp_comm_overlap && !sp_active) {
-    throw r.error_at("tp_comm_overlap",
-                     fmt::format("got true; overlapping tensor-parallel communication with GEMMs needs "
-                                 "\"sequence_parallel\": true and tensor > 1 (tensor is {})",
-                                 p.tensor));
-  }
-  if (p.schedule == Schedule::interleaved && p.virtual_stages < 2) {
-    throw r.error_at("schedule",
-                     fmt::format("got \"interleaved\"; the interleaved schedule needs virtual_stages >= 2, "
-                                 "but virtual_stages is {}",
-                                 p.virtual_stages));
-  }
-  if (p.schedule == Schedule::interleaved && p.pipeline < 2) {
-    throw r.error_at("schedule",
-                     fmt::format("got \"interleaved\"; the interleaved schedule needs pipeline >= 2, "
-                                 "but pipeline is {}",
-                                 p.pipeline));
-  }
-  if (p.virtual_stages > 1 && p.schedule != Schedule::interleaved) {
-    throw r.error_at("virtual_stages",
-                     fmt::format("got {}; virtual_stages > 1 needs \"schedule\": \"interleaved\", "
-                                 "but schedule is \"{}\"",
-                                 p.virtual_stages, to_string(p.schedule)));
-  }
-  if (p.expert != 1) {
-    throw r.error_at(
-        "expert",
-        fmt::format("got {}; expected 1: expert parallelism needs a mixture-of-experts model, "
-                    "and {} is a dense transformer",
-                    p.expert, scenario.model.preset.empty() ? "this model" : scenario.model.preset));
-  }
-
-  const std::int64_t gpus = scenario.gpu_count();
-  const std::string gpu_text =
-      fmt::format("{} GPUs ({} nodes x {} GPUs per {} node)", gpus, scenario.cluster.nodes,
-                  scenario.node.gpus_per_node, scenario.node.id);
-  std::optional<std::int64_t> tpc = checked_mul(p.tensor, p.pipeline);
-  if (tpc) tpc = checked_mul(*tpc, p.context);
-  if (!data) {
-    if (!tpc || gpus % *tpc != 0) {
-      throw r.error_here(fmt::format(
-          "tensor * pipeline * context = {} * {} * {}{} does not divide the {}, so data "
-          "cannot be derived; expected degrees whose product is {}",
-          p.tensor, p.pipeline, p.context, tpc ? fmt::format(" = {}", *tpc) : "", gpu_text, gpus));
-    }
-    p.data = gpus / *tpc;
-  } else {
-    p.data = *data;
-    const std::optional<std::int64_t> product = tpc ? checked_mul(*tpc, p.data) : std::nullopt;
-    if (product != gpus) {
-      throw r.error_here(fmt::format(
-          "data * tensor * pipeline * context = {} * {} * {} * {}{}; expected the {}", p.data, p.tensor,
-          p.pipeline, p.context, product ? fmt::format(" = {}", *product) : " (overflows)", gpu_text));
-    }
-  }
-  return p;
 }
 
 TrainingSpec read_training(ObjectReader& top, const DataPaths& data, Scenario& scenario) {
