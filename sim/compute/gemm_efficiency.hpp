@@ -1,4 +1,7 @@
-// Default GEMM efficiency model of one GPU generation (used when the profile has no measured table).
+// GEMM efficiency model of one GPU generation: every GEMM is costed with it. A profile with measured
+// GEMMs (gemm.measured, written by dtsim calibrate or copied from published benchmarks) carries the curve
+// fitted to them; the measurements themselves are not looked up, because they mix short boost-clock
+// bursts with sustained rates (see the profiles' sources) and the fit averages over them.
 //
 // A GEMM C[m x n] = A[m x k] B[k x n] (x batch) runs as output tiles spread over the SMs in waves.
 // For a candidate tile (tm, tn), with T = ceil(m/tm) * ceil(n/tn) * batch tiles on S SMs:

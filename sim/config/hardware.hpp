@@ -14,7 +14,7 @@ enum class Precision { fp32, tf32, fp16, bf16, fp8 };
 inline constexpr int kPrecisionCount = 5;
 
 // Parameters of the default GEMM efficiency curve of one GPU generation (see compute/gemm_efficiency.hpp
-// for the equation). A measured efficiency table from calibration replaces the curve when present.
+// for the equation), fitted to the profile's measured GEMMs where it has them.
 struct GemmCurve {
   double max_efficiency = 0.0;      // sustained fraction of the dense peak on large, aligned GEMMs
   int tile_m = 0;                   // output tile of the dominant kernel (tile quantization)
