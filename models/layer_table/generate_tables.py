@@ -45,7 +45,11 @@ class Net:
         return c, hout, wout
 
 
-def resnet(depth):
+def resnet(depth, v1=False):
+    """v1.5 (torchvision, tf_cnn_benchmarks resnet50_v1.5): a stage's first block strides in its 3x3
+    convolution. v1 (He et al. 2016; tf_cnn_benchmarks' resnet50/101 of 2017, resnet_model.py
+    bottleneck_block): it strides in the first 1x1 convolution, and the projection shortcut is a plain
+    convolution (use_batch_norm=False), created before the block's other convolutions."""
     blocks = {50: [3, 4, 6, 3], 101: [3, 4, 23, 3]}[depth]
     n = Net()
     c, h, w = n.conv("conv1", 3, 64, 7, 7, 224, 224, 2, 3, 3)
@@ -56,11 +60,16 @@ def resnet(depth):
             stride = 2 if (b == 0 and stage > 0) else 1
             p = f"conv{stage + 2}_{b + 1}"
             cin, hin, win = c, h, w
-            # torchvision / tf_cnn_benchmarks v1.5: stride on the 3x3 convolution
-            c1, h1, w1 = n.conv(p + "_1x1a", cin, width, 1, 1, hin, win)
-            c2, h2, w2 = n.conv(p + "_3x3", c1, width, 3, 3, h1, w1, stride, 1, 1)
+            if v1:
+                if b == 0:
+                    n.conv(p + "_shortcut", cin, width * 4, 1, 1, hin, win, stride, epilogue="none")
+                c1, h1, w1 = n.conv(p + "_1x1a", cin, width, 1, 1, hin, win, stride)
+                c2, h2, w2 = n.conv(p + "_3x3", c1, width, 3, 3, h1, w1, 1, 1, 1)
+            else:
+                c1, h1, w1 = n.conv(p + "_1x1a", cin, width, 1, 1, hin, win)
+                c2, h2, w2 = n.conv(p + "_3x3", c1, width, 3, 3, h1, w1, stride, 1, 1)
             c3, h3, w3 = n.conv(p + "_1x1b", c2, width * 4, 1, 1, h2, w2, epilogue="bn")
-            if b == 0:
+            if b == 0 and not v1:
                 n.conv(p + "_shortcut", cin, width * 4, 1, 1, hin, win, stride, epilogue="bn")
             c, h, w = c3, h3, w3
     c, h, w = n.pool("avgpool", c, h, w, h, 1)
@@ -230,6 +239,8 @@ TABLES = [
      "He et al. 2016, 'Deep Residual Learning for Image Recognition', Table 1 (50-layer: [3,4,6,3] bottleneck blocks); stride on the 3x3 convolution as in torchvision and tf_cnn_benchmarks resnet50_v1.5. " + CNN_SRC),
     ("resnet-101", "ResNet-101 (v1.5)", "image", 224, resnet(101),
      "He et al. 2016, Table 1 (101-layer: [3,4,23,3] bottleneck blocks); stride on the 3x3 convolution. " + CNN_SRC),
+    ("resnet-101-v1", "ResNet-101 (v1, tf_cnn_benchmarks 2017)", "image", 224, resnet(101, v1=True),
+     "He et al. 2016, Table 1 (101-layer: [3,4,23,3] bottleneck blocks), as tf_cnn_benchmarks built it in 2017 (tensorflow/benchmarks scripts/tf_cnn_benchmarks/resnet_model.py, bottleneck_block): a stage's first block strides in its first 1x1 convolution, the projection shortcut has no batch norm and is created first. The model of the Horovod benchmarks (arXiv 1802.05799). " + CNN_SRC),
     ("vgg-16", "VGG-16", "image", 224, vgg16(),
      "Simonyan and Zisserman 2015, 'Very Deep Convolutional Networks for Large-Scale Image Recognition', Table 1 configuration D (13 3x3 convolutions + 3 fully connected). " + CNN_SRC),
     ("inception-v3", "Inception-v3", "image", 299, inception_v3(),
