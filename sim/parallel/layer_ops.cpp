@@ -121,9 +121,10 @@ LayerOps intern_layer_ops(const config::Scenario& s, const Mesh& mesh, graph::Ta
       break;
     case config::Recompute::selective:
       for (const auto& op : out.layer.forward) {
-        // A fused attention kernel keeps no scores: its backward recomputes them itself.
-        if (op.attention_core && s.model.attention == config::AttentionKind::standard)
-          out.recompute.push_back(op);
+        // The attention core is checkpointed whatever its kernel, as Megatron-Core does
+        // (transformer/attention.py: checkpoint_core_attention = recompute_granularity == 'selective'):
+        // with a fused kernel the backward reruns its forward before the kernel's own backward.
+        if (op.attention_core) out.recompute.push_back(op);
       }
       break;
   }

@@ -35,7 +35,8 @@ constexpr std::array<const char*, kRuleCount> kRuleText{
     "interleaved schedule: micro-batches not divisible by pipeline",
     "other feasibility rule (GPU precision support)",
     "out of memory (memory model)",
-    "fits, but the same plan as recompute none (selective recompute with flash attention recomputes nothing)",
+    "fits, but dominated by recompute none (with flash attention, selective recompute reruns the attention "
+    "forward and saves no activation memory)",
 };
 
 struct Sharding {

@@ -147,6 +147,27 @@ TEST_CASE("hardware FLOPs equal model FLOPs without recompute, and include the r
   CHECK(full.flops.hfu / full.flops.mfu == doctest::Approx(expected_ratio).epsilon(1e-9));
 }
 
+TEST_CASE("selective recompute reruns the attention core, fused or not") {
+  // Megatron-Core checkpoints the core attention whatever its kernel, so with flash attention the
+  // backward reruns the kernel's forward: of a layer's forward FLOPs per token (24 h^2 + 4 s h), the
+  // attention core's 4 s h count once more in hardware FLOPs, and the recompute time is not zero.
+  json s = base_scenario();
+  s["training"]["activation_recompute"] = "selective";
+  const auto r = evaluate(s);
+  const auto spec =
+      dtsim::config::load_scenario_text(s.dump(), "t", dtsim::config::default_data_paths()).model;
+  REQUIRE(spec.attention == dtsim::config::AttentionKind::flash);
+  const double h = static_cast<double>(spec.hidden_size), sq = static_cast<double>(spec.seq_length);
+  const double layers = static_cast<double>(spec.layers);
+  const double layer_fwd_per_token = 24 * h * h + 4 * sq * h;
+  const double logits_per_token = 2 * h * static_cast<double>(spec.vocab_size);
+  const double expected_ratio =
+      (3 * layers * layer_fwd_per_token + layers * 4 * sq * h + 3 * logits_per_token) /
+      (3 * layers * layer_fwd_per_token + 3 * logits_per_token);
+  CHECK(r.flops.hfu / r.flops.mfu == doctest::Approx(expected_ratio).epsilon(1e-9));
+  CHECK(r.breakdown.recompute_s > 0.0);
+}
+
 TEST_CASE("same scenario, same numbers") {
   const auto a = evaluate(base_scenario());
   const auto b = evaluate(base_scenario());

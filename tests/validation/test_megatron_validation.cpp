@@ -156,7 +156,7 @@ TEST_CASE("validation: Korthikanti et al. 2022 Table 5 (full vs selective recomp
 //    blocking, list-based collectives) and are still 26-74% fast: the measured iterations leave a
 //    time roughly proportional to the parameters and flat in the GPU count unexplained. The PTD-P rows
 //    are within 8.5-12.5%.
-//  - 2024 H100: the small models (1.7B, 7.1B) run 28-47% slower than dtsim predicts; host and
+//  - 2024 H100: the small models (1.7B, 7.1B) run 22-31% slower than dtsim predicts; host and
 //    framework overheads that dominate small layers on H100 are not modeled.
 TEST_CASE("validation: Megatron SC'21 Table 2 (PTD-P vs ZeRO-3, 175B and 530B)" * doctest::may_fail()) {
   check_table("megatron_sc21.json", "sc21-table2", "measured_tflops_per_gpu");
