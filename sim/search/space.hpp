@@ -13,8 +13,8 @@
 //   (otherwise they are the same plan); parallel::infeasibility() (feasibility.hpp); selective
 //   recompute with flash attention is skipped as dominated by no recompute (the fused kernel keeps no
 //   scores, so the memory is the same, while the backward reruns the attention forward: layer_ops.cpp,
-//   memory_model.cpp); finally the memory
-//   model (memory_model.hpp): the most loaded GPU must fit in the GPU's memory.
+//   memory_model.cpp); finally the memory model (memory_model.hpp): the most loaded GPU must fit in the
+//   GPU's memory.
 #pragma once
 
 #include <cstdint>

@@ -127,6 +127,20 @@ TEST_CASE("the breakdown sums to the iteration time") {
   CHECK(breakdown_sum(r.breakdown) == doctest::Approx(r.iteration_time_s).epsilon(1e-9));
 }
 
+// Forward FLOPs per token of a GPT scenario (FFN 4h): a layer's 24 h^2 + 4 s h, of which the attention
+// core is 4 s h, and the logits' 2 h V. The model FLOPs of an iteration count layers and logits 3 times.
+struct ForwardFlopsPerToken {
+  double layers = 0, layer = 0, attention_core = 0, logits = 0;
+  double model() const { return 3 * layers * layer + 3 * logits; }
+};
+ForwardFlopsPerToken forward_flops_per_token(const json& s) {
+  const auto spec =
+      dtsim::config::load_scenario_text(s.dump(), "t", dtsim::config::default_data_paths()).model;
+  const double h = static_cast<double>(spec.hidden_size), sq = static_cast<double>(spec.seq_length);
+  return {static_cast<double>(spec.layers), 24 * h * h + 4 * sq * h, 4 * sq * h,
+          2 * h * static_cast<double>(spec.vocab_size)};
+}
+
 TEST_CASE("hardware FLOPs equal model FLOPs without recompute, and include the recompute pass") {
   // Without recompute every executed FLOP is a model FLOP; full recompute replays each layer's forward:
   // layers count 4 times instead of 3 (logits 3 times in both).
@@ -136,34 +150,23 @@ TEST_CASE("hardware FLOPs equal model FLOPs without recompute, and include the r
         doctest::Approx(plain.flops.model_tflops_per_gpu).epsilon(1e-9));
   s["training"]["activation_recompute"] = "full";
   const auto full = evaluate(s);
-  const auto spec =
-      dtsim::config::load_scenario_text(s.dump(), "t", dtsim::config::default_data_paths()).model;
-  const double h = static_cast<double>(spec.hidden_size), sq = static_cast<double>(spec.seq_length);
-  const double layer_fwd_per_token = 24 * h * h + 4 * sq * h;  // GPT layer, FFN 4h
-  const double logits_per_token = 2 * h * static_cast<double>(spec.vocab_size);
-  const double expected_ratio =
-      (4 * static_cast<double>(spec.layers) * layer_fwd_per_token + 3 * logits_per_token) /
-      (3 * static_cast<double>(spec.layers) * layer_fwd_per_token + 3 * logits_per_token);
+  const auto f = forward_flops_per_token(s);
+  const double expected_ratio = (f.model() + f.layers * f.layer) / f.model();
   CHECK(full.flops.hfu / full.flops.mfu == doctest::Approx(expected_ratio).epsilon(1e-9));
 }
 
 TEST_CASE("selective recompute reruns the attention core, fused or not") {
   // Megatron-Core checkpoints the core attention whatever its kernel, so with flash attention the
-  // backward reruns the kernel's forward: of a layer's forward FLOPs per token (24 h^2 + 4 s h), the
-  // attention core's 4 s h count once more in hardware FLOPs, and the recompute time is not zero.
+  // backward reruns the kernel's forward: the attention core's 4 s h per layer and token count once
+  // more in hardware FLOPs, and the recompute time is not zero.
   json s = base_scenario();
   s["training"]["activation_recompute"] = "selective";
   const auto r = evaluate(s);
-  const auto spec =
-      dtsim::config::load_scenario_text(s.dump(), "t", dtsim::config::default_data_paths()).model;
-  REQUIRE(spec.attention == dtsim::config::AttentionKind::flash);
-  const double h = static_cast<double>(spec.hidden_size), sq = static_cast<double>(spec.seq_length);
-  const double layers = static_cast<double>(spec.layers);
-  const double layer_fwd_per_token = 24 * h * h + 4 * sq * h;
-  const double logits_per_token = 2 * h * static_cast<double>(spec.vocab_size);
-  const double expected_ratio =
-      (3 * layers * layer_fwd_per_token + layers * 4 * sq * h + 3 * logits_per_token) /
-      (3 * layers * layer_fwd_per_token + 3 * logits_per_token);
+  REQUIRE(
+      dtsim::config::load_scenario_text(s.dump(), "t", dtsim::config::default_data_paths()).model.attention ==
+      dtsim::config::AttentionKind::flash);
+  const auto f = forward_flops_per_token(s);
+  const double expected_ratio = (f.model() + f.layers * f.attention_core) / f.model();
   CHECK(r.flops.hfu / r.flops.mfu == doctest::Approx(expected_ratio).epsilon(1e-9));
   CHECK(r.breakdown.recompute_s > 0.0);
 }
