@@ -63,7 +63,7 @@ MemoryEstimate stage_memory(const config::Scenario& s, std::int64_t stage) {
   e.optimizer_bytes = params * b.optimizer / (shard_optimizer ? d : 1.0);
   if (par.zero_stage >= 3) e.weights_bytes += zero3_gathered_parameters(s) * b.weights;
 
-  e.activations_bytes = layer_activation_bytes(s) * in_flight_layers(s, stage);
+  e.activations_bytes = layer_activation_bytes(s) * in_flight_layers(s, stage) + layer_working_set_bytes(s);
   const double a = models::activation_bytes_per_element(s.training.precision);
   const double tokens =
       static_cast<double>(s.training.micro_batch_size * model.seq_length) / static_cast<double>(par.context);
@@ -91,7 +91,11 @@ ParameterBytes parameter_bytes(config::Precision p) {
   return {};
 }
 
-double layer_activation_bytes(const config::Scenario& s) {
+namespace {
+
+// Activation bytes one layer keeps for one micro-batch between its forward and backward when it
+// recomputes `recompute` (the header's table).
+double stored_layer_activation_bytes(const config::Scenario& s, config::Recompute recompute) {
   const auto& m = s.model;
   if (m.kind == config::ModelKind::mlp)
     return models::mlp_layer_activation_bytes(m, s.training.micro_batch_size, s.training.precision);
@@ -106,15 +110,15 @@ double layer_activation_bytes(const config::Scenario& s) {
   const double f = static_cast<double>(m.ffn_hidden_size);
   const bool sp = par.sequence_parallel && par.tensor > 1;
   const double replicated_div = sp ? t : 1.0;
-  if (s.training.activation_recompute == config::Recompute::full) return 2 * sb * h * scale / replicated_div;
+  if (recompute == config::Recompute::full) return 2 * sb * h * scale / replicated_div;
 
   // 16-bit tensors scale with the precision; the two 1-byte dropout masks do not.
   const double replicated = (8 * sb * h * scale + 2 * sb * h) / replicated_div;
   const double mlp_intermediate = (m.mlp == config::MlpKind::swiglu ? 6 : 4) * sb * f;
   const double split = (2 * sb * h + 4 * sb * kv * head_dim + 2 * sb * h + mlp_intermediate) * scale / t;
   double scores = 0.0;
-  const bool keeps_scores = m.attention == config::AttentionKind::standard &&
-                            s.training.activation_recompute == config::Recompute::none;
+  const bool keeps_scores =
+      m.attention == config::AttentionKind::standard && recompute == config::Recompute::none;
   if (keeps_scores) {
     const double heads = static_cast<double>(m.heads);
     const double s_full = static_cast<double>(m.seq_length);
@@ -122,6 +126,16 @@ double layer_activation_bytes(const config::Scenario& s) {
     scores = (4 * scale + 1) * heads * s_full * sb / t;
   }
   return replicated + split + scores;
+}
+
+}  // namespace
+
+double layer_activation_bytes(const config::Scenario& s) {
+  return stored_layer_activation_bytes(s, s.training.activation_recompute);
+}
+
+double layer_working_set_bytes(const config::Scenario& s) {
+  return stored_layer_activation_bytes(s, config::Recompute::none) - layer_activation_bytes(s);
 }
 
 MemoryEstimate memory_per_gpu(const config::Scenario& s) {

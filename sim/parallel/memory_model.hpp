@@ -18,6 +18,12 @@
 //   with tensor parallelism (eq. 2).
 // In flight on the first stage: 1F1B p micro-batches' worth of its layers (= L layers), interleaved
 // L (1 + (p-1)/(p v)), GPipe all m micro-batches (Korthikanti et al. Sec. 4.2.3).
+// Working set: while a layer's backward runs, the activations its recompute re-created are live too,
+// one layer's worth: the set without recompute minus the kept set (full recompute: the whole layer's
+// activations beyond its input; selective with standard attention: the 5 a s^2 b scores; nothing
+// without recompute or for flash attention's selective recompute). Korthikanti et al.'s formulas
+// count kept activations only; calculon-ai/calculon (Isaev et al. SC'23, calculon/llm/llm.py, memory
+// capacity stats: "for full recompute we keep single block's activations") adds this working block.
 // Buffers: gradient buckets (2 x bucket), the last stage's FP32 logits of one micro-batch, and a fixed
 // 1 GiB for the CUDA context, NCCL and cuBLAS workspaces (engineering allowance).
 #pragma once
@@ -47,8 +53,13 @@ struct ParameterBytes {
 };
 ParameterBytes parameter_bytes(config::Precision precision);
 
-// Activation bytes of one transformer layer for one micro-batch on one rank.
+// Activation bytes of one transformer layer for one micro-batch on one rank, as its recompute mode
+// keeps them between forward and backward.
 double layer_activation_bytes(const config::Scenario& scenario);
+
+// Bytes a layer's backward holds beyond what it kept: the activations its recompute re-creates (the
+// set without recompute minus the kept set; 0 without recompute).
+double layer_working_set_bytes(const config::Scenario& scenario);
 
 // The most loaded rank's memory (the larger of the first and last stage).
 MemoryEstimate memory_per_gpu(const config::Scenario& scenario);

@@ -55,16 +55,40 @@ TEST_CASE("full recompute keeps the layer input: 2 sbh (/t with SP) [Table 2]") 
 }
 
 TEST_CASE("first stage under 1F1B holds L layers' worth of activations; states 18 B per parameter") {
-  // p = 8 micro-batches in flight x L/p layers = L layers; 34 sbh / t per layer.
+  // p = 8 micro-batches in flight x L/p layers = L layers; 34 sbh / t per layer (Megatron's formula,
+  // within 10%). Exactly: plus the working set of the layer in backward, whose selective recompute
+  // re-creates its scores, 5as^2b / t = sbh * 5as/(ht) = 10 sbh, and the embedding output with its
+  // dropout mask on the first stage, sbh (2 + 1) B.
   const auto s = gpt3(8, 8, true, dtsim::config::Recompute::selective);
   const auto e = dtsim::parallel::memory_per_gpu(s);
   const double layer_activations = 96 * 34 * sbh / 8;
-  CHECK(e.activations_bytes == doctest::Approx(layer_activations).epsilon(0.02));
+  CHECK(e.activations_bytes == doctest::Approx(layer_activations).epsilon(0.10));
+  const double working_set = 5.0 * 96 * 2048 / (12288.0 * 8) * sbh;
+  CHECK(working_set == doctest::Approx(10 * sbh));
+  CHECK(e.activations_bytes == doctest::Approx(layer_activations + working_set + 3 * sbh).epsilon(1e-9));
   // Mixed precision Adam, fp16 gradients: 2 + 2 + 12 = 16 B per parameter held. Stage 0 holds 12 layers
   // (12 l h^2 each, plus biases and norms) and the embedding, split over t = 8.
   const double layer_params = 12 * 12288.0 * 12288 + 13 * 12288.0;
   const double held = (12 * layer_params + 51200.0 * 12288 + 2048.0 * 12288) / 8;
   CHECK(e.weights_bytes + e.gradients_bytes + e.optimizer_bytes == doctest::Approx(16 * held).epsilon(1e-6));
+}
+
+TEST_CASE("a layer's backward holds what its recompute re-creates: the set without recompute minus the kept set") {
+  using dtsim::config::Recompute;
+  // Full recompute keeps 2 sbh per layer; its backward re-creates sbh (10 + 24/t + 5as/(ht)) (eq. 2).
+  const double full_set = sbh * (10 + 24.0 / 8 + 5.0 * 96 * 2048 / (12288.0 * 8));
+  CHECK(dtsim::parallel::layer_working_set_bytes(gpt3(8, 8, false, Recompute::full)) ==
+        doctest::Approx(full_set - 2 * sbh).epsilon(1e-9));
+  // Nothing recomputed, nothing re-created.
+  CHECK(dtsim::parallel::layer_working_set_bytes(gpt3(8, 8, false, Recompute::none)) == 0.0);
+  // Flash attention keeps no scores, so its selective recompute re-creates none either.
+  auto flash = gpt3(8, 8, true, Recompute::selective);
+  flash.model.attention = dtsim::config::AttentionKind::flash;
+  CHECK(dtsim::parallel::layer_working_set_bytes(flash) == 0.0);
+  // One layer's working set on top of the kept activations: 1F1B stage 0 keeps L = 96 layers' inputs
+  // (2 sbh each) and the embedding output and mask (3 sbh).
+  const auto e = dtsim::parallel::memory_per_gpu(gpt3(8, 8, false, Recompute::full));
+  CHECK(e.activations_bytes == doctest::Approx(96 * 2 * sbh + (full_set - 2 * sbh) + 3 * sbh).epsilon(1e-9));
 }
 
 TEST_CASE("175B without model parallelism does not fit in 80 GB") {
