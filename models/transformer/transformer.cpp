@@ -32,7 +32,8 @@ struct Dims {
   double vocab = 0;  // vocabulary on this rank
   bool swiglu = false;
   bool sp = false;
-  double scores = 0;  // attention score elements on this rank: b * heads * sq * s
+  bool backward_overlap = true;  // column-parallel backward collectives beside the GEMMs
+  double scores = 0;             // attention score elements on this rank: b * heads * sq * s
 };
 
 Dims dims_of(const config::TransformerSpec& m, const ShardConfig& sh) {
@@ -44,6 +45,7 @@ Dims dims_of(const config::TransformerSpec& m, const ShardConfig& sh) {
   d.tokens = d.b * d.sq;
   d.t = static_cast<double>(sh.tensor);
   d.sp = sh.sequence_parallel && sh.tensor > 1;
+  d.backward_overlap = sh.backward_overlap;
   d.tokens_elementwise = d.sp ? d.tokens / d.t : d.tokens;
   d.h = static_cast<double>(m.hidden_size);
   d.d = d.h / static_cast<double>(m.heads);
@@ -101,6 +103,33 @@ void leave_tp_region(std::vector<LayerOp>& ops, const Dims& d, std::string_view 
   if (d.t <= 1) return;
   ops.push_back(comm(name, d.sp ? CommRole::tensor_reduce_scatter : CommRole::tensor_all_reduce,
                      d.tokens * d.h * d.a, d.sp ? GemmOverlap::with_previous : GemmOverlap::none));
+}
+
+// Backward of a column-parallel linear (QKV, MLP up, logits): the data gradient is all-reduced over
+// the tensor group (reduce-scattered with sequence parallelism, whose sharded input is first
+// re-gathered for the weight gradient). With backward overlap the re-gather runs beside the
+// data-gradient GEMM and the reduction beside the weight-gradient GEMM (GemmOverlap::beside_next);
+// without, both GEMMs run first and the collectives after them, blocking.
+void column_parallel_backward(std::vector<LayerOp>& ops, const Dims& d, LayerOp dgrad, LayerOp wgrad,
+                              std::string_view regather, std::string_view reduce) {
+  const double bytes = d.tokens * d.h * d.a;
+  if (d.t <= 1) {
+    ops.push_back(std::move(dgrad));
+    ops.push_back(std::move(wgrad));
+    return;
+  }
+  const CommRole role = d.sp ? CommRole::tensor_reduce_scatter : CommRole::tensor_all_reduce;
+  if (d.backward_overlap) {
+    if (d.sp) ops.push_back(comm(regather, CommRole::tensor_all_gather, bytes, GemmOverlap::beside_next));
+    ops.push_back(std::move(dgrad));
+    ops.push_back(comm(reduce, role, bytes, GemmOverlap::beside_next));
+    ops.push_back(std::move(wgrad));
+    return;
+  }
+  if (d.sp) ops.push_back(comm(regather, CommRole::tensor_all_gather, bytes));
+  ops.push_back(std::move(dgrad));
+  ops.push_back(std::move(wgrad));
+  ops.push_back(comm(reduce, role, bytes));
 }
 
 void attention_forward(std::vector<LayerOp>& ops, const config::TransformerSpec& m, const Dims& d,
@@ -238,9 +267,9 @@ LayerProgram transformer_layer(const config::TransformerSpec& m, const ShardConf
   bw.push_back(gemm("mlp_down_dgrad", d.tokens, d.f, d.h, a));
   bw.push_back(gemm("mlp_down_wgrad", d.f, d.h, d.tokens, a));
   bw.push_back(memory(d.swiglu ? "swiglu_bwd" : "gelu_bwd", (d.swiglu ? 5 : 3) * d.tokens * d.f * a));
-  bw.push_back(gemm("mlp_up_dgrad", d.tokens, d.h, d.n_up, a));
-  bw.push_back(gemm("mlp_up_wgrad", d.h, d.n_up, d.tokens, a));
-  leave_tp_region(bw, d, "mlp_grad_tp_reduce");
+  column_parallel_backward(bw, d, gemm("mlp_up_dgrad", d.tokens, d.h, d.n_up, a),
+                           gemm("mlp_up_wgrad", d.h, d.n_up, d.tokens, a), "mlp_input_regather",
+                           "mlp_grad_tp_reduce");
   bw.push_back(memory("mlp_norm_bwd", 3 * he * a));
   bw.push_back(memory("attention_residual_bwd", he * (2 * a + 1)));
   if (d.sp) {
@@ -251,9 +280,9 @@ LayerProgram transformer_layer(const config::TransformerSpec& m, const ShardConf
   bw.push_back(gemm("attention_projection_wgrad", d.heads * d.d, d.h, d.tokens, a));
   attention_backward(bw, m, d, sh);
   if (d.swiglu) bw.push_back(memory("rotary_embedding_bwd", 2 * rotated * a));
-  bw.push_back(gemm("qkv_projection_dgrad", d.tokens, d.h, d.n_qkv, a));
-  bw.push_back(gemm("qkv_projection_wgrad", d.h, d.n_qkv, d.tokens, a));
-  leave_tp_region(bw, d, "attention_grad_tp_reduce");
+  column_parallel_backward(bw, d, gemm("qkv_projection_dgrad", d.tokens, d.h, d.n_qkv, a),
+                           gemm("qkv_projection_wgrad", d.h, d.n_qkv, d.tokens, a),
+                           "attention_input_regather", "attention_grad_tp_reduce");
   bw.push_back(memory("input_norm_bwd", 3 * he * a));
   return p;
 }
@@ -285,9 +314,9 @@ LayerProgram head_layer(const config::TransformerSpec& m, const ShardConfig& sh)
   fw.push_back(gemm("logits", d.tokens, d.vocab, d.h, d.a));
   cross_entropy(p, d);
   auto& bw = p.backward;
-  bw.push_back(gemm("logits_dgrad", d.tokens, d.h, d.vocab, d.a));
-  bw.push_back(gemm("logits_wgrad", d.h, d.vocab, d.tokens, d.a));
-  leave_tp_region(bw, d, "logits_grad_tp_reduce");
+  column_parallel_backward(bw, d, gemm("logits_dgrad", d.tokens, d.h, d.vocab, d.a),
+                           gemm("logits_wgrad", d.h, d.vocab, d.tokens, d.a), "logits_input_regather",
+                           "logits_grad_tp_reduce");
   bw.push_back(memory("final_norm_bwd", 3 * he * d.a));
   return p;
 }

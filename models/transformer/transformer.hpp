@@ -5,14 +5,16 @@
 // Sources: Megatron-LM tensor parallelism (Shoeybi et al. 2019, Fig. 3: column-parallel QKV and MLP-up,
 // row-parallel output projections, one all-reduce per block forward and one backward); sequence
 // parallelism (Korthikanti et al. 2022, arXiv 2205.05198, Sec. 4.2.2: all-gather before and
-// reduce-scatter after each block instead of the all-reduce); FLOP counts per Narayanan et al. SC'21
-// (arXiv 2104.04473) Sec. 5.1 and Appendix: 24*b*s*h^2 + 4*b*s^2*h per layer forward, logits 2*b*s*h*V;
-// backward = 2x forward. Attention FLOPs are counted over the full score matrix (Megatron convention);
-// a causal fused kernel executes about half of them (Dao 2023, FlashAttention-2, Sec. 3.1.1).
-// The loss is Megatron's unfused vocabulary-parallel cross-entropy (megatron/core/tensor_parallel/
-// cross_entropy.py, the default without --cross-entropy-loss-fusion; megatron/mpu/cross_entropy.py in
-// 2021): logits cast to FP32, then max, in-place shift, exp, sum and normalize, each a pass over the
-// logits; backward scales the saved softmax in place and casts the gradient back.
+// reduce-scatter after each block instead of the all-reduce; in the backward pass each column-parallel
+// linear re-gathers its sharded input for the weight gradient: GemmOverlap::beside_next); FLOP counts
+// per Narayanan et al. SC'21 (arXiv 2104.04473) Sec. 5.1 and Appendix: 24*b*s*h^2 + 4*b*s^2*h per
+// layer forward, logits 2*b*s*h*V; backward = 2x forward. Attention FLOPs are counted over the full score
+// matrix (Megatron convention); a causal fused kernel executes about half of them (Dao 2023,
+// FlashAttention-2, Sec. 3.1.1). The loss is Megatron's unfused vocabulary-parallel cross-entropy
+// (megatron/core/tensor_parallel/ cross_entropy.py, the default without --cross-entropy-loss-fusion;
+// megatron/mpu/cross_entropy.py in 2021): logits cast to FP32, then max, in-place shift, exp, sum and
+// normalize, each a pass over the logits; backward scales the saved softmax in place and casts the gradient
+// back.
 //
 // A scenario whose model is an MLP (config::ModelKind::mlp) gets the programs, parameters and FLOPs of
 // models/mlp/mlp.hpp from the same functions: its input layer stands for the embedding, its hidden
@@ -35,6 +37,7 @@ struct ShardConfig {
   std::int64_t context = 1;
   std::int64_t micro_batch = 1;
   config::Precision precision = config::Precision::bf16;
+  bool backward_overlap = true;  // config::ParallelismSpec::tp_backward_overlap
 };
 
 // Communication a layer needs inside its tensor- or context-parallel group.
@@ -46,10 +49,18 @@ enum class CommRole : std::uint8_t {
   context_exchange
 };
 
-// Whether a communication op can be pipelined with the GEMM beside it, chunk by chunk (the all-gather
-// feeding the next GEMM, or the reduce-scatter draining the previous one: Wang et al. 2022, "Overlap
-// Communication with Dependent Computation via Decomposition"; Transformer Engine userbuffers).
-enum class GemmOverlap : std::uint8_t { none, with_next, with_previous };
+// Whether a communication op can run beside a GEMM:
+//   with_next, with_previous: pipelined chunk by chunk with the GEMM it feeds or drains (the all-gather
+//     feeding the next GEMM, the reduce-scatter draining the previous one: Wang et al. 2022, "Overlap
+//     Communication with Dependent Computation via Decomposition"; Transformer Engine userbuffers),
+//     with parallelism.tp_comm_overlap only;
+//   beside_next: whole, beside the next GEMM, which does not need it; the op after that GEMM waits for
+//     both. A column-parallel linear's backward under sequence parallelism runs this way with or without
+//     userbuffers: it re-gathers its input beside the data-gradient GEMM and reduce-scatters the data
+//     gradient beside the weight-gradient GEMM (Megatron-LM tensor_parallel/layers.py,
+//     LinearWithGradAccumulationAndAsyncCommunication.backward, both collectives async_op=True since
+//     2022; Transformer Engine's ub_bulk_dgrad / ub_bulk_wgrad overlap the same pairs).
+enum class GemmOverlap : std::uint8_t { none, with_next, with_previous, beside_next };
 
 struct LayerOp {
   std::string_view name;

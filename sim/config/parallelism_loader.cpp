@@ -67,8 +67,8 @@ ParallelismSpec read_parallelism(ObjectReader& top, const Scenario& scenario) {
   const json* found = top.find("parallelism");
   ObjectReader r(found != nullptr ? *found : empty, top.file(), pointer_append(top.pointer(), "parallelism"));
   r.expect_keys({"data", "tensor", "pipeline", "virtual_stages", "sequence_parallel", "context", "expert",
-                 "zero_stage", "zero3", "distributed_optimizer", "tp_comm_overlap", "schedule", "order",
-                 "pipeline_comm"});
+                 "zero_stage", "zero3", "distributed_optimizer", "tp_comm_overlap", "tp_backward_overlap",
+                 "schedule", "order", "pipeline_comm"});
   const IntRule positive = IntRule::positive();
   ParallelismSpec p;
   const std::optional<std::int64_t> data = r.maybe<std::int64_t>("data", positive);
@@ -90,6 +90,7 @@ ParallelismSpec read_parallelism(ObjectReader& top, const Scenario& scenario) {
   p.distributed_optimizer = r.optional<bool>("distributed_optimizer", false);
   const bool sp_active = p.sequence_parallel && p.tensor > 1;
   p.tp_comm_overlap = r.optional<bool>("tp_comm_overlap", sp_active);
+  p.tp_backward_overlap = r.optional<bool>("tp_backward_overlap", true);
   if (r.has("order")) p.order = read_order(r);
   p.pipeline_comm = r.optional_enum<PipelineComm>(
       "pipeline_comm", PipelineComm::overlapped,
@@ -104,6 +105,11 @@ ParallelismSpec read_parallelism(ObjectReader& top, const Scenario& scenario) {
                      fmt::format("got true; overlapping tensor-parallel communication with GEMMs needs "
                                  "\"sequence_parallel\": true and tensor > 1 (tensor is {})",
                                  p.tensor));
+  }
+  if (p.tp_comm_overlap && !p.tp_backward_overlap) {
+    throw r.error_at("tp_backward_overlap",
+                     "got false with \"tp_comm_overlap\": true; the userbuffers overlap runs the backward "
+                     "collectives beside their GEMMs too, so it needs \"tp_backward_overlap\": true");
   }
   if (p.schedule == Schedule::interleaved && p.virtual_stages < 2) {
     throw r.error_at("schedule",

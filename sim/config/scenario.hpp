@@ -126,6 +126,11 @@ struct ParallelismSpec {
   // Tensor-parallel all-gathers and reduce-scatters pipelined with their adjacent GEMMs (Megatron-Core
   // --tp-comm-overlap, Transformer Engine userbuffers); needs sequence parallelism.
   bool tp_comm_overlap = false;
+  // A column-parallel linear's backward collectives beside the GEMMs that do not need them: the data
+  // gradient's all-reduce (or reduce-scatter) beside the weight-gradient GEMM and, with sequence
+  // parallelism, the input's re-gather beside the data-gradient GEMM (Megatron-LM since late 2021,
+  // Transformer Engine). false: after both GEMMs, blocking (Megatron-LM of early 2021).
+  bool tp_backward_overlap = true;
   Schedule schedule = Schedule::one_f_one_b;
   PipelineComm pipeline_comm = PipelineComm::overlapped;
   // Rank placement: Megatron-LM's default numbers tensor ranks fastest, then context, data, pipeline.

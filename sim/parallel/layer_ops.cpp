@@ -42,7 +42,8 @@ class Interner {
         ref.gemm = op.compute.cls == graph::ComputeClass::gemm;
         return ref;
       case models::CommRole::tensor_all_reduce:
-        return comm_ref(ref, graph::CollectiveKind::all_reduce, op.comm_bytes, mesh_.tensor_group());
+        return comm_ref(ref, graph::CollectiveKind::all_reduce, op.comm_bytes, mesh_.tensor_group(),
+                        op.overlap);
       case models::CommRole::tensor_all_gather:
         return comm_ref(ref, graph::CollectiveKind::all_gather, op.comm_bytes, mesh_.tensor_group(),
                         op.overlap);
@@ -67,7 +68,9 @@ class Interner {
     ref.op = graph_.add_op(CommOp{kind, bytes, group});
     ref.stream = StreamKind::tensor_comm;
     ref.comm_category = Category::tensor_comm;
-    if (s_.parallelism.tp_comm_overlap && overlap != models::GemmOverlap::none) {
+    if (overlap == models::GemmOverlap::beside_next) {
+      ref.overlap = overlap;  // whole, beside the next GEMM, with or without userbuffers
+    } else if (s_.parallelism.tp_comm_overlap && overlap != models::GemmOverlap::none) {
       const double t = static_cast<double>(group.size);
       ref.overlap = overlap;
       ref.chunk_op = graph_.add_op(CommOp{kind, bytes / t, group});
@@ -89,6 +92,8 @@ EmitPattern pattern_at(const std::vector<OpRef>& ops, std::size_t i) {
   const OpRef* next = i + 1 < ops.size() ? &ops[i + 1] : nullptr;
   if (op.overlap == models::GemmOverlap::with_next && next != nullptr && next->gemm)
     return EmitPattern::gather_gemm;
+  if (op.overlap == models::GemmOverlap::beside_next && next != nullptr && next->gemm)
+    return EmitPattern::beside_gemm;
   if (op.gemm && next != nullptr && next->overlap == models::GemmOverlap::with_previous) {
     return EmitPattern::gemm_scatter;
   }
@@ -106,8 +111,12 @@ std::uint32_t LabelTable::id(graph::TaskGraph& graph, std::string_view name) {
 LayerOps intern_layer_ops(const config::Scenario& s, const Mesh& mesh, graph::TaskGraph& graph,
                           LabelTable& labels) {
   const auto& par = s.parallelism;
-  const models::ShardConfig shard{par.tensor, par.sequence_parallel, par.context, s.training.micro_batch_size,
-                                  s.training.precision};
+  const models::ShardConfig shard{.tensor = par.tensor,
+                                  .sequence_parallel = par.sequence_parallel,
+                                  .context = par.context,
+                                  .micro_batch = s.training.micro_batch_size,
+                                  .precision = s.training.precision,
+                                  .backward_overlap = par.tp_backward_overlap};
   Interner interner(s, mesh, graph, labels);
   LayerOps out;
   out.layer = interner.program(models::transformer_layer(s.model, shard));

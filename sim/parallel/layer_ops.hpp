@@ -29,8 +29,8 @@ struct OpRef {
   double flops = 0.0;
   bool attention_core = false;
   bool gemm = false;
-  // Pipelined with the adjacent GEMM: one chunk (1/t of the bytes) on the critical path, the rest
-  // concurrent with the GEMM.
+  // Pipelined with the adjacent GEMM (with_next, with_previous): one chunk (1/t of the bytes) on the
+  // critical path, the rest concurrent with the GEMM; beside_next: the whole op beside the next GEMM.
   models::GemmOverlap overlap = models::GemmOverlap::none;
   graph::OpId chunk_op = 0;  // 1/t of the bytes
   graph::OpId rest_op = 0;   // (t-1)/t of the bytes
@@ -51,12 +51,15 @@ struct LayerOps {
 // How the ops of a program at index i are emitted, one after another:
 //   gather_gemm   an all-gather chunk, then the GEMM it feeds beside the remaining chunks (2 ops)
 //   gemm_scatter  a GEMM beside all reduce-scatter chunks but the last, then the last (2 ops)
+//   beside_gemm   a collective and the GEMM after it side by side, neither waiting for the other; the
+//                 op after both waits for both (2 ops)
 //   compute       one compute op
 //   comm          one communication op
-enum class EmitPattern : std::uint8_t { gather_gemm, gemm_scatter, compute, comm };
+enum class EmitPattern : std::uint8_t { gather_gemm, gemm_scatter, beside_gemm, compute, comm };
 EmitPattern pattern_at(const std::vector<OpRef>& ops, std::size_t i);
 inline std::size_t pattern_size(EmitPattern p) {
-  return p == EmitPattern::gather_gemm || p == EmitPattern::gemm_scatter ? 2 : 1;
+  return p == EmitPattern::gather_gemm || p == EmitPattern::gemm_scatter || p == EmitPattern::beside_gemm ? 2
+                                                                                                          : 1;
 }
 
 // Interned labels: one id per distinct text.

@@ -181,6 +181,14 @@ void Lowering::emit(std::int64_t r, const std::vector<OpRef>& ops, Category comp
         emit_comm(r, scatter, scatter.chunk_op, mb, chain);
         break;
       }
+      case EmitPattern::beside_gemm: {
+        // A collective beside the GEMM after it, which does not need it; the next op waits for both.
+        Chain side = chain;
+        emit_comm(r, op, op.op, mb, side);
+        emit_compute(r, ops[i + 1], compute_category, mb, chain);
+        chain.also = side.last;
+        break;
+      }
       case EmitPattern::compute:
         emit_compute(r, op, compute_category, mb, chain);
         break;

@@ -81,6 +81,13 @@ void walk(const std::vector<parallel::OpRef>& ops, const Costs& cost, Walk& w) {
         w.now += std::max(gemm, cost(ops[i + 1].rest_op)) + cost(ops[i + 1].chunk_op);
         break;
       }
+      case parallel::EmitPattern::beside_gemm: {
+        // The collective and the GEMM side by side; the next op waits for both.
+        const TimeNs gemm = cost(ops[i + 1].op);
+        w.compute(w.now, gemm);
+        w.now += std::max(gemm, cost(op.op));
+        break;
+      }
       case parallel::EmitPattern::compute: {
         const TimeNs d = cost(op.op);
         w.compute(w.now, d);

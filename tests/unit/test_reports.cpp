@@ -172,10 +172,11 @@ TEST_CASE("scenario_json writes the resolved scenario in Scenario v1 form") {
   CHECK(j["cluster"]["network"]["nics_per_node"] == 8);
   CHECK(j["cluster"]["network"]["topology"]["kind"] == "fat-tree");
   CHECK(j["cluster"]["network"]["topology"]["oversubscription"] == 2.0);
-  CHECK(keys(j["parallelism"]) ==
-        std::vector<std::string>{"data", "tensor", "pipeline", "virtual_stages", "sequence_parallel",
-                                 "context", "expert", "zero_stage", "distributed_optimizer",
-                                 "tp_comm_overlap", "order", "pipeline_comm", "schedule"});
+  CHECK(keys(j["parallelism"]) == std::vector<std::string>{"data", "tensor", "pipeline", "virtual_stages",
+                                                           "sequence_parallel", "context", "expert",
+                                                           "zero_stage", "distributed_optimizer",
+                                                           "tp_comm_overlap", "tp_backward_overlap", "order",
+                                                           "pipeline_comm", "schedule"});
   CHECK(j["parallelism"]["schedule"] == "1f1b");
   CHECK(j["parallelism"]["zero_stage"] == 1);
   CHECK(j["training"]["precision"] == "bf16");

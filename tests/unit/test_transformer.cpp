@@ -1,6 +1,9 @@
 // Transformer cost declarations against the equations in models/transformer/transformer.hpp.
 #include <doctest/doctest.h>
 
+#include <array>
+#include <string_view>
+
 #include "models/transformer/transformer.hpp"
 
 namespace {
@@ -79,6 +82,65 @@ TEST_CASE("sequence parallelism replaces each all-reduce by an all-gather and a 
   CHECK(gathers == 2);
   CHECK(scatters == 2);
   CHECK(reduces == 0);
+}
+
+TEST_CASE("a column-parallel backward re-gathers its input and reduces its data gradient beside the GEMMs") {
+  // Megatron-LM's LinearWithGradAccumulationAndAsyncCommunication.backward: with sequence parallelism
+  // the sharded input is all-gathered beside the data-gradient GEMM (the weight gradient needs it) and
+  // the data gradient reduce-scattered beside the weight-gradient GEMM; both carry b s h x 2 bytes.
+  using dtsim::models::CommRole;
+  using dtsim::models::GemmOverlap;
+  const auto m = gpt(24, 2048, 16, 2048, 51200);
+  dtsim::models::ShardConfig sp;
+  sp.tensor = 4;
+  sp.sequence_parallel = true;
+  const auto bw = dtsim::models::transformer_layer(m, sp).backward;
+  const auto at = [&](std::string_view name) {
+    for (std::size_t i = 0; i < bw.size(); ++i)
+      if (bw[i].name == name) return i;
+    FAIL("no op " << name);
+    return bw.size();
+  };
+  for (const auto& [regather, dgrad, reduce, wgrad] :
+       {std::array<std::string_view, 4>{"mlp_input_regather", "mlp_up_dgrad", "mlp_grad_tp_reduce",
+                                        "mlp_up_wgrad"},
+        std::array<std::string_view, 4>{"attention_input_regather", "qkv_projection_dgrad",
+                                        "attention_grad_tp_reduce", "qkv_projection_wgrad"}}) {
+    CAPTURE(regather);
+    const std::size_t g = at(regather);
+    CHECK(at(dgrad) == g + 1);
+    CHECK(at(reduce) == g + 2);
+    CHECK(at(wgrad) == g + 3);
+    CHECK(bw[g].role == CommRole::tensor_all_gather);
+    CHECK(bw[g].overlap == GemmOverlap::beside_next);
+    CHECK(bw[g + 2].role == CommRole::tensor_reduce_scatter);
+    CHECK(bw[g + 2].overlap == GemmOverlap::beside_next);
+    CHECK(bw[g].comm_bytes == doctest::Approx(2048.0 * 2048 * 2));
+  }
+  // Two gradient all-gathers for the row-parallel GEMMs and two input re-gathers; two reduce-scatters.
+  int gathers = 0, scatters = 0;
+  for (const auto& op : bw) {
+    gathers += op.role == CommRole::tensor_all_gather;
+    scatters += op.role == CommRole::tensor_reduce_scatter;
+  }
+  CHECK(gathers == 4);
+  CHECK(scatters == 2);
+
+  // Blocking (Megatron-LM of early 2021, no sequence parallelism): both GEMMs, then the all-reduce.
+  dtsim::models::ShardConfig blocking;
+  blocking.tensor = 4;
+  blocking.backward_overlap = false;
+  const auto old = dtsim::models::transformer_layer(m, blocking).backward;
+  int found = 0;
+  for (std::size_t i = 0; i < old.size(); ++i) {
+    if (old[i].name != "mlp_up_wgrad") continue;
+    ++found;
+    CHECK(old[i - 1].name == "mlp_up_dgrad");
+    REQUIRE(i + 1 < old.size());
+    CHECK(old[i + 1].role == CommRole::tensor_all_reduce);
+    CHECK(old[i + 1].overlap == GemmOverlap::none);
+  }
+  CHECK(found == 1);
 }
 
 TEST_CASE("parameter count matches Megatron's 12 l h^2 (1 + 13/(12h) + (V+s)/(12 l h))") {

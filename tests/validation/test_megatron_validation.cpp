@@ -7,10 +7,11 @@
 // the interleaved schedule with 2 virtual stages when pipeline > 1 and layers / pipeline is even, else
 // 1F1B. The attention kernel, the pipeline transfers, the tensor-parallel overlap and the ZeRO-3
 // implementation are facts of each run's software, stated in its data file: unfused attention,
-// blocking transfers, the gradient all-reduce after the backward pass and DeepSpeed's 2021 ZeRO-3
-// (per-parameter, blocking, list-based collectives) for SC'21 (2021 Megatron-LM); the same, without
-// the chunked sequence-parallel overlap, for the 2022 runs; fused attention and overlapped transfers
-// and reductions for the 2024 Megatron-Core runs.
+// blocking transfers, the gradient all-reduce after the backward pass, blocking tensor-parallel
+// all-reduces in the backward pass and DeepSpeed's 2021 ZeRO-3 (per-parameter, blocking, list-based
+// collectives) for SC'21 (2021 Megatron-LM); unfused attention and blocking transfers, without the
+// chunked sequence-parallel overlap, for the 2022 runs; fused attention and overlapped transfers and
+// reductions for the 2024 Megatron-Core runs.
 #include <doctest/doctest.h>
 
 #include <fstream>
@@ -70,6 +71,8 @@ json scenario_for(const json& table, const json& row) {
               {"activation_recompute", recompute},
               {"overlap_grad_reduce", table.value("overlap_grad_reduce", true)}}}};
   if (sp && table.contains("tp_comm_overlap")) s["parallelism"]["tp_comm_overlap"] = table["tp_comm_overlap"];
+  if (table.contains("tp_backward_overlap"))
+    s["parallelism"]["tp_backward_overlap"] = table["tp_backward_overlap"];
   if (row["zero_stage"] == 3 && table.contains("zero3")) s["parallelism"]["zero3"] = table["zero3"];
   return s;
 }
