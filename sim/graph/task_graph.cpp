@@ -15,9 +15,7 @@ namespace {
 constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
 constexpr std::size_t kMaxCycleNames = 8;
 
-void check_open(bool finalized) {
-  DTSIM_CHECK(!finalized, "the task graph is already finalized");
-}
+void check_open(bool finalized) { DTSIM_CHECK(!finalized, "the task graph is already finalized"); }
 
 // Narrowing for ids: the graph holds fewer than 2^32 of each kind.
 std::uint32_t next_id(std::size_t size, const char* what) {
@@ -41,17 +39,19 @@ StreamId TaskGraph::add_stream(RankId rank, StreamKind kind) {
   return id;
 }
 
-std::uint32_t TaskGraph::add_label(std::string label) {
+LabelId TaskGraph::add_label(std::string label) {
   check_open(finalized_);
-  const std::uint32_t id = next_id(labels_.size(), "labels");
+  DTSIM_CHECK(labels_.size() < 0xffffU, "too many labels for 16-bit ids");
+  const auto id = static_cast<LabelId>(labels_.size());
   labels_.push_back(std::move(label));
   return id;
 }
 
 void TaskGraph::reject_task(const Task& task) const {
   check_open(finalized_);
-  DTSIM_CHECK(task.stream < streams_.size(),
-              fmt::format("task added to stream {} but the graph has {} streams", task.stream, streams_.size()));
+  DTSIM_CHECK(
+      task.stream < streams_.size(),
+      fmt::format("task added to stream {} but the graph has {} streams", task.stream, streams_.size()));
   next_id(tasks_.size(), "tasks");
   throw core::InternalError("task rejected");
 }
@@ -110,8 +110,8 @@ void TaskGraph::finalize() {
   pred_count_.assign(n, 0);
   for (const auto& [before, after] : edges_) {
     if (before >= n || after >= n) [[unlikely]] {
-      throw core::InternalError(fmt::format("task graph: dependency {} -> {} names a task that does not exist ({} tasks)",
-                                            before, after, n));
+      throw core::InternalError(fmt::format(
+          "task graph: dependency {} -> {} names a task that does not exist ({} tasks)", before, after, n));
     }
     ++succ_begin_[before];
     ++pred_count_[after];
@@ -146,7 +146,8 @@ void TaskGraph::validate() const {
   for (std::size_t s = 0; s < streams_.size(); ++s) {
     if (streams_[s].rank >= ranks_) {
       throw core::InternalError(
-          fmt::format("task graph: stream {} belongs to rank {} but the graph has {} ranks", s, streams_[s].rank, ranks_));
+          fmt::format("task graph: stream {} belongs to rank {} but the graph has {} ranks", s,
+                      streams_[s].rank, ranks_));
     }
   }
   for (std::size_t t = 0; t < n; ++t) {
@@ -156,8 +157,8 @@ void TaskGraph::validate() const {
                                             task_name(static_cast<TaskId>(t)), task.op, ops_.size()));
     }
     if (task.label >= labels_.size()) {
-      throw core::InternalError(fmt::format("task graph: task #{} has label {} but the graph has {} labels", t,
-                                            task.label, labels_.size()));
+      throw core::InternalError(fmt::format("task graph: task #{} has label {} but the graph has {} labels",
+                                            t, task.label, labels_.size()));
     }
   }
   for (const Gang& gang : gangs_) {
@@ -246,26 +247,40 @@ void TaskGraph::validate() const {
 
 const char* to_string(StreamKind k) {
   switch (k) {
-    case StreamKind::compute: return "compute";
-    case StreamKind::tensor_comm: return "tensor_comm";
-    case StreamKind::context_comm: return "context_comm";
-    case StreamKind::data_comm: return "data_comm";
-    case StreamKind::param_gather: return "param_gather";
-    case StreamKind::pipeline_send: return "pipeline_send";
+    case StreamKind::compute:
+      return "compute";
+    case StreamKind::tensor_comm:
+      return "tensor_comm";
+    case StreamKind::context_comm:
+      return "context_comm";
+    case StreamKind::data_comm:
+      return "data_comm";
+    case StreamKind::param_gather:
+      return "param_gather";
+    case StreamKind::pipeline_send:
+      return "pipeline_send";
   }
   return "unknown";
 }
 
 const char* to_string(Category c) {
   switch (c) {
-    case Category::forward: return "forward";
-    case Category::backward: return "backward";
-    case Category::recompute: return "recompute";
-    case Category::optimizer: return "optimizer";
-    case Category::tensor_comm: return "tensor_comm";
-    case Category::context_comm: return "context_comm";
-    case Category::pipeline_comm: return "pipeline_comm";
-    case Category::data_comm: return "data_comm";
+    case Category::forward:
+      return "forward";
+    case Category::backward:
+      return "backward";
+    case Category::recompute:
+      return "recompute";
+    case Category::optimizer:
+      return "optimizer";
+    case Category::tensor_comm:
+      return "tensor_comm";
+    case Category::context_comm:
+      return "context_comm";
+    case Category::pipeline_comm:
+      return "pipeline_comm";
+    case Category::data_comm:
+      return "data_comm";
   }
   return "unknown";
 }

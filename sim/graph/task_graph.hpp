@@ -29,13 +29,14 @@ using TaskId = std::uint32_t;
 using OpId = std::uint32_t;
 using StreamId = std::uint32_t;
 using RankId = std::uint32_t;
+using LabelId = std::uint16_t;  // labels name op kinds (tens of them): 16 bits keep Task at 16 bytes
 
 enum class StreamKind : std::uint8_t {
   compute,
   tensor_comm,
   context_comm,
-  data_comm,      // gradient reductions
-  param_gather,   // parameter all-gathers (ZeRO-3 / FSDP prefetch, distributed optimizer)
+  data_comm,     // gradient reductions
+  param_gather,  // parameter all-gathers (ZeRO-3 / FSDP prefetch, distributed optimizer)
   pipeline_send,
 };
 inline constexpr int kStreamKindCount = 6;
@@ -63,9 +64,12 @@ struct Task {
   OpId op = 0;
   StreamId stream = 0;  // a gang task's first member stream
   Category category = Category::forward;
-  std::uint32_t label = 0;        // index into TaskGraph::labels(), for traces
+  LabelId label = 0;              // index into TaskGraph::labels(), for traces
   std::int32_t micro_batch = -1;  // -1 when not tied to one micro-batch
 };
+
+// Every-rank simulations hold tens of millions of tasks: keep each at 16 bytes.
+static_assert(sizeof(Task) == 16);
 
 using Op = std::variant<ComputeOp, CommOp, FusedOp>;
 
@@ -87,7 +91,8 @@ class TaskGraph {
   // InternalError.
   OpId add_op(Op op);
   StreamId add_stream(RankId rank, StreamKind kind);
-  std::uint32_t add_label(std::string label);
+  // Throws InternalError beyond 2^16 labels.
+  LabelId add_label(std::string label);
   // Appends the task to its stream's program order; throws InternalError if the stream does not exist.
   TaskId add_task(const Task& task);
   // Appends one task to the program order of each member stream (a gang task, see above); `task.stream`
@@ -167,7 +172,8 @@ inline TaskId TaskGraph::add_task(const Task& task) {
 }
 
 inline void TaskGraph::add_dependency(TaskId before, TaskId after) {
-  if (finalized_) [[unlikely]] reject_finalized();
+  if (finalized_) [[unlikely]]
+    reject_finalized();
   edges_.push_back(Edge{before, after});
 }
 

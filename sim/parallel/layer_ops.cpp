@@ -100,10 +100,10 @@ EmitPattern pattern_at(const std::vector<OpRef>& ops, std::size_t i) {
   return op.stream == StreamKind::compute ? EmitPattern::compute : EmitPattern::comm;
 }
 
-std::uint32_t LabelTable::id(graph::TaskGraph& graph, std::string_view name) {
+graph::LabelId LabelTable::id(graph::TaskGraph& graph, std::string_view name) {
   const auto it = ids_.find(name);
   if (it != ids_.end()) return it->second;
-  const std::uint32_t id = graph.add_label(std::string(name));
+  const graph::LabelId id = graph.add_label(std::string(name));
   ids_.emplace(std::string(name), id);
   return id;
 }

@@ -22,10 +22,10 @@ struct OpRef {
   graph::OpId op = 0;
   graph::StreamKind stream = graph::StreamKind::compute;
   graph::Category comm_category = graph::Category::tensor_comm;  // for communication ops
-  std::uint32_t label = 0;
+  graph::LabelId label = 0;
   // Compute ops: labels of the first and the last kernel (a fused op's label names both).
-  std::uint32_t first_kernel_label = 0;
-  std::uint32_t last_kernel_label = 0;
+  graph::LabelId first_kernel_label = 0;
+  graph::LabelId last_kernel_label = 0;
   double flops = 0.0;
   bool attention_core = false;
   bool gemm = false;
@@ -65,10 +65,10 @@ inline std::size_t pattern_size(EmitPattern p) {
 // Interned labels: one id per distinct text.
 class LabelTable {
  public:
-  std::uint32_t id(graph::TaskGraph& graph, std::string_view name);
+  graph::LabelId id(graph::TaskGraph& graph, std::string_view name);
 
  private:
-  std::map<std::string, std::uint32_t, std::less<>> ids_;
+  std::map<std::string, graph::LabelId, std::less<>> ids_;
 };
 
 // The layer, embedding and head programs under the scenario's sharding, and what the scenario's

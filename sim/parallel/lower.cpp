@@ -67,7 +67,7 @@ std::int64_t Lowering::group_size(GroupKind kind) const {
 // the rank's stream. Every-rank mode: one gang task on the streams of all members (gangs.hpp), which
 // each member's chain continues with: it starts once every member has reached it.
 void Lowering::collective(std::int64_t r, GroupKind kind, StreamKind stream_kind, graph::OpId op,
-                          Category cat, std::uint32_t lbl, std::int32_t mb, Chain& chain) {
+                          Category cat, graph::LabelId lbl, std::int32_t mb, Chain& chain) {
   if (!every_rank_ || group_size(kind) <= 1) {
     link(chain, add_task(r, stream_kind, op, cat, lbl, mb));
     return;

@@ -37,7 +37,7 @@ void Lowering::emit_gradient_sync_and_optimizer(std::int64_t r) {
     const double extra_bytes = (stage_parameters(stage) - static_cast<double>(ready.size()) * layer_params) *
                                gradient_bytes_per_param(prec);
     const auto kind = sharded ? graph::CollectiveKind::reduce_scatter : graph::CollectiveKind::all_reduce;
-    const std::uint32_t lbl = label(sharded ? "grad_reduce_scatter" : "grad_all_reduce");
+    const graph::LabelId lbl = label(sharded ? "grad_reduce_scatter" : "grad_all_reduce");
     double bucket = extra_bytes;  // embedding/head gradients travel with the first bucket
     for (std::size_t i = 0; i < ready.size(); ++i) {
       bucket += layer_bytes;
@@ -89,7 +89,7 @@ void Lowering::emit_overlapped_param_gathers(std::int64_t r) {
   double bucket = extra_bytes / static_cast<double>(s_.parallelism.tensor) * weight_bytes;
   std::optional<TaskId> bucket_user;
   if (stage == 0) bucket_user = step_first_[static_cast<std::size_t>(r)];
-  const std::uint32_t lbl = param_gather_label_;
+  const graph::LabelId lbl = param_gather_label_;
   for (std::int64_t c = 0; c < v_; ++c) {
     for (std::int64_t l = 0; l < layers_in(stage, c); ++l) {
       if (!bucket_user) bucket_user = first_use_[layer_index(r, c, l)];

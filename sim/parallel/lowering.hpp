@@ -62,12 +62,12 @@ class Lowering {
   const Coord& coord(std::int64_t r) const { return coords_[static_cast<std::size_t>(r)]; }
   std::int64_t group_size(GroupKind kind) const;
   void collective(std::int64_t r, GroupKind kind, StreamKind stream_kind, graph::OpId op, Category cat,
-                  std::uint32_t lbl, std::int32_t mb, Chain& chain);
+                  graph::LabelId lbl, std::int32_t mb, Chain& chain);
   void wait(TaskId before, TaskId after);
   void depend(const Chain& chain, TaskId task);
 
   // ---- ops -------------------------------------------------------------------------------------
-  std::uint32_t label(std::string_view name) { return labels_.id(out_.graph, name); }
+  graph::LabelId label(std::string_view name) { return labels_.id(out_.graph, name); }
   void intern_programs();
 
   // ---- ranks and streams -----------------------------------------------------------------------
@@ -76,7 +76,7 @@ class Lowering {
   graph::StreamId stream(std::int64_t r, StreamKind kind) const {
     return streams_[static_cast<std::size_t>(r)][static_cast<int>(kind)];
   }
-  TaskId add_task(std::int64_t r, StreamKind kind, graph::OpId op, Category cat, std::uint32_t lbl,
+  TaskId add_task(std::int64_t r, StreamKind kind, graph::OpId op, Category cat, graph::LabelId lbl,
                   std::int32_t mb) {
     return out_.graph.add_task(graph::Task{op, stream(r, kind), cat, lbl, mb});
   }
@@ -140,12 +140,12 @@ class Lowering {
   graph::OpId pipeline_send_op_ = 0;
   std::vector<graph::OpId> zero3_gathers_;  // ZeRO-3: the collectives of one layer (zero3.hpp)
   std::vector<graph::OpId> zero3_reduces_;
-  std::uint32_t pipeline_send_label_ = 0;
-  std::uint32_t pipeline_grad_label_ = 0;
-  std::uint32_t zero3_gather_label_ = 0;
-  std::uint32_t zero3_reduce_label_ = 0;
-  std::uint32_t optimizer_label_ = 0;
-  std::uint32_t param_gather_label_ = 0;
+  graph::LabelId pipeline_send_label_ = 0;
+  graph::LabelId pipeline_grad_label_ = 0;
+  graph::LabelId zero3_gather_label_ = 0;
+  graph::LabelId zero3_reduce_label_ = 0;
+  graph::LabelId optimizer_label_ = 0;
+  graph::LabelId param_gather_label_ = 0;
   std::vector<std::array<graph::StreamId, graph::kStreamKindCount>> streams_;
   std::vector<Chain> steps_;
   std::vector<std::optional<TaskId>> step_after_;  // first task of the step run after, on the same rank

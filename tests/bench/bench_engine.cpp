@@ -85,15 +85,15 @@ graph::TaskGraph build_graph(const Shape& shape) {
                                      comm_op(graph::CollectiveKind::all_reduce, 230)};
   const graph::OpId data_op = comm_op(graph::CollectiveKind::all_reduce, 3000);
   const graph::OpId send_op = comm_op(graph::CollectiveKind::send_recv, 400);
-  const std::uint32_t label = g.add_label("bench");
+  const graph::LabelId label = g.add_label("bench");
   struct RankStreams {
     graph::StreamId compute, tensor, data, send;
   };
   std::vector<RankStreams> streams;
   for (graph::RankId r = 0; r < shape.ranks; ++r) {
-    streams.push_back({g.add_stream(r, graph::StreamKind::compute), g.add_stream(r, graph::StreamKind::tensor_comm),
-                       g.add_stream(r, graph::StreamKind::data_comm),
-                       g.add_stream(r, graph::StreamKind::pipeline_send)});
+    streams.push_back(
+        {g.add_stream(r, graph::StreamKind::compute), g.add_stream(r, graph::StreamKind::tensor_comm),
+         g.add_stream(r, graph::StreamKind::data_comm), g.add_stream(r, graph::StreamKind::pipeline_send)});
   }
   const auto task = [&](graph::OpId op, graph::StreamId s, graph::Category c) {
     return g.add_task(graph::Task{op, s, c, label, -1});
@@ -218,7 +218,8 @@ struct Fixture {
   EventTrace trace;
 
   explicit Fixture(const Shape& s) : shape(s), graph(build_graph(s)) {
-    const auto result = engine::simulate(graph, compute, network, engine::EngineOptions{true, options.overlap_slowdown});
+    const auto result =
+        engine::simulate(graph, compute, network, engine::EngineOptions{true, options.overlap_slowdown});
     trace = trace_of(result);
     // The replay must pop exactly the engine's completion times.
     PlainQueue check(trace.max_pending);
@@ -311,8 +312,9 @@ int main(int argc, char** argv) {
     const double heap = reporter.rate("event_queue/" + name);
     const double eng = reporter.rate("engine/" + name);
     if (base <= 0.0 || eng <= 0.0) continue;
-    std::printf("%s (%zu events, up to %zu pending): baseline %.1f M/s, event_queue %.1f M/s, engine %.1f M/s\n",
-                name.c_str(), f->trace.pop_times.size(), f->trace.max_pending, base / 1e6, heap / 1e6, eng / 1e6);
+    std::printf(
+        "%s (%zu events, up to %zu pending): baseline %.1f M/s, event_queue %.1f M/s, engine %.1f M/s\n",
+        name.c_str(), f->trace.pop_times.size(), f->trace.max_pending, base / 1e6, heap / 1e6, eng / 1e6);
     std::printf("  engine/baseline event-rate ratio: %.2f (goal >= 0.5)\n", eng / base);
   }
   benchmark::Shutdown();

@@ -12,17 +12,17 @@
 #include <vector>
 
 #include "compute/compute_model.hpp"
-#include "engine_fixture.hpp"
 #include "core/errors.hpp"
 #include "engine/simulate.hpp"
+#include "engine_fixture.hpp"
 #include "graph/task_graph.hpp"
 #include "network/network_model.hpp"
 
 using namespace dtsim;
+using core::TimeNs;
 using graph::Category;
 using graph::StreamKind;
 using graph::TaskId;
-using core::TimeNs;
 
 using namespace dtsim::testing::engine_fixture;
 
@@ -51,7 +51,7 @@ RunGraph run_graph(std::uint64_t seed, bool fused) {
     streams.push_back({g.add_stream(r, StreamKind::compute), g.add_stream(r, StreamKind::tensor_comm),
                        g.add_stream(r, StreamKind::data_comm)});
   }
-  const std::uint32_t label = g.add_label("k");
+  const graph::LabelId label = g.add_label("k");
   std::vector<std::optional<TaskId>> waits(3), last_run(3);
   for (int segment = 0; segment < 40; ++segment) {
     for (graph::RankId r = 0; r < 3; ++r) {
@@ -151,7 +151,7 @@ RandomGraph random_graph(std::uint64_t seed) {
     const double ns = static_cast<double>(rng() % 41);
     ops.push_back(g.add_op(i % 2 == 0 ? memory(ns) : comm(ns)));
   }
-  const std::uint32_t label = g.add_label("t");
+  const graph::LabelId label = g.add_label("t");
   const int n = 1500;
   for (int i = 0; i < n; ++i) {
     // Rank 0's many streams get few tasks each; the other ranks carry most of the work.
@@ -172,7 +172,8 @@ RandomGraph random_graph(std::uint64_t seed) {
 }
 
 // The state of `rank` over each interval between span boundaries, straight from the definition.
-engine::RankTime account_from_spans(const graph::TaskGraph& g, const engine::EngineResult& r, graph::RankId rank) {
+engine::RankTime account_from_spans(const graph::TaskGraph& g, const engine::EngineResult& r,
+                                    graph::RankId rank) {
   std::vector<engine::Span> mine;
   std::vector<TimeNs> cuts{0, r.makespan};
   for (const auto& s : r.spans) {
@@ -208,7 +209,8 @@ engine::RankTime account_from_spans(const graph::TaskGraph& g, const engine::Eng
 }
 
 // Time during `span` when some communication task (non-zero length) of the same rank was running.
-TimeNs comm_overlap(const graph::TaskGraph& g, const engine::EngineResult& r, TaskId task, const engine::Span& span) {
+TimeNs comm_overlap(const graph::TaskGraph& g, const engine::EngineResult& r, TaskId task,
+                    const engine::Span& span) {
   const graph::RankId rank = g.streams()[g.tasks()[task].stream].rank;
   std::vector<std::pair<TimeNs, TimeNs>> busy;
   for (const auto& s : r.spans) {

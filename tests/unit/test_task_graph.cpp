@@ -181,7 +181,7 @@ TEST_CASE("task graph: long chains across streams validate") {
   std::vector<StreamId> streams;
   for (RankId r = 0; r < 3; ++r) streams.push_back(g.add_stream(r, StreamKind::compute));
   const OpId op = g.add_op(ComputeOp{});
-  const std::uint32_t label = g.add_label("t");
+  const dtsim::graph::LabelId label = g.add_label("t");
   std::vector<std::vector<TaskId>> ids(3);
   for (int i = 0; i < 1000; ++i) {
     for (std::size_t k = 0; k < 3; ++k) {
