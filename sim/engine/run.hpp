@@ -37,7 +37,8 @@ inline constexpr std::uint32_t kGangFlag = 1U << (kCategoryBits + 2);
 inline constexpr std::uint32_t kOpShift = kCategoryBits + 3;
 inline constexpr std::uint32_t kNoKernel = std::numeric_limits<std::uint32_t>::max();
 inline constexpr TaskId kNoTask = std::numeric_limits<TaskId>::max();
-inline constexpr std::uint32_t kListAhead = 16;  // program order entries read ahead of the head (a cache line)
+inline constexpr std::uint32_t kListAhead =
+    16;  // program order entries read ahead of the head (a cache line)
 static_assert(graph::kCategoryCount <= (1 << kCategoryBits));
 
 // std::llround for a non-negative value, without the library call: x - trunc(x) is exact below 2^52.
@@ -47,14 +48,14 @@ inline TimeNs round_to_ns(double x) {
   return whole;
 }
 
-// What the loop needs of a task, in 16 bytes: its successors are
-// successors[node.succ_begin .. next node's succ_begin).
+// What the loop needs of a task, in 12 bytes (its successor list comes from the graph's CSR offsets,
+// read when it starts).
 struct Node {
   std::uint32_t pending = 0;  // dependencies not finished yet; for a gang, also members not at it yet
   StreamId stream = 0;        // a gang's first member
-  std::uint32_t succ_begin = 0;
   std::uint32_t op_word = 0;
 };
+static_assert(sizeof(Node) == 12);
 
 // A stream, in one cache line: its place in program order and what the loop needs of its running
 // task, copied from the task's node when it starts so that its completion reads the stream only.
@@ -157,6 +158,7 @@ class Run {
 
   const graph::TaskGraph& graph_;
   const TaskId* successors_;
+  const std::uint32_t* succ_begin_;  // task t's successors: successors_[succ_begin_[t] .. succ_begin_[t + 1])
   const StreamId* gang_streams_;
   const compute::ComputeModel& compute_;
   const network::NetworkModel& network_;
@@ -166,7 +168,7 @@ class Run {
 
   TimeNs now_ = 0;
   EventQueue queue_;
-  std::vector<Node> nodes_;  // one per task and a sentinel
+  std::vector<Node> nodes_;  // one per task
   std::vector<TimeNs> memo_;
   std::vector<std::uint32_t> kernel_begin_;  // per op: its kernels are kernels_[begin[op] .. begin[op + 1])
   std::vector<Kernel> kernels_;

@@ -14,6 +14,7 @@ Run::Run(const graph::TaskGraph& graph, const compute::ComputeModel& compute,
          const network::NetworkModel& network, const EngineOptions& options)
     : graph_(graph),
       successors_(graph.successors().data()),
+      succ_begin_(graph.succ_begin().data()),
       gang_streams_(graph.gang_streams().data()),
       compute_(compute),
       network_(network),
@@ -35,7 +36,6 @@ void Run::setup_nodes() {
   const auto tasks = graph_.tasks();
   const auto& ops = graph_.ops();
   const auto& pred = graph_.predecessor_counts();
-  const auto& succ_begin = graph_.succ_begin();
   const auto gangs = graph_.gangs();
   constexpr std::size_t kMaxIndex = std::size_t{1} << (32 - kOpShift);
   DTSIM_CHECK(ops.size() < kMaxIndex, "too many ops for the engine's task nodes");
@@ -46,7 +46,7 @@ void Run::setup_nodes() {
               : std::holds_alternative<graph::FusedOp>(ops[o]) ? kComputeOpFlag | kFusedFlag
                                                                : 0U;
   }
-  nodes_.resize(tasks.size() + 1);
+  nodes_.resize(tasks.size());
   gangs_.resize(gangs.size());
   std::size_t gang = 0;
   for (std::size_t t = 0; t < tasks.size(); ++t) {
@@ -58,14 +58,13 @@ void Run::setup_nodes() {
                   fmt::format("gang task {} runs a compute op", graph_.task_name(static_cast<TaskId>(t))));
       const graph::Gang& g = gangs[gang];
       gangs_[gang] = GangRun{task.op, g.begin, g.size};
-      nodes_[t] = Node{pred[t] + g.size, task.stream, succ_begin[t],
+      nodes_[t] = Node{pred[t] + g.size, task.stream,
                        static_cast<std::uint32_t>(gang) << kOpShift | kGangFlag | category};
       ++gang;
       continue;
     }
-    nodes_[t] = Node{pred[t], task.stream, succ_begin[t], task.op << kOpShift | kind[task.op] | category};
+    nodes_[t] = Node{pred[t], task.stream, task.op << kOpShift | kind[task.op] | category};
   }
-  nodes_.back().succ_begin = succ_begin.back();
   memo_.assign(ops.size(), kNotCosted);
   kernel_begin_.assign(ops.size() + 1, 0);
   for (std::size_t o = 0; o < ops.size(); ++o) {

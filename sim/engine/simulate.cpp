@@ -66,12 +66,15 @@ inline void Run::start_ready() {
   const Node& node = nodes_[st.head];
   const std::uint32_t word = node.op_word;
   st.word = word;
-  st.succ_begin = node.succ_begin;
-  st.succ_end = (&node + 1)->succ_begin;
+  st.succ_begin = succ_begin_[st.head];
+  st.succ_end = succ_begin_[st.head + 1];
   // Warm what the completion will read: the successor list and the stream's next task.
   __builtin_prefetch(successors_ + st.succ_begin);
   st.after = st.left > 0 ? st.next[1] : kNoTask;
-  if (st.after != kNoTask) __builtin_prefetch(&nodes_[st.after]);
+  if (st.after != kNoTask) {
+    __builtin_prefetch(&nodes_[st.after]);
+    __builtin_prefetch(succ_begin_ + st.after);
+  }
   if (st.left > kListAhead) __builtin_prefetch(st.next + kListAhead);  // the program order further on
   if ((word & kGangFlag) != 0) [[unlikely]] {
     start_gang(s, st);
