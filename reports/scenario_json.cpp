@@ -31,6 +31,7 @@ nlohmann::ordered_json model_json(const config::TransformerSpec& model) {
   j["seq_length"] = model.seq_length;
   j["mlp"] = config::to_string(model.mlp);
   j["attention"] = config::to_string(model.attention);
+  j["elementwise_kernels"] = config::to_string(model.elementwise_kernels);
   j["tied_embeddings"] = model.tied_embeddings;
   return j;
 }

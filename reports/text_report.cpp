@@ -39,8 +39,10 @@ void write_setup(std::ostream& out, const config::Scenario& s) {
                      m.layers, m.hidden_size, m.ffn_hidden_size, m.heads, m.kv_heads, m.seq_length,
                      m.vocab_size));
     line(out, "",
-         fmt::format("{} mlp, {} attention{}", config::to_string(m.mlp), config::to_string(m.attention),
-                     m.tied_embeddings ? ", tied embeddings" : ""));
+         fmt::format(
+             "{} mlp, {} attention{}{}", config::to_string(m.mlp), config::to_string(m.attention),
+             m.elementwise_kernels == config::ElementwiseKernels::eager ? ", eager elementwise kernels" : "",
+             m.tied_embeddings ? ", tied embeddings" : ""));
   }
 
   const config::NetworkSpec& n = s.cluster.network;

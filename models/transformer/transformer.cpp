@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "models/mlp/mlp.hpp"
+#include "models/transformer/elementwise.hpp"
 
 namespace dtsim::models {
 
@@ -34,6 +35,7 @@ struct Dims {
   bool sp = false;
   bool backward_overlap = true;  // column-parallel backward collectives beside the GEMMs
   double scores = 0;             // attention score elements on this rank: b * heads * sq * s
+  elementwise::Kernels kernels;
 };
 
 Dims dims_of(const config::TransformerSpec& m, const ShardConfig& sh) {
@@ -57,6 +59,8 @@ Dims dims_of(const config::TransformerSpec& m, const ShardConfig& sh) {
   d.n_up = d.swiglu ? 2 * d.f : d.f;
   d.vocab = static_cast<double>(m.vocab_size) / d.t;
   d.scores = d.b * d.heads * d.sq * d.s;
+  d.kernels = {
+      .eager = m.elementwise_kernels == config::ElementwiseKernels::eager, .rms_norm = d.swiglu, .a = d.a};
   return d;
 }
 
@@ -240,50 +244,56 @@ LayerProgram transformer_layer(const config::TransformerSpec& m, const ShardConf
   const double he = d.tokens_elementwise * d.h;  // elements of the residual stream on this rank
   LayerProgram p;
   auto& fw = p.forward;
-  fw.push_back(memory("input_norm", 2 * he * a));
+  const auto& k = d.kernels;
+  fw.push_back(elementwise::norm_forward("input_norm", k, he));
   enter_tp_region(fw, d, "attention_all_gather");
   fw.push_back(gemm("qkv_projection", d.tokens, d.n_qkv, d.h, a));
-  // Llama-style models rotate queries and keys (RoPE, Su et al. 2021): read and write Q and K.
+  // Llama-style models rotate queries and keys (RoPE, Su et al. 2021).
   const double rotated = d.tokens * (d.heads + d.kv) * d.d;
-  if (d.swiglu) fw.push_back(memory("rotary_embedding", 2 * rotated * a));
+  if (d.swiglu) fw.push_back(elementwise::rotary("rotary_embedding", k, rotated));
+  elementwise::repeat_kv_forward(fw, k, d.tokens, d.heads, d.kv, d.d);
   attention_forward(fw, m, d, sh);
+  elementwise::attention_output_layout(fw, "attention_output_layout", k, d.tokens * d.heads * d.d);
   fw.push_back(gemm("attention_projection", d.tokens, d.h, d.heads * d.d, a));
   leave_tp_region(fw, d, "attention_tp_reduce");
-  fw.push_back(memory("attention_residual", he * (3 * a + 1)));
-  fw.push_back(memory("mlp_norm", 2 * he * a));
+  fw.push_back(elementwise::residual_forward("attention_residual", k, he));
+  fw.push_back(elementwise::norm_forward("mlp_norm", k, he));
   enter_tp_region(fw, d, "mlp_all_gather");
   fw.push_back(gemm("mlp_up", d.tokens, d.n_up, d.h, a));
-  fw.push_back(memory(d.swiglu ? "swiglu" : "gelu", (d.swiglu ? 3 : 2) * d.tokens * d.f * a));
+  fw.push_back(elementwise::activation_forward(k, d.tokens * d.f));
   fw.push_back(gemm("mlp_down", d.tokens, d.h, d.f, a));
   leave_tp_region(fw, d, "mlp_tp_reduce");
-  fw.push_back(memory("mlp_residual", he * (3 * a + 1)));
+  fw.push_back(elementwise::residual_forward("mlp_residual", k, he));
 
   auto& bw = p.backward;
-  bw.push_back(memory("mlp_residual_bwd", he * (2 * a + 1)));
+  bw.push_back(elementwise::residual_backward("mlp_residual_bwd", k, he));
   if (d.sp) {
     bw.push_back(
         comm("mlp_grad_all_gather", CommRole::tensor_all_gather, d.tokens * d.h * a, GemmOverlap::with_next));
   }
   bw.push_back(gemm("mlp_down_dgrad", d.tokens, d.f, d.h, a));
   bw.push_back(gemm("mlp_down_wgrad", d.f, d.h, d.tokens, a));
-  bw.push_back(memory(d.swiglu ? "swiglu_bwd" : "gelu_bwd", (d.swiglu ? 5 : 3) * d.tokens * d.f * a));
+  bw.push_back(elementwise::activation_backward(k, d.tokens * d.f));
   column_parallel_backward(bw, d, gemm("mlp_up_dgrad", d.tokens, d.h, d.n_up, a),
                            gemm("mlp_up_wgrad", d.h, d.n_up, d.tokens, a), "mlp_input_regather",
                            "mlp_grad_tp_reduce");
-  bw.push_back(memory("mlp_norm_bwd", 3 * he * a));
-  bw.push_back(memory("attention_residual_bwd", he * (2 * a + 1)));
+  elementwise::up_projection_grad_sum(bw, k, d.tokens * d.h);
+  bw.push_back(elementwise::norm_backward("mlp_norm_bwd", k, he));
+  bw.push_back(elementwise::residual_backward("attention_residual_bwd", k, he));
   if (d.sp) {
     bw.push_back(comm("attention_grad_all_gather", CommRole::tensor_all_gather, d.tokens * d.h * a,
                       GemmOverlap::with_next));
   }
   bw.push_back(gemm("attention_projection_dgrad", d.tokens, d.heads * d.d, d.h, a));
   bw.push_back(gemm("attention_projection_wgrad", d.heads * d.d, d.h, d.tokens, a));
+  elementwise::attention_output_layout(bw, "attention_output_layout_bwd", k, d.tokens * d.heads * d.d);
   attention_backward(bw, m, d, sh);
-  if (d.swiglu) bw.push_back(memory("rotary_embedding_bwd", 2 * rotated * a));
+  elementwise::repeat_kv_backward(bw, k, d.tokens, d.heads, d.kv, d.d);
+  if (d.swiglu) bw.push_back(elementwise::rotary("rotary_embedding_bwd", k, rotated));
   column_parallel_backward(bw, d, gemm("qkv_projection_dgrad", d.tokens, d.h, d.n_qkv, a),
                            gemm("qkv_projection_wgrad", d.h, d.n_qkv, d.tokens, a),
                            "attention_input_regather", "attention_grad_tp_reduce");
-  bw.push_back(memory("input_norm_bwd", 3 * he * a));
+  bw.push_back(elementwise::norm_backward("input_norm_bwd", k, he));
   return p;
 }
 
@@ -309,7 +319,7 @@ LayerProgram head_layer(const config::TransformerSpec& m, const ShardConfig& sh)
   const double he = d.tokens_elementwise * d.h;
   LayerProgram p;
   auto& fw = p.forward;
-  fw.push_back(memory("final_norm", 2 * he * d.a));
+  fw.push_back(elementwise::norm_forward("final_norm", d.kernels, he));
   enter_tp_region(fw, d, "logits_all_gather");
   fw.push_back(gemm("logits", d.tokens, d.vocab, d.h, d.a));
   cross_entropy(p, d);
@@ -317,7 +327,7 @@ LayerProgram head_layer(const config::TransformerSpec& m, const ShardConfig& sh)
   column_parallel_backward(bw, d, gemm("logits_dgrad", d.tokens, d.h, d.vocab, d.a),
                            gemm("logits_wgrad", d.h, d.vocab, d.tokens, d.a), "logits_input_regather",
                            "logits_grad_tp_reduce");
-  bw.push_back(memory("final_norm_bwd", 3 * he * d.a));
+  bw.push_back(elementwise::norm_backward("final_norm_bwd", d.kernels, he));
   return p;
 }
 

@@ -311,7 +311,7 @@ TransformerSpec load_model_preset(const std::string& model_presets, const std::s
 
 TransformerSpec read_transformer(ObjectReader& model, const std::optional<TransformerSpec>& base) {
   model.expect_keys({"kind", "layers", "hidden_size", "heads", "kv_heads", "ffn_hidden_size", "vocab_size",
-                     "seq_length", "mlp", "attention", "tied_embeddings"});
+                     "seq_length", "mlp", "attention", "elementwise_kernels", "tied_embeddings"});
   const IntRule positive = IntRule::positive();
   TransformerSpec spec;
   if (base) {
@@ -343,6 +343,9 @@ TransformerSpec read_transformer(ObjectReader& model, const std::optional<Transf
                                           named_choices(std::array{MlpKind::gelu, MlpKind::swiglu}));
   spec.attention = model.optional_enum<AttentionKind>(
       "attention", spec.attention, named_choices(std::array{AttentionKind::standard, AttentionKind::flash}));
+  spec.elementwise_kernels = model.optional_enum<ElementwiseKernels>(
+      "elementwise_kernels", spec.elementwise_kernels,
+      named_choices(std::array{ElementwiseKernels::fused, ElementwiseKernels::eager}));
   spec.tied_embeddings = model.optional<bool>("tied_embeddings", spec.tied_embeddings);
 
   if (spec.heads % spec.kv_heads != 0) {

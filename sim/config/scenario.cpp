@@ -44,6 +44,16 @@ const char* to_string(AttentionKind a) {
   throw core::InternalError("to_string: invalid AttentionKind value");
 }
 
+const char* to_string(ElementwiseKernels k) {
+  switch (k) {
+    case ElementwiseKernels::fused:
+      return "fused";
+    case ElementwiseKernels::eager:
+      return "eager";
+  }
+  throw core::InternalError("to_string: invalid ElementwiseKernels value");
+}
+
 const char* to_string(Schedule s) {
   switch (s) {
     case Schedule::one_f_one_b:

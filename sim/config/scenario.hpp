@@ -19,6 +19,10 @@ enum class MlpKind { gelu, swiglu };
 // uses layers, hidden_size, input_size and output_size (its other fields are neutral placeholders).
 enum class ModelKind { transformer, mlp };
 enum class AttentionKind { standard, flash };
+// How the elementwise work of a layer (norms, rotary embeddings, activation, residual additions) runs:
+// fused kernels (Megatron-Core, Transformer Engine, torch.compile), or one eager PyTorch kernel per
+// operation (models/transformer/transformer.hpp has the passes).
+enum class ElementwiseKernels { fused, eager };
 
 struct TransformerSpec {
   std::string preset;  // preset id it came from, "" when given inline
@@ -32,6 +36,7 @@ struct TransformerSpec {
   std::int64_t seq_length = 0;
   MlpKind mlp = MlpKind::gelu;
   AttentionKind attention = AttentionKind::flash;
+  ElementwiseKernels elementwise_kernels = ElementwiseKernels::fused;
   bool tied_embeddings = false;
   std::int64_t input_size = 0;   // mlp only
   std::int64_t output_size = 0;  // mlp only
@@ -193,6 +198,7 @@ struct Scenario {
 
 const char* to_string(Precision p);
 const char* to_string(MlpKind m);
+const char* to_string(ElementwiseKernels k);
 const char* to_string(AttentionKind a);
 const char* to_string(Schedule s);
 const char* to_string(Recompute r);

@@ -125,7 +125,16 @@ double stored_layer_activation_bytes(const config::Scenario& s, config::Recomput
     // 2 B softmax output, 1 B dropout mask, 2 B dropout output per score element.
     scores = (4 * scale + 1) * heads * s_full * sb / t;
   }
-  return replicated + split + scores;
+  // Eager kernels (models/transformer/elementwise.hpp) keep more: each RMSNorm its FP32 input copy and
+  // its output (4 bytes more per element than the fused kernel's input), the attention kernel K and V
+  // repeated to every query head, and the attention output twice (the kernel's and its layout copy).
+  double eager = 0.0;
+  if (m.elementwise_kernels == config::ElementwiseKernels::eager) {
+    const double heads = static_cast<double>(m.heads);
+    if (m.mlp == config::MlpKind::swiglu) eager += 2 * 4 * sb * h / replicated_div;
+    eager += (2 * (heads - kv) + heads) * sb * head_dim * 2 * scale / t;
+  }
+  return replicated + split + scores + eager;
 }
 
 }  // namespace

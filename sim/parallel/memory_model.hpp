@@ -14,6 +14,9 @@
 //     4 s b f (GELU) or 6 s b f (SwiGLU)
 //   attention scores (standard attention, no selective recompute): 5 a s^2 b, split over tensor ranks
 //   full recompute keeps only the layer input, 2sbh (/t with sequence parallel).
+//   eager elementwise kernels (models/transformer/elementwise.hpp) keep more: each RMSNorm its FP32
+//   input copy and output (4 bytes per element more than the fused kernel's input), K and V repeated
+//   to every query head, the attention output and its layout copy.
 //   With f = 4h, kv = a, no GQA this is sbh(34 + 5as/h) (their eq. 1) and sbh(10 + 24/t + 5as/(ht))
 //   with tensor parallelism (eq. 2).
 // In flight on the first stage: 1F1B p micro-batches' worth of its layers (= L layers), interleaved

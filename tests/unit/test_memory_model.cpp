@@ -73,7 +73,8 @@ TEST_CASE("first stage under 1F1B holds L layers' worth of activations; states 1
   CHECK(e.weights_bytes + e.gradients_bytes + e.optimizer_bytes == doctest::Approx(16 * held).epsilon(1e-6));
 }
 
-TEST_CASE("a layer's backward holds what its recompute re-creates: the set without recompute minus the kept set") {
+TEST_CASE(
+    "a layer's backward holds what its recompute re-creates: the set without recompute minus the kept set") {
   using dtsim::config::Recompute;
   // Full recompute keeps 2 sbh per layer; its backward re-creates sbh (10 + 24/t + 5as/(ht)) (eq. 2).
   const double full_set = sbh * (10 + 24.0 / 8 + 5.0 * 96 * 2048 / (12288.0 * 8));
@@ -89,6 +90,24 @@ TEST_CASE("a layer's backward holds what its recompute re-creates: the set witho
   // (2 sbh each) and the embedding output and mask (3 sbh).
   const auto e = dtsim::parallel::memory_per_gpu(gpt3(8, 8, false, Recompute::full));
   CHECK(e.activations_bytes == doctest::Approx(96 * 2 * sbh + (full_set - 2 * sbh) + 3 * sbh).epsilon(1e-9));
+}
+
+TEST_CASE("eager kernels keep each RMSNorm's FP32 input, K and V repeated, the attention output twice") {
+  // Llama-style, t = 1, no recompute: per layer 2 norms x 4 B x sbh more, plus (2 (heads - kv) + heads)
+  // s b d x 2 B for the repeated K and V and the output's layout copy (elementwise.hpp).
+  auto s = gpt3(1, 1, false, dtsim::config::Recompute::none);
+  s.model.mlp = dtsim::config::MlpKind::swiglu;
+  s.model.attention = dtsim::config::AttentionKind::flash;
+  s.model.kv_heads = 8;
+  const double fused = dtsim::parallel::layer_activation_bytes(s);
+  s.model.elementwise_kernels = dtsim::config::ElementwiseKernels::eager;
+  const double eager = dtsim::parallel::layer_activation_bytes(s);
+  const double d = 12288.0 / 96;
+  CHECK(eager - fused == doctest::Approx(2 * 4 * sbh + (2 * (96 - 8) + 96) * 2048.0 * d * 2));
+  // Full recompute keeps only the layer input either way; the working set of the layer in backward
+  // grows by the same amount.
+  s.training.activation_recompute = dtsim::config::Recompute::full;
+  CHECK(dtsim::parallel::layer_activation_bytes(s) == doctest::Approx(2 * sbh));
 }
 
 TEST_CASE("175B without model parallelism does not fit in 80 GB") {

@@ -143,6 +143,45 @@ TEST_CASE("a column-parallel backward re-gathers its input and reduces its data 
   CHECK(found == 1);
 }
 
+TEST_CASE("eager elementwise kernels: the extra HBM passes of elementwise.hpp, per layer") {
+  // Llama-style layer, b = 1, s = 4096, h = 4096, 32 heads of d = 128, 8 KV heads, f = 14336, 16-bit
+  // (a = 2). E = s h, F = s f, R = s (heads + kv) d the rotated Q and K elements. Eager minus fused:
+  //   forward  norms 2 ((24 + 4a) - 2a) E = 56 E, rotary (16 + 2a - 2a) R = 16 R, repeat_kv 2a R = 4 R,
+  //            output layout 2a E = 4 E, swiglu (5a - 3a) F = 4 F, residuals 2 (3a - (3a + 1)) E = -2 E
+  //            = 58 E + 20 R + 4 F, in 14 + 5 + 2 + 1 + 1 = 23 more kernels;
+  //   backward residuals 2 (3a - (2a + 1)) E = 2 E, layout 4 E, repeat_kv 4 R, rotary 16 R,
+  //            swiglu (9a - 5a) F = 8 F, up-projection gradient sum 3a E = 6 E,
+  //            norms 2 ((8a + 68) - 3a) E = 156 E  = 168 E + 20 R + 8 F.
+  TransformerSpec m = gpt(32, 4096, 32, 4096, 128256);
+  m.kv_heads = 8;
+  m.ffn_hidden_size = 14336;
+  m.mlp = dtsim::config::MlpKind::swiglu;
+  m.attention = dtsim::config::AttentionKind::flash;
+  dtsim::models::ShardConfig one;
+  const auto fused = dtsim::models::transformer_layer(m, one);
+  m.elementwise_kernels = dtsim::config::ElementwiseKernels::eager;
+  const auto eager = dtsim::models::transformer_layer(m, one);
+  const auto bytes = [](const std::vector<LayerOp>& ops) {
+    double sum = 0;
+    for (const auto& op : ops)
+      if (op.compute.cls == dtsim::graph::ComputeClass::memory) sum += op.compute.bytes;
+    return sum;
+  };
+  const auto kernels = [](const std::vector<LayerOp>& ops) {
+    int sum = 0;
+    for (const auto& op : ops)
+      if (op.role == dtsim::models::CommRole::none) sum += op.compute.kernels;
+    return sum;
+  };
+  const double E = 4096.0 * 4096, F = 4096.0 * 14336, R = 4096.0 * (32 + 8) * 128;
+  CHECK(bytes(eager.forward) - bytes(fused.forward) == doctest::Approx(58 * E + 20 * R + 4 * F));
+  CHECK(bytes(eager.backward) - bytes(fused.backward) == doctest::Approx(168 * E + 20 * R + 8 * F));
+  CHECK(kernels(eager.forward) - kernels(fused.forward) == 23);
+  // The GEMMs and the attention kernel are the same.
+  CHECK(flops(eager.forward) == doctest::Approx(flops(fused.forward)));
+  CHECK(flops(eager.backward) == doctest::Approx(flops(fused.backward)));
+}
+
 TEST_CASE("parameter count matches Megatron's 12 l h^2 (1 + 13/(12h) + (V+s)/(12 l h))") {
   const auto m = gpt(96, 12288, 96, 2048, 51200);
   const double l = 96, h = 12288, V = 51200, s = 2048;

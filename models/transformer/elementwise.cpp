@@ -1,0 +1,82 @@
+#include "models/transformer/elementwise.hpp"
+
+namespace dtsim::models::elementwise {
+
+namespace {
+
+LayerOp pass(std::string_view name, double bytes, int kernels) {
+  LayerOp op;
+  op.name = name;
+  op.compute.cls = graph::ComputeClass::memory;
+  op.compute.bytes = bytes;
+  op.compute.kernels = kernels;
+  return op;
+}
+
+bool eager_rms(const Kernels& k) { return k.eager && k.rms_norm; }
+
+}  // namespace
+
+LayerOp norm_forward(std::string_view name, const Kernels& k, double elements) {
+  if (eager_rms(k)) return pass(name, (24 + 4 * k.a) * elements, 8);
+  return pass(name, 2 * k.a * elements, 1);
+}
+
+LayerOp norm_backward(std::string_view name, const Kernels& k, double elements) {
+  if (eager_rms(k)) return pass(name, (8 * k.a + 68) * elements, 12);
+  return pass(name, 3 * k.a * elements, 1);
+}
+
+LayerOp rotary(std::string_view name, const Kernels& k, double rotated_elements) {
+  // Queries and keys: three kernels for each eagerly.
+  if (k.eager) return pass(name, (16 + 2 * k.a) * rotated_elements, 6);
+  return pass(name, 2 * k.a * rotated_elements, 1);
+}
+
+LayerOp activation_forward(const Kernels& k, double intermediate_elements) {
+  if (!k.rms_norm) return pass("gelu", 2 * k.a * intermediate_elements, 1);
+  if (k.eager) return pass("swiglu", 5 * k.a * intermediate_elements, 2);
+  return pass("swiglu", 3 * k.a * intermediate_elements, 1);
+}
+
+LayerOp activation_backward(const Kernels& k, double intermediate_elements) {
+  if (!k.rms_norm) return pass("gelu_bwd", 3 * k.a * intermediate_elements, 1);
+  if (k.eager) return pass("swiglu_bwd", 9 * k.a * intermediate_elements, 3);
+  return pass("swiglu_bwd", 5 * k.a * intermediate_elements, 1);
+}
+
+LayerOp residual_forward(std::string_view name, const Kernels& k, double elements) {
+  if (!k.eager) return pass(name, (3 * k.a + 1) * elements, 1);
+  if (k.rms_norm) return pass(name, 3 * k.a * elements, 1);
+  return pass(name, (5 * k.a + 1) * elements, 2);
+}
+
+LayerOp residual_backward(std::string_view name, const Kernels& k, double elements) {
+  if (!k.eager) return pass(name, (2 * k.a + 1) * elements, 1);
+  if (k.rms_norm) return pass(name, 3 * k.a * elements, 1);
+  return pass(name, (5 * k.a + 1) * elements, 2);
+}
+
+void repeat_kv_forward(std::vector<LayerOp>& ops, const Kernels& k, double tokens, double heads,
+                       double kv_heads, double head_dim) {
+  if (!k.eager || kv_heads >= heads) return;
+  // K and V: read the kv heads, write every query head's copy.
+  ops.push_back(pass("repeat_kv", 2 * k.a * tokens * (kv_heads + heads) * head_dim, 2));
+}
+
+void repeat_kv_backward(std::vector<LayerOp>& ops, const Kernels& k, double tokens, double heads,
+                        double kv_heads, double head_dim) {
+  if (!k.eager || kv_heads >= heads) return;
+  ops.push_back(pass("repeat_kv_bwd", 2 * k.a * tokens * (heads + kv_heads) * head_dim, 2));
+}
+
+void attention_output_layout(std::vector<LayerOp>& ops, std::string_view name, const Kernels& k,
+                             double elements) {
+  if (k.eager) ops.push_back(pass(name, 2 * k.a * elements, 1));
+}
+
+void up_projection_grad_sum(std::vector<LayerOp>& ops, const Kernels& k, double elements) {
+  if (k.eager && k.rms_norm) ops.push_back(pass("mlp_up_grad_sum", 3 * k.a * elements, 1));
+}
+
+}  // namespace dtsim::models::elementwise
