@@ -46,7 +46,7 @@ void Run::setup_nodes() {
               : std::holds_alternative<graph::FusedOp>(ops[o]) ? kComputeOpFlag | kFusedFlag
                                                                : 0U;
   }
-  nodes_.resize(tasks.size());
+  nodes_.reserve(tasks.size());  // filled in task order below: no zeroing pass over the array first
   gangs_.resize(gangs.size());
   std::size_t gang = 0;
   for (std::size_t t = 0; t < tasks.size(); ++t) {
@@ -58,12 +58,12 @@ void Run::setup_nodes() {
                   fmt::format("gang task {} runs a compute op", graph_.task_name(static_cast<TaskId>(t))));
       const graph::Gang& g = gangs[gang];
       gangs_[gang] = GangRun{task.op, g.begin, g.size};
-      nodes_[t] = Node{pred[t] + g.size, task.stream,
-                       static_cast<std::uint32_t>(gang) << kOpShift | kGangFlag | category};
+      nodes_.push_back(Node{pred[t] + g.size, task.stream,
+                            static_cast<std::uint32_t>(gang) << kOpShift | kGangFlag | category});
       ++gang;
       continue;
     }
-    nodes_[t] = Node{pred[t], task.stream, task.op << kOpShift | kind[task.op] | category};
+    nodes_.push_back(Node{pred[t], task.stream, task.op << kOpShift | kind[task.op] | category});
   }
   memo_.assign(ops.size(), kNotCosted);
   kernel_begin_.assign(ops.size() + 1, 0);
