@@ -53,7 +53,9 @@ Zero3Spec read_zero3(ObjectReader& r) {
       "granularity", z.granularity,
       named_choices(std::array{Zero3Granularity::layer, Zero3Granularity::tensor}));
   z.buffers = r.optional_enum<CollectiveBuffers>(
-      "buffers", z.buffers, named_choices(std::array{CollectiveBuffers::flat, CollectiveBuffers::list}));
+      "buffers", z.buffers,
+      named_choices(
+          std::array{CollectiveBuffers::flat, CollectiveBuffers::list, CollectiveBuffers::per_parameter}));
   z.persistence_threshold =
       r.optional<double>("persistence_threshold", z.persistence_threshold, NumberRule::non_negative());
   r.finish();

@@ -210,6 +210,8 @@ const char* to_string(CollectiveBuffers b) {
   switch (b) {
     case CollectiveBuffers::flat:
       return "flat";
+    case CollectiveBuffers::per_parameter:
+      return "per_parameter";
     case CollectiveBuffers::list:
       return "list";
   }

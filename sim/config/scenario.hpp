@@ -101,7 +101,7 @@ enum class PipelineComm { overlapped, blocking };
 //                             (one copy kernel per rank and call)
 enum class Zero3Fetch { prefetch, on_demand };
 enum class Zero3Granularity { layer, tensor };
-enum class CollectiveBuffers { flat, list };
+enum class CollectiveBuffers { flat, list, per_parameter };
 
 struct Zero3Spec {
   Zero3Fetch fetch = Zero3Fetch::prefetch;

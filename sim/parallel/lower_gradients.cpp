@@ -108,26 +108,31 @@ void Lowering::emit_overlapped_param_gathers(std::int64_t r) {
 
 // ZeRO-3's collectives of one layer (zero3.hpp), interned once. With list buffers each call also copies
 // its buffer to or from one tensor per rank (after an all-gather, before a reduce-scatter): one copy
-// kernel per rank, reading and writing the bytes once.
+// kernel per rank, reading and writing the bytes once. With per-parameter buffers (FSDP2) one kernel
+// copies the gathered buffer out to the parameters' own tensors (split_with_sizes_copy), reading and
+// writing it once, and one copies the gradients, in the activation precision, into the reduce-scatter
+// buffer (chunk_cat), reading them and writing the buffer.
 void Lowering::intern_zero3() {
   const config::Precision prec = s_.training.precision;
-  const bool list = s_.parallelism.zero3.buffers == config::CollectiveBuffers::list;
-  const auto zero3_op = [&](graph::CollectiveKind kind, double bytes) {
+  const config::CollectiveBuffers buffers = s_.parallelism.zero3.buffers;
+  const auto zero3_op = [&](graph::CollectiveKind kind, double bytes, double read_bytes) {
     CommOp op{kind, bytes, data_group()};
-    if (list) {
+    if (buffers != config::CollectiveBuffers::flat) {
       graph::ComputeOp copy;
       copy.cls = graph::ComputeClass::memory;
-      copy.bytes = 2 * bytes;
-      copy.kernels = static_cast<int>(data_group().size);
+      const bool list = buffers == config::CollectiveBuffers::list;
+      copy.bytes = list ? 2 * bytes : read_bytes + bytes;
+      copy.kernels = list ? static_cast<int>(data_group().size) : 1;
       op.copies = copy;
     }
     return intern_comm(op);
   };
+  const double a = models::activation_bytes_per_element(prec);
   for (const double params : zero3_layer_groups(s_)) {
-    zero3_gathers_.push_back(
-        zero3_op(graph::CollectiveKind::all_gather, params * weight_bytes_per_param(prec)));
+    const double weights = params * weight_bytes_per_param(prec);
+    zero3_gathers_.push_back(zero3_op(graph::CollectiveKind::all_gather, weights, weights));
     zero3_reduces_.push_back(
-        zero3_op(graph::CollectiveKind::reduce_scatter, params * gradient_bytes_per_param(prec)));
+        zero3_op(graph::CollectiveKind::reduce_scatter, params * gradient_bytes_per_param(prec), params * a));
   }
 }
 
