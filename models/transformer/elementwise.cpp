@@ -57,17 +57,11 @@ LayerOp residual_backward(std::string_view name, const Kernels& k, double elemen
   return pass(name, (5 * k.a + 1) * elements, 2);
 }
 
-void repeat_kv_forward(std::vector<LayerOp>& ops, const Kernels& k, double tokens, double heads,
-                       double kv_heads, double head_dim) {
+void repeat_kv(std::vector<LayerOp>& ops, std::string_view name, const Kernels& k, double tokens,
+               double heads, double kv_heads, double head_dim) {
   if (!k.eager || kv_heads >= heads) return;
-  // K and V: read the kv heads, write every query head's copy.
-  ops.push_back(pass("repeat_kv", 2 * k.a * tokens * (kv_heads + heads) * head_dim, 2));
-}
-
-void repeat_kv_backward(std::vector<LayerOp>& ops, const Kernels& k, double tokens, double heads,
-                        double kv_heads, double head_dim) {
-  if (!k.eager || kv_heads >= heads) return;
-  ops.push_back(pass("repeat_kv_bwd", 2 * k.a * tokens * (heads + kv_heads) * head_dim, 2));
+  // K and V: forward read the kv heads and write every query head's copy, backward the reverse.
+  ops.push_back(pass(name, 2 * k.a * tokens * (kv_heads + heads) * head_dim, 2));
 }
 
 void attention_output_layout(std::vector<LayerOp>& ops, std::string_view name, const Kernels& k,

@@ -52,13 +52,12 @@ LayerOp activation_backward(const Kernels& k, double intermediate_elements);
 LayerOp residual_forward(std::string_view name, const Kernels& k, double elements);
 LayerOp residual_backward(std::string_view name, const Kernels& k, double elements);
 
-// Ops only eager stacks run (nothing is appended for fused kernels): K and V repeated to every query
-// head before the attention kernel (grouped-query attention) and, backward, summed back; the attention
-// output's layout copy (`name`), the same either way; the two up-projection input gradients summed.
-void repeat_kv_forward(std::vector<LayerOp>& ops, const Kernels& k, double tokens, double heads,
-                       double kv_heads, double head_dim);
-void repeat_kv_backward(std::vector<LayerOp>& ops, const Kernels& k, double tokens, double heads,
-                        double kv_heads, double head_dim);
+// Ops only eager stacks run (nothing is appended for fused kernels), each the same bytes forward and
+// backward (`name` tells which): K and V repeated to every query head before the attention kernel
+// (grouped-query attention) and summed back; the attention output's layout copy; and, backward only,
+// the two up-projection input gradients summed.
+void repeat_kv(std::vector<LayerOp>& ops, std::string_view name, const Kernels& k, double tokens,
+               double heads, double kv_heads, double head_dim);
 void attention_output_layout(std::vector<LayerOp>& ops, std::string_view name, const Kernels& k,
                              double elements);
 void up_projection_grad_sum(std::vector<LayerOp>& ops, const Kernels& k, double elements);

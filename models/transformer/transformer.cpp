@@ -122,18 +122,14 @@ void column_parallel_backward(std::vector<LayerOp>& ops, const Dims& d, LayerOp 
     ops.push_back(std::move(wgrad));
     return;
   }
-  const CommRole role = d.sp ? CommRole::tensor_reduce_scatter : CommRole::tensor_all_reduce;
-  if (d.backward_overlap) {
-    if (d.sp) ops.push_back(comm(regather, CommRole::tensor_all_gather, bytes, GemmOverlap::beside_next));
-    ops.push_back(std::move(dgrad));
-    ops.push_back(comm(reduce, role, bytes, GemmOverlap::beside_next));
-    ops.push_back(std::move(wgrad));
-    return;
-  }
-  if (d.sp) ops.push_back(comm(regather, CommRole::tensor_all_gather, bytes));
+  const GemmOverlap beside = d.backward_overlap ? GemmOverlap::beside_next : GemmOverlap::none;
+  const LayerOp reduction =
+      comm(reduce, d.sp ? CommRole::tensor_reduce_scatter : CommRole::tensor_all_reduce, bytes, beside);
+  if (d.sp) ops.push_back(comm(regather, CommRole::tensor_all_gather, bytes, beside));
   ops.push_back(std::move(dgrad));
+  if (d.backward_overlap) ops.push_back(reduction);
   ops.push_back(std::move(wgrad));
-  ops.push_back(comm(reduce, role, bytes));
+  if (!d.backward_overlap) ops.push_back(reduction);
 }
 
 void attention_forward(std::vector<LayerOp>& ops, const config::TransformerSpec& m, const Dims& d,
@@ -251,7 +247,7 @@ LayerProgram transformer_layer(const config::TransformerSpec& m, const ShardConf
   // Llama-style models rotate queries and keys (RoPE, Su et al. 2021).
   const double rotated = d.tokens * (d.heads + d.kv) * d.d;
   if (d.swiglu) fw.push_back(elementwise::rotary("rotary_embedding", k, rotated));
-  elementwise::repeat_kv_forward(fw, k, d.tokens, d.heads, d.kv, d.d);
+  elementwise::repeat_kv(fw, "repeat_kv", k, d.tokens, d.heads, d.kv, d.d);
   attention_forward(fw, m, d, sh);
   elementwise::attention_output_layout(fw, "attention_output_layout", k, d.tokens * d.heads * d.d);
   fw.push_back(gemm("attention_projection", d.tokens, d.h, d.heads * d.d, a));
@@ -288,7 +284,7 @@ LayerProgram transformer_layer(const config::TransformerSpec& m, const ShardConf
   bw.push_back(gemm("attention_projection_wgrad", d.heads * d.d, d.h, d.tokens, a));
   elementwise::attention_output_layout(bw, "attention_output_layout_bwd", k, d.tokens * d.heads * d.d);
   attention_backward(bw, m, d, sh);
-  elementwise::repeat_kv_backward(bw, k, d.tokens, d.heads, d.kv, d.d);
+  elementwise::repeat_kv(bw, "repeat_kv_bwd", k, d.tokens, d.heads, d.kv, d.d);
   if (d.swiglu) bw.push_back(elementwise::rotary("rotary_embedding_bwd", k, rotated));
   column_parallel_backward(bw, d, gemm("qkv_projection_dgrad", d.tokens, d.h, d.n_qkv, a),
                            gemm("qkv_projection_wgrad", d.h, d.n_qkv, d.tokens, a),

@@ -8,13 +8,13 @@
 // reduce-scatter after each block instead of the all-reduce; in the backward pass each column-parallel
 // linear re-gathers its sharded input for the weight gradient: GemmOverlap::beside_next); FLOP counts
 // per Narayanan et al. SC'21 (arXiv 2104.04473) Sec. 5.1 and Appendix: 24*b*s*h^2 + 4*b*s^2*h per
-// layer forward, logits 2*b*s*h*V; backward = 2x forward. Attention FLOPs are counted over the full score
-// matrix (Megatron convention); a causal fused kernel executes about half of them (Dao 2023,
+// layer forward, logits 2*b*s*h*V; backward = 2x forward. Attention FLOPs are counted over the full
+// score matrix (Megatron convention); a causal fused kernel executes about half of them (Dao 2023,
 // FlashAttention-2, Sec. 3.1.1). The loss is Megatron's unfused vocabulary-parallel cross-entropy
-// (megatron/core/tensor_parallel/ cross_entropy.py, the default without --cross-entropy-loss-fusion;
+// (megatron/core/tensor_parallel/cross_entropy.py, the default without --cross-entropy-loss-fusion;
 // megatron/mpu/cross_entropy.py in 2021): logits cast to FP32, then max, in-place shift, exp, sum and
-// normalize, each a pass over the logits; backward scales the saved softmax in place and casts the gradient
-// back.
+// normalize, each a pass over the logits; backward scales the saved softmax in place and casts the
+// gradient back.
 //
 // A scenario whose model is an MLP (config::ModelKind::mlp) gets the programs, parameters and FLOPs of
 // models/mlp/mlp.hpp from the same functions: its input layer stands for the embedding, its hidden

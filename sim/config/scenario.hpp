@@ -21,7 +21,7 @@ enum class ModelKind { transformer, mlp };
 enum class AttentionKind { standard, flash };
 // How the elementwise work of a layer (norms, rotary embeddings, activation, residual additions) runs:
 // fused kernels (Megatron-Core, Transformer Engine, torch.compile), or one eager PyTorch kernel per
-// operation (models/transformer/transformer.hpp has the passes).
+// operation (models/transformer/elementwise.hpp has the passes).
 enum class ElementwiseKernels { fused, eager };
 
 struct TransformerSpec {

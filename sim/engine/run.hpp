@@ -37,8 +37,8 @@ inline constexpr std::uint32_t kGangFlag = 1U << (kCategoryBits + 2);
 inline constexpr std::uint32_t kOpShift = kCategoryBits + 3;
 inline constexpr std::uint32_t kNoKernel = std::numeric_limits<std::uint32_t>::max();
 inline constexpr TaskId kNoTask = std::numeric_limits<TaskId>::max();
-inline constexpr std::uint32_t kListAhead =
-    16;  // program order entries read ahead of the head (a cache line)
+// Program order entries read ahead of the head (a cache line).
+inline constexpr std::uint32_t kListAhead = 16;
 static_assert(graph::kCategoryCount <= (1 << kCategoryBits));
 
 // std::llround for a non-negative value, without the library call: x - trunc(x) is exact below 2^52.
