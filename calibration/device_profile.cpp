@@ -103,7 +103,9 @@ DeviceProfile device_profile(const DeviceMeasurements& m) {
       "of {}: {}; tile {} x {} assumed",
       m.run, gemm_text, m.tile_m, m.tile_n);
   s["attention_efficiency"] =
-      "derived: no fused attention kernel measured; taken equal to gemm.max_efficiency";
+      "not measured: taken equal to gemm.max_efficiency, an upper bound (causal fused attention reached "
+      "about half the GEMM rate on an H100 SXM); measure it with calibration/torch/transformer_probe.py "
+      "--profile";
   s["kernel_launch_us"] = fmt::format("measured by {}: median time of the smallest GEMM call", m.run);
   s["overlap_slowdown"] = "1: not measured by dtsim calibrate (no compute/communication overlap run)";
   s["spread"] = fmt::format(

@@ -146,6 +146,10 @@ int run(int argc, char** argv) {
       for (auto k : grid) shapes.insert({m, n, k});
   const std::set<Shape> presets =
       preset_shapes(o.quick ? std::vector<std::int64_t>{8} : std::vector<std::int64_t>{1, 2, 4, 8});
+  if (rank == 0)
+    std::cerr << fmt::format(
+        "dtsim_calibrate_cuda: {} rank(s), {}: GEMMs over {} grid shapes and {} preset shapes, then HBM{}\n",
+        ranks, gpu_name, shapes.size(), presets.size(), ranks > 1 ? " and NCCL" : "");
   cal::DeviceMeasurements m;
   std::string precisions;
   for (Precision p : {Precision::fp32, Precision::tf32, Precision::fp16, Precision::bf16, Precision::fp8}) {
@@ -153,13 +157,17 @@ int run(int argc, char** argv) {
     std::set<Shape> todo = shapes;
     if (p == Precision::bf16 || !o.quick) todo.insert(presets.begin(), presets.end());
     int measured = 0;
+    const double started = MPI_Wtime();
     for (const auto& [mm, nn, kk] : todo) {
       MPI_Barrier(MPI_COMM_WORLD);
-      if (auto run = gemm.time(mm, nn, kk, p, repeats, o.quick ? 0.005 : 0.02)) {
+      if (auto run = gemm.time(mm, nn, kk, p, repeats, 0.005)) {
         m.gemms.push_back({mm, nn, kk, p, cal::sample_stats(run->seconds)});
         ++measured;
       }
     }
+    if (rank == 0)
+      std::cerr << fmt::format("dtsim_calibrate_cuda: {} GEMMs: {} of {} shapes measured in {:.1f} s\n",
+                               dtsim::config::to_string(p), measured, todo.size(), MPI_Wtime() - started);
     if (measured > 0)
       precisions += fmt::format("{}{} ({} shapes)", precisions.empty() ? "" : ", ",
                                 dtsim::config::to_string(p), measured);

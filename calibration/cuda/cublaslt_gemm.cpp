@@ -1,10 +1,12 @@
 #include "calibration/cuda/cublaslt_gemm.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 
 #include "calibration/cuda/cuda_check.hpp"
+#include "calibration/cuda/cuda_kernels.hpp"
 #include "config/scenario.hpp"
 
 namespace dtsim::calibration::cuda {
@@ -13,102 +15,108 @@ namespace {
 
 constexpr std::size_t kWorkspaceBytes = 32u << 20;
 
+// The stored element types the GEMMs read and write.
+enum class Element { f32, f16, bf16, e4m3 };
+
+std::size_t bytes_of(Element e) {
+  switch (e) {
+    case Element::f32:
+      return 4;
+    case Element::f16:
+    case Element::bf16:
+      return 2;
+    case Element::e4m3:
+      return 1;
+  }
+  return 0;
+}
+
 struct Types {
-  cudaDataType_t in;
-  cudaDataType_t out;
+  Element in;
+  Element out;
+  cudaDataType_t in_type;
+  cudaDataType_t out_type;
   cublasComputeType_t compute;
-  std::size_t in_bytes;
-  std::size_t out_bytes;
-  double tolerance;  // relative, of the output type
+  double out_rounding;  // relative rounding of one output element
+  double in_rounding;   // relative rounding of each product's inputs inside the tensor cores (TF32)
 };
 
 Types types_of(config::Precision p) {
   switch (p) {
     case config::Precision::fp32:
-      return {CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F, 4, 4, 1e-5};
+      return {Element::f32, Element::f32, CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F, 0x1p-24, 0.0};
     case config::Precision::tf32:
-      return {CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32, 4, 4, 1e-5};
+      return {Element::f32, Element::f32, CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32,
+              0x1p-24,      0x1p-10};
     case config::Precision::fp16:
-      return {CUDA_R_16F, CUDA_R_16F, CUBLAS_COMPUTE_32F, 2, 2, 2e-3};
+      return {Element::f16, Element::f16, CUDA_R_16F, CUDA_R_16F, CUBLAS_COMPUTE_32F, 0x1p-11, 0.0};
     case config::Precision::bf16:
-      return {CUDA_R_16BF, CUDA_R_16BF, CUBLAS_COMPUTE_32F, 2, 2, 1e-2};
+      return {Element::bf16, Element::bf16, CUDA_R_16BF, CUDA_R_16BF, CUBLAS_COMPUTE_32F, 0x1p-8, 0.0};
     case config::Precision::fp8:
-      return {CUDA_R_8F_E4M3, CUDA_R_16BF, CUBLAS_COMPUTE_32F, 1, 2, 1e-2};
+      return {Element::e4m3, Element::bf16, CUDA_R_8F_E4M3, CUDA_R_16BF, CUBLAS_COMPUTE_32F, 0x1p-8, 0.0};
   }
   throw core::InternalError("types_of: invalid Precision value");
 }
 
-// Input value at flat index i: a multiple of 1/4 in [-1, 1] (exact in every input type).
-float input_value(std::int64_t i, int salt) { return static_cast<float>((i * 7 + salt * 3) % 9 - 4) / 4.0f; }
-
-std::uint32_t bits_of(float f) {
-  std::uint32_t u = 0;
-  std::memcpy(&u, &f, sizeof u);
-  return u;
-}
-
-float float_of(std::uint32_t u) {
-  float f = 0.0f;
-  std::memcpy(&f, &u, sizeof f);
-  return f;
-}
-
-// Encodes an exactly representable normal value or zero (the inputs above) in the input type.
-void encode(float v, config::Precision p, unsigned char* out) {
-  const std::uint32_t u = bits_of(v);
-  const std::uint32_t sign = u >> 31;
-  const int exponent = static_cast<int>((u >> 23) & 0xFFu) - 127;
-  const std::uint32_t mantissa = u & 0x7FFFFFu;
-  switch (p) {
-    case config::Precision::fp32:
-    case config::Precision::tf32:
-      std::memcpy(out, &u, 4);
-      return;
-    case config::Precision::bf16: {
-      const auto h = static_cast<std::uint16_t>(u >> 16);
-      std::memcpy(out, &h, 2);
-      return;
-    }
-    case config::Precision::fp16: {
-      const auto h =
-          v == 0.0f
-              ? std::uint16_t{0}
-              : static_cast<std::uint16_t>((sign << 15) | (static_cast<std::uint32_t>(exponent + 15) << 10) |
-                                           (mantissa >> 13));
-      std::memcpy(out, &h, 2);
-      return;
-    }
-    case config::Precision::fp8:
-      *out = static_cast<unsigned char>(
-          v == 0.0f ? 0u : (sign << 7) | (static_cast<std::uint32_t>(exponent + 7) << 3) | (mantissa >> 20));
-      return;
+GemmInputType fill_type(Element e) {
+  switch (e) {
+    case Element::f32:
+      return GemmInputType::f32;
+    case Element::f16:
+      return GemmInputType::f16;
+    case Element::bf16:
+      return GemmInputType::bf16;
+    case Element::e4m3:
+      return GemmInputType::e4m3;
   }
+  return GemmInputType::f32;
 }
 
-float decode_output(const unsigned char* in, config::Precision p) {
-  switch (p) {
-    case config::Precision::fp32:
-    case config::Precision::tf32: {
+// The exact value of one stored element (IEEE fp32, fp16, bf16; OCP FP8 E4M3, which has no infinities).
+double decode(const unsigned char* in, Element e) {
+  switch (e) {
+    case Element::f32: {
       float f = 0.0f;
       std::memcpy(&f, in, 4);
       return f;
     }
-    case config::Precision::bf16:
-    case config::Precision::fp8: {
+    case Element::bf16: {
       std::uint16_t h = 0;
       std::memcpy(&h, in, 2);
-      return float_of(static_cast<std::uint32_t>(h) << 16);
+      const std::uint32_t u = static_cast<std::uint32_t>(h) << 16;
+      float f = 0.0f;
+      std::memcpy(&f, &u, 4);
+      return f;
     }
-    case config::Precision::fp16: {
+    case Element::f16: {
       std::uint16_t h = 0;
       std::memcpy(&h, in, 2);
-      const int e = (h >> 10) & 0x1F;
+      const int x = (h >> 10) & 0x1F;
       const double mant = h & 0x3FF;
-      const double mag = e == 0 ? std::ldexp(mant, -24) : std::ldexp(1.0 + mant / 1024.0, e - 15);
-      return static_cast<float>((h & 0x8000u) != 0 ? -mag : mag);
+      const double mag = x == 0 ? std::ldexp(mant, -24) : std::ldexp(1.0 + mant / 1024.0, x - 15);
+      return (h & 0x8000u) != 0 ? -mag : mag;
+    }
+    case Element::e4m3: {
+      const unsigned b = *in;
+      const int x = (b >> 3) & 0xF;
+      const double mant = b & 0x7;
+      const double mag = x == 0 ? std::ldexp(mant, -9) : std::ldexp(1.0 + mant / 8.0, x - 7);
+      return (b & 0x80u) != 0 ? -mag : mag;
     }
   }
-  return 0.0f;
+  return 0.0;
+}
+
+// Copies count elements starting at element offset of device memory to the host, decoded.
+std::vector<double> read_back(const void* device, std::size_t offset, std::size_t count, Element e) {
+  const std::size_t bytes = bytes_of(e);
+  std::vector<unsigned char> raw(count * bytes);
+  check(cudaMemcpy(raw.data(), static_cast<const unsigned char*>(device) + offset * bytes, raw.size(),
+                   cudaMemcpyDeviceToHost),
+        "cudaMemcpy(GEMM sample)");
+  std::vector<double> out(count);
+  for (std::size_t i = 0; i < count; ++i) out[i] = decode(&raw[i * bytes], e);
+  return out;
 }
 
 }  // namespace
@@ -165,20 +173,14 @@ std::optional<GemmRun> CublasLtGemm::time(std::int64_t m, std::int64_t n, std::i
   const auto um = static_cast<std::uint64_t>(m);
   const auto un = static_cast<std::uint64_t>(n);
   const auto uk = static_cast<std::uint64_t>(k);
-  std::vector<unsigned char> a(um * uk * t.in_bytes);
-  std::vector<unsigned char> b(uk * un * t.in_bytes);
-  for (std::int64_t i = 0; i < m * k; ++i)
-    encode(input_value(i, 1), p, &a[static_cast<std::size_t>(i) * t.in_bytes]);
-  for (std::int64_t i = 0; i < k * n; ++i)
-    encode(input_value(i, 2), p, &b[static_cast<std::size_t>(i) * t.in_bytes]);
   void* da = nullptr;
   void* db = nullptr;
   void* dd = nullptr;
-  check(cudaMalloc(&da, a.size()), "cudaMalloc(A)");
-  check(cudaMalloc(&db, b.size()), "cudaMalloc(B)");
-  check(cudaMalloc(&dd, um * un * t.out_bytes), "cudaMalloc(D)");
-  check(cudaMemcpy(da, a.data(), a.size(), cudaMemcpyHostToDevice), "cudaMemcpy(A)");
-  check(cudaMemcpy(db, b.data(), b.size(), cudaMemcpyHostToDevice), "cudaMemcpy(B)");
+  check(cudaMalloc(&da, um * uk * bytes_of(t.in)), "cudaMalloc(A)");
+  check(cudaMalloc(&db, uk * un * bytes_of(t.in)), "cudaMalloc(B)");
+  check(cudaMalloc(&dd, um * un * bytes_of(t.out)), "cudaMalloc(D)");
+  fill_gemm_input(da, m * k, 1, fill_type(t.in));
+  fill_gemm_input(db, k * n, 2, fill_type(t.in));
 
   cublasLtMatmulDesc_t op = nullptr;
   cublasLtMatrixLayout_t la = nullptr;
@@ -190,9 +192,9 @@ std::optional<GemmRun> CublasLtGemm::time(std::int64_t m, std::int64_t n, std::i
   const cublasOperation_t none = CUBLAS_OP_N;
   check(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &trans, sizeof trans), "TRANSA");
   check(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &none, sizeof none), "TRANSB");
-  check(cublasLtMatrixLayoutCreate(&la, t.in, uk, um, k), "layout A");
-  check(cublasLtMatrixLayoutCreate(&lb, t.in, uk, un, k), "layout B");
-  check(cublasLtMatrixLayoutCreate(&ld, t.out, um, un, m), "layout D");
+  check(cublasLtMatrixLayoutCreate(&la, t.in_type, uk, um, k), "layout A");
+  check(cublasLtMatrixLayoutCreate(&lb, t.in_type, uk, un, k), "layout B");
+  check(cublasLtMatrixLayoutCreate(&ld, t.out_type, um, un, m), "layout D");
   check(cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
   const std::size_t workspace = kWorkspaceBytes;
   check(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
@@ -228,20 +230,27 @@ std::optional<GemmRun> CublasLtGemm::time(std::int64_t m, std::int64_t n, std::i
       check(cudaEventElapsedTime(&ms, state_->start, state_->stop), "cudaEventElapsedTime");
       run->seconds.push_back(ms * 1e-3 / calls);
     }
-    // Check 16 outputs against the exact host dot product: D[i + j m] = sum_p A[p + i k] B[p + j k].
-    std::vector<unsigned char> d(um * un * t.out_bytes);
-    check(cudaMemcpy(d.data(), dd, d.size(), cudaMemcpyDeviceToHost), "cudaMemcpy(D)");
+    // Check 16 outputs against a host dot product of the stored inputs: D[i + j m] = sum_p A[p + i k]
+    // B[p + j k], within the output's rounding plus FP32 accumulation (k u per term, the worst case of
+    // recursive summation) and, for TF32, the tensor cores' rounding of each input.
     for (std::int64_t s = 0; s < 16; ++s) {
       const std::int64_t i = (s * 7919) % m;
       const std::int64_t j = (s * 104729) % n;
+      const auto row = read_back(da, static_cast<std::size_t>(i * k), uk, t.in);
+      const auto col = read_back(db, static_cast<std::size_t>(j * k), uk, t.in);
       double ref = 0.0;
-      for (std::int64_t q = 0; q < k; ++q)
-        ref += double{input_value(q + i * k, 1)} * input_value(q + j * k, 2);
-      const double got = decode_output(&d[static_cast<std::size_t>(i + j * m) * t.out_bytes], p);
-      if (std::abs(got - ref) > t.tolerance * (std::abs(ref) + std::sqrt(static_cast<double>(k)))) {
+      double magnitude = 0.0;
+      for (std::size_t q = 0; q < uk; ++q) {
+        ref += row[q] * col[q];
+        magnitude += std::abs(row[q] * col[q]);
+      }
+      const double got = read_back(dd, static_cast<std::size_t>(i + j * m), 1, t.out)[0];
+      const double bound = t.out_rounding * std::abs(ref) +
+                           (2.0 * t.in_rounding + static_cast<double>(k) * 0x1p-24) * magnitude + 1e-30;
+      if (std::abs(got - ref) > bound) {
         throw core::InternalError(
-            fmt::format("cuBLASLt {} GEMM {}x{}x{} returned D[{}][{}] = {} where {} was expected",
-                        config::to_string(p), m, n, k, i, j, got, ref));
+            fmt::format("cuBLASLt {} GEMM {}x{}x{} returned D[{}][{}] = {} where {} (within {}) was expected",
+                        config::to_string(p), m, n, k, i, j, got, ref, bound));
       }
     }
   }

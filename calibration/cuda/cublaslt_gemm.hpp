@@ -1,9 +1,10 @@
 // GEMM timing through cuBLASLt (host code; the CUDA harness). D[m x n] = A[m x k] B[k x n] in the "TN"
 // layout every precision supports (A given transposed, column-major; FP8 requires it), FP32
 // accumulation; the algorithm is cuBLASLt's first heuristic choice with a 32 MiB workspace. Inputs are
-// multiples of 1/4 in [-1, 1], exact in every input type, so a sample of outputs is checked against an
-// exact host dot product (tolerance: the output type's rounding). Precisions: fp32, tf32 (FP32 data,
-// TF32 tensor cores), fp16, bf16 and fp8 (E4M3 inputs, BF16 output; compute capability 8.9 and later).
+// written on the device (fill_gemm_input, cuda_kernels.hpp): multiples of 1/4 in [-1, 1], exact in every
+// input type, so a sample of 16 outputs is checked against an exact host dot product (tolerance: the output
+// type's rounding). Precisions: fp32, tf32 (FP32 data, TF32 tensor cores), fp16, bf16 and fp8 (E4M3 inputs,
+// BF16 output; compute capability 8.9 and later).
 #pragma once
 
 #include <cstdint>

@@ -1,0 +1,256 @@
+#!/usr/bin/env python3
+"""Measure what dtsim's transformer compute model predicts, on one GPU, with PyTorch.
+
+Three measurements, written as one JSON document (--out) for comparison with dtsim's prediction of the
+same configuration:
+
+  gemms      every GEMM of one GPT layer under tensor-parallel degree tp (forward Y = X W^T, data
+             gradient dX = dY W, weight gradient dW = dY^T X), bf16, m = micro_batch x seq tokens;
+             TFLOP/s = 2 m n k / time.
+  attention  causal scaled-dot-product attention forward and backward (torch SDPA) per backend
+             (cudnn, flash), heads / tp heads of head_dim, bf16. FLOPs are reported as dtsim counts
+             them: forward 4 b s^2 h d (scores and context, the causal half not subtracted), backward
+             2.5 x forward (recomputed scores, two gradient matmuls per product).
+  step       a whole GPT (embedding, pre-LN layers with GELU MLP, final LN, logits, cross-entropy)
+             forward + backward, bf16 parameters, no dropout, SDPA with the chosen backend; the median
+             step time over --steps timed steps after warm-up, and a torch.profiler trace of one step
+             (--trace) that `dtsim import kineto` reads.
+
+With --profile GPU.json (a dtsim GPU profile, e.g. one `dtsim calibrate` wrote), the attention rows of
+the --step-attention backend set that profile's attention_efficiency: executed FLOPs (the causal half;
+backward 5 of the forward's 4 matmuls, as dtsim counts them) over time, against the profile's bf16
+peak, forward and backward combined by their FLOPs, the median over the --tp degrees measured.
+
+Every timing is the median over repeats of CUDA-event-timed runs after warm-up (each repeat of a single
+kernel at least 10 ms of back-to-back calls, so host launch gaps are not counted); inputs are random.
+Needs PyTorch with CUDA. Example:
+
+  python3 calibration/torch/transformer_probe.py --layers 24 --hidden 2048 --heads 16 --ffn 8192 \
+      --seq 4096 --vocab 131072 --tp 1 2 4 8 --out probe.json --trace step_trace.json
+"""
+import argparse
+import json
+import statistics
+import sys
+
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+BACKENDS = {"cudnn": SDPBackend.CUDNN_ATTENTION, "flash": SDPBackend.FLASH_ATTENTION}
+
+
+def timed(fn, repeats, warmup=3, min_seconds=0.0):
+    """Median seconds per call. With min_seconds, each timed repeat runs enough back-to-back calls to
+    last that long, so that the host's launch gaps of short kernels are not counted."""
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    calls = 1
+    times = []
+    for r in range(repeats + (1 if min_seconds else 0)):
+        start = torch.cuda.Event(enable_timing=True)
+        stop = torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(calls):
+            fn()
+        stop.record()
+        stop.synchronize()
+        seconds = start.elapsed_time(stop) / 1e3 / calls
+        if min_seconds and r == 0:
+            calls = max(1, int(min_seconds / seconds) + 1)
+            continue
+        times.append(seconds)
+    return statistics.median(times), times
+
+
+def gemm_rows(args, tp):
+    m, h, f = args.micro_batch * args.seq, args.hidden, args.ffn
+    kv = args.kv_heads or args.heads
+    qkv_n = (args.heads + 2 * kv) * (h // args.heads) // tp
+    linears = {"qkv": (qkv_n, h), "proj": (h, h // tp), "fc1": (f // tp, h), "fc2": (h, f // tp)}
+    rows = []
+    for name, (n, k) in linears.items():
+        x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+        w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
+        dy = torch.randn(m, n, device="cuda", dtype=torch.bfloat16)
+        for kind, fn, shape in (
+            ("forward", lambda: x @ w.t(), (m, n, k)),
+            ("dgrad", lambda: dy @ w, (m, k, n)),
+            ("wgrad", lambda: dy.t() @ x, (n, k, m)),
+        ):
+            sec, _ = timed(fn, args.repeats, min_seconds=0.01)
+            mm, nn, kk = shape
+            rows.append({"tp": tp, "linear": name, "pass": kind, "m": mm, "n": nn, "k": kk, "seconds": sec,
+                         "tflops": 2 * mm * nn * kk / sec / 1e12})
+    return rows
+
+
+def attention_rows(args, tp):
+    b, s, d = args.micro_batch, args.seq, args.hidden // args.heads
+    heads = args.heads // tp
+    rows = []
+    for name, backend in BACKENDS.items():
+        q, k, v = (torch.randn(b, heads, s, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+                   for _ in range(3))
+        do = torch.randn(b, heads, s, d, device="cuda", dtype=torch.bfloat16)
+        try:
+            with sdpa_kernel(backend):
+                fwd_s, _ = timed(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True), args.repeats,
+                                 min_seconds=0.01)
+                out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+                both_s, _ = timed(lambda: torch.autograd.grad(
+                    F.scaled_dot_product_attention(q, k, v, is_causal=True), (q, k, v), do), args.repeats,
+                                  min_seconds=0.01)
+                del out
+        except RuntimeError as e:
+            rows.append({"tp": tp, "backend": name, "error": str(e).splitlines()[0]})
+            continue
+        flops_fwd = 4 * b * s * s * heads * d
+        bwd_s = both_s - fwd_s
+        rows.append({"tp": tp, "backend": name, "heads": heads, "head_dim": d, "seq": s, "batch": b,
+                     "forward_s": fwd_s, "backward_s": bwd_s,
+                     "forward_tflops_dtsim_count": flops_fwd / fwd_s / 1e12,
+                     "backward_tflops_dtsim_count": 2.5 * flops_fwd / bwd_s / 1e12})
+    return rows
+
+
+class Layer(torch.nn.Module):
+    def __init__(self, h, heads, f, backend):
+        super().__init__()
+        self.ln1, self.ln2 = torch.nn.LayerNorm(h), torch.nn.LayerNorm(h)
+        self.qkv, self.proj = torch.nn.Linear(h, 3 * h), torch.nn.Linear(h, h)
+        self.fc1, self.fc2 = torch.nn.Linear(h, f), torch.nn.Linear(f, h)
+        self.heads, self.backend = heads, backend
+
+    def forward(self, x):
+        b, s, h = x.shape
+        q, k, v = self.qkv(self.ln1(x)).view(b, s, 3, self.heads, h // self.heads).permute(2, 0, 3, 1, 4)
+        with sdpa_kernel(self.backend):
+            a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.proj(a.transpose(1, 2).reshape(b, s, h))
+        return x + self.fc2(F.gelu(self.fc1(self.ln2(x)), approximate="tanh"))
+
+
+class Gpt(torch.nn.Module):
+    def __init__(self, args, backend):
+        super().__init__()
+        self.embed = torch.nn.Embedding(args.vocab, args.hidden)
+        self.pos = torch.nn.Embedding(args.seq, args.hidden)
+        self.layers = torch.nn.ModuleList(
+            Layer(args.hidden, args.heads, args.ffn, backend) for _ in range(args.layers))
+        self.ln = torch.nn.LayerNorm(args.hidden)
+
+    def forward(self, tokens, targets):
+        x = self.embed(tokens) + self.pos.weight[: tokens.shape[1]]
+        for layer in self.layers:
+            x = layer(x)
+        logits = F.linear(self.ln(x), self.embed.weight)
+        return F.cross_entropy(logits.view(-1, logits.shape[-1]).float(), targets.view(-1))
+
+
+def step_row(args):
+    backend = BACKENDS[args.step_attention]
+    model = Gpt(args, backend).cuda().to(torch.bfloat16)
+    tokens = torch.randint(0, args.vocab, (args.micro_batch, args.seq), device="cuda")
+    targets = torch.randint(0, args.vocab, (args.micro_batch, args.seq), device="cuda")
+
+    def step():
+        model.zero_grad(set_to_none=False)
+        model(tokens, targets).backward()
+
+    median_s, times = timed(step, args.steps, warmup=3)
+    params = sum(p.numel() for p in model.parameters())
+    h, s, L, V, B = args.hidden, args.seq, args.layers, args.vocab, args.micro_batch
+    # Narayanan et al. SC'21 eq. (model FLOPs, no recompute): 72 B s L h^2 (1 + s/6h + V/12hL) / 3 x 3 passes.
+    model_flops = 72 * B * s * L * h * h * (1 + s / (6 * h) + V / (12 * h * L))
+    row = {"params": params, "step_s": median_s, "step_s_all": times, "model_flops": model_flops,
+           "model_tflops": model_flops / median_s / 1e12, "attention": args.step_attention,
+           "peak_memory_bytes": torch.cuda.max_memory_allocated()}
+    if args.trace:
+        from torch.profiler import ProfilerActivity, profile
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], record_shapes=True) as prof:
+            step()
+            torch.cuda.synchronize()
+        prof.export_chrome_trace(args.trace)
+    return row
+
+
+def write_attention_efficiency(path, rows, backend, doc):
+    """Sets attention_efficiency (and its source) of the GPU profile at path from the measured rows."""
+    with open(path) as f:
+        profile = json.load(f)
+    peak = profile["peak_tflops"]["bf16"]
+    values = []
+    for r in rows:
+        if r["backend"] != backend or "error" in r:
+            continue
+        fwd = r["forward_tflops_dtsim_count"] * 0.5 / peak  # executed: the causal half
+        bwd = r["backward_tflops_dtsim_count"] * 0.5 / peak
+        values.append((3.5 / (1 / fwd + 2.5 / bwd), r))
+    if not values:
+        raise SystemExit(f"transformer_probe: no {backend} attention was measured; the profile is unchanged")
+    values.sort(key=lambda v: v[0])
+    efficiency = values[len(values) // 2][0]
+    cases = ", ".join(f"{r['heads']} heads x {r['head_dim']} (tp {r['tp']}): {e:.3f}" for e, r in values)
+    profile["attention_efficiency"] = round(efficiency, 3)
+    profile.setdefault("sources", {})["attention_efficiency"] = (
+        f"measured by calibration/torch/transformer_probe.py on {doc['device']} (torch {doc['torch']}, CUDA "
+        f"{doc['cuda']}, cuDNN {doc['cudnn']}): causal {backend} attention forward + backward, batch "
+        f"{values[0][1]['batch']}, sequence {values[0][1]['seq']}, bf16, against peak {peak} TFLOP/s; median of "
+        f"{cases}")
+    with open(path, "w") as f:
+        json.dump(profile, f, indent=2)
+        f.write("\n")
+    return efficiency
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--layers", type=int, default=24)
+    p.add_argument("--hidden", type=int, default=2048)
+    p.add_argument("--heads", type=int, default=16)
+    p.add_argument("--kv-heads", type=int, default=0)
+    p.add_argument("--ffn", type=int, default=8192)
+    p.add_argument("--seq", type=int, default=4096)
+    p.add_argument("--vocab", type=int, default=131072)
+    p.add_argument("--micro-batch", type=int, default=1)
+    p.add_argument("--tp", type=int, nargs="+", default=[1])
+    p.add_argument("--repeats", type=int, default=20)
+    p.add_argument("--steps", type=int, default=10)
+    p.add_argument("--step-attention", choices=sorted(BACKENDS), default="cudnn")
+    p.add_argument("--skip-step", action="store_true")
+    p.add_argument("--trace", default="")
+    p.add_argument("--profile", default="", help="GPU profile JSON whose attention_efficiency to set")
+    p.add_argument("--out", required=True)
+    args = p.parse_args()
+    if not torch.cuda.is_available():
+        print("transformer_probe: no CUDA device is visible", file=sys.stderr)
+        return 2
+    torch.manual_seed(0)
+    doc = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
+           "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(), "args": vars(args),
+           "gemms": [], "attention": []}
+    for tp in args.tp:
+        doc["gemms"] += gemm_rows(args, tp)
+        doc["attention"] += attention_rows(args, tp)
+    if not args.skip_step:
+        doc["step"] = step_row(args)
+    with open(args.out, "w") as f:
+        json.dump(doc, f, indent=1)
+    if args.profile:
+        e = write_attention_efficiency(args.profile, doc["attention"], args.step_attention, doc)
+        print(f"{args.profile}: attention_efficiency {e:.3f}")
+    for r in doc["gemms"]:
+        print(f"tp{r['tp']} {r['linear']:4} {r['pass']:7} {r['m']}x{r['n']}x{r['k']}: {r['tflops']:.0f} TFLOP/s")
+    for r in doc["attention"]:
+        print(f"tp{r['tp']} attention {r['backend']}: " + (r.get("error") or
+              f"fwd {r['forward_tflops_dtsim_count']:.0f} bwd {r['backward_tflops_dtsim_count']:.0f} TFLOP/s"))
+    if "step" in doc:
+        st = doc["step"]
+        print(f"step: {st['step_s']*1e3:.1f} ms, {st['model_tflops']:.0f} model TFLOP/s, {st['params']/1e9:.2f} B params")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
