@@ -132,6 +132,13 @@ void column_parallel_backward(std::vector<LayerOp>& ops, const Dims& d, LayerOp 
   if (!d.backward_overlap) ops.push_back(reduction);
 }
 
+// The work a fused attention kernel spreads over the SMs (compute/attention_efficiency.hpp): the query
+// rows of one sequence on this rank, for micro-batch x heads problems.
+graph::GemmShape flash_work(const Dims& d) {
+  return {static_cast<std::int64_t>(d.sq), static_cast<std::int64_t>(d.s), static_cast<std::int64_t>(d.d),
+          static_cast<std::int64_t>(d.b * d.heads)};
+}
+
 void attention_forward(std::vector<LayerOp>& ops, const config::TransformerSpec& m, const Dims& d,
                        const ShardConfig& sh) {
   if (sh.context > 1) {
@@ -149,6 +156,7 @@ void attention_forward(std::vector<LayerOp>& ops, const config::TransformerSpec&
     op.compute.flops = 4 * d.tokens * d.s * d.heads * d.d;
     op.compute.executed_fraction = 0.5;  // causal mask: the upper triangle is skipped
     op.compute.bytes = (2 * d.tokens * d.heads * d.d + 2 * d.b * d.s * d.kv * d.d) * d.a;
+    op.compute.gemm = flash_work(d);
     ops.push_back(op);
     return;
   }
@@ -169,6 +177,7 @@ void attention_backward(std::vector<LayerOp>& ops, const config::TransformerSpec
     // Causal half, and 5 matmuls executed for the 4 counted (the scores are recomputed).
     op.compute.executed_fraction = 0.5 * 1.25;
     op.compute.bytes = (4 * d.tokens * d.heads * d.d + 4 * d.b * d.s * d.kv * d.d) * d.a;
+    op.compute.gemm = flash_work(d);
     ops.push_back(op);
   } else {
     ops.push_back(gemm("attention_context_dgrad", d.sq, d.s, d.d, d.a, batch));

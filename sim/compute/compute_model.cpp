@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "compute/attention_efficiency.hpp"
 #include "compute/gemm_efficiency.hpp"
 #include "core/errors.hpp"
 
@@ -34,7 +35,7 @@ double ComputeModel::duration_s(const graph::ComputeOp& op) const {
       flop_time = executed / (peak_flops_per_s_ * gemm_efficiency(op.gemm, *curve_, gpu_->sm_count));
       break;
     case graph::ComputeClass::attention:
-      flop_time = executed / (peak_flops_per_s_ * gpu_->attention_efficiency);
+      flop_time = executed / (peak_flops_per_s_ * attention_efficiency(op.gemm, *gpu_));
       break;
     case graph::ComputeClass::memory:
     case graph::ComputeClass::optimizer:

@@ -4,8 +4,9 @@
 //       + kernels * kernel_launch
 //
 // efficiency(op) is the GEMM efficiency curve of gemm_efficiency.hpp for gemm ops, the profile's
-// attention efficiency for attention ops, and irrelevant for memory-bound ops (they have no FLOPs
-// worth costing: their time is the bandwidth term). A pure function of the op and the profile.
+// attention efficiency for attention ops (attention_efficiency.hpp: the profile's rate, reduced when the
+// op's heads and query tiles fill the SMs for few waves), and irrelevant for memory-bound ops (they have no
+// FLOPs worth costing: their time is the bandwidth term). A pure function of the op and the profile.
 //
 // duration_scale multiplies every duration (GEMMs, attention, memory-bound kernels, optimizer, launch
 // overheads alike): 1 for the model as profiled; measured / predicted one-GPU time when the scenario

@@ -16,8 +16,8 @@ inline constexpr int kPrecisionCount = 5;
 // Parameters of the default GEMM efficiency curve of one GPU generation (see compute/gemm_efficiency.hpp
 // for the equation), fitted to the profile's measured GEMMs where it has them.
 struct GemmCurve {
-  double max_efficiency = 0.0;      // sustained fraction of the dense peak on large, aligned GEMMs
-  int tile_m = 0;                   // output tile of the dominant kernel (tile quantization)
+  double max_efficiency = 0.0;  // sustained fraction of the dense peak on large, aligned GEMMs
+  int tile_m = 0;               // output tile of the dominant kernel (tile quantization)
   int tile_n = 0;
   double k_half = 0.0;              // reduction depth at which the main loop reaches half of max efficiency
   double halving_efficiency = 0.9;  // efficiency kept by a kernel whose tile is half as large
@@ -60,9 +60,12 @@ struct GpuProfile {
     const auto& curve = gemm_by_precision[static_cast<int>(p)];
     return curve ? *curve : gemm;
   }
-  double attention_efficiency = 0.0;   // fraction of peak reached by attention score/context matmuls
-  double kernel_launch_us = 0.0;       // fixed cost per kernel
-  double overlap_slowdown = 1.0;       // compute slowdown while a communication kernel runs beside it
+  double attention_efficiency = 0.0;  // fraction of peak reached by attention score/context matmuls
+  // Work, in waves of 128-row query tiles over the SMs, at which a fused attention kernel runs at half
+  // attention_efficiency (compute/attention_efficiency.hpp); 0: efficiency independent of the work.
+  double attention_half_waves = 0.0;
+  double kernel_launch_us = 0.0;           // fixed cost per kernel
+  double overlap_slowdown = 1.0;           // compute slowdown while a communication kernel runs beside it
   std::optional<ThroughputSpread> spread;  // calibrated profiles only
 };
 
@@ -71,7 +74,7 @@ enum class IntraNodeKind { nvswitch, nvlink, pcie, shared_memory };
 struct NodeProfile {
   std::string id;
   std::string name;
-  std::string gpu;                 // GpuProfile id
+  std::string gpu;  // GpuProfile id
   int gpus_per_node = 0;
   IntraNodeKind intra_kind = IntraNodeKind::nvswitch;
   double intra_gbytes_per_s = 0.0;  // per GPU, per direction
@@ -83,8 +86,8 @@ struct NodeProfile {
   // 90th percentile over the median (calibrated profiles only).
   std::optional<double> intra_bandwidth_p10;
   std::optional<double> intra_bandwidth_p90;
-  std::string fabric;               // default FabricProfile id
-  double nic_gbps = 0.0;            // default line rate per NIC
+  std::string fabric;     // default FabricProfile id
+  double nic_gbps = 0.0;  // default line rate per NIC
   int nics_per_node = 0;
   double host_memory_bytes = 0.0;
 };
@@ -92,8 +95,8 @@ struct NodeProfile {
 struct FabricProfile {
   std::string id;
   std::string name;
-  double efficiency = 0.0;          // achievable fraction of line rate for large collective transfers
-  double latency_us = 0.0;          // one-way latency of a network hop (per ring step)
+  double efficiency = 0.0;               // achievable fraction of line rate for large collective transfers
+  double latency_us = 0.0;               // one-way latency of a network hop (per ring step)
   double per_message_overhead_us = 0.0;  // host/NIC software cost per message
   std::optional<double> per_flow_gbps;   // cap on one flow (kernel TCP); none for RDMA/SRD
 };

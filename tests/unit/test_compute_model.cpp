@@ -27,7 +27,8 @@ TEST_CASE("wave quantization: 101 tiles need two waves, unless smaller tiles do 
   // 128 x 12928 -> 1 x 101 tiles: two waves -> q_wave = 101/200 = 0.505 at 128x128.
   // 64x128 tiles (x0.9): 202 tiles, 3 waves -> 202/300 = 0.673 * 0.9 = 0.606;
   // 64x64 (x0.81): 404 tiles, 5 waves -> 0.808 * 0.81 = 0.654: the best candidate.
-  const double e = dtsim::compute::gemm_efficiency(GemmShape{128, 12928, 4096, 1}, s.gpu.gemm, s.gpu.sm_count);
+  const double e =
+      dtsim::compute::gemm_efficiency(GemmShape{128, 12928, 4096, 1}, s.gpu.gemm, s.gpu.sm_count);
   CHECK(e == doctest::Approx(0.8 * 0.81 * 404.0 / 500.0));
 }
 
@@ -66,6 +67,28 @@ TEST_CASE("fused attention time counts only the executed fraction") {
   CHECK(model.duration_s(op) == doctest::Approx(1e-3));
 }
 
+TEST_CASE("fused attention with few heads per GPU runs below the profile's rate") {
+  auto s = dtsim::testing::fixture_scenario();
+  s.gpu.attention_half_waves = 2.0;
+  const dtsim::compute::ComputeModel model(s.gpu, dtsim::config::Precision::bf16);
+  ComputeOp op;
+  op.cls = ComputeClass::attention;
+  op.flops = 300e9;
+  op.executed_fraction = 0.5;
+  // 1 sequence x 25 heads, 4096 query rows -> 25 x 32 = 800 tiles of 128 rows on 100 SMs = 8 waves:
+  // efficiency 0.5 x 8 / (8 + 2) = 0.4 -> 150e9 / (300e12 x 0.4) = 1.25 ms.
+  op.gemm = GemmShape{4096, 4096, 128, 25};
+  CHECK(model.duration_s(op) == doctest::Approx(1.25e-3));
+  // A partial tile counts whole: 4000 rows -> 32 tiles still.
+  op.gemm = GemmShape{4000, 4000, 128, 25};
+  CHECK(model.duration_s(op) == doctest::Approx(1.25e-3));
+  // 2 waves (200 tiles): 0.5 x 2 / 4 = 0.25 -> 2 ms; no shape given: the profile's 0.5 -> 1 ms.
+  op.gemm = GemmShape{1024, 1024, 128, 25};  // 25 x 8 = 200 tiles
+  CHECK(model.duration_s(op) == doctest::Approx(2e-3));
+  op.gemm = GemmShape{};
+  CHECK(model.duration_s(op) == doctest::Approx(1e-3));
+}
+
 TEST_CASE("shipped GEMM curves reproduce the measurements they were fitted to") {
   // Each GPU profile that carries measured GEMM throughput (hardware_profiles/gpus/*.json, gemm.measured,
   // sources in the file) must reproduce it with its curve for that precision: MAPE <= 15% per GPU and
@@ -81,14 +104,15 @@ TEST_CASE("shipped GEMM curves reproduce the measurements they were fitted to") 
         if (static_cast<int>(g.precision) != p) continue;
         const double peak = *gpu.peak_tflops[static_cast<std::size_t>(p)];
         const double predicted =
-            peak * dtsim::compute::gemm_efficiency(GemmShape{g.m, g.n, g.k, 1}, gpu.gemm_curve(g.precision), gpu.sm_count);
+            peak * dtsim::compute::gemm_efficiency(GemmShape{g.m, g.n, g.k, 1}, gpu.gemm_curve(g.precision),
+                                                   gpu.sm_count);
         error += std::abs(predicted - g.tflops) / g.tflops;
         ++rows;
       }
       if (rows == 0) continue;
       const double mape = 100.0 * error / rows;
-      MESSAGE(id << " " << std::string(dtsim::config::to_string(static_cast<dtsim::config::Precision>(p))) << ": GEMM curve MAPE "
-                 << mape << "% over " << rows << " measured shapes");
+      MESSAGE(id << " " << std::string(dtsim::config::to_string(static_cast<dtsim::config::Precision>(p)))
+                 << ": GEMM curve MAPE " << mape << "% over " << rows << " measured shapes");
       CHECK(mape <= 15.0);
     }
   }

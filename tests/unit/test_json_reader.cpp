@@ -286,20 +286,7 @@ class DataFolder {
       : root_(fs::temp_directory_path() / ("dtsim_test_" + tag + "_" + std::to_string(::getpid()))) {
     fs::remove_all(root_);
     paths_ = {(root_ / "hardware_profiles").string(), (root_ / "presets").string()};
-    write(
-        "hardware_profiles/gpus/g1.json",
-        with_sources({{"schema_version", 1},
-                      {"id", "g1"},
-                      {"name", "G1"},
-                      {"peak_tflops", {{"bf16", 100.0}}},
-                      {"hbm_bytes", 8e10},
-                      {"hbm_bandwidth_gbytes_per_s", 2000.0},
-                      {"memory_efficiency", 0.8},
-                      {"sm_count", 100},
-                      {"gemm", {{"max_efficiency", 0.8}, {"tile_m", 128}, {"tile_n", 128}, {"k_half", 64.0}, {"halving_efficiency", 0.9}}},
-                      {"attention_efficiency", 0.5},
-                      {"kernel_launch_us", 4.0},
-                      {"overlap_slowdown", 1.1}}));
+    write("hardware_profiles/gpus/g1.json", gpu_profile());
     write("hardware_profiles/nodes/n1.json", node_profile());
     write("hardware_profiles/fabrics/f1.json", with_sources({{"schema_version", 1},
                                                              {"id", "f1"},
@@ -327,6 +314,25 @@ class DataFolder {
   DataFolder(const DataFolder&) = delete;
   DataFolder& operator=(const DataFolder&) = delete;
 
+  static json gpu_profile() {
+    return with_sources({{"schema_version", 1},
+                         {"id", "g1"},
+                         {"name", "G1"},
+                         {"peak_tflops", {{"bf16", 100.0}}},
+                         {"hbm_bytes", 8e10},
+                         {"hbm_bandwidth_gbytes_per_s", 2000.0},
+                         {"memory_efficiency", 0.8},
+                         {"sm_count", 100},
+                         {"gemm",
+                          {{"max_efficiency", 0.8},
+                           {"tile_m", 128},
+                           {"tile_n", 128},
+                           {"k_half", 64.0},
+                           {"halving_efficiency", 0.9}}},
+                         {"attention_efficiency", 0.5},
+                         {"kernel_launch_us", 4.0},
+                         {"overlap_slowdown", 1.1}});
+  }
   static json node_profile() {
     return with_sources(
         {{"schema_version", 1},
@@ -432,4 +438,14 @@ TEST_CASE("errors inside profiles name the profile file and pointer") {
   node["network"]["fabric"] = "f9";
   data.write("hardware_profiles/nodes/n1.json", node);
   CHECK(error_of().pointer() == "/network/fabric");
+  data.write("hardware_profiles/nodes/n1.json", DataFolder::node_profile());
+
+  json gpu = DataFolder::gpu_profile();
+  gpu["attention_half_waves"] = -1.0;
+  gpu["sources"]["attention_half_waves"] = "test";
+  data.write("hardware_profiles/gpus/g1.json", gpu);
+  e = error_of();
+  CHECK(e.file() == data.path("hardware_profiles/gpus/g1.json"));
+  CHECK(e.pointer() == "/attention_half_waves");
+  CHECK(e.message() == "got -1.0; expected a non-negative number");
 }

@@ -1,0 +1,17 @@
+#include "compute/attention_efficiency.hpp"
+
+#include <cmath>
+
+namespace dtsim::compute {
+
+double attention_efficiency(const graph::GemmShape& work, const config::GpuProfile& gpu) {
+  if (gpu.attention_half_waves <= 0.0 || work.m <= 0 || work.batch <= 0 || gpu.sm_count <= 0)
+    return gpu.attention_efficiency;
+  constexpr double kQueryTileRows = 128.0;
+  const double tiles =
+      static_cast<double>(work.batch) * std::ceil(static_cast<double>(work.m) / kQueryTileRows);
+  const double waves = tiles / static_cast<double>(gpu.sm_count);
+  return gpu.attention_efficiency * waves / (waves + gpu.attention_half_waves);
+}
+
+}  // namespace dtsim::compute
