@@ -104,6 +104,7 @@ nlohmann::ordered_json gpu_profile_json(const config::GpuProfile& g, const Sourc
   j["gemm"] = gemm;
   j["attention_efficiency"] = g.attention_efficiency;
   if (g.attention_half_waves > 0.0) j["attention_half_waves"] = g.attention_half_waves;
+  if (g.attention_half_keys > 0.0) j["attention_half_keys"] = g.attention_half_keys;
   j["kernel_launch_us"] = g.kernel_launch_us;
   j["overlap_slowdown"] = g.overlap_slowdown;
   if (g.spread) {

@@ -220,6 +220,7 @@ def main():
     p.add_argument("--steps", type=int, default=10)
     p.add_argument("--step-attention", choices=sorted(BACKENDS), default="cudnn")
     p.add_argument("--skip-step", action="store_true")
+    p.add_argument("--skip-gemms", action="store_true")
     p.add_argument("--trace", default="")
     p.add_argument("--profile", default="", help="GPU profile JSON whose attention_efficiency to set")
     p.add_argument("--out", required=True)
@@ -232,7 +233,8 @@ def main():
            "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(), "args": vars(args),
            "gemms": [], "attention": []}
     for tp in args.tp:
-        doc["gemms"] += gemm_rows(args, tp)
+        if not args.skip_gemms:
+            doc["gemms"] += gemm_rows(args, tp)
         doc["attention"] += attention_rows(args, tp)
     if not args.skip_step:
         doc["step"] = step_row(args)

@@ -133,7 +133,7 @@ void column_parallel_backward(std::vector<LayerOp>& ops, const Dims& d, LayerOp 
 }
 
 // The work a fused attention kernel spreads over the SMs (compute/attention_efficiency.hpp): the query
-// rows of one sequence on this rank, for micro-batch x heads problems.
+// rows of one sequence on this rank against all its keys, for micro-batch x heads problems.
 graph::GemmShape flash_work(const Dims& d) {
   return {static_cast<std::int64_t>(d.sq), static_cast<std::int64_t>(d.s), static_cast<std::int64_t>(d.d),
           static_cast<std::int64_t>(d.b * d.heads)};

@@ -64,6 +64,9 @@ struct GpuProfile {
   // Work, in waves of 128-row query tiles over the SMs, at which a fused attention kernel runs at half
   // attention_efficiency (compute/attention_efficiency.hpp); 0: efficiency independent of the work.
   double attention_half_waves = 0.0;
+  // Keys per query row at which a fused attention tile's loop runs at half its rate (fixed cost per
+  // tile over work per tile); 0: no dependence on the sequence length.
+  double attention_half_keys = 0.0;
   double kernel_launch_us = 0.0;           // fixed cost per kernel
   double overlap_slowdown = 1.0;           // compute slowdown while a communication kernel runs beside it
   std::optional<ThroughputSpread> spread;  // calibrated profiles only

@@ -121,8 +121,8 @@ GpuProfile load_gpu_profile(const std::string& hardware_profiles, const std::str
   ObjectReader r(doc, path, "");
   r.expect_keys({"schema_version", "id", "name", "sources", "peak_tflops", "hbm_bytes",
                  "hbm_bandwidth_gbytes_per_s", "memory_efficiency", "sm_count", "gemm",
-                 "attention_efficiency", "attention_half_waves", "kernel_launch_us", "overlap_slowdown",
-                 "spread"});
+                 "attention_efficiency", "attention_half_waves", "attention_half_keys", "kernel_launch_us",
+                 "overlap_slowdown", "spread"});
   GpuProfile gpu;
   gpu.id = id;
   gpu.name = read_header(r, id);
@@ -187,6 +187,7 @@ GpuProfile load_gpu_profile(const std::string& hardware_profiles, const std::str
 
   gpu.attention_efficiency = r.required<double>("attention_efficiency", NumberRule::fraction());
   gpu.attention_half_waves = r.optional<double>("attention_half_waves", 0.0, NumberRule::non_negative());
+  gpu.attention_half_keys = r.optional<double>("attention_half_keys", 0.0, NumberRule::non_negative());
   gpu.kernel_launch_us = r.required<double>("kernel_launch_us", NumberRule::positive());
   gpu.overlap_slowdown = r.required<double>("overlap_slowdown", NumberRule::at_least(1.0));
   if (auto spread = r.optional_child("spread")) {

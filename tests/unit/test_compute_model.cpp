@@ -87,6 +87,12 @@ TEST_CASE("fused attention with few heads per GPU runs below the profile's rate"
   CHECK(model.duration_s(op) == doctest::Approx(2e-3));
   op.gemm = GemmShape{};
   CHECK(model.duration_s(op) == doctest::Approx(1e-3));
+  // With attention_half_keys 1024, 4096 keys run at 4096 / 5120 = 0.8 of that:
+  // 8 waves -> 0.5 x 0.8 x 0.8 = 0.32 -> 150e9 / (300e12 x 0.32) = 1.5625 ms.
+  s.gpu.attention_half_keys = 1024.0;
+  const dtsim::compute::ComputeModel keyed(s.gpu, dtsim::config::Precision::bf16);
+  op.gemm = GemmShape{4096, 4096, 128, 25};
+  CHECK(keyed.duration_s(op) == doctest::Approx(1.5625e-3));
 }
 
 TEST_CASE("shipped GEMM curves reproduce the measurements they were fitted to") {
