@@ -17,9 +17,11 @@ same configuration:
              (--trace) that `dtsim import kineto` reads.
 
 With --profile GPU.json (a dtsim GPU profile, e.g. one `dtsim calibrate` wrote), the attention rows of
-the --step-attention backend set that profile's attention_efficiency: executed FLOPs (the causal half;
+the --step-attention backend set that profile's attention efficiency: executed FLOPs (the causal half;
 backward 5 of the forward's 4 matmuls, as dtsim counts them) over time, against the profile's bf16
-peak, forward and backward combined by their FLOPs, the median over the --tp degrees measured.
+peak, forward and backward combined by their FLOPs. Three or more shapes (--tp degrees, or runs
+merged with --merge) fit attention_efficiency, attention_half_waves and attention_half_keys
+(sim/compute/attention_efficiency.hpp); fewer set attention_efficiency to the median alone.
 
 Every timing is the median over repeats of CUDA-event-timed runs after warm-up (each repeat of a single
 kernel at least 10 ms of back-to-back calls, so host launch gaps are not counted); inputs are random.
@@ -30,12 +32,19 @@ Needs PyTorch with CUDA. Example:
 """
 import argparse
 import json
+import os
 import statistics
 import sys
 
-import torch
-import torch.nn.functional as F
-from torch.nn.attention import SDPBackend, sdpa_kernel
+try:
+    import torch
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+except ImportError as error:
+    sys.exit(f"transformer_probe: needs PyTorch 2.5 or later ({error})")
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from attention_fit import write_attention_efficiency  # noqa: E402
 
 BACKENDS = {"cudnn": SDPBackend.CUDNN_ATTENTION, "flash": SDPBackend.FLASH_ATTENTION}
 
@@ -176,35 +185,6 @@ def step_row(args):
     return row
 
 
-def write_attention_efficiency(path, rows, backend, doc):
-    """Sets attention_efficiency (and its source) of the GPU profile at path from the measured rows."""
-    with open(path) as f:
-        profile = json.load(f)
-    peak = profile["peak_tflops"]["bf16"]
-    values = []
-    for r in rows:
-        if r["backend"] != backend or "error" in r:
-            continue
-        fwd = r["forward_tflops_dtsim_count"] * 0.5 / peak  # executed: the causal half
-        bwd = r["backward_tflops_dtsim_count"] * 0.5 / peak
-        values.append((3.5 / (1 / fwd + 2.5 / bwd), r))
-    if not values:
-        raise SystemExit(f"transformer_probe: no {backend} attention was measured; the profile is unchanged")
-    values.sort(key=lambda v: v[0])
-    efficiency = values[len(values) // 2][0]
-    cases = ", ".join(f"{r['heads']} heads x {r['head_dim']} (tp {r['tp']}): {e:.3f}" for e, r in values)
-    profile["attention_efficiency"] = round(efficiency, 3)
-    profile.setdefault("sources", {})["attention_efficiency"] = (
-        f"measured by calibration/torch/transformer_probe.py on {doc['device']} (torch {doc['torch']}, CUDA "
-        f"{doc['cuda']}, cuDNN {doc['cudnn']}): causal {backend} attention forward + backward, batch "
-        f"{values[0][1]['batch']}, sequence {values[0][1]['seq']}, bf16, against peak {peak} TFLOP/s; median of "
-        f"{cases}")
-    with open(path, "w") as f:
-        json.dump(profile, f, indent=2)
-        f.write("\n")
-    return efficiency
-
-
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--layers", type=int, default=24)
@@ -222,7 +202,8 @@ def main():
     p.add_argument("--skip-step", action="store_true")
     p.add_argument("--skip-gemms", action="store_true")
     p.add_argument("--trace", default="")
-    p.add_argument("--profile", default="", help="GPU profile JSON whose attention_efficiency to set")
+    p.add_argument("--profile", default="", help="GPU profile JSON whose attention efficiency to set")
+    p.add_argument("--merge", nargs="*", default=[], help="earlier --out files whose attention rows join the fit")
     p.add_argument("--out", required=True)
     args = p.parse_args()
     if not torch.cuda.is_available():
@@ -241,7 +222,11 @@ def main():
     with open(args.out, "w") as f:
         json.dump(doc, f, indent=1)
     if args.profile:
-        e = write_attention_efficiency(args.profile, doc["attention"], args.step_attention, doc)
+        rows = list(doc["attention"])
+        for path in args.merge:
+            with open(path) as f:
+                rows += json.load(f)["attention"]
+        e = write_attention_efficiency(args.profile, rows, args.step_attention, doc)
         print(f"{args.profile}: attention_efficiency {e:.3f}")
     for r in doc["gemms"]:
         print(f"tp{r['tp']} {r['linear']:4} {r['pass']:7} {r['m']}x{r['n']}x{r['k']}: {r['tflops']:.0f} TFLOP/s")
