@@ -1,8 +1,9 @@
 // dtsim_calibrate_cuda: the CUDA backend of dtsim calibrate, one MPI rank per GPU (mpirun or srun; a
 // single process measures its GPU only). Every rank measures its GPU at the same time: cuBLASLt GEMMs
-// over the precisions it supports on a shape grid plus the GEMM shapes of the shipped model presets
-// under tensor-parallel degrees 1, 2, 4 and 8 (micro-batch 1), HBM copy and triad, and the cost of
-// a tiny GEMM call. Then all ranks run the NCCL sweep (collective_log.hpp). Rank 0 writes, under --out:
+// over the precisions it supports on a shape grid, plus, in the training precisions (fp16, bf16, fp8;
+// --quick: bf16 alone, tensor-parallel degree 8 alone), the GEMM shapes of the shipped model presets
+// under tensor-parallel degrees 1, 2, 4 and 8 (micro-batch 1); HBM copy and triad, and the cost of a
+// tiny GEMM call. Then all ranks run the NCCL sweep (collective_log.hpp). Rank 0 writes, under --out:
 //   gpus/ID.json                       the GPU profile (device_profile.hpp), with the run's metadata
 //   logs/ID-<collective>_perf.log      the NCCL sweeps in nccl-tests format
 //   nodes/ID.json                      when all ranks share one host: the node, its intra-node link
@@ -155,7 +156,11 @@ int run(int argc, char** argv) {
   for (Precision p : {Precision::fp32, Precision::tf32, Precision::fp16, Precision::bf16, Precision::fp8}) {
     if (!gemm.device_supports(p)) continue;
     std::set<Shape> todo = shapes;
-    if (p == Precision::bf16 || !o.quick) todo.insert(presets.begin(), presets.end());
+    // The presets' shapes in the precisions models train in: FP32 and TF32 GEMMs of the largest presets
+    // take seconds each, and their curve is fitted to the grid alone.
+    const bool training_precision =
+        p == Precision::bf16 || (!o.quick && (p == Precision::fp16 || p == Precision::fp8));
+    if (training_precision) todo.insert(presets.begin(), presets.end());
     int measured = 0;
     const double started = MPI_Wtime();
     for (const auto& [mm, nn, kk] : todo) {
