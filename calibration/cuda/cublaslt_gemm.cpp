@@ -15,25 +15,22 @@ namespace {
 
 constexpr std::size_t kWorkspaceBytes = 32u << 20;
 
-// The stored element types the GEMMs read and write.
-enum class Element { f32, f16, bf16, e4m3 };
-
-std::size_t bytes_of(Element e) {
+std::size_t bytes_of(GemmElement e) {
   switch (e) {
-    case Element::f32:
+    case GemmElement::f32:
       return 4;
-    case Element::f16:
-    case Element::bf16:
+    case GemmElement::f16:
+    case GemmElement::bf16:
       return 2;
-    case Element::e4m3:
+    case GemmElement::e4m3:
       return 1;
   }
   return 0;
 }
 
 struct Types {
-  Element in;
-  Element out;
+  GemmElement in;
+  GemmElement out;
   cudaDataType_t in_type;
   cudaDataType_t out_type;
   cublasComputeType_t compute;
@@ -44,43 +41,31 @@ struct Types {
 Types types_of(config::Precision p) {
   switch (p) {
     case config::Precision::fp32:
-      return {Element::f32, Element::f32, CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F, 0x1p-24, 0.0};
+      return {GemmElement::f32, GemmElement::f32, CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F, 0x1p-24, 0.0};
     case config::Precision::tf32:
-      return {Element::f32, Element::f32, CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32,
-              0x1p-24,      0x1p-10};
+      return {GemmElement::f32, GemmElement::f32, CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32,
+              0x1p-24,          0x1p-10};
     case config::Precision::fp16:
-      return {Element::f16, Element::f16, CUDA_R_16F, CUDA_R_16F, CUBLAS_COMPUTE_32F, 0x1p-11, 0.0};
+      return {GemmElement::f16, GemmElement::f16, CUDA_R_16F, CUDA_R_16F, CUBLAS_COMPUTE_32F, 0x1p-11, 0.0};
     case config::Precision::bf16:
-      return {Element::bf16, Element::bf16, CUDA_R_16BF, CUDA_R_16BF, CUBLAS_COMPUTE_32F, 0x1p-8, 0.0};
+      return {
+          GemmElement::bf16, GemmElement::bf16, CUDA_R_16BF, CUDA_R_16BF, CUBLAS_COMPUTE_32F, 0x1p-8, 0.0};
     case config::Precision::fp8:
-      return {Element::e4m3, Element::bf16, CUDA_R_8F_E4M3, CUDA_R_16BF, CUBLAS_COMPUTE_32F, 0x1p-8, 0.0};
+      return {
+          GemmElement::e4m3, GemmElement::bf16, CUDA_R_8F_E4M3, CUDA_R_16BF, CUBLAS_COMPUTE_32F, 0x1p-8, 0.0};
   }
   throw core::InternalError("types_of: invalid Precision value");
 }
 
-GemmInputType fill_type(Element e) {
+// The exact value of one stored element (E4M3 has no infinities).
+double decode(const unsigned char* in, GemmElement e) {
   switch (e) {
-    case Element::f32:
-      return GemmInputType::f32;
-    case Element::f16:
-      return GemmInputType::f16;
-    case Element::bf16:
-      return GemmInputType::bf16;
-    case Element::e4m3:
-      return GemmInputType::e4m3;
-  }
-  return GemmInputType::f32;
-}
-
-// The exact value of one stored element (IEEE fp32, fp16, bf16; OCP FP8 E4M3, which has no infinities).
-double decode(const unsigned char* in, Element e) {
-  switch (e) {
-    case Element::f32: {
+    case GemmElement::f32: {
       float f = 0.0f;
       std::memcpy(&f, in, 4);
       return f;
     }
-    case Element::bf16: {
+    case GemmElement::bf16: {
       std::uint16_t h = 0;
       std::memcpy(&h, in, 2);
       const std::uint32_t u = static_cast<std::uint32_t>(h) << 16;
@@ -88,7 +73,7 @@ double decode(const unsigned char* in, Element e) {
       std::memcpy(&f, &u, 4);
       return f;
     }
-    case Element::f16: {
+    case GemmElement::f16: {
       std::uint16_t h = 0;
       std::memcpy(&h, in, 2);
       const int x = (h >> 10) & 0x1F;
@@ -96,7 +81,7 @@ double decode(const unsigned char* in, Element e) {
       const double mag = x == 0 ? std::ldexp(mant, -24) : std::ldexp(1.0 + mant / 1024.0, x - 15);
       return (h & 0x8000u) != 0 ? -mag : mag;
     }
-    case Element::e4m3: {
+    case GemmElement::e4m3: {
       const unsigned b = *in;
       const int x = (b >> 3) & 0xF;
       const double mant = b & 0x7;
@@ -108,7 +93,7 @@ double decode(const unsigned char* in, Element e) {
 }
 
 // Copies count elements starting at element offset of device memory to the host, decoded.
-std::vector<double> read_back(const void* device, std::size_t offset, std::size_t count, Element e) {
+std::vector<double> read_back(const void* device, std::size_t offset, std::size_t count, GemmElement e) {
   const std::size_t bytes = bytes_of(e);
   std::vector<unsigned char> raw(count * bytes);
   check(cudaMemcpy(raw.data(), static_cast<const unsigned char*>(device) + offset * bytes, raw.size(),
@@ -179,8 +164,8 @@ std::optional<GemmRun> CublasLtGemm::time(std::int64_t m, std::int64_t n, std::i
   check(cudaMalloc(&da, um * uk * bytes_of(t.in)), "cudaMalloc(A)");
   check(cudaMalloc(&db, uk * un * bytes_of(t.in)), "cudaMalloc(B)");
   check(cudaMalloc(&dd, um * un * bytes_of(t.out)), "cudaMalloc(D)");
-  fill_gemm_input(da, m * k, 1, fill_type(t.in));
-  fill_gemm_input(db, k * n, 2, fill_type(t.in));
+  fill_gemm_input(da, m * k, 1, t.in);
+  fill_gemm_input(db, k * n, 2, t.in);
 
   cublasLtMatmulDesc_t op = nullptr;
   cublasLtMatrixLayout_t la = nullptr;

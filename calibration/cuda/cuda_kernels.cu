@@ -78,20 +78,20 @@ void ok(cudaError_t status, const char* what) {
 
 }  // namespace
 
-void fill_gemm_input(void* device_data, std::int64_t count, int salt, GemmInputType type) {
+void fill_gemm_input(void* device_data, std::int64_t count, int salt, GemmElement type) {
   constexpr unsigned kBlocks = 1024;
   constexpr unsigned kThreads = 256;
   switch (type) {
-    case GemmInputType::f32:
+    case GemmElement::f32:
       gemm_input_kernel<<<kBlocks, kThreads>>>(static_cast<float*>(device_data), count, salt);
       break;
-    case GemmInputType::f16:
+    case GemmElement::f16:
       gemm_input_kernel<<<kBlocks, kThreads>>>(static_cast<__half*>(device_data), count, salt);
       break;
-    case GemmInputType::bf16:
+    case GemmElement::bf16:
       gemm_input_kernel<<<kBlocks, kThreads>>>(static_cast<__nv_bfloat16*>(device_data), count, salt);
       break;
-    case GemmInputType::e4m3:
+    case GemmElement::e4m3:
       gemm_input_kernel<<<kBlocks, kThreads>>>(static_cast<__nv_fp8_e4m3*>(device_data), count, salt);
       break;
   }

@@ -17,11 +17,12 @@
 
 namespace dtsim::calibration::cuda {
 
-enum class GemmInputType { f32, f16, bf16, e4m3 };
+// The element types GEMMs read and write (IEEE fp32, fp16, bf16; OCP FP8 E4M3).
+enum class GemmElement { f32, f16, bf16, e4m3 };
 
 // Writes count random inputs (salt selects the sequence) to device memory in the given type and waits
 // for them; throws std::runtime_error on a CUDA failure.
-void fill_gemm_input(void* device_data, std::int64_t count, int salt, GemmInputType type);
+void fill_gemm_input(void* device_data, std::int64_t count, int salt, GemmElement type);
 
 struct MemoryKernelTimes {
   std::string kernel;           // "copy" or "triad"
