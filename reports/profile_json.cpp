@@ -105,6 +105,12 @@ nlohmann::ordered_json gpu_profile_json(const config::GpuProfile& g, const Sourc
   j["attention_efficiency"] = g.attention_efficiency;
   if (g.attention_half_waves > 0.0) j["attention_half_waves"] = g.attention_half_waves;
   if (g.attention_half_keys > 0.0) j["attention_half_keys"] = g.attention_half_keys;
+  if (!g.attention_measured.empty()) {
+    nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+    for (const auto& a : g.attention_measured)
+      rows.push_back({{"batch_heads", a.batch_heads}, {"seq", a.seq}, {"efficiency", a.efficiency}});
+    j["attention_measured"] = rows;
+  }
   j["kernel_launch_us"] = g.kernel_launch_us;
   j["overlap_slowdown"] = g.overlap_slowdown;
   if (g.spread) {

@@ -32,7 +32,8 @@ def fit_attention(points, sm_count):
 
 def write_attention_efficiency(path, rows, backend, doc):
     """Sets attention_efficiency (and, given three or more distinct shapes, attention_half_waves and
-    attention_half_keys), with their sources, in the GPU profile at path from the measured rows."""
+    attention_half_keys), with their sources, in the GPU profile at path from the measured rows, and
+    stores the combined rates as attention_measured."""
     with open(path) as f:
         profile = json.load(f)
     peak = profile["peak_tflops"]["bf16"]
@@ -50,6 +51,9 @@ def write_attention_efficiency(path, rows, backend, doc):
            f"{doc['cuda']}, cuDNN {doc['cudnn']}): causal {backend} attention forward + backward, bf16, against "
            f"peak {peak} TFLOP/s: {cases}")
     sources = profile.setdefault("sources", {})
+    profile["attention_measured"] = [{"batch_heads": u, "seq": q, "efficiency": round(e, 3)}
+                                     for q, u, e in sorted(points)]
+    sources["attention_measured"] = "the measurements attention_efficiency was fitted to: see its source"
     for key in ("attention_half_waves", "attention_half_keys"):
         profile.pop(key, None)
         sources.pop(key, None)

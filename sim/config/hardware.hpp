@@ -32,6 +32,14 @@ struct GemmMeasurement {
   double tflops = 0.0;
 };
 
+// A measured fused attention rate (causal, forward and backward combined by their FLOPs) for
+// micro-batch x heads problems of one sequence length, as a fraction of the bf16 peak.
+struct AttentionMeasurement {
+  std::int64_t batch_heads = 0;
+  std::int64_t seq = 0;
+  double efficiency = 0.0;
+};
+
 // Run-to-run spread of a calibrated device: throughput at the 10th and 90th percentile of repeated
 // measurements over the median, for GEMMs and for streaming memory kernels (written by dtsim calibrate;
 // results carry an iteration-time interval when present).
@@ -67,6 +75,8 @@ struct GpuProfile {
   // Keys per query row at which a fused attention tile's loop runs at half its rate (fixed cost per
   // tile over work per tile); 0: no dependence on the sequence length.
   double attention_half_keys = 0.0;
+  // Measurements the attention parameters were fitted to (documentation and tests; may be empty).
+  std::vector<AttentionMeasurement> attention_measured;
   double kernel_launch_us = 0.0;           // fixed cost per kernel
   double overlap_slowdown = 1.0;           // compute slowdown while a communication kernel runs beside it
   std::optional<ThroughputSpread> spread;  // calibrated profiles only

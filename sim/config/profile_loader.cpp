@@ -121,8 +121,8 @@ GpuProfile load_gpu_profile(const std::string& hardware_profiles, const std::str
   ObjectReader r(doc, path, "");
   r.expect_keys({"schema_version", "id", "name", "sources", "peak_tflops", "hbm_bytes",
                  "hbm_bandwidth_gbytes_per_s", "memory_efficiency", "sm_count", "gemm",
-                 "attention_efficiency", "attention_half_waves", "attention_half_keys", "kernel_launch_us",
-                 "overlap_slowdown", "spread"});
+                 "attention_efficiency", "attention_half_waves", "attention_half_keys", "attention_measured",
+                 "kernel_launch_us", "overlap_slowdown", "spread"});
   GpuProfile gpu;
   gpu.id = id;
   gpu.name = read_header(r, id);
@@ -188,6 +188,23 @@ GpuProfile load_gpu_profile(const std::string& hardware_profiles, const std::str
   gpu.attention_efficiency = r.required<double>("attention_efficiency", NumberRule::fraction());
   gpu.attention_half_waves = r.optional<double>("attention_half_waves", 0.0, NumberRule::non_negative());
   gpu.attention_half_keys = r.optional<double>("attention_half_keys", 0.0, NumberRule::non_negative());
+  if (const json* measured = r.find("attention_measured")) {
+    const std::string pointer = pointer_append(r.pointer(), "attention_measured");
+    if (!measured->is_array()) {
+      throw core::InputError(
+          path, pointer, fmt::format("got {}; expected an array of measurements", describe_value(*measured)));
+    }
+    for (std::size_t i = 0; i < measured->size(); ++i) {
+      ObjectReader row((*measured)[i], path, pointer_append(pointer, i));
+      row.expect_keys({"batch_heads", "seq", "efficiency"});
+      AttentionMeasurement a;
+      a.batch_heads = row.required<std::int64_t>("batch_heads", IntRule::positive());
+      a.seq = row.required<std::int64_t>("seq", IntRule::positive());
+      a.efficiency = row.required<double>("efficiency", NumberRule::fraction());
+      row.finish();
+      gpu.attention_measured.push_back(a);
+    }
+  }
   gpu.kernel_launch_us = r.required<double>("kernel_launch_us", NumberRule::positive());
   gpu.overlap_slowdown = r.required<double>("overlap_slowdown", NumberRule::at_least(1.0));
   if (auto spread = r.optional_child("spread")) {

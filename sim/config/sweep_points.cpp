@@ -42,9 +42,10 @@ void scale(json& doc, const std::string& pointer, double factor, const std::stri
   if (!v.is_number()) return;  // the loader reports the wrong type
   const double scaled = v.get<double>() * factor;
   if (std::abs(scaled - std::round(scaled)) > 1e-9) {
-    throw core::InputError(source, pointer,
-                           fmt::format("got {}; scaling it by the node ratio {:g} does not give a whole number",
-                                       v.dump(), factor));
+    throw core::InputError(
+        source, pointer,
+        fmt::format("got {}; scaling it by the node ratio {:g} does not give a whole number", v.dump(),
+                    factor));
   }
   doc[p] = static_cast<std::int64_t>(std::llround(scaled));
 }
@@ -54,8 +55,9 @@ void scale(json& doc, const std::string& pointer, double factor, const std::stri
 SweepAxis parse_sweep_axis(const std::string& option) {
   const std::size_t eq = option.find('=');
   if (eq == std::string::npos || eq == 0 || eq + 1 == option.size()) {
-    throw core::InputError("command line", "/set",
-                           fmt::format("got \"{}\"; expected POINTER=VALUE[,VALUE...], e.g. /cluster/nodes=2,4,8", option));
+    throw core::InputError(
+        "command line", "/set",
+        fmt::format("got \"{}\"; expected POINTER=VALUE[,VALUE...], e.g. /cluster/nodes=2,4,8", option));
   }
   SweepAxis axis;
   std::string pointer = option.substr(0, eq);
@@ -72,9 +74,8 @@ std::vector<SweepPoint> sweep_points(const std::string& scenario_text, const std
                                      const std::vector<SweepAxis>& axes, Scaling scaling) {
   const json base = parse_json_text(scenario_text, source);
   const json::json_pointer nodes_ptr("/cluster/nodes");
-  const double base_nodes = base.contains(nodes_ptr) && base.at(nodes_ptr).is_number()
-                                ? base.at(nodes_ptr).get<double>()
-                                : 0.0;
+  const double base_nodes =
+      base.contains(nodes_ptr) && base.at(nodes_ptr).is_number() ? base.at(nodes_ptr).get<double>() : 0.0;
   std::size_t count = 1;
   for (const auto& axis : axes) count *= axis.values.size();
   std::vector<SweepPoint> points;
@@ -91,8 +92,9 @@ std::vector<SweepPoint> sweep_points(const std::string& scenario_text, const std
       try {
         p = json::json_pointer(axis.pointer);
       } catch (const json::exception&) {
-        throw core::InputError("command line", "/set",
-                               fmt::format("got \"{}\"; expected a JSON pointer such as /cluster/nodes", axis.pointer));
+        throw core::InputError(
+            "command line", "/set",
+            fmt::format("got \"{}\"; expected a JSON pointer such as /cluster/nodes", axis.pointer));
       }
       const json::json_pointer parent = p.parent_pointer();
       if (!doc.contains(parent) || !(doc.at(parent).is_object() || doc.at(parent).is_array())) {
@@ -108,7 +110,8 @@ std::vector<SweepPoint> sweep_points(const std::string& scenario_text, const std
       }
       point.assignment.insert(point.assignment.begin(), fmt::format("{}={}", axis.pointer, text));
     }
-    if (scaling != Scaling::none && base_nodes > 0 && doc.contains(nodes_ptr) && doc.at(nodes_ptr).is_number()) {
+    if (scaling != Scaling::none && base_nodes > 0 && doc.contains(nodes_ptr) &&
+        doc.at(nodes_ptr).is_number()) {
       const double factor = doc.at(nodes_ptr).get<double>() / base_nodes;
       if (scaling == Scaling::weak) scale(doc, "/training/global_batch_size", factor, source);
       scale(doc, "/parallelism/data", factor, source);

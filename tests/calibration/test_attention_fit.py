@@ -48,6 +48,10 @@ class AttentionFit(unittest.TestCase):
             self.assertEqual(written["attention_half_waves"], 2.0)
             self.assertEqual(written["attention_half_keys"], 512)
             self.assertIn("seq 2048 x 8 heads", written["sources"]["attention_efficiency"])
+            self.assertEqual(len(written["attention_measured"]), 4)
+            self.assertEqual(written["attention_measured"][0]["batch_heads"], 8)
+            self.assertAlmostEqual(written["attention_measured"][0]["efficiency"],
+                                   round(model(0.6, 2.0, 512, 2048, 8), 3))
             # Two shapes: the median alone (of 0.3 and 0.5, the upper), and no half values left.
             rows = [row(4096, 16, 0.3, 0.3), row(4096, 32, 0.5, 0.5)]
             self.assertAlmostEqual(attention_fit.write_attention_efficiency(path, rows, "cudnn", doc), 0.5)

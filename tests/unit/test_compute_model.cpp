@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "compute/attention_efficiency.hpp"
 #include "compute/compute_model.hpp"
 #include "compute/gemm_efficiency.hpp"
 #include "config/profile_loader.hpp"
@@ -121,5 +122,27 @@ TEST_CASE("shipped GEMM curves reproduce the measurements they were fitted to") 
                  << ": GEMM curve MAPE " << mape << "% over " << rows << " measured shapes");
       CHECK(mape <= 15.0);
     }
+  }
+}
+
+TEST_CASE("shipped attention curves reproduce the measurements they were fitted to") {
+  // Each GPU profile that carries measured fused-attention rates (attention_measured) must reproduce
+  // them with its attention parameters: MAPE <= 15% per GPU, as for the GEMM curves (the H100 fit
+  // reaches about 6%). A measured shape is batch_heads problems of seq query rows against seq keys.
+  const auto data = dtsim::config::default_data_paths();
+  const std::string gpus = data.hardware_profiles + "/gpus";
+  for (const auto& id : dtsim::config::list_ids(gpus)) {
+    const auto gpu = dtsim::config::load_gpu_profile(data.hardware_profiles, id, {"test", ""});
+    if (gpu.attention_measured.empty()) continue;
+    double error = 0.0;
+    for (const auto& a : gpu.attention_measured) {
+      const double predicted =
+          dtsim::compute::attention_efficiency(GemmShape{a.seq, a.seq, 128, a.batch_heads}, gpu);
+      error += std::abs(predicted - a.efficiency) / a.efficiency;
+    }
+    const double mape = 100.0 * error / static_cast<double>(gpu.attention_measured.size());
+    MESSAGE(id << ": attention MAPE " << mape << "% over " << gpu.attention_measured.size()
+               << " measured shapes");
+    CHECK(mape <= 15.0);
   }
 }

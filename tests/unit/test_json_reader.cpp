@@ -448,4 +448,11 @@ TEST_CASE("errors inside profiles name the profile file and pointer") {
   CHECK(e.file() == data.path("hardware_profiles/gpus/g1.json"));
   CHECK(e.pointer() == "/attention_half_waves");
   CHECK(e.message() == "got -1.0; expected a non-negative number");
+
+  gpu = DataFolder::gpu_profile();
+  gpu["attention_measured"] = json::array({{{"batch_heads", 16}, {"seq", 4096}, {"efficiency", 1.5}}});
+  gpu["sources"]["attention_measured"] = "test";
+  data.write("hardware_profiles/gpus/g1.json", gpu);
+  e = error_of();
+  CHECK(e.pointer() == "/attention_measured/0/efficiency");
 }
