@@ -111,6 +111,23 @@ GemmCurve read_gemm_curve(ObjectReader& r, const std::optional<GemmCurve>& base)
   return c;
 }
 
+// Calls read_row on each object of the optional array `key` of r (a list of measurements); the row
+// reader is finished after it, so unknown keys in a row are errors.
+template <typename ReadRow>
+void read_measurements(ObjectReader& r, std::string_view key, const std::string& path, ReadRow&& read_row) {
+  const json* rows = r.find(key);
+  if (rows == nullptr) return;
+  const std::string pointer = pointer_append(r.pointer(), key);
+  if (!rows->is_array())
+    throw core::InputError(path, pointer,
+                           fmt::format("got {}; expected an array of measurements", describe_value(*rows)));
+  for (std::size_t i = 0; i < rows->size(); ++i) {
+    ObjectReader row((*rows)[i], path, pointer_append(pointer, i));
+    read_row(row);
+    row.finish();
+  }
+}
+
 }  // namespace
 
 GpuProfile load_gpu_profile(const std::string& hardware_profiles, const std::string& id,
@@ -164,47 +181,29 @@ GpuProfile load_gpu_profile(const std::string& hardware_profiles, const std::str
     }
     by->finish();
   }
-  if (const json* measured = gemm.find("measured")) {
-    const std::string pointer = pointer_append(gemm.pointer(), "measured");
-    if (!measured->is_array()) {
-      throw core::InputError(
-          path, pointer, fmt::format("got {}; expected an array of measurements", describe_value(*measured)));
-    }
-    for (std::size_t i = 0; i < measured->size(); ++i) {
-      ObjectReader row((*measured)[i], path, pointer_append(pointer, i));
-      row.expect_keys({"m", "n", "k", "precision", "tflops"});
-      GemmMeasurement g;
-      g.m = row.required<std::int64_t>("m", IntRule::positive());
-      g.n = row.required<std::int64_t>("n", IntRule::positive());
-      g.k = row.required<std::int64_t>("k", IntRule::positive());
-      g.precision = row.enum_value<Precision>("precision", named_choices(kAll));
-      g.tflops = row.required<double>("tflops", NumberRule::positive());
-      row.finish();
-      gpu.gemm_measured.push_back(g);
-    }
-  }
+  read_measurements(gemm, "measured", path, [&](ObjectReader& row) {
+    row.expect_keys({"m", "n", "k", "precision", "tflops"});
+    GemmMeasurement g;
+    g.m = row.required<std::int64_t>("m", IntRule::positive());
+    g.n = row.required<std::int64_t>("n", IntRule::positive());
+    g.k = row.required<std::int64_t>("k", IntRule::positive());
+    g.precision = row.enum_value<Precision>("precision", named_choices(kAll));
+    g.tflops = row.required<double>("tflops", NumberRule::positive());
+    gpu.gemm_measured.push_back(g);
+  });
   gemm.finish();
 
   gpu.attention_efficiency = r.required<double>("attention_efficiency", NumberRule::fraction());
   gpu.attention_half_waves = r.optional<double>("attention_half_waves", 0.0, NumberRule::non_negative());
   gpu.attention_half_keys = r.optional<double>("attention_half_keys", 0.0, NumberRule::non_negative());
-  if (const json* measured = r.find("attention_measured")) {
-    const std::string pointer = pointer_append(r.pointer(), "attention_measured");
-    if (!measured->is_array()) {
-      throw core::InputError(
-          path, pointer, fmt::format("got {}; expected an array of measurements", describe_value(*measured)));
-    }
-    for (std::size_t i = 0; i < measured->size(); ++i) {
-      ObjectReader row((*measured)[i], path, pointer_append(pointer, i));
-      row.expect_keys({"batch_heads", "seq", "efficiency"});
-      AttentionMeasurement a;
-      a.batch_heads = row.required<std::int64_t>("batch_heads", IntRule::positive());
-      a.seq = row.required<std::int64_t>("seq", IntRule::positive());
-      a.efficiency = row.required<double>("efficiency", NumberRule::fraction());
-      row.finish();
-      gpu.attention_measured.push_back(a);
-    }
-  }
+  read_measurements(r, "attention_measured", path, [&](ObjectReader& row) {
+    row.expect_keys({"batch_heads", "seq", "efficiency"});
+    AttentionMeasurement a;
+    a.batch_heads = row.required<std::int64_t>("batch_heads", IntRule::positive());
+    a.seq = row.required<std::int64_t>("seq", IntRule::positive());
+    a.efficiency = row.required<double>("efficiency", NumberRule::fraction());
+    gpu.attention_measured.push_back(a);
+  });
   gpu.kernel_launch_us = r.required<double>("kernel_launch_us", NumberRule::positive());
   gpu.overlap_slowdown = r.required<double>("overlap_slowdown", NumberRule::at_least(1.0));
   if (auto spread = r.optional_child("spread")) {
