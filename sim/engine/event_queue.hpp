@@ -1,13 +1,16 @@
 // The engine's pending-event queue, ordered by (time, sequence). The sequence number is assigned at
 // push, so events at the same time pop in the order they were scheduled: runs are deterministic.
 //
-// A binary min-heap of time slots: each slot holds, in a FIFO, events of one time pushed one after
-// another (the slot stays open for pushes at its time until a push at another time opens a new slot).
-// Slots are ordered by (time, creation), so events of one time in several slots still pop in push
-// order. When many ranks run the same program (every-rank simulations) thousands of events share a
-// time and the heap holds a few slots instead of every event; with all times distinct it is a plain
-// binary heap with one event per slot. Storage (heap, FIFOs) is reused: no allocation per event once
-// grown. The sequence is 32-bit: one queue accepts 2^32 pushes before clear() (InternalError beyond).
+// A binary min-heap of time slots. A slot holds events of one time pushed one after another: the first
+// in the slot itself (16 bytes, like a plain heap's entry), any more in a FIFO. A slot stays open for
+// pushes at its time until a push at another time opens a new one; a slot of one event also closes
+// at the next pop, since the heap may move it. Slots are ordered by (time, creation), so events of one
+// time in several slots still pop in push order. When many ranks run the same program (every-rank
+// simulations) thousands of events share a time and the heap holds a few slots instead of every
+// event; with all times distinct it is a plain binary heap of events, no FIFO touched. Storage (heap,
+// FIFOs) is reused: no allocation per event once grown. The sequence is 31-bit: one queue accepts
+// 2^31 pushes before clear() (InternalError beyond). push(), pop() and the heap's sifts are inline:
+// they are most of an engine loop's work when few events are pending.
 #pragma once
 
 #include <cstddef>
@@ -33,8 +36,10 @@ class EventQueue {
   // Removes and returns the earliest event; InternalError when empty.
   Event pop();
   // The earliest event; the queue must not be empty.
-  const Event& top() const {
-    const Fifo& f = fifos_[heap_.front().fifo];
+  Event top() const {
+    const Slot& slot = heap_.front();
+    if ((slot.key & kFifoFlag) == 0) return Event{slot.time, slot.key >> 1, slot.item};
+    const Fifo& f = fifos_[slot.item];
     return f.events[f.head];
   }
   // Whether an event at `time` is pending and earliest.
@@ -42,11 +47,16 @@ class EventQueue {
   void clear();
 
  private:
-  static constexpr std::uint32_t kNone = UINT32_MAX;
+  static constexpr std::uint32_t kMaxSeq = 0x7fffffffU;
+  static constexpr std::uint32_t kFifoFlag = 1;
+  // A slot is ordered by its first event's (time, seq), which is its creation order among slots of
+  // one time: key = seq << 1 | kFifoFlag when the slot's events are in a FIFO (seqs differ, so the flag
+  // never decides an order). item: the first event's payload while it is the slot's only event; once
+  // a second event joins, the index into fifos_ of all of the slot's events. 16 bytes.
   struct Slot {
     core::TimeNs time = 0;
-    std::uint32_t seq = 0;   // creation order among slots
-    std::uint32_t fifo = 0;  // index into fifos_
+    std::uint32_t key = 0;
+    std::uint32_t item = 0;
   };
   struct Fifo {
     std::vector<Event> events;
@@ -56,20 +66,101 @@ class EventQueue {
   static bool before(const Slot& a, const Slot& b) {
     const int earlier = a.time < b.time;
     const int tie = a.time == b.time;
-    const int created_first = a.seq < b.seq;
+    const int created_first = a.key < b.key;
     return (earlier | (tie & created_first)) != 0;
   }
-  void push_slot(const Slot& slot);
+  std::size_t push_slot(const Slot& slot);
   void pop_slot();
+  // The slow paths of push() and pop(): a second event at the open slot's time; an event from a FIFO;
+  // misuse (InternalError).
+  void join_open_slot(core::TimeNs time, std::uint32_t seq, std::uint32_t payload);
+  Event pop_from_fifo();
+  [[noreturn]] static void reject_push();
+  [[noreturn]] static void reject_pop();
 
   std::vector<Slot> heap_;
   std::vector<Fifo> fifos_;
   std::vector<std::uint32_t> free_fifos_;
-  std::uint32_t open_fifo_ = kNone;  // the slot taking pushes at open_time_
+  // The open slot, which takes pushes at open_time_: a slot with one event until the next pop (the
+  // heap may move it), then closed; a slot whose events are in a FIFO, open_fifo_, until a push at
+  // another time or its last event is popped.
+  enum class Open : std::uint8_t { none, single, fifo };
+  Open open_ = Open::none;
+  std::size_t open_slot_ = 0;    // single: its place in the heap
+  std::uint32_t open_fifo_ = 0;  // fifo: its FIFO
   core::TimeNs open_time_ = 0;
   std::uint32_t next_seq_ = 0;
-  std::uint32_t next_slot_seq_ = 0;
   std::size_t size_ = 0;
 };
+
+// Sift-up with a hole: parents move down until the new slot's place is found, then it is written once.
+// Returns that place.
+inline std::size_t EventQueue::push_slot(const Slot& slot) {
+  std::size_t i = heap_.size();
+  heap_.push_back(slot);
+  Slot* heap = heap_.data();
+  while (i > 0) {
+    const std::size_t parent = (i - 1) / 2;
+    if (!before(slot, heap[parent])) break;
+    heap[i] = heap[parent];
+    i = parent;
+  }
+  heap[i] = slot;
+  return i;
+}
+
+// Bottom-up deletion (Floyd): the hole left by the minimum descends along the smaller children to a
+// leaf, then the former last slot rises from there (about half the comparisons of a plain sift-down).
+inline void EventQueue::pop_slot() {
+  Slot* heap = heap_.data();
+  const Slot last = heap[heap_.size() - 1];
+  heap_.pop_back();
+  const std::size_t n = heap_.size();
+  if (n == 0) return;
+  std::size_t i = 0;
+  // Which child is smaller is a coin toss for the branch predictor: select it arithmetically.
+  for (std::size_t child = 1; child + 1 < n; child = 2 * i + 1) {
+    child += static_cast<std::size_t>(before(heap[child + 1], heap[child]));
+    heap[i] = heap[child];
+    i = child;
+  }
+  if (2 * i + 2 == n) {  // a last, single child
+    heap[i] = heap[n - 1];
+    i = n - 1;
+  }
+  while (i > 0) {
+    const std::size_t parent = (i - 1) / 2;
+    if (!before(last, heap[parent])) break;
+    heap[i] = heap[parent];
+    i = parent;
+  }
+  heap[i] = last;
+}
+
+inline void EventQueue::push(core::TimeNs time, std::uint32_t payload) {
+  if (next_seq_ > kMaxSeq) [[unlikely]]
+    reject_push();
+  const std::uint32_t seq = next_seq_++;
+  ++size_;
+  if (open_ != Open::none && open_time_ == time) {
+    join_open_slot(time, seq, payload);
+    return;
+  }
+  open_ = Open::single;
+  open_time_ = time;
+  open_slot_ = push_slot(Slot{time, seq << 1, payload});
+}
+
+inline Event EventQueue::pop() {
+  if (size_ == 0) [[unlikely]]
+    reject_pop();
+  --size_;
+  const Slot& slot = heap_.front();
+  if ((slot.key & kFifoFlag) != 0) return pop_from_fifo();
+  const Event event{slot.time, slot.key >> 1, slot.item};
+  if (open_ == Open::single) open_ = Open::none;
+  pop_slot();
+  return event;
+}
 
 }  // namespace dtsim::engine

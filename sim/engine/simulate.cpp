@@ -15,19 +15,19 @@ EngineResult Run::run() {
   start_ready();
   std::uint64_t events = 0;
   while (!queue_.empty()) {
-    if (slowed_ && superseded(queue_.top())) {
-      queue_.pop();
-      continue;
-    }
-    now_ = queue_.top().time;
+    const Event first = queue_.pop();
+    if (slowed_ && superseded(first)) continue;
+    now_ = first.time;
+    finish(first.payload);  // the stream whose running task ends
+    ++events;
     // Every completion at this instant first, then the starts they allow: streams of one rank that
     // start together see each other, whatever the order of the completions.
-    do {
+    while (queue_.more_at(now_)) {
       const Event e = queue_.pop();
       if (slowed_ && superseded(e)) continue;
-      finish(e.payload);  // the stream whose running task ends
+      finish(e.payload);
       ++events;
-    } while (queue_.more_at(now_));
+    }
     start_ready();
   }
   if (events != graph_.tasks().size()) throw_deadlock(events);

@@ -15,7 +15,8 @@ TEST_CASE("event queue: earliest time first, ties in push order") {
   EventQueue q;
   // Pushed as (time, payload): (5,0) (3,1) (5,2) (3,3) (1,4) (5,5).
   // Expected pops: time 1 -> 4; time 3 -> 1 then 3 (pushed first); time 5 -> 0, 2, 5.
-  const std::vector<std::pair<std::int64_t, std::uint32_t>> pushes{{5, 0}, {3, 1}, {5, 2}, {3, 3}, {1, 4}, {5, 5}};
+  const std::vector<std::pair<std::int64_t, std::uint32_t>> pushes{{5, 0}, {3, 1}, {5, 2},
+                                                                   {3, 3}, {1, 4}, {5, 5}};
   for (const auto& [time, payload] : pushes) q.push(time, payload);
   CHECK(q.size() == 6);
   CHECK(q.top().payload == 4);
@@ -48,37 +49,41 @@ TEST_CASE("event queue: pop from an empty queue is an internal error") {
 }
 
 TEST_CASE("event queue: interleaved pushes and pops agree with an ordered set of (time, seq)") {
-  // Random mix of pushes (few distinct times, so many ties) and pops; a std::set ordered by
-  // (time, seq) is the reference: every pop must return its smallest element.
-  std::mt19937_64 rng(12345);
-  EventQueue q;
-  q.reserve(64);
-  std::set<std::pair<std::int64_t, std::uint64_t>> reference;
-  std::uint64_t seq = 0;
-  std::int64_t now = 0;
-  for (int step = 0; step < 20000; ++step) {
-    const bool push = reference.empty() || rng() % 100 < 55;
-    if (push) {
-      const auto time = now + static_cast<std::int64_t>(rng() % 8);
-      q.push(time, static_cast<std::uint32_t>(seq));
-      reference.emplace(time, seq);
-      ++seq;
-    } else {
-      const Event e = q.pop();
-      const auto expected = *reference.begin();
-      reference.erase(reference.begin());
-      REQUIRE(e.time == expected.first);
-      REQUIRE(e.seq == expected.second);
-      REQUIRE(e.payload == static_cast<std::uint32_t>(expected.second));
-      now = e.time;  // like a simulator: never schedule in the past
+  // Random mix of pushes (few distinct times, so many ties: 8, then 2, where most pushes join a slot
+  // that pops have moved in the heap) and pops; a std::set ordered by (time, seq) is the reference:
+  // every pop must return its smallest element. Payloads use all 32 bits.
+  for (const std::uint64_t spread : {8, 2}) {
+    std::mt19937_64 rng(12345);
+    EventQueue q;
+    q.reserve(64);
+    std::set<std::pair<std::int64_t, std::uint64_t>> reference;
+    std::uint64_t seq = 0;
+    std::int64_t now = 0;
+    const auto payload_of = [](std::uint64_t s) { return static_cast<std::uint32_t>(s * 0x9e3779b9U); };
+    for (int step = 0; step < 20000; ++step) {
+      const bool push = reference.empty() || rng() % 100 < 55;
+      if (push) {
+        const auto time = now + static_cast<std::int64_t>(rng() % spread);
+        q.push(time, payload_of(seq));
+        reference.emplace(time, seq);
+        ++seq;
+      } else {
+        const Event e = q.pop();
+        const auto expected = *reference.begin();
+        reference.erase(reference.begin());
+        REQUIRE(e.time == expected.first);
+        REQUIRE(e.seq == expected.second);
+        REQUIRE(e.payload == payload_of(expected.second));
+        now = e.time;  // like a simulator: never schedule in the past
+      }
+      REQUIRE(q.size() == reference.size());
     }
-    REQUIRE(q.size() == reference.size());
+    while (!reference.empty()) {
+      CHECK(q.pop().seq == reference.begin()->second);
+      reference.erase(reference.begin());
+    }
+    CHECK(q.empty());
   }
-  while (!reference.empty()) {
-    CHECK(q.pop().seq == reference.begin()->second);
-    reference.erase(reference.begin());
-  }
-  CHECK(q.empty());
 }
 
 TEST_CASE("event queue: more_at tells whether the earliest pending event is at that time") {
