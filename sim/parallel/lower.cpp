@@ -43,7 +43,7 @@ LoweredGraph Lowering::run() {
   step_first_.assign(static_cast<std::size_t>(ranks), TaskId{0});
   stage_last_.assign(static_cast<std::size_t>(ranks), TaskId{0});
   data_tasks_.assign(static_cast<std::size_t>(ranks), {});
-  for (std::int64_t r = 0; r < ranks; ++r) emit_rank(r);
+  emit_steps();
   for (std::int64_t r = 0; r < ranks; ++r) connect_stages(r);
   for (std::int64_t r = 0; r < ranks; ++r) emit_gradient_sync_and_optimizer(r);
   out_.graph.finalize();
@@ -243,82 +243,127 @@ const std::vector<OpRef>& Lowering::layer_program(const LayerSequence& sequence,
   return sequence.program(l == 0, l + 1 == count);
 }
 
-void Lowering::emit_rank(std::int64_t r) {
-  const std::int64_t stage = coord(r).stage;
-  previous_step_.reset();
+// Every rank's pipeline steps, across the ranks part by part: the k-th step's opening (embedding or
+// head) on every rank, then its first layer on every rank, ..., then its closing, then step k+1. Each
+// stage runs as many steps (m x v forward and backward); a rank's program is the same in any order,
+// but task ids then follow the ranks' progress, so that what an every-rank simulation runs at one
+// time sits together in the graph's and the engine's arrays instead of a rank's program apart.
+void Lowering::emit_steps() {
+  const auto ranks = static_cast<std::size_t>(coords_.size());
+  std::vector<std::vector<PipelineStep>> schedules;
+  std::vector<std::vector<std::size_t>> last_backward;  // per stage and chunk, its last backward step
+  for (std::int64_t stage = 0; stage < p_; ++stage) {
+    schedules.push_back(stage_schedule(s_.parallelism.schedule, p_, stage, m_, v_));
+    last_backward.emplace_back(static_cast<std::size_t>(v_), 0);
+    for (std::size_t i = 0; i < schedules.back().size(); ++i) {
+      const PipelineStep& step = schedules.back()[i];
+      if (step.pass == Pass::backward) last_backward.back()[static_cast<std::size_t>(step.chunk)] = i;
+    }
+    DTSIM_CHECK(schedules.back().size() == schedules.front().size(),
+                "pipeline stages with different numbers of steps");
+  }
+  previous_step_.assign(ranks, std::nullopt);
+  std::vector<StepInProgress> open(ranks);
+  for (std::size_t i = 0; i < schedules.front().size(); ++i) {
+    const auto step_of = [&](std::size_t r) -> StepInProgress& {
+      StepInProgress& s = open[r];
+      const auto stage = static_cast<std::size_t>(coords_[r].stage);
+      s.step = schedules[stage][i];
+      s.last_of_chunk = last_backward[stage][static_cast<std::size_t>(s.step.chunk)] == i;
+      return s;
+    };
+    for (std::size_t r = 0; r < ranks; ++r) open_step(static_cast<std::int64_t>(r), step_of(r));
+    for (std::int64_t k = 0; k < max_chunk_layers_; ++k) {
+      for (std::size_t r = 0; r < ranks; ++r) emit_step_layer(static_cast<std::int64_t>(r), open[r], k);
+    }
+    for (std::size_t r = 0; r < ranks; ++r) close_step(static_cast<std::int64_t>(r), open[r]);
+  }
+}
+
+// A step's opening: the embedding before the first chunk's forward, the head before the last chunk's
+// backward.
+void Lowering::open_step(std::int64_t r, StepInProgress& s) {
+  s.chain = Chain{};
+  s.previous_layer.reset();
+  const std::int64_t mc = model_chunk(coord(r).stage, s.step.chunk);
+  const std::int32_t mb = s.step.micro_batch;
+  if (s.step.pass == Pass::forward) {
+    if (mc == 0) emit(r, embedding_.forward, Category::forward, mb, s.chain);
+    if (mc == 0 && mb == 0) step_first_[static_cast<std::size_t>(r)] = s.chain.first;
+  } else if (mc == p_ * v_ - 1) {
+    emit(r, head_.backward, Category::backward, mb, s.chain);
+  }
+}
+
+// The step's k-th layer in its order of execution (backward: from the last layer), if it has one.
+void Lowering::emit_step_layer(std::int64_t r, StepInProgress& s, std::int64_t k) {
+  const PipelineStep& step = s.step;
+  const std::int64_t layers = layers_in(coord(r).stage, step.chunk);
+  if (k >= layers) return;
   const bool zero3 = s_.parallelism.zero_stage >= 3;
   const bool on_demand = s_.parallelism.zero3.fetch == config::Zero3Fetch::on_demand;
   // Fetching on demand, a full recompute (a forward of the layer's weights) gathers of its own; a
   // selective one recomputes the attention core, which has no weights.
   const bool regather = s_.training.activation_recompute == config::Recompute::full;
-  // The compute this rank runs just before what continues `chain`: its end, or that of the step before.
-  const auto compute_before = [this](const Chain& chain) -> std::optional<TaskId> {
-    if (!chain.empty) return chain.last;
-    if (previous_step_ && !steps_[*previous_step_].empty) return steps_[*previous_step_].last;
+  const std::optional<std::size_t> previous_step = previous_step_[static_cast<std::size_t>(r)];
+  // The compute this rank runs just before what continues the step: its end, or that of the step before.
+  const auto compute_before = [&]() -> std::optional<TaskId> {
+    if (!s.chain.empty) return s.chain.last;
+    if (previous_step && !steps_[*previous_step].empty) return steps_[*previous_step].last;
     return std::nullopt;
   };
-  const std::vector<PipelineStep> schedule = stage_schedule(s_.parallelism.schedule, p_, stage, m_, v_);
-  std::vector<std::size_t> last_backward(static_cast<std::size_t>(v_), 0);  // per chunk, its step index
-  for (std::size_t i = 0; i < schedule.size(); ++i) {
-    if (schedule[i].pass == Pass::backward) last_backward[static_cast<std::size_t>(schedule[i].chunk)] = i;
+  const bool join = joins_layers(step, s.last_of_chunk);
+  const std::int32_t mb = step.micro_batch;
+  Chain layer;
+  if (step.pass == Pass::forward) {
+    const std::int64_t l = k;
+    emit(r, layer_program(forward_sequence_, layer_.forward, join, l, layers), Category::forward, mb, layer);
+    if (zero3) gate(gather_layer(r, mb, on_demand ? compute_before() : s.previous_layer), layer);
+    if (mb == 0) first_use_[layer_index(r, step.chunk, l)] = layer.first;
+    s.previous_layer = layer.first;
+    append(s.chain, layer);
+    return;
   }
-  for (std::size_t i = 0; i < schedule.size(); ++i) {
-    const PipelineStep& step = schedule[i];
-    const bool join = joins_layers(step, last_backward[static_cast<std::size_t>(step.chunk)] == i);
-    const std::int64_t layers = layers_in(stage, step.chunk);
-    Chain chain;
-    const std::int64_t mc = model_chunk(stage, step.chunk);
-    const bool first_chunk = mc == 0;
-    const bool last_chunk = mc == p_ * v_ - 1;
-    const std::int32_t mb = step.micro_batch;
-    std::optional<TaskId> previous_layer;
-    if (step.pass == Pass::forward) {
-      if (first_chunk) emit(r, embedding_.forward, Category::forward, mb, chain);
-      if (first_chunk && mb == 0) step_first_[static_cast<std::size_t>(r)] = chain.first;
-      for (std::int64_t l = 0; l < layers; ++l) {
-        Chain layer;
-        emit(r, layer_program(forward_sequence_, layer_.forward, join, l, layers), Category::forward, mb,
-             layer);
-        if (zero3) gate(gather_layer(r, mb, on_demand ? compute_before(chain) : previous_layer), layer);
-        if (mb == 0) first_use_[layer_index(r, step.chunk, l)] = layer.first;
-        previous_layer = layer.first;
-        append(chain, layer);
-      }
-      if (last_chunk) emit(r, head_.forward, Category::forward, mb, chain);
-    } else {
-      if (last_chunk) emit(r, head_.backward, Category::backward, mb, chain);
-      for (std::int64_t l = layers - 1; l >= 0; --l) {
-        Chain layer;
-        emit(r, recompute_, Category::recompute, mb, layer);
-        if (zero3 && on_demand && regather) {
-          // The recomputed forward gathers, uses and releases the parameters; the backward, which starts
-          // after its gather, gathers them again.
-          gate(gather_layer(r, mb, compute_before(chain)), layer);
-          Chain backward = Chain::after(gather_layer(r, mb, layer.last));
-          emit(r, layer_program(backward_sequence_, layer_.backward, join, layers - 1 - l, layers),
-               Category::backward, mb, backward);
-          layer.last = backward.last;
-          layer.also = backward.also;
-        } else {
-          emit(r, layer_program(backward_sequence_, layer_.backward, join, layers - 1 - l, layers),
-               Category::backward, mb, layer);
-          if (zero3) gate(gather_layer(r, mb, on_demand ? compute_before(chain) : previous_layer), layer);
-        }
-        previous_layer = layer.first;
-        append(chain, layer);
-        grad_ready_[layer_index(r, step.chunk, l)] = chain.last;
-        if (zero3) reduce_layer(r, mb, chain.last);
-      }
-      if (first_chunk) emit(r, embedding_.backward, Category::backward, mb, chain);
-    }
-    DTSIM_CHECK(!chain.also, "a pipeline step ends beside an overlapped GEMM");
-    const std::size_t index = step_index(r, step.chunk, mb, step.pass);
-    steps_[index] = chain;
-    // The step that follows in program order (a blocking pipeline transfer holds it back).
-    if (previous_step_) step_after_[*previous_step_] = chain.first;
-    previous_step_ = index;
-    stage_last_[static_cast<std::size_t>(r)] = chain.last;
+  const std::int64_t l = layers - 1 - k;
+  emit(r, recompute_, Category::recompute, mb, layer);
+  if (zero3 && on_demand && regather) {
+    // The recomputed forward gathers, uses and releases the parameters; the backward, which starts
+    // after its gather, gathers them again.
+    gate(gather_layer(r, mb, compute_before()), layer);
+    Chain backward = Chain::after(gather_layer(r, mb, layer.last));
+    emit(r, layer_program(backward_sequence_, layer_.backward, join, k, layers), Category::backward, mb,
+         backward);
+    layer.last = backward.last;
+    layer.also = backward.also;
+  } else {
+    emit(r, layer_program(backward_sequence_, layer_.backward, join, k, layers), Category::backward, mb,
+         layer);
+    if (zero3) gate(gather_layer(r, mb, on_demand ? compute_before() : s.previous_layer), layer);
   }
+  s.previous_layer = layer.first;
+  append(s.chain, layer);
+  grad_ready_[layer_index(r, step.chunk, l)] = s.chain.last;
+  if (zero3) reduce_layer(r, mb, s.chain.last);
+}
+
+// A step's closing: the head after the last chunk's forward, the embedding after the first chunk's
+// backward; then the step is recorded for the pipeline transfers and as the rank's latest.
+void Lowering::close_step(std::int64_t r, StepInProgress& s) {
+  const std::int64_t mc = model_chunk(coord(r).stage, s.step.chunk);
+  const std::int32_t mb = s.step.micro_batch;
+  if (s.step.pass == Pass::forward) {
+    if (mc == p_ * v_ - 1) emit(r, head_.forward, Category::forward, mb, s.chain);
+  } else if (mc == 0) {
+    emit(r, embedding_.backward, Category::backward, mb, s.chain);
+  }
+  DTSIM_CHECK(!s.chain.also, "a pipeline step ends beside an overlapped GEMM");
+  const std::size_t index = step_index(r, s.step.chunk, mb, s.step.pass);
+  steps_[index] = s.chain;
+  // The step that follows in program order (a blocking pipeline transfer holds it back).
+  std::optional<std::size_t>& previous_step = previous_step_[static_cast<std::size_t>(r)];
+  if (previous_step) step_after_[*previous_step] = s.chain.first;
+  previous_step = index;
+  stage_last_[static_cast<std::size_t>(r)] = s.chain.last;
 }
 
 // Continues `chain` with `next` (the first of `next` waits for the last of `chain`).

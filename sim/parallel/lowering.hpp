@@ -100,7 +100,17 @@ class Lowering {
   bool joins_layers(const PipelineStep& step, bool last_backward) const;
   const std::vector<OpRef>& layer_program(const LayerSequence& sequence, const std::vector<OpRef>& plain,
                                           bool join, std::int64_t l, std::int64_t count) const;
-  void emit_rank(std::int64_t r);
+  // A rank's pipeline step being emitted (lower.cpp, emit_steps()).
+  struct StepInProgress {
+    PipelineStep step;
+    bool last_of_chunk = false;  // the chunk's last backward step
+    Chain chain;
+    std::optional<TaskId> previous_layer;  // first task of the layer emitted last
+  };
+  void emit_steps();
+  void open_step(std::int64_t r, StepInProgress& s);
+  void emit_step_layer(std::int64_t r, StepInProgress& s, std::int64_t k);
+  void close_step(std::int64_t r, StepInProgress& s);
   // ZeRO-3 (lower_gradients.cpp): a layer's parameter gathers, which may begin after `after`; the
   // last of them is returned. Its gradient reductions, after `after`.
   TaskId gather_layer(std::int64_t r, std::int32_t mb, std::optional<TaskId> after);
@@ -149,7 +159,7 @@ class Lowering {
   std::vector<std::array<graph::StreamId, graph::kStreamKindCount>> streams_;
   std::vector<Chain> steps_;
   std::vector<std::optional<TaskId>> step_after_;  // first task of the step run after, on the same rank
-  std::optional<std::size_t> previous_step_;
+  std::vector<std::optional<std::size_t>> previous_step_;  // per rank: its latest step so far
   std::vector<TaskId> grad_ready_;
   std::vector<TaskId> first_use_;   // first task of each layer's first forward
   std::vector<TaskId> step_first_;  // first task of the first forward step (embedding on stage 0)
