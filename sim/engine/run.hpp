@@ -37,8 +37,6 @@ inline constexpr std::uint32_t kGangFlag = 1U << (kCategoryBits + 2);
 inline constexpr std::uint32_t kOpShift = kCategoryBits + 3;
 inline constexpr std::uint32_t kNoKernel = std::numeric_limits<std::uint32_t>::max();
 inline constexpr TaskId kNoTask = std::numeric_limits<TaskId>::max();
-// Program order entries read ahead of the head (a cache line).
-inline constexpr std::uint32_t kListAhead = 16;
 static_assert(graph::kCategoryCount <= (1 << kCategoryBits));
 
 // std::llround for a non-negative value, without the library call: x - trunc(x) is exact below 2^52.
@@ -48,24 +46,24 @@ inline TimeNs round_to_ns(double x) {
   return whole;
 }
 
-// What the loop needs of a task, in 12 bytes (its successor list comes from the graph's CSR offsets,
-// read when it starts).
+// What the loop needs of a task, in 16 bytes (its successor list comes from the graph's CSR offsets,
+// read when it starts). `next`: the task after it on its stream, so that a stream moves on without
+// reading its program order (kNoTask at the end; for a gang, Run::gang_next_ per member instead).
 struct Node {
   std::uint32_t pending = 0;  // dependencies not finished yet; for a gang, also members not at it yet
   StreamId stream = 0;        // a gang's first member
   std::uint32_t op_word = 0;
+  TaskId next = 0;
 };
-static_assert(sizeof(Node) == 12);
+static_assert(sizeof(Node) == 16);
 
 // A stream, in one cache line: its place in program order and what the loop needs of its running
 // task, copied from the task's node when it starts so that its completion reads the stream only.
 struct alignas(64) StreamState {
-  const TaskId* next = nullptr;  // program order, at the head
   TimeNs start = 0;              // of the running task
   TimeNs expected_end = 0;       // completion event that is current (earlier pushes are stale)
   TaskId head = kNoTask;         // the running task, or the next to run; kNoTask past the end
   TaskId after = kNoTask;        // the task after the running one
-  std::uint32_t left = 0;        // tasks after the head
   std::uint32_t word = 0;        // running task: node word
   std::uint32_t succ_begin = 0;  // running task: successors[succ_begin .. succ_end)
   std::uint32_t succ_end = 0;
@@ -150,11 +148,7 @@ class Run {
   static std::uint32_t lowest(const RankState& rank, std::uint32_t w, std::uint64_t bits) {
     return (w - rank.extra_begin + 1) * kWordBits + static_cast<std::uint32_t>(std::countr_zero(bits));
   }
-  static void advance(StreamState& st) {
-    ++st.next;
-    st.head = st.after;
-    if (st.left > 0) --st.left;
-  }
+  static void advance(StreamState& st) { st.head = st.after; }
 
   const graph::TaskGraph& graph_;
   const TaskId* successors_;
@@ -173,6 +167,8 @@ class Run {
   std::vector<std::uint32_t> kernel_begin_;  // per op: its kernels are kernels_[begin[op] .. begin[op + 1])
   std::vector<Kernel> kernels_;
   std::vector<GangRun> gangs_;
+  std::vector<TaskId>
+      gang_next_;  // per gang member (TaskGraph::gang_streams() order): its stream's next task
   std::vector<StreamState> streams_;
   std::vector<RateState> rates_;  // per stream (compute streams use theirs)
   std::vector<RankState> ranks_;

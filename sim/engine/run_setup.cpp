@@ -59,11 +59,11 @@ void Run::setup_nodes() {
       const graph::Gang& g = gangs[gang];
       gangs_[gang] = GangRun{task.op, g.begin, g.size};
       nodes_.push_back(Node{pred[t] + g.size, task.stream,
-                            static_cast<std::uint32_t>(gang) << kOpShift | kGangFlag | category});
+                            static_cast<std::uint32_t>(gang) << kOpShift | kGangFlag | category, kNoTask});
       ++gang;
       continue;
     }
-    nodes_.push_back(Node{pred[t], task.stream, task.op << kOpShift | kind[task.op] | category});
+    nodes_.push_back(Node{pred[t], task.stream, task.op << kOpShift | kind[task.op] | category, kNoTask});
   }
   memo_.assign(ops.size(), kNotCosted);
   kernel_begin_.assign(ops.size() + 1, 0);
@@ -104,12 +104,37 @@ void Run::setup_streams() {
   rank_streams_.assign(streams.size(), 0);
   streams_.resize(streams.size());
   rates_.resize(streams.size());
+  // Each task's successor in its stream: in its node, or for a gang in gang_next_ at the member's place.
+  // A gang's members are usually met in the order they are listed (streams by increasing id), which
+  // a cursor per gang follows; otherwise the member is looked up.
+  const auto gangs = graph_.gangs();
+  const StreamId* members = graph_.gang_streams().data();
+  gang_next_.assign(graph_.gang_streams().size(), kNoTask);
+  std::vector<std::uint32_t> cursor(gangs.size(), 0);
+  for (StreamId s = 0; s < streams.size(); ++s) {
+    const std::vector<TaskId>& order = streams[s].tasks;
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      const TaskId next = i + 1 < order.size() ? order[i + 1] : kNoTask;
+      Node& node = nodes_[order[i]];
+      if ((node.op_word & kGangFlag) == 0) {
+        node.next = next;
+        continue;
+      }
+      const std::uint32_t g = node.op_word >> kOpShift;
+      const GangRun& gang = gangs_[g];
+      std::uint32_t& place = cursor[g];
+      if (place >= gang.size || members[gang.begin + place] != s) {
+        place = static_cast<std::uint32_t>(
+            std::find(members + gang.begin, members + gang.begin + gang.size, s) - (members + gang.begin));
+        DTSIM_CHECK(place < gang.size, "a gang task in the program order of a stream that is not a member");
+      }
+      gang_next_[gang.begin + place++] = next;
+    }
+  }
   for (StreamId s = 0; s < streams.size(); ++s) {
     const graph::Stream& in = streams[s];
     StreamState& st = streams_[s];
-    st.next = in.tasks.data();
     st.head = in.tasks.empty() ? kNoTask : in.tasks.front();
-    st.left = in.tasks.empty() ? 0 : static_cast<std::uint32_t>(in.tasks.size() - 1);
     st.rank = in.rank;
     st.local = static_cast<std::uint16_t>(per_rank[in.rank]++);
     rank_streams_[ranks_[in.rank].stream_begin + st.local] = s;

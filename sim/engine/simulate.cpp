@@ -70,15 +70,14 @@ inline void Run::start_ready() {
   st.succ_end = succ_begin_[st.head + 1];
   // Warm what the completion will read: the successor list and the stream's next task.
   __builtin_prefetch(successors_ + st.succ_begin);
-  st.after = st.left > 0 ? st.next[1] : kNoTask;
-  if (st.after != kNoTask) {
-    __builtin_prefetch(&nodes_[st.after]);
-    __builtin_prefetch(succ_begin_ + st.after);
-  }
-  if (st.left > kListAhead) __builtin_prefetch(st.next + kListAhead);  // the program order further on
   if ((word & kGangFlag) != 0) [[unlikely]] {
     start_gang(s, st);
     return;
+  }
+  st.after = node.next;
+  if (st.after != kNoTask) {
+    __builtin_prefetch(&nodes_[st.after]);
+    __builtin_prefetch(succ_begin_ + st.after);
   }
   const std::uint32_t op = word >> kOpShift;
   TimeNs duration = memo_[op];
@@ -118,13 +117,13 @@ void Run::start_gang(StreamId first_stream, StreamState& first) {
   if (duration == kNotCosted) [[unlikely]]
     duration = cost(gang.op);
   const auto category = static_cast<std::uint8_t>(first.word & kCategoryMask);
-  for (const StreamId *m = gang_streams_ + gang.begin, *last = m + gang.size; m != last; ++m) {
-    StreamState& st = streams_[*m];
+  for (std::uint32_t j = 0; j < gang.size; ++j) {
+    StreamState& st = streams_[gang_streams_[gang.begin + j]];
     RankState& rank = ranks_[st.rank];
     st.start = now_;
     st.expected_end = -1;  // the gang's completion event carries its first member only
     st.slowable = false;
-    st.after = st.left > 0 ? st.next[1] : kNoTask;
+    st.after = gang_next_[gang.begin + j];
     running_category_[rank.stream_begin + st.local] = category;
     set_busy(rank, st, true);
     if (st.comm && duration > 0 && slowed_ && rank.comm_running++ == 0) rerate_compute(rank, true);

@@ -63,9 +63,9 @@ struct EngineOptions {
 
 struct EngineResult {
   core::TimeNs makespan = 0;
-  std::uint64_t events = 0;   // completions processed: one per task
+  std::uint64_t events = 0;     // completions processed: one per task
   std::vector<RankTime> ranks;  // indexed by rank id
-  std::vector<Span> spans;  // only with record_spans, in order of completion
+  std::vector<Span> spans;      // only with record_spans, in order of completion
 };
 
 EngineResult simulate(const graph::TaskGraph& graph, const compute::ComputeModel& compute,

@@ -10,17 +10,17 @@
 #include <vector>
 
 #include "compute/compute_model.hpp"
-#include "engine_fixture.hpp"
 #include "core/errors.hpp"
 #include "engine/simulate.hpp"
+#include "engine_fixture.hpp"
 #include "graph/task_graph.hpp"
 #include "network/network_model.hpp"
 
 using namespace dtsim;
+using core::TimeNs;
 using graph::Category;
 using graph::StreamKind;
 using graph::TaskId;
-using core::TimeNs;
 
 using namespace dtsim::testing::engine_fixture;
 
@@ -334,3 +334,36 @@ TEST_CASE("engine: a gang task slows the compute of every member rank") {
   CHECK(r.ranks[3].idle_ns == 2);
 }
 
+TEST_CASE("engine: after a gang each member stream moves on to its own next task, in any member order") {
+  // Ranks 0..2, a tensor stream each; gang G1 (5 ns) lists its members as ranks 2, 0, 1 and gang G2
+  // (4 ns) as 1, 2, 0. Between them each stream runs its own task T_r of (r + 1) ns, after G1 on its
+  // stream: T_r [5, 5 + r + 1). G2 starts when the last member reaches it, after T_2: [8, 12). Each
+  // stream ends with U_r (2 ns): [12, 14).
+  Models m;
+  graph::TaskGraph g(3);
+  std::vector<graph::StreamId> tensor;
+  for (graph::RankId r = 0; r < 3; ++r) tensor.push_back(g.add_stream(r, StreamKind::tensor_comm));
+  const auto gang_over = [&](std::vector<graph::StreamId> members, double ns, const char* label) {
+    return g.add_gang_task(graph::Task{g.add_op(comm(ns)), 0, Category::tensor_comm, g.add_label(label), -1},
+                           members);
+  };
+  const TaskId g1 = gang_over({tensor[2], tensor[0], tensor[1]}, 5, "G1");
+  std::vector<TaskId> t, u;
+  for (graph::RankId r = 0; r < 3; ++r) {
+    t.push_back(add(g, tensor[r], comm(static_cast<double>(r + 1)), Category::tensor_comm, "T"));
+  }
+  const TaskId g2 = gang_over({tensor[1], tensor[2], tensor[0]}, 4, "G2");
+  for (graph::RankId r = 0; r < 3; ++r) u.push_back(add(g, tensor[r], comm(2), Category::tensor_comm, "U"));
+  const auto r = run(g, m);
+  CHECK(span_of(r, g1).start == 0);
+  CHECK(span_of(r, g1).end == 5);
+  for (graph::RankId k = 0; k < 3; ++k) {
+    CHECK(span_of(r, t[k]).start == 5);
+    CHECK(span_of(r, t[k]).end == 5 + static_cast<TimeNs>(k) + 1);
+    CHECK(span_of(r, u[k]).start == 12);
+    CHECK(span_of(r, u[k]).end == 14);
+  }
+  CHECK(span_of(r, g2).start == 8);
+  CHECK(span_of(r, g2).end == 12);
+  CHECK(r.makespan == 14);
+}
