@@ -122,6 +122,7 @@ nlohmann::ordered_json scenario_json(const config::Scenario& scenario) {
   nlohmann::ordered_json j;
   j["schema_version"] = 1;
   j["name"] = scenario.name;
+  if (!scenario.software.empty()) j["software"] = scenario.software;  // its settings are in the keys below
   j["model"] = scenario.layer_model ? layer_model_json(*scenario.layer_model) : model_json(scenario.model);
   j["cluster"] = cluster_json(scenario);
   j["parallelism"] = parallelism_json(scenario.parallelism);

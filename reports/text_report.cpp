@@ -29,6 +29,7 @@ void write_setup(std::ostream& out, const config::Scenario& s) {
   const config::TransformerSpec& m = s.model;
   const std::string model_name = m.preset.empty() ? std::string("transformer") : m.preset;
   line(out, "scenario", s.name);
+  if (!s.software.empty()) line(out, "software", s.software);
   if (m.kind == config::ModelKind::mlp) {
     line(out, "model",
          fmt::format("mlp: input {}, {} + 1 layers of {}, output {}, optimizer {}", m.input_size, m.layers,

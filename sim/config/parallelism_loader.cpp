@@ -43,10 +43,11 @@ MeshOrder read_order(ObjectReader& r) {
   return order;
 }
 
-// Reads "parallelism.zero3" (every key optional).
-Zero3Spec read_zero3(ObjectReader& r) {
+}  // namespace
+
+Zero3Spec read_zero3(ObjectReader& r, const Zero3Spec& base) {
   r.expect_keys({"fetch", "granularity", "buffers", "persistence_threshold"});
-  Zero3Spec z;
+  Zero3Spec z = base;
   z.fetch = r.optional_enum<Zero3Fetch>(
       "fetch", z.fetch, named_choices(std::array{Zero3Fetch::prefetch, Zero3Fetch::on_demand}));
   z.granularity = r.optional_enum<Zero3Granularity>(
@@ -62,9 +63,7 @@ Zero3Spec read_zero3(ObjectReader& r) {
   return z;
 }
 
-}  // namespace
-
-ParallelismSpec read_parallelism(ObjectReader& top, const Scenario& scenario) {
+ParallelismSpec read_parallelism(ObjectReader& top, const Scenario& scenario, const SoftwareStack& software) {
   const json empty = json::object();
   const json* found = top.find("parallelism");
   ObjectReader r(found != nullptr ? *found : empty, top.file(), pointer_append(top.pointer(), "parallelism"));
@@ -87,15 +86,19 @@ ParallelismSpec read_parallelism(ObjectReader& top, const Scenario& scenario) {
                                             "ZeRO-3 moves parameters and needs \"zero_stage\": 3",
                                             p.zero_stage));
     }
-    p.zero3 = read_zero3(*z);
+    p.zero3 = read_zero3(*z, software.zero3.value_or(Zero3Spec{}));
+  } else if (p.zero_stage == 3 && software.zero3) {
+    p.zero3 = *software.zero3;
   }
   p.distributed_optimizer = r.optional<bool>("distributed_optimizer", false);
   const bool sp_active = p.sequence_parallel && p.tensor > 1;
-  p.tp_comm_overlap = r.optional<bool>("tp_comm_overlap", sp_active);
-  p.tp_backward_overlap = r.optional<bool>("tp_backward_overlap", true);
+  p.tp_comm_overlap =
+      r.optional<bool>("tp_comm_overlap", sp_active && software.tp_comm_overlap.value_or(true));
+  p.tp_backward_overlap =
+      r.optional<bool>("tp_backward_overlap", software.tp_backward_overlap.value_or(true));
   if (r.has("order")) p.order = read_order(r);
   p.pipeline_comm = r.optional_enum<PipelineComm>(
-      "pipeline_comm", PipelineComm::overlapped,
+      "pipeline_comm", software.pipeline_comm.value_or(PipelineComm::overlapped),
       named_choices(std::array{PipelineComm::overlapped, PipelineComm::blocking}));
   p.schedule = r.optional_enum<Schedule>(
       "schedule", Schedule::one_f_one_b,
@@ -107,6 +110,13 @@ ParallelismSpec read_parallelism(ObjectReader& top, const Scenario& scenario) {
                      fmt::format("got true; overlapping tensor-parallel communication with GEMMs needs "
                                  "\"sequence_parallel\": true and tensor > 1 (tensor is {})",
                                  p.tensor));
+  }
+  if (p.tp_comm_overlap && !p.tp_backward_overlap && !r.has("tp_backward_overlap")) {
+    throw r.error_at("tp_comm_overlap",
+                     fmt::format("got true; the software stack \"{}\" runs the backward's tensor-parallel "
+                                 "collectives blocking (tp_backward_overlap false), which the userbuffers "
+                                 "overlap cannot; set \"tp_backward_overlap\": true as well",
+                                 software.id));
   }
   if (p.tp_comm_overlap && !p.tp_backward_overlap) {
     throw r.error_at("tp_backward_overlap",

@@ -11,7 +11,11 @@
 
 namespace dtsim::config {
 
-// `top` is the scenario's top-level object; `scenario` carries the model and cluster already read.
-ParallelismSpec read_parallelism(ObjectReader& top, const Scenario& scenario);
+// `top` is the scenario's top-level object; `scenario` carries the model and cluster already read;
+// `software` gives the defaults of its keys (scenario.hpp).
+ParallelismSpec read_parallelism(ObjectReader& top, const Scenario& scenario, const SoftwareStack& software);
+
+// A "zero3" block (every key optional) over `base`: a scenario's, or a software stack's.
+Zero3Spec read_zero3(ObjectReader& r, const Zero3Spec& base);
 
 }  // namespace dtsim::config

@@ -9,68 +9,21 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "config/profile_files.hpp"
 #include "core/units.hpp"
 
 namespace dtsim::config {
 
+using detail::check_sources;
+using detail::open_profile;
+using detail::ProfileFile;
+using detail::read_header;
+using detail::resolve;
 using nlohmann::json;
 
 namespace {
 
-constexpr std::int64_t kSchemaVersion = 1;
 constexpr double kBytesPerMb = 1e6;  // profile sizes in MB are 10^6 bytes
-
-std::string join_ids(const std::vector<std::string>& ids) {
-  std::string out;
-  for (std::size_t i = 0; i < ids.size(); ++i) out += (i == 0 ? "" : ", ") + ids[i];
-  return out;
-}
-
-// Path of `<folder>/<id>.json`, after checking that id is one of the files there.
-std::string resolve(const std::string& folder, const std::string& id, const char* what,
-                    const IdLocation& where) {
-  const std::vector<std::string> ids = list_ids(folder);
-  if (std::find(ids.begin(), ids.end(), id) == ids.end()) {
-    const std::string found = describe_value(json(id));
-    if (ids.empty()) {
-      throw core::InputError(
-          where.file, where.pointer,
-          fmt::format("got {}; expected one of the {}, but none were found in {}", found, what, folder));
-    }
-    throw core::InputError(where.file, where.pointer,
-                           fmt::format("got {}; expected one of the {}: {}", found, what, join_ids(ids)));
-  }
-  return (std::filesystem::path(folder) / (id + ".json")).string();
-}
-
-// schema_version, id and name, common to profiles and presets.
-std::string read_header(ObjectReader& r, const std::string& id) {
-  const std::int64_t version = r.required<std::int64_t>("schema_version", IntRule::any());
-  if (version != kSchemaVersion) {
-    throw r.error_at("schema_version", fmt::format("unsupported schema_version {}; this dtsim reads {}",
-                                                   version, kSchemaVersion));
-  }
-  const std::string file_id = r.required<std::string>("id");
-  if (file_id != id) throw r.mismatch("id", fmt::format("{} (the file name)", describe_value(json(id))));
-  return r.required<std::string>("name");
-}
-
-// The provenance rule: every top-level key other than these has a source, and sources name no other key.
-void check_sources(ObjectReader& r) {
-  static constexpr std::array<std::string_view, 4> kUnsourced = {"schema_version", "id", "name", "sources"};
-  ObjectReader sources = r.child("sources");
-  for (const auto& item : r.value().items()) {
-    if (std::find(kUnsourced.begin(), kUnsourced.end(), item.key()) != kUnsourced.end()) continue;
-    if (!sources.has(item.key())) {
-      throw sources.error_at(item.key(),
-                             fmt::format("missing source for '{}'; expected a non-empty string saying "
-                                         "where the value comes from",
-                                         item.key()));
-    }
-    sources.required<std::string>(item.key());
-  }
-  sources.finish();
-}
 
 constexpr std::array<Choice<ModelKind>, 1> kModelKinds = {{{"transformer", ModelKind::transformer}}};
 
@@ -132,10 +85,9 @@ void read_measurements(ObjectReader& r, std::string_view key, const std::string&
 
 GpuProfile load_gpu_profile(const std::string& hardware_profiles, const std::string& id,
                             const IdLocation& where) {
-  const std::string folder = (std::filesystem::path(hardware_profiles) / "gpus").string();
-  const std::string path = resolve(folder, id, "GPU profiles", where);
-  const json doc = read_json_file(path);
-  ObjectReader r(doc, path, "");
+  const ProfileFile file = open_profile(hardware_profiles, "gpus", id, "GPU profiles", where);
+  const std::string& path = file.path;
+  ObjectReader r(file.doc, path, "");
   r.expect_keys({"schema_version", "id", "name", "sources", "peak_tflops", "hbm_bytes",
                  "hbm_bandwidth_gbytes_per_s", "memory_efficiency", "sm_count", "gemm",
                  "attention_efficiency", "attention_half_waves", "attention_half_keys", "attention_measured",
@@ -223,10 +175,9 @@ GpuProfile load_gpu_profile(const std::string& hardware_profiles, const std::str
 
 NodeProfile load_node_profile(const std::string& hardware_profiles, const std::string& id,
                               const IdLocation& where) {
-  const std::string folder = (std::filesystem::path(hardware_profiles) / "nodes").string();
-  const std::string path = resolve(folder, id, "node profiles", where);
-  const json doc = read_json_file(path);
-  ObjectReader r(doc, path, "");
+  const ProfileFile file = open_profile(hardware_profiles, "nodes", id, "node profiles", where);
+  const std::string& path = file.path;
+  ObjectReader r(file.doc, path, "");
   r.expect_keys({"schema_version", "id", "name", "sources", "gpu", "gpus_per_node", "intra_node", "network",
                  "host_memory_bytes"});
   NodeProfile node;
@@ -264,10 +215,9 @@ NodeProfile load_node_profile(const std::string& hardware_profiles, const std::s
 
 FabricProfile load_fabric_profile(const std::string& hardware_profiles, const std::string& id,
                                   const IdLocation& where) {
-  const std::string folder = (std::filesystem::path(hardware_profiles) / "fabrics").string();
-  const std::string path = resolve(folder, id, "fabric profiles", where);
-  const json doc = read_json_file(path);
-  ObjectReader r(doc, path, "");
+  const ProfileFile file = open_profile(hardware_profiles, "fabrics", id, "fabric profiles", where);
+  const std::string& path = file.path;
+  ObjectReader r(file.doc, path, "");
   r.expect_keys({"schema_version", "id", "name", "sources", "efficiency", "latency_us",
                  "per_message_overhead_us", "per_flow_gbps"});
   FabricProfile fabric;
@@ -284,10 +234,10 @@ FabricProfile load_fabric_profile(const std::string& hardware_profiles, const st
 
 PsTransport load_ps_transport(const std::string& hardware_profiles, const std::string& id,
                               const IdLocation& where) {
-  const std::string folder = (std::filesystem::path(hardware_profiles) / "ps_transports").string();
-  const std::string path = resolve(folder, id, "parameter-server transports", where);
-  const json doc = read_json_file(path);
-  ObjectReader r(doc, path, "");
+  const ProfileFile file =
+      open_profile(hardware_profiles, "ps_transports", id, "parameter-server transports", where);
+  const std::string& path = file.path;
+  ObjectReader r(file.doc, path, "");
   r.expect_keys({"schema_version", "id", "name", "sources", "channel_gbytes_per_s", "server_gbytes_per_s",
                  "large_message"});
   PsTransport t;

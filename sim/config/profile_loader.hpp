@@ -40,6 +40,14 @@ NodeProfile load_node_profile(const std::string& hardware_profiles, const std::s
 FabricProfile load_fabric_profile(const std::string& hardware_profiles, const std::string& id,
                                   const IdLocation& where);
 
+// A software stack (<hardware_profiles>/software/<id>.json, scenario.hpp): "settings" holds the
+// scenario keys it gives defaults to, under their sections: model.attention, model.elementwise_kernels,
+// parallelism.pipeline_comm, parallelism.tp_backward_overlap, parallelism.tp_comm_overlap,
+// parallelism.zero3, training.overlap_grad_reduce, training.overlap_param_gather; each with a source.
+// A stack whose backward collectives block (tp_backward_overlap false) must say tp_comm_overlap false.
+SoftwareStack load_software_stack(const std::string& hardware_profiles, const std::string& id,
+                                  const IdLocation& where);
+
 // A parameter-server transport (<hardware_profiles>/ps_transports/<id>.json): optional
 // channel_gbytes_per_s and server_gbytes_per_s (config/data_parallel.hpp); neither: "native".
 PsTransport load_ps_transport(const std::string& hardware_profiles, const std::string& id,

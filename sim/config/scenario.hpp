@@ -178,9 +178,27 @@ struct SimulationSpec {
 };
 
 // A validated scenario with its hardware resolved.
+// A software stack (hardware_profiles/software/<id>.json, README "Software stacks"): the implementation
+// facts of a training framework at a version, which a scenario may otherwise state key by key. Each set
+// field is the default of its scenario key; a key the scenario writes wins. tp_comm_overlap applies
+// where sequence parallelism is on, zero3 where zero_stage is 3.
+struct SoftwareStack {
+  std::string id;
+  std::string name;
+  std::optional<AttentionKind> attention;
+  std::optional<ElementwiseKernels> elementwise_kernels;
+  std::optional<PipelineComm> pipeline_comm;
+  std::optional<bool> tp_backward_overlap;
+  std::optional<bool> tp_comm_overlap;
+  std::optional<Zero3Spec> zero3;
+  std::optional<bool> overlap_grad_reduce;
+  std::optional<bool> overlap_param_gather;
+};
+
 struct Scenario {
   std::string source;  // file it was read from ("-" for stdin)
   std::string name;
+  std::string software;  // the software stack's id ("software"); empty: none named
   TransformerSpec model;
   // The workload when "model" names a layer table ({"layer_table": id}); `model` is then unused.
   std::optional<LayerTable> layer_model;

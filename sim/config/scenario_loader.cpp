@@ -40,8 +40,16 @@ std::string layer_tables_folder(const DataPaths& data) {
   return (std::filesystem::path(data.model_presets).parent_path() / "layer_table" / "tables").string();
 }
 
-TransformerSpec read_model(ObjectReader& top, const DataPaths& data, Scenario& scenario) {
+TransformerSpec read_model(ObjectReader& top, const DataPaths& data, const SoftwareStack& software,
+                           Scenario& scenario) {
   ObjectReader model = top.child("model");
+  // The software stack's kernels, unless the scenario names its own.
+  const auto with_software = [&](TransformerSpec spec) {
+    if (software.attention && !model.has("attention")) spec.attention = *software.attention;
+    if (software.elementwise_kernels && !model.has("elementwise_kernels"))
+      spec.elementwise_kernels = *software.elementwise_kernels;
+    return spec;
+  };
   if (model.has("layer_table")) {
     model.expect_keys({"layer_table"});
     const std::string id = model.required<std::string>("layer_table");
@@ -54,11 +62,11 @@ TransformerSpec read_model(ObjectReader& top, const DataPaths& data, Scenario& s
   // Peek at the kind without reading it: the chosen reader declares and reads the keys.
   const json& raw = model.value();
   if (raw.is_object() && raw.contains("kind") && raw["kind"] == "mlp") return read_mlp(model);
-  if (model.find("preset") == nullptr) return read_transformer(model, std::nullopt);
+  if (model.find("preset") == nullptr) return with_software(read_transformer(model, std::nullopt));
   const std::string id = model.required<std::string>("preset");
   const TransformerSpec preset = load_model_preset(
       data.model_presets, id, IdLocation{model.file(), pointer_append(model.pointer(), "preset")});
-  TransformerSpec spec = read_transformer(model, preset);
+  TransformerSpec spec = with_software(read_transformer(model, preset));
   spec.preset = id;
   return spec;
 }
@@ -132,7 +140,8 @@ void read_cluster(ObjectReader& top, const DataPaths& data, Scenario& scenario) 
   scenario.fabric = load_fabric_profile(data.hardware_profiles, spec.network.fabric, fabric_at);
 }
 
-TrainingSpec read_training(ObjectReader& top, const DataPaths& data, Scenario& scenario) {
+TrainingSpec read_training(ObjectReader& top, const DataPaths& data, const SoftwareStack& software,
+                           Scenario& scenario) {
   ObjectReader r = top.child("training");
   r.expect_keys({"global_batch_size", "micro_batch_size", "precision", "activation_recompute",
                  "overlap_grad_reduce", "overlap_param_gather", "bucket_mb", "optimizer", "architecture",
@@ -161,8 +170,10 @@ TrainingSpec read_training(ObjectReader& top, const DataPaths& data, Scenario& s
   t.activation_recompute = r.optional_enum<Recompute>(
       "activation_recompute", Recompute::none,
       named_choices(std::array{Recompute::none, Recompute::selective, Recompute::full}));
-  t.overlap_grad_reduce = r.optional<bool>("overlap_grad_reduce", true);
-  t.overlap_param_gather = r.optional<bool>("overlap_param_gather", true);
+  t.overlap_grad_reduce =
+      r.optional<bool>("overlap_grad_reduce", software.overlap_grad_reduce.value_or(true));
+  t.overlap_param_gather =
+      r.optional<bool>("overlap_param_gather", software.overlap_param_gather.value_or(true));
   t.bucket_bytes = r.optional<double>("bucket_mb", 40.0, NumberRule::positive()) * kBytesPerMb;
   t.optimizer = r.optional_enum<Optimizer>("optimizer", Optimizer::adam,
                                            named_choices(std::array{Optimizer::adam, Optimizer::sgd}));
@@ -248,15 +259,23 @@ Scenario load_scenario_text(const std::string& text, const std::string& source_n
     throw top.error_at("schema_version", fmt::format("unsupported schema_version {}; this dtsim reads {}",
                                                      version, kSchemaVersion));
   }
-  top.expect_keys({"schema_version", "name", "model", "cluster", "parallelism", "training", "simulation"});
+  top.expect_keys(
+      {"schema_version", "name", "software", "model", "cluster", "parallelism", "training", "simulation"});
 
   Scenario scenario;
   scenario.source = source_name;
   scenario.name = top.required<std::string>("name");
-  scenario.model = read_model(top, data, scenario);
+  // The software stack first: it gives defaults to keys of the other sections.
+  SoftwareStack software;
+  if (top.has("software")) {
+    scenario.software = top.required<std::string>("software");
+    software = load_software_stack(data.hardware_profiles, scenario.software,
+                                   IdLocation{top.file(), pointer_append(top.pointer(), "software")});
+  }
+  scenario.model = read_model(top, data, software, scenario);
   read_cluster(top, data, scenario);
-  scenario.parallelism = read_parallelism(top, scenario);
-  scenario.training = read_training(top, data, scenario);
+  scenario.parallelism = read_parallelism(top, scenario, software);
+  scenario.training = read_training(top, data, software, scenario);
   if (scenario.layer_model) check_layer_table_scenario(top.file(), scenario);
   scenario.simulation = read_simulation(top);
   top.finish();

@@ -69,6 +69,8 @@ class EventQueue {
     const int created_first = a.key < b.key;
     return (earlier | (tie & created_first)) != 0;
   }
+  std::size_t sift_up(std::size_t i, const Slot& slot);
+  // Adds a slot; returns its place.
   std::size_t push_slot(const Slot& slot);
   void pop_slot();
   // The slow paths of push() and pop(): a second event at the open slot's time; an event from a FIFO;
@@ -93,11 +95,9 @@ class EventQueue {
   std::size_t size_ = 0;
 };
 
-// Sift-up with a hole: parents move down until the new slot's place is found, then it is written once.
-// Returns that place.
-inline std::size_t EventQueue::push_slot(const Slot& slot) {
-  std::size_t i = heap_.size();
-  heap_.push_back(slot);
+// Sift-up with a hole at i: parents move down until the slot's place is found, then it is written
+// once. Returns that place.
+inline std::size_t EventQueue::sift_up(std::size_t i, const Slot& slot) {
   Slot* heap = heap_.data();
   while (i > 0) {
     const std::size_t parent = (i - 1) / 2;
@@ -107,6 +107,11 @@ inline std::size_t EventQueue::push_slot(const Slot& slot) {
   }
   heap[i] = slot;
   return i;
+}
+
+inline std::size_t EventQueue::push_slot(const Slot& slot) {
+  heap_.push_back(slot);
+  return sift_up(heap_.size() - 1, slot);
 }
 
 // Bottom-up deletion (Floyd): the hole left by the minimum descends along the smaller children to a
@@ -128,13 +133,7 @@ inline void EventQueue::pop_slot() {
     heap[i] = heap[n - 1];
     i = n - 1;
   }
-  while (i > 0) {
-    const std::size_t parent = (i - 1) / 2;
-    if (!before(last, heap[parent])) break;
-    heap[i] = heap[parent];
-    i = parent;
-  }
-  heap[i] = last;
+  sift_up(i, last);
 }
 
 inline void EventQueue::push(core::TimeNs time, std::uint32_t payload) {

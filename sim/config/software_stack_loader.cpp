@@ -1,0 +1,65 @@
+#include <array>
+#include <optional>
+
+#include "config/parallelism_loader.hpp"
+#include "config/profile_files.hpp"
+#include "config/profile_loader.hpp"
+
+namespace dtsim::config {
+
+SoftwareStack load_software_stack(const std::string& hardware_profiles, const std::string& id,
+                                  const IdLocation& where) {
+  const detail::ProfileFile file =
+      detail::open_profile(hardware_profiles, "software", id, "software stacks", where);
+  const std::string& path = file.path;
+  ObjectReader r(file.doc, path, "");
+  r.expect_keys({"schema_version", "id", "name", "sources", "settings"});
+  SoftwareStack stack;
+  stack.id = id;
+  stack.name = detail::read_header(r, id);
+  ObjectReader settings = r.child("settings");
+  settings.expect_keys({"model", "parallelism", "training"});
+  if (std::optional<ObjectReader> m = settings.optional_child("model")) {
+    m->expect_keys({"attention", "elementwise_kernels"});
+    if (m->has("attention")) {
+      stack.attention = m->optional_enum<AttentionKind>(
+          "attention", AttentionKind::flash,
+          named_choices(std::array{AttentionKind::standard, AttentionKind::flash}));
+    }
+    if (m->has("elementwise_kernels")) {
+      stack.elementwise_kernels = m->optional_enum<ElementwiseKernels>(
+          "elementwise_kernels", ElementwiseKernels::fused,
+          named_choices(std::array{ElementwiseKernels::fused, ElementwiseKernels::eager}));
+    }
+    m->finish();
+  }
+  if (std::optional<ObjectReader> p = settings.optional_child("parallelism")) {
+    p->expect_keys({"pipeline_comm", "tp_backward_overlap", "tp_comm_overlap", "zero3"});
+    if (p->has("pipeline_comm")) {
+      stack.pipeline_comm = p->optional_enum<PipelineComm>(
+          "pipeline_comm", PipelineComm::overlapped,
+          named_choices(std::array{PipelineComm::overlapped, PipelineComm::blocking}));
+    }
+    stack.tp_backward_overlap = p->maybe<bool>("tp_backward_overlap");
+    stack.tp_comm_overlap = p->maybe<bool>("tp_comm_overlap");
+    if (stack.tp_backward_overlap == false && stack.tp_comm_overlap != false) {
+      throw p->mismatch("tp_comm_overlap",
+                        "false with \"tp_backward_overlap\": false (the userbuffers overlap runs the "
+                        "backward collectives beside their GEMMs)");
+    }
+    if (std::optional<ObjectReader> z = p->optional_child("zero3")) stack.zero3 = read_zero3(*z, Zero3Spec{});
+    p->finish();
+  }
+  if (std::optional<ObjectReader> t = settings.optional_child("training")) {
+    t->expect_keys({"overlap_grad_reduce", "overlap_param_gather"});
+    stack.overlap_grad_reduce = t->maybe<bool>("overlap_grad_reduce");
+    stack.overlap_param_gather = t->maybe<bool>("overlap_param_gather");
+    t->finish();
+  }
+  settings.finish();
+  detail::check_sources(r);
+  r.finish();
+  return stack;
+}
+
+}  // namespace dtsim::config

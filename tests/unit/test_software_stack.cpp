@@ -1,0 +1,131 @@
+// Software stacks (hardware_profiles/software/, config/scenario.hpp SoftwareStack): a stack gives its
+// settings as the defaults of their scenario keys, a key the scenario writes wins, and a bad stack file
+// is reported at its own file and pointer.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "config/profile_loader.hpp"
+#include "config/scenario_loader.hpp"
+#include "core/errors.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using dtsim::config::AttentionKind;
+using dtsim::config::PipelineComm;
+using dtsim::config::Scenario;
+using nlohmann::json;
+
+// GPT-3 175B on 16 DGX A100, TP 8 x PP 4 x DP 4, naming `software`; `edit` changes it further.
+Scenario load(const std::string& software, const std::function<void(json&)>& edit = {}) {
+  json s = {{"schema_version", 1},
+            {"name", "t"},
+            {"model", {{"preset", "gpt3-175b"}}},
+            {"cluster", {{"node", "dgx-a100"}, {"nodes", 16}}},
+            {"parallelism", {{"tensor", 8}, {"pipeline", 4}}},
+            {"training", {{"global_batch_size", 64}, {"precision", "fp16"}}}};
+  if (!software.empty()) s["software"] = software;
+  if (edit) edit(s);
+  return dtsim::config::load_scenario_text(s.dump(), "s.json", dtsim::config::default_data_paths());
+}
+
+}  // namespace
+
+TEST_CASE("a software stack's settings are its scenario keys' defaults; the scenario's own keys win") {
+  // megatron-lm-2021.json: unfused attention, blocking pipeline transfers, blocking backward
+  // tensor-parallel collectives, no userbuffers overlap, the gradient reduction after the backward pass.
+  const Scenario s = load("megatron-lm-2021");
+  CHECK(s.software == "megatron-lm-2021");
+  CHECK(s.model.attention == AttentionKind::standard);
+  CHECK(s.parallelism.pipeline_comm == PipelineComm::blocking);
+  CHECK_FALSE(s.parallelism.tp_backward_overlap);
+  CHECK_FALSE(s.parallelism.tp_comm_overlap);
+  CHECK_FALSE(s.training.overlap_grad_reduce);
+  CHECK(s.training.overlap_param_gather);  // the stack says nothing: dtsim's default
+
+  const Scenario own = load("megatron-lm-2021", [](json& j) {
+    j["model"]["attention"] = "flash";
+    j["parallelism"]["pipeline_comm"] = "overlapped";
+  });
+  CHECK(own.model.attention == AttentionKind::flash);
+  CHECK(own.parallelism.pipeline_comm == PipelineComm::overlapped);
+  CHECK_FALSE(own.parallelism.tp_backward_overlap);
+  CHECK_FALSE(own.training.overlap_grad_reduce);
+}
+
+TEST_CASE("a stack's ZeRO-3 applies where zero_stage is 3, under the scenario's own zero3 keys") {
+  const auto zero3 = [](const json& block) {
+    return [block](json& j) {
+      j["parallelism"] = {{"data", 128}, {"zero_stage", 3}};
+      if (!block.is_null()) j["parallelism"]["zero3"] = block;
+    };
+  };
+  const Scenario deepspeed = load("megatron-lm-2021", zero3(nullptr));
+  CHECK(deepspeed.parallelism.zero3.fetch == dtsim::config::Zero3Fetch::on_demand);
+  CHECK(deepspeed.parallelism.zero3.granularity == dtsim::config::Zero3Granularity::tensor);
+  CHECK(deepspeed.parallelism.zero3.buffers == dtsim::config::CollectiveBuffers::list);
+  const Scenario flat = load("megatron-lm-2021", zero3(json{{"buffers", "flat"}}));
+  CHECK(flat.parallelism.zero3.fetch == dtsim::config::Zero3Fetch::on_demand);
+  CHECK(flat.parallelism.zero3.buffers == dtsim::config::CollectiveBuffers::flat);
+  const Scenario fsdp2 = load("torchtitan-2024", zero3(nullptr));
+  CHECK(fsdp2.parallelism.zero3.buffers == dtsim::config::CollectiveBuffers::per_parameter);
+  CHECK(fsdp2.model.elementwise_kernels == dtsim::config::ElementwiseKernels::eager);
+  CHECK(load("megatron-lm-2021").parallelism.zero3 == dtsim::config::Zero3Spec{});  // stage 0: unused
+}
+
+TEST_CASE("megatron-core-2024 states dtsim's defaults") {
+  for (const bool sequence_parallel : {false, true}) {
+    const auto edit = [&](json& j) { j["parallelism"]["sequence_parallel"] = sequence_parallel; };
+    const Scenario stack = load("megatron-core-2024", edit);
+    const Scenario none = load("", edit);
+    CHECK(stack.model.attention == none.model.attention);
+    CHECK(stack.model.elementwise_kernels == none.model.elementwise_kernels);
+    CHECK(stack.parallelism.pipeline_comm == none.parallelism.pipeline_comm);
+    CHECK(stack.parallelism.tp_backward_overlap == none.parallelism.tp_backward_overlap);
+    CHECK(stack.parallelism.tp_comm_overlap == none.parallelism.tp_comm_overlap);
+    CHECK(stack.training.overlap_grad_reduce == none.training.overlap_grad_reduce);
+    CHECK(stack.training.overlap_param_gather == none.training.overlap_param_gather);
+  }
+}
+
+TEST_CASE("a bad software stack file is reported at its own file and pointer") {
+  const fs::path root = fs::temp_directory_path() / "dtsim_test_software_stack";
+  fs::remove_all(root);
+  fs::create_directories(root / "software");
+  const auto write = [&](const json& settings) {
+    const json stack = {{"schema_version", 1},
+                        {"id", "bad"},
+                        {"name", "bad"},
+                        {"settings", settings},
+                        {"sources", {{"settings", "test"}}}};
+    std::ofstream(root / "software" / "bad.json") << stack.dump(2);
+  };
+  const auto error_of = [&]() -> dtsim::core::InputError {
+    try {
+      dtsim::config::load_software_stack(root.string(), "bad",
+                                         dtsim::config::IdLocation{"s.json", "/software"});
+    } catch (const dtsim::core::InputError& e) {
+      return e;
+    }
+    FAIL("expected an InputError");
+    return dtsim::core::InputError("", "", "");
+  };
+  write({{"parallelism", {{"pipeline_comm", "blok"}}}});
+  dtsim::core::InputError e = error_of();
+  CHECK(e.file() == (root / "software" / "bad.json").string());
+  CHECK(e.pointer() == "/settings/parallelism/pipeline_comm");
+  CHECK(e.message() == "got \"blok\"; expected one of \"overlapped\", \"blocking\"");
+  write({{"parallelism", {{"tp_backward_overlap", false}}}});
+  e = error_of();
+  CHECK(e.pointer() == "/settings/parallelism/tp_comm_overlap");
+  write({{"training", {{"activation_recompute", "full"}}}});  // not a software fact
+  e = error_of();
+  CHECK(e.pointer() == "/settings/training/activation_recompute");
+  fs::remove_all(root);
+}
