@@ -5,13 +5,13 @@
 //
 // Knobs the publications leave unstated follow one rule for every row: micro-batch 1 when unstated;
 // the interleaved schedule with 2 virtual stages when pipeline > 1 and layers / pipeline is even, else
-// 1F1B. The attention kernel, the pipeline transfers, the tensor-parallel overlap and the ZeRO-3
-// implementation are facts of each run's software, stated in its data file: unfused attention,
-// blocking transfers, the gradient all-reduce after the backward pass, blocking tensor-parallel
-// all-reduces in the backward pass and DeepSpeed's 2021 ZeRO-3 (per-parameter, blocking, list-based
-// collectives) for SC'21 (2021 Megatron-LM); unfused attention and blocking transfers, without the
-// chunked sequence-parallel overlap, for the 2022 runs; fused attention and overlapped transfers and
-// reductions for the 2024 Megatron-Core runs.
+// 1F1B. The attention kernel, the pipeline transfers, the tensor-parallel overlap, the gradient
+// reduction and the ZeRO-3 implementation are facts of each run's software, which each data file names
+// as a software stack (hardware_profiles/software/, its sources citing every setting): megatron-lm-2021
+// for SC'21 (unfused attention, blocking transfers, the gradient all-reduce after the backward pass,
+// blocking tensor-parallel all-reduces in the backward pass, DeepSpeed's 2021 ZeRO-3), megatron-lm-2022
+// for the 2022 runs (unfused attention and blocking transfers, without the chunked sequence-parallel
+// overlap), megatron-core-2024 for the 2024 runs (fused attention, overlapped transfers and reductions).
 #include <doctest/doctest.h>
 
 #include <fstream>
@@ -44,6 +44,7 @@ json scenario_for(const json& table, const json& row) {
       row.contains("activation_recompute") ? row["activation_recompute"] : table["activation_recompute"];
   json s = {{"schema_version", 1},
             {"name", row["table"].get<std::string>() + "-" + std::to_string(row["gpus"].get<int>())},
+            {"software", table["software"]},
             {"model",
              {{"kind", "transformer"},
               {"layers", layers},
@@ -51,8 +52,7 @@ json scenario_for(const json& table, const json& row) {
               {"heads", row["heads"]},
               {"ffn_hidden_size", row["ffn_hidden"]},
               {"vocab_size", row["vocab"]},
-              {"seq_length", row["seq_len"]},
-              {"attention", table["attention"]}}},
+              {"seq_length", row["seq_len"]}}},
             {"cluster", {{"node", table["node"]}, {"nodes", row["gpus"].get<int>() / 8}}},
             {"parallelism",
              {{"data", row["dp"]},
@@ -62,18 +62,12 @@ json scenario_for(const json& table, const json& row) {
               {"schedule", vstages > 1 ? "interleaved" : "1f1b"},
               {"sequence_parallel", sp},
               {"zero_stage", row["zero_stage"]},
-              {"distributed_optimizer", table.value("distributed_optimizer", false)},
-              {"pipeline_comm", table["pipeline_comm"]}}},
+              {"distributed_optimizer", table.value("distributed_optimizer", false)}}},
             {"training",
              {{"global_batch_size", row["global_batch"]},
               {"micro_batch_size", row["micro_batch"].is_null() ? json(1) : row["micro_batch"]},
               {"precision", table["precision"]},
-              {"activation_recompute", recompute},
-              {"overlap_grad_reduce", table.value("overlap_grad_reduce", true)}}}};
-  if (sp && table.contains("tp_comm_overlap")) s["parallelism"]["tp_comm_overlap"] = table["tp_comm_overlap"];
-  if (table.contains("tp_backward_overlap"))
-    s["parallelism"]["tp_backward_overlap"] = table["tp_backward_overlap"];
-  if (row["zero_stage"] == 3 && table.contains("zero3")) s["parallelism"]["zero3"] = table["zero3"];
+              {"activation_recompute", recompute}}}};
   return s;
 }
 
