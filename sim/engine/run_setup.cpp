@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 #include <variant>
 
 #include "core/errors.hpp"
@@ -104,37 +105,29 @@ void Run::setup_streams() {
   rank_streams_.assign(streams.size(), 0);
   streams_.resize(streams.size());
   rates_.resize(streams.size());
-  // Each task's successor in its stream: in its node, or for a gang in gang_next_ at the member's place.
-  // A gang's members are usually met in the order they are listed (streams by increasing id), which
-  // a cursor per gang follows; otherwise the member is looked up.
-  const auto gangs = graph_.gangs();
+  // Each task's successor in its stream, in its node (a gang's, per member, in gang_next_ at the member's
+  // place), from one pass over the tasks backwards: a stream runs its tasks in increasing id order (ids
+  // are given in the order tasks are added to their streams), so the next task of a stream is the one
+  // met last going backwards; at the end, that is each stream's first task.
+  const auto tasks = graph_.tasks();
   const StreamId* members = graph_.gang_streams().data();
   gang_next_.assign(graph_.gang_streams().size(), kNoTask);
-  std::vector<std::uint32_t> cursor(gangs.size(), 0);
-  for (StreamId s = 0; s < streams.size(); ++s) {
-    const std::vector<TaskId>& order = streams[s].tasks;
-    for (std::size_t i = 0; i < order.size(); ++i) {
-      const TaskId next = i + 1 < order.size() ? order[i + 1] : kNoTask;
-      Node& node = nodes_[order[i]];
-      if ((node.op_word & kGangFlag) == 0) {
-        node.next = next;
-        continue;
-      }
-      const std::uint32_t g = node.op_word >> kOpShift;
-      const GangRun& gang = gangs_[g];
-      std::uint32_t& place = cursor[g];
-      if (place >= gang.size || members[gang.begin + place] != s) {
-        place = static_cast<std::uint32_t>(
-            std::find(members + gang.begin, members + gang.begin + gang.size, s) - (members + gang.begin));
-        DTSIM_CHECK(place < gang.size, "a gang task in the program order of a stream that is not a member");
-      }
-      gang_next_[gang.begin + place++] = next;
+  std::vector<TaskId> upcoming(streams.size(), kNoTask);  // per stream: the task met last
+  for (std::size_t t = tasks.size(); t-- > 0;) {
+    Node& node = nodes_[t];
+    if ((node.op_word & kGangFlag) == 0) {
+      node.next = std::exchange(upcoming[tasks[t].stream], static_cast<TaskId>(t));
+      continue;
+    }
+    const GangRun& gang = gangs_[node.op_word >> kOpShift];
+    for (std::uint32_t j = 0; j < gang.size; ++j) {
+      gang_next_[gang.begin + j] = std::exchange(upcoming[members[gang.begin + j]], static_cast<TaskId>(t));
     }
   }
   for (StreamId s = 0; s < streams.size(); ++s) {
     const graph::Stream& in = streams[s];
     StreamState& st = streams_[s];
-    st.head = in.tasks.empty() ? kNoTask : in.tasks.front();
+    st.head = upcoming[s];
     st.rank = in.rank;
     st.local = static_cast<std::uint16_t>(per_rank[in.rank]++);
     rank_streams_[ranks_[in.rank].stream_begin + st.local] = s;

@@ -1,7 +1,7 @@
 // The task graph: what the engine replays. A task runs one op on one stream of one simulated rank.
 // Streams behave like CUDA streams: each executes its tasks one at a time, in the order they were added
-// (program order), a task starting once it is at the head of its stream and all its dependencies have
-// finished. Overlap of communication with compute arises from tasks on different streams.
+// (program order, which is therefore increasing task ids), a task starting once it is at the head of its
+// stream and all its dependencies have finished. Overlap of communication with compute arises from tasks on different streams.
 //
 // A gang task runs one collective on a stream of each member of its group at once: it is in the
 // program order of every member stream, starts once it is at the head of all of them and its
