@@ -192,8 +192,14 @@ class ObjectReader {
   }
   template <typename E>
   E optional_enum(std::string_view key, E fallback, std::span<const Choice<E>> choices) {
+    return maybe_enum(key, choices).value_or(fallback);
+  }
+  // A missing key gives std::nullopt.
+  template <typename E>
+  std::optional<E> maybe_enum(std::string_view key, std::span<const Choice<E>> choices) {
     const std::optional<std::size_t> index = choose(key, names_of(choices), false);
-    return index ? choices[*index].value : fallback;
+    if (!index) return std::nullopt;
+    return choices[*index].value;
   }
 
   // A nested object (required, or std::nullopt when absent).

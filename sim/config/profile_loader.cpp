@@ -310,11 +310,10 @@ TransformerSpec read_transformer(ObjectReader& model, const std::optional<Transf
   }
   spec.mlp = model.optional_enum<MlpKind>("mlp", spec.mlp,
                                           named_choices(std::array{MlpKind::gelu, MlpKind::swiglu}));
-  spec.attention = model.optional_enum<AttentionKind>(
-      "attention", spec.attention, named_choices(std::array{AttentionKind::standard, AttentionKind::flash}));
+  spec.attention =
+      model.optional_enum<AttentionKind>("attention", spec.attention, named_choices(kAttentionKinds));
   spec.elementwise_kernels = model.optional_enum<ElementwiseKernels>(
-      "elementwise_kernels", spec.elementwise_kernels,
-      named_choices(std::array{ElementwiseKernels::fused, ElementwiseKernels::eager}));
+      "elementwise_kernels", spec.elementwise_kernels, named_choices(kElementwiseKernels));
   spec.tied_embeddings = model.optional<bool>("tied_embeddings", spec.tied_embeddings);
 
   if (spec.heads % spec.kv_heads != 0) {

@@ -23,6 +23,10 @@ enum class AttentionKind { standard, flash };
 // fused kernels (Megatron-Core, Transformer Engine, torch.compile), or one eager PyTorch kernel per
 // operation (models/transformer/elementwise.hpp has the passes).
 enum class ElementwiseKernels { fused, eager };
+// Every value of each, in the order error messages list them (the readers of scenarios and software
+// stacks choose among these).
+inline constexpr std::array kAttentionKinds{AttentionKind::standard, AttentionKind::flash};
+inline constexpr std::array kElementwiseKernels{ElementwiseKernels::fused, ElementwiseKernels::eager};
 
 struct TransformerSpec {
   std::string preset;  // preset id it came from, "" when given inline
@@ -81,6 +85,7 @@ enum class Schedule { one_f_one_b, gpipe, interleaved };
 // Pipeline transfers: asynchronous sends that compute does not wait for (Megatron-Core's overlapped
 // p2p), or Megatron-LM's batched send/recv after which the sender waits for completion.
 enum class PipelineComm { overlapped, blocking };
+inline constexpr std::array kPipelineComms{PipelineComm::overlapped, PipelineComm::blocking};
 
 // How a ZeRO-3 / fully sharded implementation moves the parameters (parallelism.zero3, with
 // zero_stage 3). The defaults describe FSDP-style engines (PyTorch FSDP, Megatron-Core's FSDP, DeepSpeed
@@ -177,7 +182,6 @@ struct SimulationSpec {
   std::uint64_t seed = 1;
 };
 
-// A validated scenario with its hardware resolved.
 // A software stack (hardware_profiles/software/<id>.json, README "Software stacks"): the implementation
 // facts of a training framework at a version, which a scenario may otherwise state key by key. Each set
 // field is the default of its scenario key; a key the scenario writes wins. tp_comm_overlap applies
@@ -195,6 +199,7 @@ struct SoftwareStack {
   std::optional<bool> overlap_param_gather;
 };
 
+// A validated scenario with its hardware resolved.
 struct Scenario {
   std::string source;  // file it was read from ("-" for stdin)
   std::string name;

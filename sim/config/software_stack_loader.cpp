@@ -1,4 +1,3 @@
-#include <array>
 #include <optional>
 
 #include "config/parallelism_loader.hpp"
@@ -21,25 +20,14 @@ SoftwareStack load_software_stack(const std::string& hardware_profiles, const st
   settings.expect_keys({"model", "parallelism", "training"});
   if (std::optional<ObjectReader> m = settings.optional_child("model")) {
     m->expect_keys({"attention", "elementwise_kernels"});
-    if (m->has("attention")) {
-      stack.attention = m->optional_enum<AttentionKind>(
-          "attention", AttentionKind::flash,
-          named_choices(std::array{AttentionKind::standard, AttentionKind::flash}));
-    }
-    if (m->has("elementwise_kernels")) {
-      stack.elementwise_kernels = m->optional_enum<ElementwiseKernels>(
-          "elementwise_kernels", ElementwiseKernels::fused,
-          named_choices(std::array{ElementwiseKernels::fused, ElementwiseKernels::eager}));
-    }
+    stack.attention = m->maybe_enum<AttentionKind>("attention", named_choices(kAttentionKinds));
+    stack.elementwise_kernels =
+        m->maybe_enum<ElementwiseKernels>("elementwise_kernels", named_choices(kElementwiseKernels));
     m->finish();
   }
   if (std::optional<ObjectReader> p = settings.optional_child("parallelism")) {
     p->expect_keys({"pipeline_comm", "tp_backward_overlap", "tp_comm_overlap", "zero3"});
-    if (p->has("pipeline_comm")) {
-      stack.pipeline_comm = p->optional_enum<PipelineComm>(
-          "pipeline_comm", PipelineComm::overlapped,
-          named_choices(std::array{PipelineComm::overlapped, PipelineComm::blocking}));
-    }
+    stack.pipeline_comm = p->maybe_enum<PipelineComm>("pipeline_comm", named_choices(kPipelineComms));
     stack.tp_backward_overlap = p->maybe<bool>("tp_backward_overlap");
     stack.tp_comm_overlap = p->maybe<bool>("tp_comm_overlap");
     if (stack.tp_backward_overlap == false && stack.tp_comm_overlap != false) {
