@@ -167,8 +167,8 @@ class Run {
   std::vector<std::uint32_t> kernel_begin_;  // per op: its kernels are kernels_[begin[op] .. begin[op + 1])
   std::vector<Kernel> kernels_;
   std::vector<GangRun> gangs_;
-  std::vector<TaskId>
-      gang_next_;  // per gang member (TaskGraph::gang_streams() order): its stream's next task
+  // Per gang member (TaskGraph::gang_streams() order): the next task of the member's stream.
+  std::vector<TaskId> gang_next_;
   std::vector<StreamState> streams_;
   std::vector<RateState> rates_;  // per stream (compute streams use theirs)
   std::vector<RankState> ranks_;

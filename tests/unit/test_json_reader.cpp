@@ -17,6 +17,7 @@
 #include "config/json_reader.hpp"
 #include "config/scenario_loader.hpp"
 #include "core/errors.hpp"
+#include "input_error_of.hpp"
 
 namespace {
 
@@ -28,17 +29,7 @@ using dtsim::config::StringRule;
 using dtsim::core::InputError;
 using nlohmann::json;
 
-// The InputError thrown by `f`; fails the test when nothing is thrown.
-template <typename F>
-InputError input_error_of(F&& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e;
-  }
-  FAIL("expected an InputError");
-  return InputError("", "", "");
-}
+using dtsim::testing::input_error_of;
 
 enum class Color { red, green, blue };
 constexpr std::array<Choice<Color>, 3> kColors = {

@@ -13,6 +13,7 @@
 #include "config/profile_loader.hpp"
 #include "config/scenario_loader.hpp"
 #include "core/errors.hpp"
+#include "input_error_of.hpp"
 
 namespace {
 
@@ -106,15 +107,11 @@ TEST_CASE("a bad software stack file is reported at its own file and pointer") {
                         {"sources", {{"settings", "test"}}}};
     std::ofstream(root / "software" / "bad.json") << stack.dump(2);
   };
-  const auto error_of = [&]() -> dtsim::core::InputError {
-    try {
+  const auto error_of = [&] {
+    return dtsim::testing::input_error_of([&] {
       dtsim::config::load_software_stack(root.string(), "bad",
                                          dtsim::config::IdLocation{"s.json", "/software"});
-    } catch (const dtsim::core::InputError& e) {
-      return e;
-    }
-    FAIL("expected an InputError");
-    return dtsim::core::InputError("", "", "");
+    });
   };
   write({{"parallelism", {{"pipeline_comm", "blok"}}}});
   dtsim::core::InputError e = error_of();
