@@ -250,25 +250,24 @@ const std::vector<OpRef>& Lowering::layer_program(const LayerSequence& sequence,
 // time sits together in the graph's and the engine's arrays instead of a rank's program apart.
 void Lowering::emit_steps() {
   const auto ranks = static_cast<std::size_t>(coords_.size());
-  std::vector<std::vector<PipelineStep>> schedules;
   std::vector<std::vector<std::size_t>> last_backward;  // per stage and chunk, its last backward step
   for (std::int64_t stage = 0; stage < p_; ++stage) {
-    schedules.push_back(stage_schedule(s_.parallelism.schedule, p_, stage, m_, v_));
+    schedules_.push_back(stage_schedule(s_.parallelism.schedule, p_, stage, m_, v_));
     last_backward.emplace_back(static_cast<std::size_t>(v_), 0);
-    for (std::size_t i = 0; i < schedules.back().size(); ++i) {
-      const PipelineStep& step = schedules.back()[i];
+    for (std::size_t i = 0; i < schedules_.back().size(); ++i) {
+      const PipelineStep& step = schedules_.back()[i];
       if (step.pass == Pass::backward) last_backward.back()[static_cast<std::size_t>(step.chunk)] = i;
     }
-    DTSIM_CHECK(schedules.back().size() == schedules.front().size(),
+    DTSIM_CHECK(schedules_.back().size() == schedules_.front().size(),
                 "pipeline stages with different numbers of steps");
   }
   previous_step_.assign(ranks, std::nullopt);
   std::vector<StepInProgress> open(ranks);
-  for (std::size_t i = 0; i < schedules.front().size(); ++i) {
+  for (std::size_t i = 0; i < schedules_.front().size(); ++i) {
     const auto step_of = [&](std::size_t r) -> StepInProgress& {
       StepInProgress& s = open[r];
       const auto stage = static_cast<std::size_t>(coords_[r].stage);
-      s.step = schedules[stage][i];
+      s.step = schedules_[stage][i];
       s.last_of_chunk = last_backward[stage][static_cast<std::size_t>(s.step.chunk)] == i;
       return s;
     };
@@ -382,7 +381,7 @@ void Lowering::append(Chain& chain, const Chain& next) {
 // neighbouring stages with the same tensor, context and data coordinates.
 void Lowering::connect_stages(std::int64_t r) {
   const Coord c = coord(r);
-  for (const auto& step : stage_schedule(s_.parallelism.schedule, p_, c.stage, m_, v_)) {
+  for (const auto& step : schedules_[static_cast<std::size_t>(c.stage)]) {
     const std::int64_t mc = model_chunk(c.stage, step.chunk);
     const bool forward = step.pass == Pass::forward;
     const std::int64_t next = forward ? mc + 1 : mc - 1;

@@ -158,7 +158,8 @@ class Lowering {
   graph::LabelId param_gather_label_ = 0;
   std::vector<std::array<graph::StreamId, graph::kStreamKindCount>> streams_;
   std::vector<Chain> steps_;
-  std::vector<std::optional<TaskId>> step_after_;  // first task of the step run after, on the same rank
+  std::vector<std::optional<TaskId>> step_after_;     // first task of the step run after, on the same rank
+  std::vector<std::vector<PipelineStep>> schedules_;  // per stage (emit_steps() fills it)
   std::vector<std::optional<std::size_t>> previous_step_;  // per rank: its latest step so far
   std::vector<TaskId> grad_ready_;
   std::vector<TaskId> first_use_;   // first task of each layer's first forward
