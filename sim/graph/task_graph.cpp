@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <utility>
 #include <variant>
 
 #include "core/errors.hpp"
@@ -35,7 +36,9 @@ OpId TaskGraph::add_op(Op op) {
 StreamId TaskGraph::add_stream(RankId rank, StreamKind kind) {
   check_open(finalized_);
   const StreamId id = next_id(streams_.size(), "streams");
-  streams_.push_back(Stream{rank, kind, {}});
+  streams_.push_back(Stream{rank, kind});
+  stream_sizes_.push_back(0);
+  stream_last_.push_back(kNoTask);
   return id;
 }
 
@@ -75,21 +78,40 @@ TaskId TaskGraph::add_gang_task(const Task& task, std::span<const StreamId> memb
     DTSIM_CHECK(s < streams_.size(),
                 fmt::format("gang task added to stream {} but the graph has {} streams", s, streams_.size()));
   }
+  gang_scratch_.clear();
   for (std::size_t i = 0; i < members.size(); ++i) {
     // A stream named twice already ends with this task the second time: undo and report.
-    std::vector<TaskId>& order = streams_[members[i]].tasks;
-    if (!order.empty() && order.back() == id) {
-      for (std::size_t j = 0; j < i; ++j) streams_[members[j]].tasks.pop_back();
+    TaskId& last = stream_last_[members[i]];
+    if (last == id) {
+      for (std::size_t j = i; j-- > 0;) stream_last_[members[j]] = gang_scratch_[j];
       throw core::InternalError(fmt::format("gang task names stream {} twice", members[i]));
     }
-    order.push_back(id);
+    gang_scratch_.push_back(std::exchange(last, id));
   }
+  for (const StreamId s : members) ++stream_sizes_[s];
   Task gang = task;
   gang.stream = members.front();
   tasks_.push_back(gang);
   for (const StreamId s : members) gang_streams_.push_back(s);
   gangs_.push_back(Gang{id, begin, static_cast<std::uint32_t>(members.size())});
   return id;
+}
+
+std::vector<TaskId> TaskGraph::stream_tasks(StreamId s) const {
+  DTSIM_CHECK(s < streams_.size(), fmt::format("no stream {} in a graph of {}", s, streams_.size()));
+  std::vector<TaskId> order;
+  order.reserve(stream_sizes_[s]);
+  const Gang* gang = gangs_.begin();
+  for (std::size_t t = 0; t < tasks_.size(); ++t) {
+    if (gang != gangs_.end() && gang->task == t) {
+      const StreamId* members = gang_streams_.data() + gang->begin;
+      if (std::find(members, members + gang->size, s) != members + gang->size) order.push_back(gang->task);
+      ++gang;
+    } else if (tasks_[t].stream == s) {
+      order.push_back(static_cast<TaskId>(t));
+    }
+  }
+  return order;
 }
 
 std::span<const StreamId> TaskGraph::streams_of(TaskId task) const {
@@ -176,16 +198,30 @@ void TaskGraph::validate() const {
   for (std::size_t t = 0; t < n; ++t) place_begin[t + 1] += place_begin[t];
   std::vector<TaskId> next_in_stream(place_begin[n], kNone);
   std::vector<TaskId> prev_in_stream(place_begin[n], kNone);
-  std::vector<std::uint32_t> fill(place_begin.begin(), place_begin.end() - 1);
   std::vector<std::uint32_t> indegree(pred_count_);
-  for (const Stream& s : streams_) {
-    for (std::size_t i = 0; i < s.tasks.size(); ++i) {
-      const std::uint32_t place = fill[s.tasks[i]]++;
-      if (i > 0) {
-        prev_in_stream[place] = s.tasks[i - 1];
-        ++indegree[s.tasks[i]];
+  {
+    // Program order is increasing ids: going through the tasks in order, each stream's previous task
+    // is the one it met last (with its place there, to link that place forward).
+    std::vector<std::uint32_t> last_place(streams_.size(), kNone);
+    std::vector<TaskId> last_task(streams_.size(), kNone);
+    const auto link = [&](TaskId t, StreamId s, std::uint32_t place) {
+      const std::uint32_t before = std::exchange(last_place[s], place);
+      const TaskId previous = std::exchange(last_task[s], t);
+      if (before == kNone) return;
+      next_in_stream[before] = t;
+      prev_in_stream[place] = previous;
+      ++indegree[t];
+    };
+    const Gang* gang = gangs_.begin();
+    for (std::size_t t = 0; t < n; ++t) {
+      const auto id = static_cast<TaskId>(t);
+      if (gang != gangs_.end() && gang->task == id) {
+        for (std::uint32_t j = 0; j < gang->size; ++j)
+          link(id, gang_streams_[gang->begin + j], place_begin[t] + j);
+        ++gang;
+      } else {
+        link(id, tasks_[t].stream, place_begin[t]);
       }
-      if (i + 1 < s.tasks.size()) next_in_stream[place] = s.tasks[i + 1];
     }
   }
   std::vector<TaskId> order;

@@ -1,7 +1,8 @@
 // The task graph: what the engine replays. A task runs one op on one stream of one simulated rank.
 // Streams behave like CUDA streams: each executes its tasks one at a time, in the order they were added
 // (program order, which is therefore increasing task ids), a task starting once it is at the head of its
-// stream and all its dependencies have finished. Overlap of communication with compute arises from tasks on different streams.
+// stream and all its dependencies have finished. Overlap of communication with compute arises from tasks on
+// different streams.
 //
 // A gang task runs one collective on a stream of each member of its group at once: it is in the
 // program order of every member stream, starts once it is at the head of all of them and its
@@ -54,10 +55,10 @@ enum class Category : std::uint8_t {
 };
 inline constexpr int kCategoryCount = 8;
 
+// A stream's program order is not stored: it is its tasks in increasing id order (stream_tasks()).
 struct Stream {
   RankId rank = 0;
   StreamKind kind = StreamKind::compute;
-  std::vector<TaskId> tasks;  // program order
 };
 
 struct Task {
@@ -82,8 +83,9 @@ struct Gang {
 
 class TaskGraph {
  public:
-  // Ids are 32-bit; the largest is reserved.
+  // Ids are 32-bit; the largest is reserved (kNoTask).
   static constexpr std::size_t kMaxTasks = 0xffffffffU;
+  static constexpr TaskId kNoTask = 0xffffffffU;
 
   explicit TaskGraph(std::uint32_t ranks) : ranks_(ranks) {}
 
@@ -121,6 +123,10 @@ class TaskGraph {
   std::uint32_t ranks() const { return ranks_; }
   const std::vector<Op>& ops() const { return ops_; }
   const std::vector<Stream>& streams() const { return streams_; }
+  // How many tasks stream s runs (gang tasks included). O(1).
+  std::uint32_t stream_size(StreamId s) const { return stream_sizes_[s]; }
+  // Stream s's tasks in program order, found by a pass over all tasks: for tests and diagnostics.
+  std::vector<TaskId> stream_tasks(StreamId s) const;
   std::span<const Task> tasks() const { return tasks_.view(); }
   const std::vector<std::string>& labels() const { return labels_; }
   // Gang tasks by increasing task id, and their member streams.
@@ -147,6 +153,9 @@ class TaskGraph {
   std::uint32_t ranks_;
   std::vector<Op> ops_;
   std::vector<Stream> streams_;
+  std::vector<std::uint32_t> stream_sizes_;  // per stream: tasks in its program order
+  std::vector<TaskId> stream_last_;          // per stream: its last task (kNoTask when empty)
+  std::vector<TaskId> gang_scratch_;         // add_gang_task: the members' previous last tasks
   PodVector<Task> tasks_;
   std::vector<std::string> labels_;
   PodVector<Gang> gangs_;
@@ -167,7 +176,8 @@ inline TaskId TaskGraph::add_task(const Task& task) {
     reject_task(task);
   const auto id = static_cast<TaskId>(tasks_.size());
   tasks_.push_back(task);
-  streams_[task.stream].tasks.push_back(id);
+  ++stream_sizes_[task.stream];
+  stream_last_[task.stream] = id;
   return id;
 }
 

@@ -3,11 +3,11 @@
 //
 // The members of a group run the same program, so the k-th collective a rank runs on its stream of
 // one kind is the k-th of every other member on theirs. The first member to reach it adds the gang
-// task, which appends it to the stream of that kind of every member; the others find it at place k
-// of their own stream. This needs each stream kind to carry collectives over one kind of group and
-// nothing else (tensor_comm: tensor groups; context_comm: context groups; data_comm and param_gather:
-// data x context groups). A member that finds a task with another op or label there, or a creator
-// whose stream holds other tasks, throws InternalError.
+// task, which appends it to the stream of that kind of every member, and files it as its group's k-th
+// on that stream kind; the others find it there. This needs each stream kind to carry collectives over one
+// kind of group and nothing else (tensor_comm: tensor groups; context_comm: context groups; data_comm and
+// param_gather: data x context groups). A member that finds a task with another op or label there, or a
+// creator whose stream holds other tasks, throws InternalError.
 #pragma once
 
 #include <array>
@@ -47,6 +47,8 @@ class GangTable {
   const Mesh& mesh_;
   const std::vector<RankStreams>& streams_;
   std::vector<std::array<std::uint32_t, graph::kStreamKindCount>> joined_;  // collectives per rank and stream
+  // Per group (at its first member's rank) and stream kind: its gang tasks in program order.
+  std::vector<std::array<std::vector<graph::TaskId>, graph::kStreamKindCount>> group_gangs_;
   std::array<std::vector<std::int64_t>, 3> offsets_;  // per group kind: member ranks minus the first's
   std::vector<graph::StreamId> members_;              // scratch: a group's streams
 };

@@ -256,10 +256,11 @@ TEST_CASE("engine: random graphs obey the stream rules, and accounting matches t
         last_end = s.end;
       }
       CHECK(r.makespan == last_end);
-      for (const auto& stream : g.streams()) {
-        for (std::size_t i = 0; i < stream.tasks.size(); ++i) {
-          const TaskId t = stream.tasks[i];
-          TimeNs ready = i == 0 ? 0 : by_task[stream.tasks[i - 1]].end;
+      for (graph::StreamId s = 0; s < g.streams().size(); ++s) {
+        const std::vector<TaskId> order = g.stream_tasks(s);
+        for (std::size_t i = 0; i < order.size(); ++i) {
+          const TaskId t = order[i];
+          TimeNs ready = i == 0 ? 0 : by_task[order[i - 1]].end;
           for (const TaskId p : rg.preds[t]) ready = std::max(ready, by_task[p].end);
           REQUIRE(by_task[t].start == ready);
           const graph::Op& op = g.ops()[g.tasks()[t].op];

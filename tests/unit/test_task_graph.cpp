@@ -50,8 +50,8 @@ TEST_CASE("task graph: dense ids, program order and CSR successors") {
   g.add_dependency(a, d);  // duplicate: kept, counts twice
   g.finalize();
   CHECK(g.finalized());
-  CHECK(g.streams()[s0].tasks == std::vector<TaskId>{a, c});
-  CHECK(g.streams()[s1].tasks == std::vector<TaskId>{b, d});
+  CHECK(g.stream_tasks(s0) == std::vector<TaskId>{a, c});
+  CHECK(g.stream_tasks(s1) == std::vector<TaskId>{b, d});
   // Successors of a, in the order added: d, b, d.
   CHECK(g.succ_begin() == std::vector<std::uint32_t>{0, 3, 4, 4, 4});
   CHECK(g.successors() == std::vector<TaskId>{d, b, d, c});
@@ -210,9 +210,9 @@ TEST_CASE("task graph: a gang task joins the program order of every member strea
   g.add_dependency(a, b);
   g.finalize();
   CHECK(g.tasks().size() == 3);
-  CHECK(g.streams()[s0].tasks == std::vector<TaskId>{a, gt});
-  CHECK(g.streams()[s1].tasks == std::vector<TaskId>{gt, b});
-  CHECK(g.streams()[s2].tasks == std::vector<TaskId>{gt});
+  CHECK(g.stream_tasks(s0) == std::vector<TaskId>{a, gt});
+  CHECK(g.stream_tasks(s1) == std::vector<TaskId>{gt, b});
+  CHECK(g.stream_tasks(s2) == std::vector<TaskId>{gt});
   CHECK(g.tasks()[gt].stream == s0);
   const auto of_gang = g.streams_of(gt);
   CHECK(std::vector<StreamId>(of_gang.begin(), of_gang.end()) == members);
@@ -240,10 +240,15 @@ TEST_CASE("task graph: gang misuse and deadlock through a gang") {
     CHECK_THROWS_AS(g.add_gang_task(t, std::vector<StreamId>{}), InternalError);
     CHECK_THROWS_AS(g.add_gang_task(t, std::vector<StreamId>{s0, 7}), InternalError);
     CHECK_THROWS_AS(g.add_gang_task(t, std::vector<StreamId>{s0, s1, s0}), InternalError);
-    // A rejected gang leaves no trace in the program orders.
-    CHECK(g.streams()[s0].tasks.empty());
-    CHECK(g.streams()[s1].tasks == std::vector<TaskId>{single});
+    // A rejected gang leaves no trace in the program orders, and the next gang on them is accepted.
+    CHECK(g.stream_tasks(s0).empty());
+    CHECK(g.stream_tasks(s1) == std::vector<TaskId>{single});
+    CHECK(g.stream_size(s0) == 0);
+    CHECK(g.stream_size(s1) == 1);
     CHECK(g.tasks().size() == 1);
+    const TaskId both = g.add_gang_task(t, std::vector<StreamId>{s0, s1});
+    CHECK(g.stream_tasks(s0) == std::vector<TaskId>{both});
+    CHECK(g.stream_tasks(s1) == std::vector<TaskId>{single, both});
   }
   SUBCASE("a gang runs a collective") {
     TaskGraph g(2);
