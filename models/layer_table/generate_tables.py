@@ -237,6 +237,8 @@ CNN_SRC = "tf_cnn_benchmarks / torchvision layer definitions; FLOPs counted as 2
 TABLES = [
     ("resnet-50", "ResNet-50 (v1.5)", "image", 224, resnet(50),
      "He et al. 2016, 'Deep Residual Learning for Image Recognition', Table 1 (50-layer: [3,4,6,3] bottleneck blocks); stride on the 3x3 convolution as in torchvision and tf_cnn_benchmarks resnet50_v1.5. " + CNN_SRC),
+    ("resnet-50-v1", "ResNet-50 (v1, tf_cnn_benchmarks 2017)", "image", 224, resnet(50, v1=True),
+     "He et al. 2016, Table 1 (50-layer: [3,4,6,3] bottleneck blocks), as tf_cnn_benchmarks built it in 2017 (tensorflow/benchmarks scripts/tf_cnn_benchmarks/resnet_model.py, bottleneck_block): a stage's first block strides in its first 1x1 convolution, the projection shortcut has no batch norm and is created first. The ResNet-50 of TensorFlow's published benchmarks of 2017. " + CNN_SRC),
     ("resnet-101", "ResNet-101 (v1.5)", "image", 224, resnet(101),
      "He et al. 2016, Table 1 (101-layer: [3,4,23,3] bottleneck blocks); stride on the 3x3 convolution. " + CNN_SRC),
     ("resnet-101-v1", "ResNet-101 (v1, tf_cnn_benchmarks 2017)", "image", 224, resnet(101, v1=True),
