@@ -36,6 +36,13 @@ class Net:
                             "forward_flops": 2 * rows * cout * cin, "tensors": [cin * cout, cout],
                             "activation_bytes": rows * cout * FP32, "epilogue": epilogue})
 
+    def add(self, name, c, h, w, epilogue="relu"):
+        """A residual addition: reads the branch's output and the shortcut, writes their sum (one add per
+        value), then its epilogue (ResNet's ReLU after the addition)."""
+        self.layers.append({"name": name, "kind": "add", "forward_flops": h * w * c, "tensors": [],
+                            "activation_bytes": h * w * c * FP32, "input_bytes": 2 * h * w * c * FP32,
+                            "epilogue": epilogue})
+
     def pool(self, name, c, hin, win, k, stride, pad=0):
         hout = (hin + 2 * pad - k) // stride + 1
         wout = (win + 2 * pad - k) // stride + 1
@@ -71,6 +78,7 @@ def resnet(depth, v1=False):
             c3, h3, w3 = n.conv(p + "_1x1b", c2, width * 4, 1, 1, h2, w2, epilogue="bn")
             if b == 0 and not v1:
                 n.conv(p + "_shortcut", cin, width * 4, 1, 1, hin, win, stride, epilogue="bn")
+            n.add(p + "_add", c3, h3, w3)  # y = relu(branch + shortcut)
             c, h, w = c3, h3, w3
     c, h, w = n.pool("avgpool", c, h, w, h, 1)
     n.fc("fc1000", 2048, 1000)
@@ -199,16 +207,25 @@ def bert(layers, hidden, heads, seq=128, vocab=30522):
                       "forward_flops": 2 * seq * nout * k, "tensors": [k * nout, nout],
                       "activation_bytes": seq * nout * FP32, "epilogue": epilogue})
 
+        def residual(name):
+            L.append({"name": f"{p}_{name}", "kind": "add", "tensors": [], "forward_flops": seq * hidden,
+                      "activation_bytes": seq * hidden * FP32, "input_bytes": 2 * seq * hidden * FP32,
+                      "epilogue": "layernorm"})
+
         fc("qkv", hidden, 3 * hidden)
         L.append({"name": f"{p}_attention", "kind": "attention", "tensors": [],
                   "gemm": {"m": seq, "n": seq, "k": hidden // heads, "batch": heads},
                   "forward_flops": 2 * 2 * seq * seq * hidden,
                   "activation_bytes": heads * seq * seq * FP32 + seq * hidden * FP32, "epilogue": "softmax"})
-        fc("attn_out", hidden, hidden, "layernorm")
+        # Each sublayer's output is added to its input before the layer norm (post-LN BERT): the norm's
+        # parameters stay with the sublayer's last projection, the addition carries the norm.
+        fc("attn_out", hidden, hidden)
         L[-1]["tensors"] += [hidden, hidden]
+        residual("attn_residual")
         fc("ffn_in", hidden, ffn, "gelu")
-        fc("ffn_out", ffn, hidden, "layernorm")
+        fc("ffn_out", ffn, hidden)
         L[-1]["tensors"] += [hidden, hidden]
+        residual("ffn_residual")
     L.append({"name": "pooler", "kind": "fc", "gemm": {"m": 1, "n": hidden, "k": hidden},
               "forward_flops": 2 * hidden * hidden, "tensors": [hidden * hidden, hidden],
               "activation_bytes": hidden * FP32, "epilogue": "none"})

@@ -96,7 +96,8 @@ std::vector<LayerOps> layer_ops(const config::LayerTable& table, std::int64_t ba
         break;
       }
       case config::LayerKind::pool:
-      case config::LayerKind::norm: {
+      case config::LayerKind::norm:
+      case config::LayerKind::add: {
         const double in_bytes = (l.input_bytes > 0.0 ? l.input_bytes * scale * b : out_bytes);
         ops.forward.push_back(memory(in_bytes + out_bytes));
         ops.backward.push_back(memory(2.0 * (in_bytes + out_bytes)));

@@ -15,6 +15,10 @@
 //   attention    forward: the score and context products (FLOPs from the table) at the GPU's attention
 //                efficiency; backward: twice the forward FLOPs.
 //   pool, norm   memory-bound: forward reads the input and writes the output; backward twice that.
+//   add          a residual addition, costed the same way: forward reads its operands (input_bytes: the
+//                branch and the shortcut) and writes their sum; backward twice that (the gradient goes
+//                back through the epilogue, and the shortcut's gradient is added to the branch's where
+//                the two paths fork).
 //   embedding    memory-bound gather of lookups x row_params values; backward the scatter of as many.
 //   epilogues    memory-bound passes over the layer's output activations (read + write = 2 passes):
 //                relu, gelu 2; bn, layernorm, softmax 3 (statistics, then normalize); bn_relu 5.

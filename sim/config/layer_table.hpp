@@ -10,7 +10,7 @@
 
 namespace dtsim::config {
 
-enum class LayerKind { conv, fc, attention, pool, embedding, norm };
+enum class LayerKind { conv, fc, attention, pool, embedding, norm, add };
 
 // Memory-bound kernels that follow a layer (batch norm, activation, softmax, layer norm).
 enum class Epilogue { none, bn, relu, bn_relu, softmax, gelu, layernorm };
@@ -25,7 +25,7 @@ struct LayerSpec {
   std::int64_t gemm_batch = 1;    // independent products (attention heads)
   std::vector<double> tensors;    // parameter count of each variable
   double activation_bytes = 0.0;  // output activations per sample (fp32)
-  double input_bytes = 0.0;       // pool layers: input activations per sample (fp32)
+  double input_bytes = 0.0;       // pool and add layers: input activations per sample (fp32)
   Epilogue epilogue = Epilogue::none;
   bool sparse = false;                  // embedding updated only in the rows looked up
   std::int64_t lookups_per_sample = 0;  // sparse: rows read per sample

@@ -54,9 +54,10 @@ LayerSpec read_layer(ObjectReader& r) {
                  "epilogue", "sparse", "lookups_per_sample", "row_params"});
   LayerSpec l;
   l.name = r.required<std::string>("name");
-  l.kind = r.enum_value<LayerKind>("kind", std::span<const Choice<LayerKind>>(named_choices(std::array{
-                                               LayerKind::conv, LayerKind::fc, LayerKind::attention,
-                                               LayerKind::pool, LayerKind::embedding, LayerKind::norm})));
+  l.kind = r.enum_value<LayerKind>(
+      "kind", std::span<const Choice<LayerKind>>(named_choices(
+                  std::array{LayerKind::conv, LayerKind::fc, LayerKind::attention, LayerKind::pool,
+                             LayerKind::embedding, LayerKind::norm, LayerKind::add})));
   l.forward_flops = r.required<double>("forward_flops", NumberRule::non_negative());
   const bool needs_gemm =
       l.kind == LayerKind::conv || l.kind == LayerKind::fc || l.kind == LayerKind::attention;
@@ -71,7 +72,10 @@ LayerSpec read_layer(ObjectReader& r) {
   }
   l.tensors = read_tensors(r);
   l.activation_bytes = r.required<double>("activation_bytes", NumberRule::positive());
-  l.input_bytes = r.optional<double>("input_bytes", 0.0, NumberRule::non_negative());
+  // An addition reads its operands: it needs their bytes.
+  l.input_bytes = l.kind == LayerKind::add
+                      ? r.required<double>("input_bytes", NumberRule::positive())
+                      : r.optional<double>("input_bytes", 0.0, NumberRule::non_negative());
   l.epilogue = r.optional_enum<Epilogue>("epilogue", Epilogue::none,
                                          std::span<const Choice<Epilogue>>(named_choices(std::array{
                                              Epilogue::none, Epilogue::bn, Epilogue::relu, Epilogue::bn_relu,
@@ -250,6 +254,8 @@ const char* to_string(LayerKind k) {
       return "embedding";
     case LayerKind::norm:
       return "norm";
+    case LayerKind::add:
+      return "add";
   }
   return "?";
 }

@@ -5,10 +5,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 
 #include "config/layer_table_loader.hpp"
 #include "config/scenario_loader.hpp"
 #include "engine/dp_training.hpp"
+#include "input_error_of.hpp"
 #include "models/convergence/convergence.hpp"
 #include "models/layer_table/layer_ops.hpp"
 #include "reports/reports.hpp"
@@ -135,7 +138,7 @@ TEST_CASE("layer tables: parameters and FLOPs of the published architectures") {
   const auto r50 = dtsim::config::load_layer_table(folder, "resnet-50", {"test", "/model"});
   // He et al. 2016: ResNet-50 has 25.6 M parameters and 3.8-4.1 G multiply-adds (x2 FLOPs).
   CHECK(r50.params() == doctest::Approx(25.56e6).epsilon(0.005));
-  CHECK(r50.forward_flops() == doctest::Approx(8.18e9).epsilon(0.01));
+  CHECK(r50.forward_flops() == doctest::Approx(8.19e9).epsilon(0.01));
   const auto vgg = dtsim::config::load_layer_table(folder, "vgg-16", {"test", "/model"});
   // Simonyan and Zisserman 2015 Table 2: VGG-16 (D) has 138 M parameters.
   CHECK(vgg.params() == doctest::Approx(138.36e6).epsilon(0.005));
@@ -146,6 +149,49 @@ TEST_CASE("layer tables: parameters and FLOPs of the published architectures") {
   REQUIRE(vars.front().sparse);
   CHECK(vars.front().step_bytes == doctest::Approx(256.0 * (768 * 4 + 8)));
   CHECK(vars.front().dense_bytes == doctest::Approx(30522.0 * 768 * 4));
+}
+
+TEST_CASE("layer tables: a residual addition reads both operands, writes the sum, then its epilogue") {
+  const std::string folder = std::string(DTSIM_SOURCE_DIR) + "/models/layer_table/tables";
+  const auto r50 = dtsim::config::load_layer_table(folder, "resnet-50", {"test", "/model"});
+  // One addition per bottleneck block: 3 + 4 + 6 + 3 = 16.
+  std::size_t adds = 0, first = 0;
+  for (std::size_t i = 0; i < r50.layers.size(); ++i) {
+    if (r50.layers[i].kind != dtsim::config::LayerKind::add) continue;
+    if (adds++ == 0) first = i;
+  }
+  CHECK(adds == 16);
+  REQUIRE(r50.layers[first].name == "conv2_1_add");
+  // conv2_1's output: 256 channels x 56 x 56 fp32 = 3,211,264 bytes per image; batch 2 in fp32:
+  //   forward  the sum: read 2 operands + write 1 = 3 x 2 x 3,211,264 = 19,267,584 bytes,
+  //            then ReLU: 2 passes = 2 x 2 x 3,211,264 = 12,845,056 bytes;
+  //   backward twice each.
+  const auto ops = dtsim::models::layer_ops(r50, 2, dtsim::config::Precision::fp32);
+  const auto& add = ops[first];
+  REQUIRE(add.forward.size() == 2);
+  REQUIRE(add.backward.size() == 2);
+  CHECK(add.forward[0].bytes == doctest::Approx(19267584.0));
+  CHECK(add.forward[1].bytes == doctest::Approx(12845056.0));
+  CHECK(add.backward[0].bytes == doctest::Approx(2 * 19267584.0));
+  CHECK(add.backward[1].bytes == doctest::Approx(2 * 12845056.0));
+  CHECK(add.forward[0].flops == 0.0);  // memory-bound: costed by its bytes
+}
+
+TEST_CASE("layer tables: an addition without the bytes of its operands is bad input") {
+  const auto dir = std::filesystem::temp_directory_path() / "dtsim_test_layer_table_add";
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream out(dir / "no-operands.json");
+    out << R"({"schema_version": 1, "id": "no-operands", "name": "n", "source": "s", "sample": "image",
+      "input_size": 8, "convergence": {"b_noise": 1, "s_min": 1, "target": "t", "source": "s"},
+      "layers": [{"name": "sum", "kind": "add", "forward_flops": 64, "tensors": [], "activation_bytes": 256,
+                  "epilogue": "relu"}]})";
+  }
+  const auto e = dtsim::testing::input_error_of([&] {
+    dtsim::config::load_layer_table(dir.string(), "no-operands", {"test", "/model"});
+  });
+  CHECK(std::string(e.what()).find("/layers/0/input_bytes") != std::string::npos);
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("dp training: a shipped scenario runs and reports the data-parallel and convergence blocks") {
