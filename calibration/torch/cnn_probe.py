@@ -13,8 +13,8 @@ synthetic-data steps. Precisions:
 
 cudnn.benchmark is on (cuDNN picks the fastest algorithm per layer, as TensorFlow's autotuning did).
 Each row is the median of --steps CUDA-event-timed steps after --warmup steps; images/s = batch / step.
-With --profile, each row also has the step's kernel count, the sum of its kernels' durations (torch.profiler)
-and the host's time to issue the step, which tell GPU time from host dispatch time. The output (--out) lists the rows with the device, the library versions and the arguments, for comparison
+With --profile, each row also has the step's kernel count, the sum of its kernels' durations (torch.profiler),
+the kernels that took the most time (by name) and the host's time to issue the step, which tell GPU time from host dispatch time. The output (--out) lists the rows with the device, the library versions and the arguments, for comparison
 with dtsim's prediction of the same model on one GPU of that kind (tests/validation/
 test_cnn_compute_validation.cpp reads such a file). Needs PyTorch and torchvision with CUDA. Example:
 
@@ -31,6 +31,8 @@ try:
     import torchvision
 except ImportError as error:
     sys.exit(f"cnn_probe: needs PyTorch and torchvision ({error})")
+
+TOP_KERNELS = 25  # --profile: the kernels (by name) that took the most time, with count and total
 
 # dtsim layer table id -> (torchvision constructor, input size)
 MODELS = {
@@ -60,6 +62,11 @@ def kernel_profile(step, trace=""):
         prof.export_chrome_trace(trace)
     kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
     busy_us = sum(e.device_time for e in kernels)
+    by_name = {}
+    for e in kernels:
+        count, us = by_name.get(e.name, (0, 0.0))
+        by_name[e.name] = (count + 1, us + e.device_time)
+    top = sorted(by_name.items(), key=lambda item: -item[1][1])
     issue = []
     for _ in range(5):
         torch.cuda.synchronize()
@@ -67,7 +74,9 @@ def kernel_profile(step, trace=""):
         step()
         issue.append(time.perf_counter() - t0)
         torch.cuda.synchronize()
-    return {"kernels": len(kernels), "kernel_busy_s": busy_us / 1e6, "host_issue_s": statistics.median(issue)}
+    return {"kernels": len(kernels), "kernel_busy_s": busy_us / 1e6, "host_issue_s": statistics.median(issue),
+            "top_kernels": [{"name": name[:160], "count": count, "total_s": us / 1e6}
+                            for name, (count, us) in top[:TOP_KERNELS]]}
 
 
 def step_time(model_id, precision, batch, warmup, steps, profile, trace_dir=""):
