@@ -57,13 +57,23 @@ TEST_CASE("memory-bound kernels take bytes over achievable bandwidth plus launch
   CHECK(model.duration(op) == 1'002'000);
 }
 
-TEST_CASE("fused attention time counts only the executed fraction") {
-  const auto s = dtsim::testing::fixture_scenario();
-  const dtsim::compute::ComputeModel model(s.gpu, dtsim::config::Precision::bf16);
+namespace {
+
+// A causal fused-attention op: 300 GFLOP of which half are executed (the other half masked).
+ComputeOp causal_attention() {
   ComputeOp op;
   op.cls = ComputeClass::attention;
   op.flops = 300e9;
   op.executed_fraction = 0.5;
+  return op;
+}
+
+}  // namespace
+
+TEST_CASE("fused attention time counts only the executed fraction") {
+  const auto s = dtsim::testing::fixture_scenario();
+  const dtsim::compute::ComputeModel model(s.gpu, dtsim::config::Precision::bf16);
+  const ComputeOp op = causal_attention();
   // 150e9 / (300e12 * 0.5) = 1 ms
   CHECK(model.duration_s(op) == doctest::Approx(1e-3));
 }
@@ -72,10 +82,7 @@ TEST_CASE("fused attention with few heads per GPU runs below the profile's rate"
   auto s = dtsim::testing::fixture_scenario();
   s.gpu.attention_half_waves = 2.0;
   const dtsim::compute::ComputeModel model(s.gpu, dtsim::config::Precision::bf16);
-  ComputeOp op;
-  op.cls = ComputeClass::attention;
-  op.flops = 300e9;
-  op.executed_fraction = 0.5;
+  ComputeOp op = causal_attention();
   // 1 sequence x 25 heads, 4096 query rows -> 25 x 32 = 800 tiles of 128 rows on 100 SMs = 8 waves:
   // efficiency 0.5 x 8 / (8 + 2) = 0.4 -> 150e9 / (300e12 x 0.4) = 1.25 ms.
   op.gemm = GemmShape{4096, 4096, 128, 25};
