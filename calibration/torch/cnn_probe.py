@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Measure whole training steps of the convolutional networks dtsim has layer tables for, on one GPU.
 
-For each model (torchvision's resnet50 and resnet101 = the layer tables resnet-50 and resnet-101, vgg16 = vgg-16, inception_v3 without
-its auxiliary classifier = inception-v3) and precision, one training step is: forward on a random batch,
-cross-entropy loss, backward, and a momentum-SGD update, all on the GPU, as tf_cnn_benchmarks times its
-synthetic-data steps. Precisions:
+For each model (torchvision's resnet50 and resnet101 = the layer tables resnet-50 and resnet-101, vgg16 =
+vgg-16, inception_v3 without its auxiliary classifier = inception-v3) and precision, one training step
+is: forward on a random batch, cross-entropy loss, backward, and a momentum-SGD update, all on the GPU,
+as tf_cnn_benchmarks times its synthetic-data steps. Precisions:
 
   fp32  FP32 everywhere, TF32 tensor-core math turned off (cuDNN and cuBLAS)
   tf32  FP32 tensors, TF32 math allowed in convolutions and matrix products
@@ -13,12 +13,14 @@ synthetic-data steps. Precisions:
 
 cudnn.benchmark is on (cuDNN picks the fastest algorithm per layer, as TensorFlow's autotuning did).
 Each row is the median of --steps CUDA-event-timed steps after --warmup steps; images/s = batch / step.
-With --profile, each row also has the step's kernel count, the sum of its kernels' durations (torch.profiler),
-the kernels that took the most time (by name) and the host's time to issue the step, which tell GPU time from host dispatch time. The output (--out) lists the rows with the device, the library versions and the arguments, for comparison
-with dtsim's prediction of the same model on one GPU of that kind (tests/validation/
-test_cnn_compute_validation.cpp reads such a file). Needs PyTorch and torchvision with CUDA. Example:
+With --profile, each row also has the step's kernel count, the sum of its kernels' durations
+(torch.profiler), the kernels that took the most time (by name) and the host's time to issue the step,
+which tell GPU time from host dispatch time. The output (--out) lists the rows with the device, the
+library versions and the arguments, for comparison with dtsim's prediction of the same model on one GPU
+of that kind (tests/validation/h100_cnn_pytorch.json holds such a run, which
+tests/validation/test_cnn_compute_validation.cpp reads). Needs PyTorch and torchvision with CUDA:
 
-  python3 calibration/torch/cnn_probe.py --batch 64 --precisions fp32 tf32 bf16 --out cnn_h100.json
+  python3 calibration/torch/cnn_probe.py --batch 64 --profile --out cnn_h100.json
 """
 import argparse
 import json
