@@ -24,9 +24,9 @@ tests/validation/test_cnn_compute_validation.cpp reads). Needs PyTorch and torch
 """
 import argparse
 import json
+import os
 import statistics
 import sys
-import time
 
 try:
     import torch
@@ -34,7 +34,8 @@ try:
 except ImportError as error:
     sys.exit(f"cnn_probe: needs PyTorch and torchvision ({error})")
 
-TOP_KERNELS = 25  # --profile: the kernels (by name) that took the most time, with count and total
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from step_profile import kernel_profile  # noqa: E402
 
 # dtsim layer table id -> (torchvision constructor, input size)
 MODELS = {
@@ -49,36 +50,6 @@ def set_precision(name):
     tf32 = name == "tf32"
     torch.backends.cuda.matmul.allow_tf32 = tf32
     torch.backends.cudnn.allow_tf32 = tf32
-
-
-def kernel_profile(step, trace=""):
-    """One step under torch.profiler: the GPU kernels' count and summed duration (the GPU's busy time
-    when kernels do not overlap), and the host's time to issue the step (from the call to its return,
-    the GPU idle at the start), the median of 5 such calls."""
-    from torch.profiler import ProfilerActivity, profile
-    activities = [ProfilerActivity.CUDA] + ([ProfilerActivity.CPU] if trace else [])
-    with profile(activities=activities, record_shapes=bool(trace)) as prof:
-        step()
-        torch.cuda.synchronize()
-    if trace:
-        prof.export_chrome_trace(trace)
-    kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
-    busy_us = sum(e.device_time for e in kernels)
-    by_name = {}
-    for e in kernels:
-        count, us = by_name.get(e.name, (0, 0.0))
-        by_name[e.name] = (count + 1, us + e.device_time)
-    top = sorted(by_name.items(), key=lambda item: -item[1][1])
-    issue = []
-    for _ in range(5):
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        step()
-        issue.append(time.perf_counter() - t0)
-        torch.cuda.synchronize()
-    return {"kernels": len(kernels), "kernel_busy_s": busy_us / 1e6, "host_issue_s": statistics.median(issue),
-            "top_kernels": [{"name": name[:160], "count": count, "total_s": us / 1e6}
-                            for name, (count, us) in top[:TOP_KERNELS]]}
 
 
 def step_time(model_id, precision, batch, warmup, steps, profile, trace_dir=""):

@@ -14,7 +14,10 @@ same configuration:
   step       a whole GPT (embedding, pre-LN layers with GELU MLP, final LN, logits, cross-entropy)
              forward + backward, bf16 parameters, no dropout, SDPA with the chosen backend; the median
              step time over --steps timed steps after warm-up, and a torch.profiler trace of one step
-             (--trace) that `dtsim import kineto` reads.
+             (--trace) that `dtsim import kineto` reads. --step-tp N times one tensor-parallel rank's
+             share of the model instead (heads / N, ffn / N, vocab / N; no communication), and
+             --profile-step adds the step's kernel count, GPU busy time, host issue time and costliest
+             kernels (step_profile.py).
 
 With --profile GPU.json (a dtsim GPU profile, e.g. one `dtsim calibrate` wrote), the attention rows of
 the --step-attention backend set that profile's attention efficiency: executed FLOPs (the causal half;
@@ -45,6 +48,7 @@ except ImportError as error:
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from attention_fit import write_attention_efficiency  # noqa: E402
+from step_profile import kernel_profile  # noqa: E402
 
 BACKENDS = {"cudnn": SDPBackend.CUDNN_ATTENTION, "flash": SDPBackend.FLASH_ATTENTION}
 
@@ -125,29 +129,37 @@ def attention_rows(args, tp):
 
 
 class Layer(torch.nn.Module):
-    def __init__(self, h, heads, f, backend):
+    """One pre-LN GPT layer, or with tp > 1 one tensor-parallel rank's share of it (Megatron's column and
+    row split: heads / tp attention heads, ffn / tp MLP columns) without the collectives between ranks."""
+
+    def __init__(self, h, heads, f, backend, tp=1):
         super().__init__()
+        d = h // heads
         self.ln1, self.ln2 = torch.nn.LayerNorm(h), torch.nn.LayerNorm(h)
-        self.qkv, self.proj = torch.nn.Linear(h, 3 * h), torch.nn.Linear(h, h)
-        self.fc1, self.fc2 = torch.nn.Linear(h, f), torch.nn.Linear(f, h)
-        self.heads, self.backend = heads, backend
+        self.qkv, self.proj = torch.nn.Linear(h, 3 * h // tp), torch.nn.Linear(h // tp, h)
+        self.fc1, self.fc2 = torch.nn.Linear(h, f // tp), torch.nn.Linear(f // tp, h)
+        self.heads, self.head_dim, self.backend = heads // tp, d, backend
 
     def forward(self, x):
         b, s, h = x.shape
-        q, k, v = self.qkv(self.ln1(x)).view(b, s, 3, self.heads, h // self.heads).permute(2, 0, 3, 1, 4)
+        q, k, v = self.qkv(self.ln1(x)).view(b, s, 3, self.heads, self.head_dim).permute(2, 0, 3, 1, 4)
         with sdpa_kernel(self.backend):
             a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        x = x + self.proj(a.transpose(1, 2).reshape(b, s, h))
+        x = x + self.proj(a.transpose(1, 2).reshape(b, s, self.heads * self.head_dim))
         return x + self.fc2(F.gelu(self.fc1(self.ln2(x)), approximate="tanh"))
 
 
 class Gpt(torch.nn.Module):
+    """The model, or with --step-tp N one tensor-parallel rank's share (its layers' shares and vocab / N
+    rows of the tied embedding and logits), without communication."""
+
     def __init__(self, args, backend):
         super().__init__()
-        self.embed = torch.nn.Embedding(args.vocab, args.hidden)
+        tp = args.step_tp
+        self.embed = torch.nn.Embedding(args.vocab // tp, args.hidden)
         self.pos = torch.nn.Embedding(args.seq, args.hidden)
         self.layers = torch.nn.ModuleList(
-            Layer(args.hidden, args.heads, args.ffn, backend) for _ in range(args.layers))
+            Layer(args.hidden, args.heads, args.ffn, backend, tp) for _ in range(args.layers))
         self.ln = torch.nn.LayerNorm(args.hidden)
 
     def forward(self, tokens, targets):
@@ -161,8 +173,8 @@ class Gpt(torch.nn.Module):
 def step_row(args):
     backend = BACKENDS[args.step_attention]
     model = Gpt(args, backend).cuda().to(torch.bfloat16)
-    tokens = torch.randint(0, args.vocab, (args.micro_batch, args.seq), device="cuda")
-    targets = torch.randint(0, args.vocab, (args.micro_batch, args.seq), device="cuda")
+    tokens = torch.randint(0, args.vocab // args.step_tp, (args.micro_batch, args.seq), device="cuda")
+    targets = torch.randint(0, args.vocab // args.step_tp, (args.micro_batch, args.seq), device="cuda")
 
     def step():
         model.zero_grad(set_to_none=False)
@@ -171,17 +183,14 @@ def step_row(args):
     median_s, times = timed(step, args.steps, warmup=3)
     params = sum(p.numel() for p in model.parameters())
     h, s, L, V, B = args.hidden, args.seq, args.layers, args.vocab, args.micro_batch
-    # Narayanan et al. SC'21 eq. (model FLOPs, no recompute): 72 B s L h^2 (1 + s/6h + V/12hL) / 3 x 3 passes.
-    model_flops = 72 * B * s * L * h * h * (1 + s / (6 * h) + V / (12 * h * L))
+    # Narayanan et al. SC'21 eq. (model FLOPs, no recompute): 72 B s L h^2 (1 + s/6h + V/12hL) / 3 x 3 passes,
+    # a tensor-parallel rank's share of them with --step-tp (its layer norms, not split, left out).
+    model_flops = 72 * B * s * L * h * h * (1 + s / (6 * h) + V / (12 * h * L)) / args.step_tp
     row = {"params": params, "step_s": median_s, "step_s_all": times, "model_flops": model_flops,
-           "model_tflops": model_flops / median_s / 1e12, "attention": args.step_attention,
+           "model_tflops": model_flops / median_s / 1e12, "attention": args.step_attention, "tp": args.step_tp,
            "peak_memory_bytes": torch.cuda.max_memory_allocated()}
-    if args.trace:
-        from torch.profiler import ProfilerActivity, profile
-        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], record_shapes=True) as prof:
-            step()
-            torch.cuda.synchronize()
-        prof.export_chrome_trace(args.trace)
+    if args.trace or args.profile_step:
+        row.update(kernel_profile(step, args.trace))
     return row
 
 
@@ -200,6 +209,10 @@ def main():
     p.add_argument("--steps", type=int, default=10)
     p.add_argument("--step-attention", choices=sorted(BACKENDS), default="cudnn")
     p.add_argument("--skip-step", action="store_true")
+    p.add_argument("--step-tp", type=int, default=1,
+                   help="time one tensor-parallel rank's share of the model (no communication)")
+    p.add_argument("--profile-step", action="store_true",
+                   help="add the step's kernel count, GPU busy time, host issue time and costliest kernels")
     p.add_argument("--skip-gemms", action="store_true")
     p.add_argument("--trace", default="")
     p.add_argument("--profile", default="", help="GPU profile JSON whose attention efficiency to set")
@@ -235,7 +248,9 @@ def main():
               f"fwd {r['forward_tflops_dtsim_count']:.0f} bwd {r['backward_tflops_dtsim_count']:.0f} TFLOP/s"))
     if "step" in doc:
         st = doc["step"]
-        print(f"step: {st['step_s']*1e3:.1f} ms, {st['model_tflops']:.0f} model TFLOP/s, {st['params']/1e9:.2f} B params")
+        print(f"step: {st['step_s']*1e3:.1f} ms, {st['model_tflops']:.0f} model TFLOP/s, {st['params']/1e9:.2f} B params"
+              + (f", {st['kernels']} kernels busy {st['kernel_busy_s']*1e3:.1f} ms, host issue "
+                 f"{st['host_issue_s']*1e3:.1f} ms" if "kernels" in st else ""))
     return 0
 
 
