@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <string>
 
 #include <unistd.h>
@@ -395,55 +396,43 @@ TEST_CASE("a preset with overrides keeps the keys not given") {
 
 TEST_CASE("errors inside profiles name the profile file and pointer") {
   const DataFolder data("profiles");
-  const auto error_of = [&] {
-    return input_error_of(
-        [&] { dtsim::config::load_scenario_text(kInlineScenario, "s.json", data.paths()); });
+  // One bad edit of a node or GPU profile per case, the error it must produce (no message: any).
+  struct Case {
+    bool gpu;  // the GPU profile g1, else the node profile n1
+    std::function<void(json&)> edit;
+    const char* pointer;
+    const char* message;
   };
-
-  json node = DataFolder::node_profile();
-  node["sources"].erase("gpus_per_node");
-  data.write("hardware_profiles/nodes/n1.json", node);
-  InputError e = error_of();
-  CHECK(e.file() == data.path("hardware_profiles/nodes/n1.json"));
-  CHECK(e.pointer() == "/sources/gpus_per_node");
-
-  node = DataFolder::node_profile();
-  node["sources"]["colour"] = "test";
-  data.write("hardware_profiles/nodes/n1.json", node);
-  CHECK(error_of().pointer() == "/sources/colour");
-
-  node = DataFolder::node_profile();
-  node["id"] = "n2";
-  data.write("hardware_profiles/nodes/n1.json", node);
-  CHECK(error_of().message() == "got \"n2\"; expected \"n1\" (the file name)");
-
-  node = DataFolder::node_profile();
-  node["gpu"] = "g9";
-  data.write("hardware_profiles/nodes/n1.json", node);
-  e = error_of();
-  CHECK(e.file() == data.path("hardware_profiles/nodes/n1.json"));
-  CHECK(e.pointer() == "/gpu");
-  CHECK(e.message() == "got \"g9\"; expected one of the GPU profiles: g1");
-
-  node = DataFolder::node_profile();
-  node["network"]["fabric"] = "f9";
-  data.write("hardware_profiles/nodes/n1.json", node);
-  CHECK(error_of().pointer() == "/network/fabric");
-  data.write("hardware_profiles/nodes/n1.json", DataFolder::node_profile());
-
-  json gpu = DataFolder::gpu_profile();
-  gpu["attention_half_waves"] = -1.0;
-  gpu["sources"]["attention_half_waves"] = "test";
-  data.write("hardware_profiles/gpus/g1.json", gpu);
-  e = error_of();
-  CHECK(e.file() == data.path("hardware_profiles/gpus/g1.json"));
-  CHECK(e.pointer() == "/attention_half_waves");
-  CHECK(e.message() == "got -1.0; expected a non-negative number");
-
-  gpu = DataFolder::gpu_profile();
-  gpu["attention_measured"] = json::array({{{"batch_heads", 16}, {"seq", 4096}, {"efficiency", 1.5}}});
-  gpu["sources"]["attention_measured"] = "test";
-  data.write("hardware_profiles/gpus/g1.json", gpu);
-  e = error_of();
-  CHECK(e.pointer() == "/attention_measured/0/efficiency");
+  const std::vector<Case> cases{
+      {false, [](json& p) { p["sources"].erase("gpus_per_node"); }, "/sources/gpus_per_node", nullptr},
+      {false, [](json& p) { p["sources"]["colour"] = "test"; }, "/sources/colour", nullptr},
+      {false, [](json& p) { p["id"] = "n2"; }, "/id", "got \"n2\"; expected \"n1\" (the file name)"},
+      {false, [](json& p) { p["gpu"] = "g9"; }, "/gpu", "got \"g9\"; expected one of the GPU profiles: g1"},
+      {false, [](json& p) { p["network"]["fabric"] = "f9"; }, "/network/fabric", nullptr},
+      {true,
+       [](json& p) {
+         p["attention_half_waves"] = -1.0;
+         p["sources"]["attention_half_waves"] = "test";
+       },
+       "/attention_half_waves", "got -1.0; expected a non-negative number"},
+      {true,
+       [](json& p) {
+         p["attention_measured"] = json::array({{{"batch_heads", 16}, {"seq", 4096}, {"efficiency", 1.5}}});
+         p["sources"]["attention_measured"] = "test";
+       },
+       "/attention_measured/0/efficiency", nullptr},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.pointer);
+    const std::string file = c.gpu ? "hardware_profiles/gpus/g1.json" : "hardware_profiles/nodes/n1.json";
+    json profile = c.gpu ? DataFolder::gpu_profile() : DataFolder::node_profile();
+    c.edit(profile);
+    data.write(file, profile);
+    const InputError e =
+        input_error_of([&] { dtsim::config::load_scenario_text(kInlineScenario, "s.json", data.paths()); });
+    CHECK(e.file() == data.path(file));
+    CHECK(e.pointer() == c.pointer);
+    if (c.message != nullptr) CHECK(e.message() == c.message);
+    data.write(file, c.gpu ? DataFolder::gpu_profile() : DataFolder::node_profile());
+  }
 }
