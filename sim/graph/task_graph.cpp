@@ -97,20 +97,27 @@ TaskId TaskGraph::add_gang_task(const Task& task, std::span<const StreamId> memb
   return id;
 }
 
+template <typename F>
+void TaskGraph::for_each_occupancy(F&& f) const {
+  const Gang* gang = gangs_.begin();
+  for (std::size_t t = 0; t < tasks_.size(); ++t) {
+    const auto id = static_cast<TaskId>(t);
+    if (gang != gangs_.end() && gang->task == id) {
+      for (std::uint32_t j = 0; j < gang->size; ++j) f(id, gang_streams_[gang->begin + j], j);
+      ++gang;
+    } else {
+      f(id, tasks_[t].stream, 0U);
+    }
+  }
+}
+
 std::vector<TaskId> TaskGraph::stream_tasks(StreamId s) const {
   DTSIM_CHECK(s < streams_.size(), fmt::format("no stream {} in a graph of {}", s, streams_.size()));
   std::vector<TaskId> order;
   order.reserve(stream_sizes_[s]);
-  const Gang* gang = gangs_.begin();
-  for (std::size_t t = 0; t < tasks_.size(); ++t) {
-    if (gang != gangs_.end() && gang->task == t) {
-      const StreamId* members = gang_streams_.data() + gang->begin;
-      if (std::find(members, members + gang->size, s) != members + gang->size) order.push_back(gang->task);
-      ++gang;
-    } else if (tasks_[t].stream == s) {
-      order.push_back(static_cast<TaskId>(t));
-    }
-  }
+  for_each_occupancy([&](TaskId t, StreamId stream, std::uint32_t) {
+    if (stream == s) order.push_back(t);
+  });
   return order;
 }
 
@@ -204,25 +211,15 @@ void TaskGraph::validate() const {
     // is the one it met last (with its place there, to link that place forward).
     std::vector<std::uint32_t> last_place(streams_.size(), kNone);
     std::vector<TaskId> last_task(streams_.size(), kNone);
-    const auto link = [&](TaskId t, StreamId s, std::uint32_t place) {
+    for_each_occupancy([&](TaskId t, StreamId s, std::uint32_t member) {
+      const std::uint32_t place = place_begin[t] + member;
       const std::uint32_t before = std::exchange(last_place[s], place);
       const TaskId previous = std::exchange(last_task[s], t);
       if (before == kNone) return;
       next_in_stream[before] = t;
       prev_in_stream[place] = previous;
       ++indegree[t];
-    };
-    const Gang* gang = gangs_.begin();
-    for (std::size_t t = 0; t < n; ++t) {
-      const auto id = static_cast<TaskId>(t);
-      if (gang != gangs_.end() && gang->task == id) {
-        for (std::uint32_t j = 0; j < gang->size; ++j)
-          link(id, gang_streams_[gang->begin + j], place_begin[t] + j);
-        ++gang;
-      } else {
-        link(id, tasks_[t].stream, place_begin[t]);
-      }
-    }
+    });
   }
   std::vector<TaskId> order;
   order.reserve(n);

@@ -146,6 +146,10 @@ class TaskGraph {
     TaskId after = 0;
   };
 
+  // Calls f(task, stream, member) for every task in id order (so in every stream's program order) and
+  // every stream it occupies; member is the stream's index among a gang's members, 0 for a plain task.
+  template <typename F>
+  void for_each_occupancy(F&& f) const;
   // Throw InternalError: the graph is finalized, or the task names no stream, or ids ran out.
   [[noreturn]] void reject_task(const Task& task) const;
   [[noreturn]] static void reject_finalized();
