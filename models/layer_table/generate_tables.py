@@ -12,6 +12,13 @@ OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tables")
 FP32 = 4
 
 
+def add_layer(name, values, epilogue):
+    """A residual addition of `values` values per sample: reads the branch's output and the shortcut,
+    writes their sum (one add per value), then its epilogue (ResNet's ReLU, BERT's layer norm)."""
+    return {"name": name, "kind": "add", "forward_flops": values, "tensors": [],
+            "activation_bytes": values * FP32, "input_bytes": 2 * values * FP32, "epilogue": epilogue}
+
+
 class Net:
     def __init__(self):
         self.layers = []
@@ -37,11 +44,7 @@ class Net:
                             "activation_bytes": rows * cout * FP32, "epilogue": epilogue})
 
     def add(self, name, c, h, w, epilogue="relu"):
-        """A residual addition: reads the branch's output and the shortcut, writes their sum (one add per
-        value), then its epilogue (ResNet's ReLU after the addition)."""
-        self.layers.append({"name": name, "kind": "add", "forward_flops": h * w * c, "tensors": [],
-                            "activation_bytes": h * w * c * FP32, "input_bytes": 2 * h * w * c * FP32,
-                            "epilogue": epilogue})
+        self.layers.append(add_layer(name, h * w * c, epilogue))
 
     def pool(self, name, c, hin, win, k, stride, pad=0):
         hout = (hin + 2 * pad - k) // stride + 1
@@ -208,9 +211,7 @@ def bert(layers, hidden, heads, seq=128, vocab=30522):
                       "activation_bytes": seq * nout * FP32, "epilogue": epilogue})
 
         def residual(name):
-            L.append({"name": f"{p}_{name}", "kind": "add", "tensors": [], "forward_flops": seq * hidden,
-                      "activation_bytes": seq * hidden * FP32, "input_bytes": 2 * seq * hidden * FP32,
-                      "epilogue": "layernorm"})
+            L.append(add_layer(f"{p}_{name}", seq * hidden, "layernorm"))
 
         fc("qkv", hidden, 3 * hidden)
         L.append({"name": f"{p}_attention", "kind": "attention", "tensors": [],
