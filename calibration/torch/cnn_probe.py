@@ -35,7 +35,7 @@ except ImportError as error:
     sys.exit(f"cnn_probe: needs PyTorch and torchvision ({error})")
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from step_profile import kernel_profile  # noqa: E402
+from step_profile import kernel_profile, run_record  # noqa: E402
 
 # dtsim layer table id -> (torchvision constructor, input size)
 MODELS = {
@@ -111,8 +111,7 @@ def main():
         return 2
     torch.manual_seed(0)
     torch.backends.cudnn.benchmark = True
-    doc = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "torchvision": torchvision.__version__,
-           "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(), "args": vars(args), "rows": []}
+    doc = {**run_record(args, torchvision=torchvision.__version__), "rows": []}
     for model_id in args.models:
         for precision in args.precisions:
             row = step_time(model_id, precision, args.batch, args.warmup, args.steps, args.profile,

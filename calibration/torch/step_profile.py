@@ -1,11 +1,19 @@
-"""Where one training step's time goes on the GPU and on the host, with torch.profiler (the probes'
---profile). Needs PyTorch with CUDA; imported by cnn_probe.py and transformer_probe.py."""
+"""What the PyTorch probes share: the record of where they ran, and where one training step's time goes
+on the GPU and on the host, with torch.profiler (the probes' --profile). Needs PyTorch with CUDA;
+imported by cnn_probe.py and transformer_probe.py."""
 import statistics
 import time
 
 import torch
 
 TOP_KERNELS = 25  # the kernels (by name) that took the most time, with count and total
+
+
+def run_record(args, **libraries):
+    """The device, the CUDA, cuDNN and PyTorch versions (and `libraries`, name: version) a probe ran with,
+    and its arguments: the head of every probe's output."""
+    return {"device": torch.cuda.get_device_name(), "torch": torch.__version__, **libraries,
+            "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(), "args": vars(args)}
 
 
 def kernel_profile(step, trace=""):

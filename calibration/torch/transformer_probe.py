@@ -48,7 +48,7 @@ except ImportError as error:
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from attention_fit import write_attention_efficiency  # noqa: E402
-from step_profile import kernel_profile  # noqa: E402
+from step_profile import kernel_profile, run_record  # noqa: E402
 
 BACKENDS = {"cudnn": SDPBackend.CUDNN_ATTENTION, "flash": SDPBackend.FLASH_ATTENTION}
 
@@ -223,9 +223,7 @@ def main():
         print("transformer_probe: no CUDA device is visible", file=sys.stderr)
         return 2
     torch.manual_seed(0)
-    doc = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
-           "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(), "args": vars(args),
-           "gemms": [], "attention": []}
+    doc = {**run_record(args), "gemms": [], "attention": []}
     for tp in args.tp:
         if not args.skip_gemms:
             doc["gemms"] += gemm_rows(args, tp)
