@@ -17,8 +17,6 @@
 //   dtsim does not model.
 #include <doctest/doctest.h>
 
-#include <fstream>
-
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -26,14 +24,10 @@
 #include "config/scenario_loader.hpp"
 #include "results/compute_calibration.hpp"
 #include "results/evaluate.hpp"
+#include "validation_data.hpp"
 #include "validation_score.hpp"
 
 namespace {
-
-nlohmann::json read(const std::string& name) {
-  std::ifstream in(std::string(DTSIM_TESTS_DIR) + "/validation/" + name);
-  return nlohmann::json::parse(in);
-}
 
 // Images/s dtsim predicts for `model` (a layer table) on one GPU of `node`, `batch` images per step.
 double one_gpu_images_per_s(const std::string& model, const std::string& node, const std::string& precision,
@@ -58,7 +52,7 @@ double one_gpu_images_per_s(const std::string& model, const std::string& node, c
 
 TEST_CASE("validation: one P100 on CNNs against TensorFlow's 2017 benchmarks (images/s)" *
           doctest::may_fail()) {
-  const auto table = read("tf_benchmarks_p100_2017.json");
+  const auto table = dtsim::testing::validation_data("tf_benchmarks_p100_2017.json");
   std::vector<dtsim::testing::ValidationRow> rows;
   for (const auto& row : table["rows"]) {
     const std::string model = row["model"];
@@ -75,7 +69,7 @@ TEST_CASE("validation: one P100 on CNNs against TensorFlow's 2017 benchmarks (im
 TEST_CASE(
     "validation: one H100 on CNNs against this project's PyTorch measurement (images per GPU-busy second)" *
     doctest::may_fail()) {
-  const auto table = read("h100_cnn_pytorch.json");
+  const auto table = dtsim::testing::validation_data("h100_cnn_pytorch.json");
   std::vector<dtsim::testing::ValidationRow> rows;
   for (const auto& row : table["rows"]) {
     const std::string model = row["model"];

@@ -9,17 +9,16 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
-#include <fstream>
 
 #include <nlohmann/json.hpp>
 
 #include "config/layer_table_loader.hpp"
 #include "models/convergence/convergence.hpp"
+#include "validation_data.hpp"
 #include "validation_score.hpp"
 
 TEST_CASE("validation: steps to target vs batch size (Goyal 2017, LAMB 2020)" * doctest::may_fail()) {
-  std::ifstream in(std::string(DTSIM_TESTS_DIR) + "/validation/convergence_batch_size.json");
-  const nlohmann::json data = nlohmann::json::parse(in);
+  const nlohmann::json data = dtsim::testing::validation_data("convergence_batch_size.json");
   const std::string tables = std::string(DTSIM_SOURCE_DIR) + "/models/layer_table/tables";
   std::vector<dtsim::testing::ValidationRow> rows;
   for (const auto& p : data["points"]) {

@@ -10,13 +10,12 @@
 // "Accuracy today").
 #include <doctest/doctest.h>
 
-#include <fstream>
-
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "config/scenario_loader.hpp"
 #include "results/evaluate.hpp"
+#include "validation_data.hpp"
 #include "validation_score.hpp"
 
 namespace {
@@ -42,8 +41,7 @@ json scenario_for(const json& table, const json& row) {
 }  // namespace
 
 TEST_CASE("validation: torchtitan FSDP2 on 64 A100 (tokens/s per GPU)" * doctest::may_fail()) {
-  std::ifstream in(std::string(DTSIM_TESTS_DIR) + "/validation/torchtitan_fsdp2_a100.json");
-  const json table = json::parse(in);
+  const json table = dtsim::testing::validation_data("torchtitan_fsdp2_a100.json");
   const auto paths = dtsim::config::default_data_paths();
   std::vector<dtsim::testing::ValidationRow> rows;
   for (const auto& row : table["rows"]) {

@@ -8,7 +8,6 @@
 // more than 5% apart) ordered.
 #include <doctest/doctest.h>
 
-#include <fstream>
 #include <map>
 #include <string>
 
@@ -18,11 +17,11 @@
 #include "compute/gemm_efficiency.hpp"
 #include "config/profile_loader.hpp"
 #include "config/scenario_loader.hpp"
+#include "validation_data.hpp"
 #include "validation_score.hpp"
 
 TEST_CASE("validation: H100 GEMM curves against the full cuBLASLt sweep (TFLOP/s)") {
-  std::ifstream in(std::string(DTSIM_TESTS_DIR) + "/validation/h100_cublaslt_sweep.json");
-  const auto table = nlohmann::json::parse(in);
+  const auto table = dtsim::testing::validation_data("h100_cublaslt_sweep.json");
   const auto data = dtsim::config::default_data_paths();
   const auto gpu = dtsim::config::load_gpu_profile(data.hardware_profiles, "h100-sxm5-80gb", {"test", ""});
   std::map<std::string, std::vector<dtsim::testing::ValidationRow>> by_precision;

@@ -9,18 +9,16 @@
 // checks that the H100 table's remaining errors are outside one GPU's compute (README "Accuracy today").
 #include <doctest/doctest.h>
 
-#include <fstream>
-
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "config/scenario_loader.hpp"
 #include "results/evaluate.hpp"
+#include "validation_data.hpp"
 #include "validation_score.hpp"
 
 TEST_CASE("validation: one H100's GPT compute against this project's PyTorch measurement (GPU busy s)") {
-  std::ifstream in(std::string(DTSIM_TESTS_DIR) + "/validation/h100_gpt_step_pytorch.json");
-  const auto table = nlohmann::json::parse(in);
+  const auto table = dtsim::testing::validation_data("h100_gpt_step_pytorch.json");
   const auto paths = dtsim::config::default_data_paths();
   std::vector<dtsim::testing::ValidationRow> rows;
   for (const auto& row : table["rows"]) {

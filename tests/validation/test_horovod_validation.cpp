@@ -15,7 +15,6 @@
 // printed by architecture), so this test is marked may_fail too.
 #include <doctest/doctest.h>
 
-#include <fstream>
 #include <map>
 
 #include <fmt/format.h>
@@ -23,16 +22,12 @@
 
 #include "config/scenario_loader.hpp"
 #include "results/evaluate.hpp"
+#include "validation_data.hpp"
 #include "validation_score.hpp"
 
 namespace {
 
 using nlohmann::json;
-
-json read(const std::string& name) {
-  std::ifstream in(std::string(DTSIM_TESTS_DIR) + "/validation/" + name);
-  return json::parse(in);
-}
 
 json scenario_for(const json& row, bool measured_compute) {
   const int gpus = row["gpus"];
@@ -71,7 +66,7 @@ struct Table {
 };
 
 Table run_rows(bool measured_compute) {
-  const json data = read("horovod_sergeev2018.json");
+  const json data = dtsim::testing::validation_data("horovod_sergeev2018.json");
   const auto paths = dtsim::config::default_data_paths();
   Table table;
   for (const auto& row : data["rows"]) {

@@ -14,7 +14,6 @@
 // overlap), megatron-core-2024 for the 2024 runs (fused attention, overlapped transfers and reductions).
 #include <doctest/doctest.h>
 
-#include <fstream>
 #include <map>
 
 #include <fmt/format.h>
@@ -22,16 +21,12 @@
 
 #include "config/scenario_loader.hpp"
 #include "results/evaluate.hpp"
+#include "validation_data.hpp"
 #include "validation_score.hpp"
 
 namespace {
 
 using nlohmann::json;
-
-json read(const std::string& name) {
-  std::ifstream in(std::string(DTSIM_TESTS_DIR) + "/validation/" + name);
-  return json::parse(in);
-}
 
 json scenario_for(const json& table, const json& row) {
   const std::int64_t layers = row["layers"], pp = row["pp"], tp = row["tp"];
@@ -100,7 +95,7 @@ std::vector<dtsim::testing::ValidationRow> run_table(const json& table, const st
 // Runs, prints and checks one table; returns its rows in file order.
 std::vector<dtsim::testing::ValidationRow> check_table(const std::string& file, const std::string& group,
                                                        const std::string& measured_key) {
-  const json table = read(file);
+  const json table = dtsim::testing::validation_data(file);
   auto rows = run_table(table, group, measured_key);
   REQUIRE(!rows.empty());
   const auto s = dtsim::testing::score(rows);
@@ -125,7 +120,7 @@ TEST_CASE("validation: Megatron SC'21 Table 1 (weak scaling 1.7B to 1T on up to 
 TEST_CASE("validation: Korthikanti et al. 2022 Table 5 (full vs selective recompute, 22B to 1T)") {
   const std::string file = "megatron_korthikanti2022.json", group = "korthikanti2022-table5";
   const auto rows = check_table(file, group, "measured_iteration_s");
-  const json table = read(file);
+  const json table = dtsim::testing::validation_data(file);
   std::map<double, std::pair<const dtsim::testing::ValidationRow*, const dtsim::testing::ValidationRow*>>
       by_model;
   std::size_t i = 0;
