@@ -92,6 +92,9 @@ int run_cli(const std::vector<std::string>& args, std::istream& in, std::ostream
   } catch (const core::InputError& e) {
     err << "error: " << e.what() << '\n';
     return kExitBadInput;
+  } catch (const core::InfeasibleError& e) {  // outside evaluate(): nccl-tests' collectives
+    err << "infeasible: " << e.what() << '\n';
+    return kExitInfeasible;
   } catch (const core::InternalError& e) {
     report_internal(err, e.what());
     return kExitInternal;

@@ -101,9 +101,13 @@ struct NodeProfile {
   std::optional<double> intra_bandwidth_p90;
   std::string fabric;     // default FabricProfile id
   double nic_gbps = 0.0;  // default line rate per NIC
-  int nics_per_node = 0;
+  int nics_per_node = 0;  // at most kMaxNicsPerGpu x gpus_per_node
   double host_memory_bytes = 0.0;
 };
+
+// NICs per GPU a node may have (profile or scenario): AWS p5 has 4 (32 EFA NICs for 8 GPUs), DGX
+// nodes 1; the flow level splits each transfer over a GPU's NICs, so the bound also bounds its flows.
+inline constexpr int kMaxNicsPerGpu = 8;
 
 struct FabricProfile {
   std::string id;

@@ -157,7 +157,7 @@ GpuProfile load_gpu_profile(const std::string& hardware_profiles, const std::str
     gpu.attention_measured.push_back(a);
   });
   gpu.kernel_launch_us = r.required<double>("kernel_launch_us", NumberRule::positive());
-  gpu.overlap_slowdown = r.required<double>("overlap_slowdown", NumberRule::at_least(1.0));
+  gpu.overlap_slowdown = r.required<double>("overlap_slowdown", NumberRule{1.0, false, 10.0, false});
   if (auto spread = r.optional_child("spread")) {
     spread->expect_keys({"compute_p10", "compute_p90", "memory_p10", "memory_p90"});
     ThroughputSpread t;
@@ -204,7 +204,8 @@ NodeProfile load_node_profile(const std::string& hardware_profiles, const std::s
   network.expect_keys({"fabric", "nic_gbps", "nics_per_node"});
   node.fabric = network.required<std::string>("fabric");
   node.nic_gbps = network.required<double>("nic_gbps", NumberRule::positive());
-  node.nics_per_node = network.required<int>("nics_per_node", IntRule::positive());
+  node.nics_per_node = network.required<int>(
+      "nics_per_node", IntRule::between(1, std::int64_t{kMaxNicsPerGpu} * node.gpus_per_node));
   network.finish();
 
   node.host_memory_bytes = r.required<double>("host_memory_bytes", NumberRule::positive());

@@ -117,7 +117,8 @@ void read_cluster(ObjectReader& top, const DataPaths& data, Scenario& scenario) 
   spec.network.nic_gbps =
       network.optional<double>("nic_gbps", scenario.node.nic_gbps, NumberRule::positive());
   spec.network.nics_per_node =
-      network.optional<int>("nics_per_node", scenario.node.nics_per_node, IntRule::positive());
+      network.optional<int>("nics_per_node", scenario.node.nics_per_node,
+                            IntRule::between(1, std::int64_t{kMaxNicsPerGpu} * scenario.node.gpus_per_node));
   const json* topology_json = network.find("topology");
   ObjectReader topology(topology_json != nullptr ? *topology_json : empty, network.file(),
                         pointer_append(network.pointer(), "topology"));

@@ -1,8 +1,10 @@
 // The three kinds of failure dtsim knows (DESIGN.md, "Contracts"):
 //  - InputError: the user's input is wrong (file, JSON pointer, value, expectation); exit status 2.
-//  - a valid but infeasible plan is not an error: it is a result with status "infeasible".
+//  - a valid but infeasible plan is not an error: it is a result with status "infeasible". Where a
+//    stage deep in the pipeline finds one (an iteration too large to simulate, a time beyond the
+//    engine's clock), it throws InfeasibleError and results::evaluate() turns it into that result.
 //  - InternalError: a bug in dtsim (a broken invariant); exit status 1.
-// Library code throws; only sim/cli catches and picks the exit status.
+// Library code throws; only sim/cli (and evaluate(), for InfeasibleError) catches.
 #pragma once
 
 #include <stdexcept>
@@ -27,6 +29,12 @@ class InputError : public std::runtime_error {
   std::string message_;
 };
 
+// A valid scenario that cannot be simulated; the message is the result's reason.
+class InfeasibleError : public std::runtime_error {
+ public:
+  explicit InfeasibleError(const std::string& reason) : std::runtime_error(reason) {}
+};
+
 class InternalError : public std::logic_error {
  public:
   explicit InternalError(const std::string& what) : std::logic_error(what) {}
@@ -37,7 +45,7 @@ class InternalError : public std::logic_error {
 }  // namespace dtsim::core
 
 // Invariant check for conditions that only a bug can break (never for user input).
-#define DTSIM_CHECK(cond, msg)                                                  \
-  do {                                                                          \
+#define DTSIM_CHECK(cond, msg)                                                \
+  do {                                                                        \
     if (!(cond)) ::dtsim::core::fail_check(#cond, __FILE__, __LINE__, (msg)); \
   } while (false)

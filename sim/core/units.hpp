@@ -9,6 +9,8 @@
 #include <cmath>
 #include <cstdint>
 
+#include "core/errors.hpp"
+
 namespace dtsim::core {
 
 using TimeNs = std::int64_t;
@@ -18,9 +20,22 @@ inline constexpr double kGiga = 1e9;
 inline constexpr double kTera = 1e12;
 inline constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
-// Rounds a duration in seconds to the nearest nanosecond (never negative).
+// The engine's clock: simulated times stay at or below kMaxTimeNs (2^60 ns, about 36.5 years), one
+// duration at or below kMaxDurationNs (2^56 ns, about 2.3 years). A duration slowed by a factor of at
+// most 10 (GpuProfile::overlap_slowdown) added to a time in range stays far from 2^63: no overflow.
+inline constexpr TimeNs kMaxTimeNs = TimeNs{1} << 60;
+inline constexpr TimeNs kMaxDurationNs = TimeNs{1} << 56;
+
+// Throw InfeasibleError: a duration beyond kMaxDurationNs, a time beyond kMaxTimeNs.
+[[noreturn]] void reject_duration(double seconds);
+[[noreturn]] void reject_time(TimeNs time);
+
+// Rounds a duration in seconds to the nearest nanosecond (never negative). Throws InfeasibleError
+// beyond kMaxDurationNs (an absurdly slow link or GPU: the plan is a result with that reason).
 inline TimeNs seconds_to_ns(double seconds) {
   if (!(seconds > 0.0)) return 0;
+  if (!(seconds * kNsPerS <= static_cast<double>(kMaxDurationNs))) [[unlikely]]
+    reject_duration(seconds);
   return static_cast<TimeNs>(std::llround(seconds * kNsPerS));
 }
 

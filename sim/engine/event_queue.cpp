@@ -6,7 +6,8 @@
 
 namespace dtsim::engine {
 
-void EventQueue::reject_push() {
+void EventQueue::reject_push(core::TimeNs time) {
+  if (time > core::kMaxTimeNs) core::reject_time(time);
   throw core::InternalError("more than 2^31 events pushed into one event queue");
 }
 

@@ -9,8 +9,9 @@
 // simulations) thousands of events share a time and the heap holds a few slots instead of every
 // event; with all times distinct it is a plain binary heap of events, no FIFO touched. Storage (heap,
 // FIFOs) is reused: no allocation per event once grown. The sequence is 31-bit: one queue accepts
-// 2^31 pushes before clear() (InternalError beyond). push(), pop() and the heap's sifts are inline:
-// they are most of an engine loop's work when few events are pending.
+// 2^31 pushes before clear() (InternalError beyond). A push after core::kMaxTimeNs throws
+// InfeasibleError (core/units.hpp): the engines' times never overflow. push(), pop() and the heap's
+// sifts are inline: they are most of an engine loop's work when few events are pending.
 #pragma once
 
 #include <cstddef>
@@ -77,7 +78,7 @@ class EventQueue {
   // misuse (InternalError).
   void join_open_slot(core::TimeNs time, std::uint32_t seq, std::uint32_t payload);
   Event pop_from_fifo();
-  [[noreturn]] static void reject_push();
+  [[noreturn]] static void reject_push(core::TimeNs time);
   [[noreturn]] static void reject_pop();
 
   std::vector<Slot> heap_;
@@ -137,8 +138,8 @@ inline void EventQueue::pop_slot() {
 }
 
 inline void EventQueue::push(core::TimeNs time, std::uint32_t payload) {
-  if (next_seq_ > kMaxSeq) [[unlikely]]
-    reject_push();
+  if (next_seq_ > kMaxSeq || time > core::kMaxTimeNs) [[unlikely]]
+    reject_push(time);
   const std::uint32_t seq = next_seq_++;
   ++size_;
   if (open_ != Open::none && open_time_ == time) {

@@ -55,8 +55,18 @@ void TaskGraph::reject_task(const Task& task) const {
   DTSIM_CHECK(
       task.stream < streams_.size(),
       fmt::format("task added to stream {} but the graph has {} streams", task.stream, streams_.size()));
+  check_task_limit();
   next_id(tasks_.size(), "tasks");
   throw core::InternalError("task rejected");
+}
+
+void TaskGraph::check_task_limit() const {
+  if (tasks_.size() < task_limit_ || task_limit_ == kMaxTasks) return;
+  throw core::InfeasibleError(
+      fmt::format("too large to simulate: the iteration's task graph passed dtsim's limit of {} tasks while "
+                  "it was built; use a "
+                  "smaller global batch, fewer GPUs with simulation.ranks \"all\", or \"symmetric\"",
+                  task_limit_));
 }
 
 void TaskGraph::reject_finalized() {
@@ -72,6 +82,7 @@ TaskId TaskGraph::add_gang_task(const Task& task, std::span<const StreamId> memb
     single.stream = members.front();
     return add_task(single);
   }
+  check_task_limit();
   const TaskId id = next_id(tasks_.size(), "tasks");
   const std::uint32_t begin = next_id(gang_streams_.size(), "gang members");
   for (const StreamId s : members) {

@@ -89,6 +89,10 @@ class TaskGraph {
 
   explicit TaskGraph(std::uint32_t ranks) : ranks_(ranks) {}
 
+  // At most `limit` tasks (at most kMaxTasks): one more throws core::InfeasibleError (the iteration
+  // is too large to simulate; the lowering sets parallel::kMaxSimulated).
+  void set_task_limit(std::size_t limit) { task_limit_ = limit < kMaxTasks ? limit : kMaxTasks; }
+
   // Ids are dense and assigned in call order, starting at 0. Every add_* after finalize() throws
   // InternalError.
   OpId add_op(Op op);
@@ -150,11 +154,14 @@ class TaskGraph {
   // every stream it occupies; member is the stream's index among a gang's members, 0 for a plain task.
   template <typename F>
   void for_each_occupancy(F&& f) const;
-  // Throw InternalError: the graph is finalized, or the task names no stream, or ids ran out.
+  // Throw InternalError: the graph is finalized, or the task names no stream, or ids ran out;
+  // InfeasibleError: the task limit is reached.
   [[noreturn]] void reject_task(const Task& task) const;
+  void check_task_limit() const;
   [[noreturn]] static void reject_finalized();
 
   std::uint32_t ranks_;
+  std::size_t task_limit_ = kMaxTasks;
   std::vector<Op> ops_;
   std::vector<Stream> streams_;
   std::vector<std::uint32_t> stream_sizes_;  // per stream: tasks in its program order
@@ -176,7 +183,7 @@ const char* to_string(Category c);
 
 // The two calls made once per task and dependency, inline.
 inline TaskId TaskGraph::add_task(const Task& task) {
-  if (finalized_ || task.stream >= streams_.size() || tasks_.size() >= kMaxTasks) [[unlikely]]
+  if (finalized_ || task.stream >= streams_.size() || tasks_.size() >= task_limit_) [[unlikely]]
     reject_task(task);
   const auto id = static_cast<TaskId>(tasks_.size());
   tasks_.push_back(task);

@@ -2,10 +2,23 @@
 
 #include <fmt/format.h>
 
+#include "core/checked_math.hpp"
+
 namespace dtsim::parallel {
 
+namespace {
+
+// a x b for a message: the product, or "a x b" when it passes 64 bits.
+std::string product_text(std::int64_t a, std::int64_t b) {
+  const auto p = core::checked_mul(a, b);
+  return p ? std::to_string(*p) : fmt::format("{} x {}", a, b);
+}
+
+}  // namespace
+
 std::int64_t micro_batches(const config::Scenario& s) {
-  return s.training.global_batch_size / (s.parallelism.data * s.training.micro_batch_size);
+  const auto replica_batch = core::checked_mul(s.parallelism.data, s.training.micro_batch_size);
+  return replica_batch ? s.training.global_batch_size / *replica_batch : 0;
 }
 
 std::optional<std::string> infeasibility(const config::Scenario& s) {
@@ -13,36 +26,56 @@ std::optional<std::string> infeasibility(const config::Scenario& s) {
   const auto& p = s.parallelism;
   const auto& t = s.training;
   if (!s.gpu.peak_tflops[static_cast<int>(t.precision)]) {
-    return fmt::format("{} has no {} support (no peak in its profile)", s.gpu.id, config::to_string(t.precision));
+    return fmt::format("{} has no {} support (no peak in its profile)", s.gpu.id,
+                       config::to_string(t.precision));
   }
   if (m.kind == config::ModelKind::mlp && (p.tensor > 1 || p.context > 1 || p.expert > 1)) {
     return fmt::format(
         "the mlp model supports data and pipeline parallelism only (tensor {}, context {}, expert {})",
         p.tensor, p.context, p.expert);
   }
-  if (m.heads % p.tensor != 0) return fmt::format("heads {} are not divisible by tensor parallel {}", m.heads, p.tensor);
+  if (m.heads % p.tensor != 0)
+    return fmt::format("heads {} are not divisible by tensor parallel {}", m.heads, p.tensor);
   if (m.kv_heads % p.tensor != 0 && p.tensor % m.kv_heads != 0) {
     return fmt::format("kv_heads {} and tensor parallel {}: neither divides the other", m.kv_heads, p.tensor);
   }
   if (m.ffn_hidden_size % p.tensor != 0) {
-    return fmt::format("ffn_hidden_size {} is not divisible by tensor parallel {}", m.ffn_hidden_size, p.tensor);
+    return fmt::format("ffn_hidden_size {} is not divisible by tensor parallel {}", m.ffn_hidden_size,
+                       p.tensor);
   }
-  const std::int64_t chunks = p.pipeline * p.virtual_stages;
-  if (m.layers < chunks) {
-    return fmt::format("layers {} are fewer than pipeline x virtual_stages = {} model chunks", m.layers, chunks);
+  const auto chunks = core::checked_mul(p.pipeline, p.virtual_stages);
+  if (!chunks || m.layers < *chunks) {
+    return fmt::format("layers {} are fewer than pipeline x virtual_stages = {} model chunks", m.layers,
+                       product_text(p.pipeline, p.virtual_stages));
   }
-  if (m.seq_length % (2 * p.context) != 0 && p.context > 1) {
-    return fmt::format("seq_length {} is not divisible by 2 x context parallel = {} (load-balanced causal split)",
-                       m.seq_length, 2 * p.context);
+  if (p.context > 1 && m.seq_length % (2 * p.context) != 0) {  // context <= GPUs: 2 x context fits
+    return fmt::format(
+        "seq_length {} is not divisible by 2 x context parallel = {} (load-balanced causal split)",
+        m.seq_length, 2 * p.context);
   }
-  if (t.global_batch_size % (p.data * t.micro_batch_size) != 0) {
+  const auto replica_batch = core::checked_mul(p.data, t.micro_batch_size);
+  if (!replica_batch || t.global_batch_size % *replica_batch != 0) {
     return fmt::format("global_batch_size {} is not divisible by data parallel x micro_batch_size = {}",
-                       t.global_batch_size, p.data * t.micro_batch_size);
+                       t.global_batch_size, product_text(p.data, t.micro_batch_size));
   }
   const std::int64_t m_count = micro_batches(s);
   if (p.schedule == config::Schedule::interleaved && m_count % p.pipeline != 0) {
-    return fmt::format("interleaved schedule needs micro-batches per replica ({}) divisible by pipeline {}", m_count,
-                       p.pipeline);
+    return fmt::format("interleaved schedule needs micro-batches per replica ({}) divisible by pipeline {}",
+                       m_count, p.pipeline);
+  }
+  // Layer passes: each simulated rank runs the forward and backward of its stage's layers (layers /
+  // pipeline) for every micro-batch; doubles, since the product may pass 64 bits.
+  const bool every_rank = s.simulation.ranks == config::RankMode::all;
+  const double ranks_per_stage = every_rank ? static_cast<double>(s.gpu_count() / p.pipeline) : 1.0;
+  const double passes = 2.0 * ranks_per_stage * static_cast<double>(m_count) * static_cast<double>(m.layers);
+  if (passes > static_cast<double>(kMaxSimulated)) {
+    return fmt::format(
+        "too large to simulate: {:.3g} layer passes ({} micro-batches x {} layers x forward and backward{}), "
+        "over "
+        "dtsim's limit of {}; use a smaller global batch{}",
+        passes, m_count, m.layers,
+        every_rank ? fmt::format(" x {} GPUs per stage", s.gpu_count() / p.pipeline) : "", kMaxSimulated,
+        every_rank ? " or simulation.ranks \"symmetric\"" : "");
   }
   return std::nullopt;
 }

@@ -1,6 +1,13 @@
 // Whether a valid scenario can run at all: the model's dimensions must split evenly over the parallel
-// degrees, the batch over the data-parallel replicas, and the GPU must support the precision. A plan
-// that fails these is infeasible (a result with the reason), not bad input: sweeps carry on.
+// degrees, the batch over the data-parallel replicas, the GPU must support the precision, and the
+// iteration must be small enough to simulate. A plan that fails these is infeasible (a result with
+// the reason), not bad input: sweeps carry on.
+//
+// Size limit: lowering visits every layer of every micro-batch's forward and backward pass on every
+// simulated rank (one per pipeline stage, or every GPU with simulation.ranks "all"); more than
+// kMaxSimulated of these layer passes is infeasible before anything is built, and so is a task graph
+// that grows past kMaxSimulated tasks while it is built (lower.hpp). At about 54 bytes a task that is
+// some 11 GB; the largest shipped simulation, every-rank Llama 3 405B on 16,384 GPUs, has 42.8 M tasks.
 #pragma once
 
 #include <optional>
@@ -10,7 +17,10 @@
 
 namespace dtsim::parallel {
 
-// Micro-batches per data-parallel replica in one iteration: global / (data * micro).
+inline constexpr std::int64_t kMaxSimulated = 200'000'000;
+
+// Micro-batches per data-parallel replica in one iteration: global / (data * micro) (0 when the
+// product passes 64 bits).
 std::int64_t micro_batches(const config::Scenario& scenario);
 
 // The first reason the plan cannot run, or nothing.

@@ -26,6 +26,7 @@ Lowering::Lowering(const config::Scenario& s, const LowerOptions& options)
       replicas_(every_rank_ ? 1 : s.parallelism.tensor * s.parallelism.context * s.parallelism.data) {
   const std::int64_t ranks = every_rank_ ? s.gpu_count() : p_;
   out_.graph = graph::TaskGraph(static_cast<std::uint32_t>(ranks));
+  out_.graph.set_task_limit(static_cast<std::size_t>(options.max_tasks));
   out_.gpus_per_simulated_rank = replicas_;
   for (std::int64_t r = 0; r < ranks; ++r) coords_.push_back(coord_of(r));
 }

@@ -34,6 +34,7 @@
 
 #include "config/scenario.hpp"
 #include "graph/task_graph.hpp"
+#include "parallel/feasibility.hpp"
 
 namespace dtsim::parallel {
 
@@ -47,9 +48,12 @@ struct LoweredGraph {
 
 struct LowerOptions {
   bool fuse_kernels = false;  // symmetric mode: fuse runs of kernels as every-rank mode does
+  // Tasks the graph may hold; one more throws core::InfeasibleError (feasibility.hpp, size limit).
+  std::int64_t max_tasks = kMaxSimulated;
 };
 
-// Requires a feasible scenario (feasibility.hpp).
+// Requires a feasible scenario (feasibility.hpp). Throws core::InfeasibleError when the graph passes
+// options.max_tasks.
 LoweredGraph lower(const config::Scenario& scenario, const LowerOptions& options = {});
 
 }  // namespace dtsim::parallel

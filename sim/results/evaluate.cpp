@@ -147,9 +147,8 @@ Result evaluate_transformer(const config::Scenario& scenario, const EvaluateOpti
   return result;
 }
 
-}  // namespace
-
-Result evaluate(const config::Scenario& scenario, const EvaluateOptions& caller_options) {
+// evaluate() but for plans found infeasible on the way (core::InfeasibleError).
+Result evaluate_feasible(const config::Scenario& scenario, const EvaluateOptions& caller_options) {
   const auto started = std::chrono::steady_clock::now();
   // The runs of one evaluation (the scenario, a one-GPU calibration copy, the calibration interval's
   // two ends) share flow-level collective times, unless the caller shares a cache of its own.
@@ -167,6 +166,16 @@ Result evaluate(const config::Scenario& scenario, const EvaluateOptions& caller_
     result.engine.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   }
   return result;
+}
+
+}  // namespace
+
+Result evaluate(const config::Scenario& scenario, const EvaluateOptions& caller_options) {
+  try {
+    return evaluate_feasible(scenario, caller_options);
+  } catch (const core::InfeasibleError& e) {
+    return infeasible(scenario, e.what());
+  }
 }
 
 }  // namespace dtsim::results

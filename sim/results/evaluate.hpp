@@ -26,6 +26,9 @@ struct EvaluateOptions {
   network::FlowCache* flow_cache = nullptr;
 };
 
+// One scenario's result. A plan that cannot run (parallel::infeasibility, out of memory, too large
+// to simulate, a time beyond the engine's clock: core::InfeasibleError) is a result with status
+// infeasible and the reason, never an exception.
 Result evaluate(const config::Scenario& scenario, const EvaluateOptions& options);
 
 }  // namespace dtsim::results

@@ -3,10 +3,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <optional>
+#include <string>
 
 #include <fmt/format.h>
 
 #include "compute/compute_model.hpp"
+#include "core/checked_math.hpp"
 #include "core/errors.hpp"
 #include "engine/dp_training.hpp"
 #include "models/convergence/convergence.hpp"
@@ -108,6 +111,18 @@ Result evaluate_data_parallel(const config::Scenario& scenario, const EvaluateOp
   const std::vector<models::Variable> vars = models::variables(table, batch, precision);
   const bool has_servers = dp.architecture != config::Architecture::allreduce;
   const std::int64_t servers = has_servers ? dp.parameter_server.servers : 0;
+  // The simulation encodes (worker, server) and (worker, bucket) pairs in its events.
+  const auto beyond_pairs = [&](std::int64_t peers) -> std::optional<std::string> {
+    const auto pairs = core::checked_mul(workers, peers);
+    if (pairs && *pairs < engine::kMaxWorkerPairs) return std::nullopt;
+    return fmt::format("{} workers x {} servers or buckets is beyond this simulation ({} pairs at most)",
+                       workers, peers, engine::kMaxWorkerPairs - 1);
+  };
+  if (auto reason = beyond_pairs(servers)) {  // before the per-server tables are allocated
+    result.status = Status::infeasible;
+    result.reason = std::move(*reason);
+    return result;
+  }
   DataParallelStats stats;
   stats.workers = workers;
   stats.servers = servers;
@@ -224,12 +239,9 @@ Result evaluate_data_parallel(const config::Scenario& scenario, const EvaluateOp
   setup.steps = dp.steps;
   setup.seed = scenario.simulation.seed;
 
-  const auto pairs = workers * std::max<std::int64_t>(servers, stats.allreduce_buckets);
-  if (pairs >= engine::kMaxWorkerPairs) {
+  if (auto reason = beyond_pairs(stats.allreduce_buckets)) {
     result.status = Status::infeasible;
-    result.reason = fmt::format(
-        "{} workers x {} servers or buckets is beyond this simulation ({} pairs at most)", workers,
-        std::max<std::int64_t>(servers, stats.allreduce_buckets), engine::kMaxWorkerPairs - 1);
+    result.reason = std::move(*reason);
     return result;
   }
   const engine::DpTrainingResult run = engine::simulate_dp_training(setup);

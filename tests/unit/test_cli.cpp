@@ -197,6 +197,14 @@ TEST_CASE("an infeasible plan exits 3 and still writes its result") {
   CHECK(o.err.rfind("infeasible: ", 0) == 0);
 }
 
+TEST_CASE("nccl-tests: a collective beyond the engine's clock exits 3 with the reason and no table") {
+  // 1e-300 Gb/s NICs: the first row's all-reduce would take ~1e292 s, past 2^56 ns.
+  const Outcome o = run({"nccl-tests", "--node", "dgx-a100", "--nodes", "2", "--nic-gbps", "1e-300"});
+  CHECK(o.status == dtsim::cli::kExitInfeasible);
+  CHECK(o.out.empty());
+  CHECK(o.err.rfind("infeasible: one operation would take", 0) == 0);
+}
+
 TEST_CASE("compare: one column per scenario; exit 3 when a plan is infeasible") {
   const std::string dir = std::string(DTSIM_SOURCE_DIR) + "/scenarios/";
   std::istringstream in;

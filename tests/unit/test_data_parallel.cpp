@@ -227,6 +227,19 @@ dtsim::results::Result vgg_on_servers(const std::string& placement) {
 
 }  // namespace
 
+TEST_CASE("dp training: more worker-server pairs than the simulation encodes is infeasible, found first") {
+  // 16 workers x 2^40 dedicated servers: refused before any per-server table is allocated.
+  const std::string text = R"({"schema_version": 1, "name": "vgg-ps",
+    "model": {"layer_table": "vgg-16"}, "cluster": {"node": "horovod-p100x4", "nodes": 4},
+    "training": {"global_batch_size": 1024, "precision": "fp32", "architecture": "parameter_server",
+                 "parameter_server": {"servers": 1099511627776, "placement": "dedicated"}}})";
+  const auto r = dtsim::results::evaluate(
+      dtsim::config::load_scenario_text(text, "vgg-ps", dtsim::config::default_data_paths()), {});
+  CHECK(r.status == dtsim::results::Status::infeasible);
+  CHECK(r.reason ==
+        "16 workers x 1099511627776 servers or buckets is beyond this simulation (268435455 pairs at most)");
+}
+
 TEST_CASE("dp training: parameter servers shard by variable, round-robin in table order") {
   const auto r = vgg_on_servers("round_robin");
   REQUIRE(r.data_parallel.has_value());

@@ -4,7 +4,9 @@
 #include <nlohmann/json.hpp>
 
 #include "config/scenario_loader.hpp"
+#include "core/errors.hpp"
 #include "models/transformer/transformer.hpp"
+#include "parallel/lower.hpp"
 #include "results/evaluate.hpp"
 
 namespace {
@@ -192,6 +194,68 @@ TEST_CASE("indivisible dimensions are an infeasible result with the reason") {
   const auto u = evaluate(t);
   CHECK(u.status == dtsim::results::Status::infeasible);
   CHECK(u.reason.find("heads 8 are not divisible by tensor parallel 16") != std::string::npos);
+}
+
+TEST_CASE("plans whose products pass 64 bits are infeasible results, not crashes") {
+  constexpr std::int64_t huge = std::int64_t{1} << 62;
+  json s = base_scenario();
+  s["parallelism"]["virtual_stages"] = huge;  // pipeline 2 x 2^62 chunks passes 64 bits
+  s["parallelism"]["schedule"] = "interleaved";
+  const auto r = evaluate(s);
+  CHECK(r.status == dtsim::results::Status::infeasible);
+  CHECK(r.reason ==
+        "layers 24 are fewer than pipeline x virtual_stages = 2 x 4611686018427387904 model chunks");
+  json t = base_scenario();
+  t["training"]["micro_batch_size"] = huge;  // data 4 x 2^62 passes 64 bits
+  const auto u = evaluate(t);
+  CHECK(u.status == dtsim::results::Status::infeasible);
+  CHECK(
+      u.reason ==
+      "global_batch_size 32 is not divisible by data parallel x micro_batch_size = 4 x 4611686018427387904");
+}
+
+TEST_CASE("an iteration too large to simulate is an infeasible result with the sizes") {
+  // Layer passes = 2 (forward, backward) x micro-batches x layers, one simulated rank per stage:
+  // global batch 2^31 over data 4 x micro-batch 1 = 2^29 micro-batches; x 24 layers x 2 = 2.58e10,
+  // over the limit of 2e8, refused before anything is built.
+  json s = base_scenario();
+  s["training"]["global_batch_size"] = std::int64_t{1} << 31;
+  const auto r = evaluate(s);
+  CHECK(r.status == dtsim::results::Status::infeasible);
+  CHECK(r.reason ==
+        "too large to simulate: 2.58e+10 layer passes (536870912 micro-batches x 24 layers x forward and "
+        "backward), "
+        "over dtsim's limit of 200000000; use a smaller global batch");
+  CHECK(r.engine.tasks == 0);
+  // With every rank simulated, each of the 4 GPUs per stage counts: 8 micro-batches x 24 layers x 2 x 4
+  // = 1536 passes, within the limit.
+  json t = base_scenario();
+  t["simulation"] = {{"ranks", "all"}};
+  CHECK(evaluate(t).status == dtsim::results::Status::ok);
+}
+
+TEST_CASE("a task graph that passes its task limit while it is built is infeasible") {
+  const auto scenario =
+      dtsim::config::load_scenario_text(base_scenario().dump(), "test", dtsim::config::default_data_paths());
+  const auto full = dtsim::parallel::lower(scenario);
+  dtsim::parallel::LowerOptions limited;
+  limited.max_tasks = static_cast<std::int64_t>(full.graph.tasks().size()) - 1;
+  CHECK_THROWS_WITH_AS(
+      dtsim::parallel::lower(scenario, limited),
+      doctest::Contains("too large to simulate: the iteration's task graph passed dtsim's limit of"),
+      dtsim::core::InfeasibleError);
+  limited.max_tasks = static_cast<std::int64_t>(full.graph.tasks().size());
+  CHECK(dtsim::parallel::lower(scenario, limited).graph.tasks().size() == full.graph.tasks().size());
+}
+
+TEST_CASE("a duration beyond the engine's clock is an infeasible result") {
+  // 1e-12 Gb/s NICs: a data-parallel all-reduce of megabytes would take ~1e19 s, beyond 2^56 ns.
+  json s = base_scenario();
+  s["cluster"]["network"] = {{"nic_gbps", 1e-12}};
+  const auto r = evaluate(s);
+  CHECK(r.status == dtsim::results::Status::infeasible);
+  CHECK(r.reason.find("one operation would take") == 0);
+  CHECK(r.reason.find("beyond the 7.21e+07 s (about 2.3 years) dtsim can time") != std::string::npos);
 }
 
 TEST_CASE("GPT-3 175B without model parallelism does not fit on 80 GB GPUs") {

@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <limits>
 #include <random>
 #include <set>
 #include <utility>
@@ -117,4 +118,20 @@ TEST_CASE("event queue: events of one time in several slots pop in push order") 
   CHECK(q.pop().payload == 11);
   CHECK(q.pop().payload == 12);
   CHECK(q.empty());
+}
+
+TEST_CASE("the engine's clock: times past kMaxTimeNs and durations past kMaxDurationNs are infeasible") {
+  // 2^60 ns is the last time a queue takes; one more is refused before anything overflows.
+  EventQueue q;
+  q.push(dtsim::core::kMaxTimeNs, 0);
+  CHECK_THROWS_WITH_AS(q.push(dtsim::core::kMaxTimeNs + 1, 1), doctest::Contains("beyond the 1.15e+09 s"),
+                       dtsim::core::InfeasibleError);
+  CHECK(q.pop().payload == 0);
+  // 2^56 ns = 72,057,594.04 s is the longest duration; a second more is refused.
+  const double longest_s = static_cast<double>(dtsim::core::kMaxDurationNs) / 1e9;
+  CHECK(dtsim::core::seconds_to_ns(longest_s) == dtsim::core::kMaxDurationNs);
+  CHECK_THROWS_AS(dtsim::core::seconds_to_ns(longest_s + 1.0), dtsim::core::InfeasibleError);
+  CHECK_THROWS_AS(dtsim::core::seconds_to_ns(std::numeric_limits<double>::infinity()),
+                  dtsim::core::InfeasibleError);
+  CHECK(dtsim::core::seconds_to_ns(-1.0) == 0);
 }
