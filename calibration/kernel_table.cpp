@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <limits>
 #include <map>
 #include <optional>
 #include <tuple>
@@ -40,17 +41,26 @@ struct Shape {
   std::int64_t k = 0;
 };
 
+// The GEMM an op ran, from its input dimensions; nothing when they do not describe one with every
+// dimension from 1 to 2^31 - 1 (cuBLAS takes 32-bit sizes; an empty tensor's GEMM runs no math; a
+// corrupt trace may hold anything).
 std::optional<Shape> gemm_shape(const config::KinetoCpuOp& op) {
   const auto& d = op.input_dims;
   const auto two = [](const std::vector<std::int64_t>& v) { return v.size() == 2; };
+  std::optional<Shape> shape;
   if (op.name == "aten::mm" && d.size() >= 2 && two(d[0]) && two(d[1]) && d[0][1] == d[1][0])
-    return Shape{1, d[0][0], d[1][1], d[0][1]};
+    shape = Shape{1, d[0][0], d[1][1], d[0][1]};
   if (op.name == "aten::addmm" && d.size() >= 3 && two(d[1]) && two(d[2]) && d[1][1] == d[2][0])
-    return Shape{1, d[1][0], d[2][1], d[1][1]};
+    shape = Shape{1, d[1][0], d[2][1], d[1][1]};
   if (op.name == "aten::bmm" && d.size() >= 2 && d[0].size() == 3 && d[1].size() == 3 && d[0][2] == d[1][1] &&
       d[0][0] == d[1][0])
-    return Shape{d[0][0], d[0][1], d[1][2], d[0][2]};
-  return std::nullopt;
+    shape = Shape{d[0][0], d[0][1], d[1][2], d[0][2]};
+  const auto in_range = [](std::int64_t v) {
+    return v >= 1 && v <= std::numeric_limits<std::int32_t>::max();
+  };
+  if (shape && !(in_range(shape->batch) && in_range(shape->m) && in_range(shape->n) && in_range(shape->k)))
+    return std::nullopt;
+  return shape;
 }
 
 }  // namespace

@@ -8,6 +8,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "calibration/kernel_table.hpp"
 #include "cli/cli.hpp"
 #include "config/kineto_reader.hpp"
@@ -73,6 +75,22 @@ TEST_CASE("the sample trace: classes, kernel durations and GEMM rows") {
   CHECK(t.gemm_measured[1].tflops == doctest::Approx(2.0 * 8192 * 12288 * 4096 / 1040.2e-6 / 1e12));
   CHECK(t.gemm_measured[1].precision == dtsim::config::Precision::bf16);
   CHECK(t.gemm_ops_without_shape == 0);
+}
+
+TEST_CASE("a GEMM whose dimensions are not all from 1 to 2^31 - 1 gives no GEMM row") {
+  // The sample's aten::addmm (event 0) with its first matrix as [-1, 4096], then as [2^40, 4096]: not a
+  // GEMM cuBLAS runs, so it counts among the GEMM ops without a shape and the two aten::mm remain.
+  std::ifstream f(sample_trace());
+  nlohmann::json trace = nlohmann::json::parse(f);
+  REQUIRE(trace["traceEvents"][0]["name"] == "aten::addmm");
+  for (const std::int64_t rows : {std::int64_t{-1}, std::int64_t{1} << 40}) {
+    trace["traceEvents"][0]["args"]["Input Dims"][1][0] = rows;
+    const cal::KernelTable t =
+        cal::kernel_table(dtsim::config::parse_kineto_trace_text(trace.dump(), "mutated"));
+    CHECK(t.gemm_ops_without_shape == 1);
+    REQUIRE(t.gemm_measured.size() == 1);
+    CHECK(t.gemm_measured[0].n == 4096);
+  }
 }
 
 TEST_CASE("dtsim import kineto writes the table and refits a GPU's curve") {
