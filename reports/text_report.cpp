@@ -156,7 +156,9 @@ void write_text(std::ostream& out, const results::Result& result) {
   if (ok) write_performance(out, result);
   if (ok) write_breakdown(out, result);
   if (ok) write_data_parallel_text(out, result);
-  write_memory(out, result.memory);
+  // A plan refused before the memory model or the engine ran (indivisible, too large) has neither.
+  if (result.memory.peak_bytes_per_gpu > 0.0) write_memory(out, result.memory);
+  if (result.engine.events == 0 && !ok) return;
   out << '\n';
   line(out, "engine",
        fmt::format("{} events, {} tasks, simulated ranks {}, wall {:.3g} s", result.engine.events,

@@ -350,6 +350,17 @@ TEST_CASE("write_text summarizes the scenario and the result") {
   dtsim::reports::write_result(out2, infeasible, dtsim::reports::Format::text);
   CHECK(out2.str().find("infeasible: out of memory") != std::string::npos);
   CHECK(out2.str().find("fits: no") != std::string::npos);
+
+  // Refused before the memory model and the engine ran: neither block, only the reason.
+  Result refused;
+  refused.scenario = infeasible.scenario;
+  refused.status = dtsim::results::Status::infeasible;
+  refused.reason = "heads 8 are not divisible by tensor parallel 16";
+  std::ostringstream out3;
+  dtsim::reports::write_result(out3, refused, dtsim::reports::Format::text);
+  CHECK(out3.str().find("infeasible: heads 8") != std::string::npos);
+  CHECK(out3.str().find("memory per GPU") == std::string::npos);
+  CHECK(out3.str().find("events") == std::string::npos);
 }
 
 TEST_CASE("write_chrome_trace writes metadata per rank and track and one complete event per span") {
