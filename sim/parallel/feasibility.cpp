@@ -21,6 +21,13 @@ std::int64_t micro_batches(const config::Scenario& s) {
   return replica_batch ? s.training.global_batch_size / *replica_batch : 0;
 }
 
+double layer_passes(const config::Scenario& s) {
+  const bool every_rank = s.simulation.ranks == config::RankMode::all;
+  const double ranks_per_stage =
+      every_rank ? static_cast<double>(s.gpu_count() / s.parallelism.pipeline) : 1.0;
+  return 2.0 * ranks_per_stage * static_cast<double>(micro_batches(s)) * static_cast<double>(s.model.layers);
+}
+
 std::optional<std::string> infeasibility(const config::Scenario& s) {
   const auto& m = s.model;
   const auto& p = s.parallelism;
@@ -63,19 +70,14 @@ std::optional<std::string> infeasibility(const config::Scenario& s) {
     return fmt::format("interleaved schedule needs micro-batches per replica ({}) divisible by pipeline {}",
                        m_count, p.pipeline);
   }
-  // Layer passes: each simulated rank runs the forward and backward of its stage's layers (layers /
-  // pipeline) for every micro-batch; doubles, since the product may pass 64 bits.
-  const bool every_rank = s.simulation.ranks == config::RankMode::all;
-  const double ranks_per_stage = every_rank ? static_cast<double>(s.gpu_count() / p.pipeline) : 1.0;
-  const double passes = 2.0 * ranks_per_stage * static_cast<double>(m_count) * static_cast<double>(m.layers);
+  const double passes = layer_passes(s);
   if (passes > static_cast<double>(kMaxSimulated)) {
+    const bool every_rank = s.simulation.ranks == config::RankMode::all;
     return fmt::format(
-        "too large to simulate: {:.3g} layer passes ({} micro-batches x {} layers x forward and backward{}), "
-        "over "
+        "too large to simulate: {:.3g} layer passes ({} micro-batches x {} layers x forward and backward{}), over "
         "dtsim's limit of {}; use a smaller global batch{}",
-        passes, m_count, m.layers,
-        every_rank ? fmt::format(" x {} GPUs per stage", s.gpu_count() / p.pipeline) : "", kMaxSimulated,
-        every_rank ? " or simulation.ranks \"symmetric\"" : "");
+        passes, m_count, m.layers, every_rank ? fmt::format(" x {} GPUs per stage", s.gpu_count() / p.pipeline) : "",
+        kMaxSimulated, every_rank ? " or simulation.ranks \"symmetric\"" : "");
   }
   return std::nullopt;
 }

@@ -23,6 +23,10 @@ inline constexpr std::int64_t kMaxSimulated = 200'000'000;
 // product passes 64 bits).
 std::int64_t micro_batches(const config::Scenario& scenario);
 
+// Layer passes one iteration's lowering visits (see above): forward and backward of every layer, for
+// every micro-batch, on every simulated rank of a stage. A double: it may pass 64 bits.
+double layer_passes(const config::Scenario& scenario);
+
 // The first reason the plan cannot run, or nothing.
 std::optional<std::string> infeasibility(const config::Scenario& scenario);
 

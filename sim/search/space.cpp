@@ -1,9 +1,11 @@
 #include "search/space.hpp"
 
+#include <algorithm>
 #include <array>
 
 #include <fmt/format.h>
 
+#include "core/checked_math.hpp"
 #include "parallel/feasibility.hpp"
 #include "parallel/memory_model.hpp"
 
@@ -19,6 +21,7 @@ enum Rule : std::size_t {
   kSequence,
   kBatch,
   kInterleaved,
+  kSize,
   kOther,
   kMemory,
   kDuplicate,
@@ -33,6 +36,7 @@ constexpr std::array<const char*, kRuleCount> kRuleText{
     "seq_length not divisible by 2 x context degree",
     "global batch not divisible by data x micro-batch",
     "interleaved schedule: micro-batches not divisible by pipeline",
+    "too large to simulate (layer passes over dtsim's limit)",
     "other feasibility rule (GPU precision support)",
     "out of memory (memory model)",
     "fits, but dominated by recompute none (with flash attention, selective recompute reruns the attention "
@@ -50,9 +54,13 @@ const char* sharding_name(int zero_stage, bool distributed_optimizer) {
   return zero_stage == 2 ? "zero2" : "zero3";
 }
 
+// 1, 2, 4, ... up to bound (at most 2^62: doubling stops before it would overflow).
 std::vector<std::int64_t> powers_of_two(std::int64_t bound) {
   std::vector<std::int64_t> out;
-  for (std::int64_t v = 1; v <= bound; v *= 2) out.push_back(v);
+  for (std::int64_t v = 1; v <= bound; v *= 2) {
+    out.push_back(v);
+    if (v > bound / 2) break;
+  }
   return out;
 }
 
@@ -64,11 +72,14 @@ std::size_t first_broken_rule(const config::Scenario& s) {
   if (m.heads % p.tensor != 0) return kHeads;
   if (m.kv_heads % p.tensor != 0 && p.tensor % m.kv_heads != 0) return kKvHeads;
   if (m.ffn_hidden_size % p.tensor != 0) return kFfn;
-  if (m.layers % (p.pipeline * p.virtual_stages) != 0) return kLayers;
+  const auto chunks = core::checked_mul(p.pipeline, p.virtual_stages);
+  if (!chunks || m.layers % *chunks != 0) return kLayers;
   if (p.context > 1 && m.seq_length % (2 * p.context) != 0) return kSequence;
-  if (t.global_batch_size % (p.data * t.micro_batch_size) != 0) return kBatch;
+  const auto replica_batch = core::checked_mul(p.data, t.micro_batch_size);
+  if (!replica_batch || t.global_batch_size % *replica_batch != 0) return kBatch;
   if (p.schedule == config::Schedule::interleaved && parallel::micro_batches(s) % p.pipeline != 0)
     return kInterleaved;
+  if (parallel::layer_passes(s) > static_cast<double>(parallel::kMaxSimulated)) return kSize;
   if (parallel::infeasibility(s)) return kOther;
   if (parallel::memory_per_gpu(s).total_bytes() > s.gpu.hbm_bytes) return kMemory;
   return kRuleCount;
@@ -89,9 +100,13 @@ Space enumerate_space(const config::Scenario& base, const SpaceBounds& bounds) {
   const std::int64_t max_tensor = bounds.max_tensor > 0 ? bounds.max_tensor : base.node.gpus_per_node;
   const std::int64_t max_pipeline = bounds.max_pipeline > 0 ? bounds.max_pipeline : base.model.layers;
   const std::int64_t max_context = bounds.max_context > 0 ? bounds.max_context : gpus;
-  const std::int64_t max_virtual = std::max<std::int64_t>(bounds.max_virtual_stages, 1);
-  const std::int64_t max_micro =
-      bounds.max_micro_batch > 0 ? bounds.max_micro_batch : base.training.global_batch_size;
+  // More virtual stages than layers never split the layers (pipeline >= 2): the bound stops there.
+  const std::int64_t max_virtual =
+      std::clamp<std::int64_t>(bounds.max_virtual_stages, 1, std::max<std::int64_t>(base.model.layers, 1));
+  // A micro-batch above the global batch never divides it.
+  const std::int64_t max_micro = bounds.max_micro_batch > 0
+                                     ? std::min(bounds.max_micro_batch, base.training.global_batch_size)
+                                     : base.training.global_batch_size;
 
   std::vector<config::Recompute> recomputes{config::Recompute::none, config::Recompute::selective,
                                             config::Recompute::full};

@@ -174,6 +174,24 @@ TEST_CASE("every candidate of the space obeys the rules; rejections and candidat
   }
 }
 
+TEST_CASE("plans too large to simulate are pruned as their own class, not as another rule") {
+  // Global batch 2^31 on 32 GPUs: at least 2^31 / 32 = 2^26 micro-batches per replica x 32 layers x 2
+  // passes = 4.3e9 layer passes for any plan, over the limit of 2e8.
+  Scenario base = shipped("llama2-7b-h100-32.json");
+  base.training.global_batch_size = std::int64_t{1} << 31;
+  dtsim::search::SpaceBounds bounds;
+  bounds.max_micro_batch = 2;
+  bounds.max_virtual_stages = 2;
+  const dtsim::search::Space space = dtsim::search::enumerate_space(base, bounds);
+  CHECK(space.candidates.empty());
+  bool size_class = false;
+  for (const auto& r : space.rejections) {
+    CHECK(r.reason.find("other feasibility rule") == std::string::npos);
+    size_class = size_class || r.reason == "too large to simulate (layer passes over dtsim's limit)";
+  }
+  CHECK(size_class);
+}
+
 TEST_CASE("search ranks by tokens/s and gives the same plans on 1 and 2 threads") {
   const Scenario base = shipped("llama2-7b-h100-32.json");
   dtsim::search::SearchOptions options;
