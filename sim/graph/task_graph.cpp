@@ -64,8 +64,8 @@ void TaskGraph::check_task_limit() const {
   if (tasks_.size() < task_limit_ || task_limit_ == kMaxTasks) return;
   throw core::InfeasibleError(
       fmt::format("too large to simulate: the iteration's task graph passed dtsim's limit of {} tasks while "
-                  "it was built; use a "
-                  "smaller global batch, fewer GPUs with simulation.ranks \"all\", or \"symmetric\"",
+                  "it was built; use a smaller global batch, fewer GPUs with simulation.ranks \"all\", or "
+                  "\"symmetric\"",
                   task_limit_));
 }
 

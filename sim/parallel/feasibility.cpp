@@ -75,8 +75,7 @@ std::optional<std::string> infeasibility(const config::Scenario& s) {
     const bool every_rank = s.simulation.ranks == config::RankMode::all;
     return fmt::format(
         "too large to simulate: {:.3g} layer passes ({} micro-batches x {} layers x forward and backward{}), "
-        "over "
-        "dtsim's limit of {}; use a smaller global batch{}",
+        "over dtsim's limit of {}; use a smaller global batch{}",
         passes, m_count, m.layers,
         every_rank ? fmt::format(" x {} GPUs per stage", s.gpu_count() / p.pipeline) : "", kMaxSimulated,
         every_rank ? " or simulation.ranks \"symmetric\"" : "");
