@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -190,6 +191,28 @@ TEST_CASE("plans too large to simulate are pruned as their own class, not as ano
     size_class = size_class || r.reason == "too large to simulate (layer passes over dtsim's limit)";
   }
   CHECK(size_class);
+}
+
+TEST_CASE("the largest bounds enumerate a finite space: doubling stops before overflow") {
+  // --max-micro-batch and --max-virtual-stages of 2^63 - 1 once looped forever (the doubling overflowed)
+  // and divided by zero (data x micro-batch wrapped). Micro-batches now stop at the global batch, 256
+  // (powers of two: 9 values), and virtual stages at the 32 layers.
+  const Scenario base = shipped("llama2-7b-h100-32.json");
+  dtsim::search::SpaceBounds bounds;
+  bounds.max_micro_batch = std::numeric_limits<std::int64_t>::max();
+  bounds.max_virtual_stages = std::numeric_limits<std::int64_t>::max();
+  bounds.keep_recompute = true;
+  bounds.keep_sharding = true;
+  bounds.keep_sequence_parallel = true;
+  const dtsim::search::Space space = dtsim::search::enumerate_space(base, bounds);
+  std::size_t rejected = 0;
+  for (const auto& r : space.rejections) rejected += r.count;
+  CHECK(rejected + space.candidates.size() == space.enumerated);
+  REQUIRE_FALSE(space.candidates.empty());
+  for (const auto& c : space.candidates) {
+    CHECK(c.scenario.training.micro_batch_size <= base.training.global_batch_size);
+    CHECK(c.scenario.parallelism.virtual_stages <= base.model.layers);
+  }
 }
 
 TEST_CASE("search ranks by tokens/s and gives the same plans on 1 and 2 threads") {
