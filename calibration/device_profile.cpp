@@ -50,7 +50,10 @@ DeviceProfile device_profile(const DeviceMeasurements& m) {
     const bool known = m.known_peak_tflops[slot].has_value();
     const double peak = known ? *m.known_peak_tflops[slot] : best;
     gpu.peak_tflops[slot] = peak;
-    const GemmFit fit = fit_gemm_curve(rows, peak, m.sm_count, m.tile_m, m.tile_n);
+    config::GemmCurve prior;  // the tile; k_half and halving_efficiency as GemmCurve's defaults
+    prior.tile_m = m.tile_m;
+    prior.tile_n = m.tile_n;
+    const GemmFit fit = fit_gemm_curve(rows, peak, m.sm_count, prior);
     out.fits[slot] = fit;
     if (precision == m.main_precision) {
       gpu.gemm = fit.curve;

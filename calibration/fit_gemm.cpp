@@ -48,25 +48,27 @@ Candidate best_max_efficiency(const std::vector<config::GemmMeasurement>& rows, 
 }  // namespace
 
 GemmFit fit_gemm_curve(const std::vector<config::GemmMeasurement>& rows, double peak_tflops, int sm_count,
-                       int tile_m, int tile_n) {
+                       const config::GemmCurve& prior) {
   DTSIM_CHECK(!rows.empty() && peak_tflops > 0.0, "GEMM fit without rows or peak");
-  Candidate best;
-  std::vector<double> k_halves{0.0};
-  for (int i = 2; i <= 14; ++i) k_halves.push_back(std::ldexp(1.0, i));
-  for (double k_half : k_halves) {
-    for (int h = 10; h <= 20; ++h) {
-      config::GemmCurve curve;
-      curve.tile_m = tile_m;
-      curve.tile_n = tile_n;
-      curve.k_half = k_half;
-      curve.halving_efficiency = 0.05 * h;
-      const Candidate c = best_max_efficiency(rows, peak_tflops, sm_count, curve);
-      if (c.sq_log_error < best.sq_log_error) best = c;
+  GemmFit fit;
+  fit.rows = static_cast<int>(rows.size());
+  fit.shape_fitted = fit.rows >= kMinRowsForShape;
+  Candidate best = best_max_efficiency(rows, peak_tflops, sm_count, prior);
+  if (fit.shape_fitted) {
+    best = Candidate{};
+    std::vector<double> k_halves{0.0};
+    for (int i = 2; i <= 14; ++i) k_halves.push_back(std::ldexp(1.0, i));
+    for (double k_half : k_halves) {
+      for (int h = 10; h <= 20; ++h) {
+        config::GemmCurve curve = prior;
+        curve.k_half = k_half;
+        curve.halving_efficiency = 0.05 * h;
+        const Candidate c = best_max_efficiency(rows, peak_tflops, sm_count, curve);
+        if (c.sq_log_error < best.sq_log_error) best = c;
+      }
     }
   }
-  GemmFit fit;
   fit.curve = best.curve;
-  fit.rows = static_cast<int>(rows.size());
   double abs_err = 0.0;
   for (const auto& g : rows) {
     const double predicted = peak_tflops * compute::gemm_efficiency(shape_of(g), fit.curve, sm_count);

@@ -49,6 +49,7 @@ nlohmann::ordered_json kernel_table_json(const calibration::KernelTable& t,
                      {"k_half", c.k_half},
                      {"halving_efficiency", c.halving_efficiency},
                      {"rows", fit->fit.rows},
+                     {"shape_fitted", fit->fit.shape_fitted},
                      {"mape_percent", fit->fit.mape_percent}};
   }
   return j;

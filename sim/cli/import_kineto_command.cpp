@@ -54,9 +54,8 @@ int import_kineto_command(const ImportKinetoOptions& o, std::ostream& out) {
                                          config::to_string(precision), config::to_string(precision)));
     }
     const config::GemmCurve& curve = gpu.gemm_curve(precision);
-    fit = reports::GemmFitReport{
-        o.gpu, precision,
-        calibration::fit_gemm_curve(best->second, *peak, gpu.sm_count, curve.tile_m, curve.tile_n)};
+    fit = reports::GemmFitReport{o.gpu, precision,
+                                 calibration::fit_gemm_curve(best->second, *peak, gpu.sm_count, curve)};
   }
   std::ofstream file(o.out_path);
   if (!file) throw core::InputError(o.out_path, "", "cannot write the kernel table");
@@ -65,10 +64,18 @@ int import_kineto_command(const ImportKinetoOptions& o, std::ostream& out) {
   for (const auto& c : table.classes)
     out << fmt::format("; {} {:.1f}%", calibration::to_string(c.cls), 100.0 * c.share);
   out << fmt::format("; {} GEMM shapes", table.gemm_measured.size());
-  if (fit) {
+  if (fit && fit->fit.shape_fitted) {
     out << fmt::format("; {} {} curve refitted: max_efficiency {:.3f}, k_half {:g} (fit error {:.1f}%)",
                        o.gpu, config::to_string(fit->precision), fit->fit.curve.max_efficiency,
                        fit->fit.curve.k_half, fit->fit.mape_percent);
+  } else if (fit) {
+    out << fmt::format(
+        "; {} {} curve refitted: max_efficiency {:.3f} (fit error {:.1f}%); k_half {:g} and "
+        "halving_efficiency "
+        "{:g} kept from the profile: {} GEMM shape(s) do not determine them (at least {})",
+        o.gpu, config::to_string(fit->precision), fit->fit.curve.max_efficiency, fit->fit.mape_percent,
+        fit->fit.curve.k_half, fit->fit.curve.halving_efficiency, fit->fit.rows,
+        calibration::kMinRowsForShape);
   }
   out << "\n";
   return kExitOk;

@@ -57,12 +57,50 @@ TEST_CASE("the GEMM fit recovers a curve on its grid from throughput generated b
       }
     }
   }
-  const cal::GemmFit fit = cal::fit_gemm_curve(rows, peak, sms, 128, 256);
+  dtsim::config::GemmCurve prior;
+  prior.tile_m = 128;
+  prior.tile_n = 256;
+  const cal::GemmFit fit = cal::fit_gemm_curve(rows, peak, sms, prior);
   CHECK(fit.rows == 18);
+  CHECK(fit.shape_fitted);
   CHECK(fit.curve.k_half == doctest::Approx(256));
   CHECK(fit.curve.halving_efficiency == doctest::Approx(0.8));
   CHECK(fit.curve.max_efficiency == doctest::Approx(0.7));
   CHECK(fit.mape_percent < 1e-6);
+}
+
+TEST_CASE("with fewer GEMM rows than the curve's three parameters only max_efficiency is fitted") {
+  // Two rows from the curve (0.7, k_half 256, halving 0.8) do not determine its shape: one row fits
+  // every k_half exactly. The fit keeps the prior's k_half 512 and halving 0.9 and takes the closed-form
+  // max_efficiency, exp(mean(log(measured efficiency / prior's curve at max_efficiency 1))).
+  dtsim::config::GemmCurve truth;
+  truth.max_efficiency = 0.7;
+  truth.tile_m = 128;
+  truth.tile_n = 256;
+  truth.k_half = 256;
+  truth.halving_efficiency = 0.8;
+  dtsim::config::GemmCurve prior = truth;
+  prior.k_half = 512;
+  prior.halving_efficiency = 0.9;
+  const double peak = 1000.0;
+  const int sms = 132;
+  std::vector<dtsim::config::GemmMeasurement> rows;
+  double sum_log = 0.0;
+  for (std::int64_t k : {512, 4096}) {
+    const dtsim::graph::GemmShape shape{4096, 4096, k, 1};
+    rows.push_back({4096, 4096, k, dtsim::config::Precision::bf16,
+                    peak * dtsim::compute::gemm_efficiency(shape, truth, sms)});
+    dtsim::config::GemmCurve unit = prior;
+    unit.max_efficiency = 1.0;
+    sum_log += std::log(rows.back().tflops / peak / dtsim::compute::gemm_efficiency(shape, unit, sms));
+  }
+  const cal::GemmFit fit = cal::fit_gemm_curve(rows, peak, sms, prior);
+  CHECK_FALSE(fit.shape_fitted);
+  CHECK(fit.curve.k_half == 512);
+  CHECK(fit.curve.halving_efficiency == 0.9);
+  CHECK(fit.curve.max_efficiency == doctest::Approx(std::exp(sum_log / 2)));
+  rows.push_back({8192, 8192, 8192, dtsim::config::Precision::bf16, 700.0});
+  CHECK(cal::fit_gemm_curve(rows, peak, sms, prior).shape_fitted);  // three rows: the shape too
 }
 
 namespace {
