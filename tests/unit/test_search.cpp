@@ -36,6 +36,13 @@ struct CliOutcome {
   std::string err;
 };
 
+// Every combination looked at is either rejected (counted by class) or a candidate.
+std::size_t rejected_count(const dtsim::search::Space& space) {
+  std::size_t rejected = 0;
+  for (const auto& r : space.rejections) rejected += r.count;
+  return rejected;
+}
+
 CliOutcome run_cli(const std::vector<std::string>& args) {
   std::istringstream in;
   std::ostringstream out, err;
@@ -161,9 +168,7 @@ TEST_CASE("every candidate of the space obeys the rules; rejections and candidat
   bounds.max_micro_batch = 2;
   bounds.max_virtual_stages = 2;
   const dtsim::search::Space space = dtsim::search::enumerate_space(base, bounds);
-  std::size_t rejected = 0;
-  for (const auto& r : space.rejections) rejected += r.count;
-  CHECK(rejected + space.candidates.size() == space.enumerated);
+  CHECK(rejected_count(space) + space.candidates.size() == space.enumerated);
   REQUIRE_FALSE(space.candidates.empty());
   for (const auto& c : space.candidates) {
     const auto& p = c.scenario.parallelism;
@@ -205,9 +210,7 @@ TEST_CASE("the largest bounds enumerate a finite space: doubling stops before ov
   bounds.keep_sharding = true;
   bounds.keep_sequence_parallel = true;
   const dtsim::search::Space space = dtsim::search::enumerate_space(base, bounds);
-  std::size_t rejected = 0;
-  for (const auto& r : space.rejections) rejected += r.count;
-  CHECK(rejected + space.candidates.size() == space.enumerated);
+  CHECK(rejected_count(space) + space.candidates.size() == space.enumerated);
   REQUIRE_FALSE(space.candidates.empty());
   for (const auto& c : space.candidates) {
     CHECK(c.scenario.training.micro_batch_size <= base.training.global_batch_size);
