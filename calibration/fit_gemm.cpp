@@ -53,9 +53,10 @@ GemmFit fit_gemm_curve(const std::vector<config::GemmMeasurement>& rows, double 
   GemmFit fit;
   fit.rows = static_cast<int>(rows.size());
   fit.shape_fitted = fit.rows >= kMinRowsForShape;
-  Candidate best = best_max_efficiency(rows, peak_tflops, sm_count, prior);
-  if (fit.shape_fitted) {
-    best = Candidate{};
+  Candidate best;
+  if (!fit.shape_fitted) {
+    best = best_max_efficiency(rows, peak_tflops, sm_count, prior);
+  } else {
     std::vector<double> k_halves{0.0};
     for (int i = 2; i <= 14; ++i) k_halves.push_back(std::ldexp(1.0, i));
     for (double k_half : k_halves) {

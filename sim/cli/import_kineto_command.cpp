@@ -71,8 +71,7 @@ int import_kineto_command(const ImportKinetoOptions& o, std::ostream& out) {
   } else if (fit) {
     out << fmt::format(
         "; {} {} curve refitted: max_efficiency {:.3f} (fit error {:.1f}%); k_half {:g} and "
-        "halving_efficiency "
-        "{:g} kept from the profile: {} GEMM shape(s) do not determine them (at least {})",
+        "halving_efficiency {:g} kept from the profile: {} GEMM shape(s) do not determine them (at least {})",
         o.gpu, config::to_string(fit->precision), fit->fit.curve.max_efficiency, fit->fit.mape_percent,
         fit->fit.curve.k_half, fit->fit.curve.halving_efficiency, fit->fit.rows,
         calibration::kMinRowsForShape);
