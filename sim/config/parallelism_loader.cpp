@@ -97,12 +97,15 @@ ParallelismSpec read_parallelism(ObjectReader& top, const Scenario& scenario, co
   p.tp_backward_overlap =
       r.optional<bool>("tp_backward_overlap", software.tp_backward_overlap.value_or(true));
   if (r.has("order")) p.order = read_order(r);
-  p.pipeline_comm = r.optional_enum<PipelineComm>("pipeline_comm",
-                                                  software.pipeline_comm.value_or(PipelineComm::overlapped),
-                                                  named_choices(kPipelineComms));
   p.schedule = r.optional_enum<Schedule>(
       "schedule", Schedule::one_f_one_b,
       named_choices(std::array{Schedule::one_f_one_b, Schedule::gpipe, Schedule::interleaved}));
+  p.pipeline_comm = r.optional_enum<PipelineComm>(
+      "pipeline_comm", software.pipeline_comm.value_or(PipelineComm::overlapped_if_interleaved),
+      named_choices(kPipelineComms));
+  if (p.pipeline_comm == PipelineComm::overlapped_if_interleaved) {
+    p.pipeline_comm = p.schedule == Schedule::interleaved ? PipelineComm::overlapped : PipelineComm::blocking;
+  }
   r.finish();
 
   if (p.tp_comm_overlap && !sp_active) {

@@ -182,6 +182,8 @@ const char* to_string(PipelineComm c) {
       return "overlapped";
     case PipelineComm::blocking:
       return "blocking";
+    case PipelineComm::overlapped_if_interleaved:
+      return "overlapped_if_interleaved";
   }
   throw core::InternalError("to_string: invalid PipelineComm value");
 }

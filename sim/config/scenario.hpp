@@ -84,8 +84,13 @@ enum class Schedule { one_f_one_b, gpipe, interleaved };
 
 // Pipeline transfers: asynchronous sends that compute does not wait for (Megatron-Core's overlapped
 // p2p), or Megatron-LM's batched send/recv after which the sender waits for completion.
-enum class PipelineComm { overlapped, blocking };
-inline constexpr std::array kPipelineComms{PipelineComm::overlapped, PipelineComm::blocking};
+// overlapped_if_interleaved is Megatron-Core's rule, resolved when the scenario is loaded: overlapped
+// with the interleaved schedule, blocking with 1F1B and GPipe (Megatron-LM's arguments.py turns
+// overlap_p2p_comm off for the non-interleaved schedule, whose transfers are batch_isend_irecv, a wait
+// on every request and a device synchronize). A loaded scenario holds overlapped or blocking.
+enum class PipelineComm { overlapped, blocking, overlapped_if_interleaved };
+inline constexpr std::array kPipelineComms{PipelineComm::overlapped, PipelineComm::blocking,
+                                           PipelineComm::overlapped_if_interleaved};
 
 // How a ZeRO-3 / fully sharded implementation moves the parameters (parallelism.zero3, with
 // zero_stage 3). The defaults describe FSDP-style engines (PyTorch FSDP, Megatron-Core's FSDP, DeepSpeed

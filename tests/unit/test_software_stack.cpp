@@ -95,6 +95,29 @@ TEST_CASE("megatron-core-2024 states dtsim's defaults") {
   }
 }
 
+TEST_CASE("Megatron-Core overlaps pipeline transfers only with the interleaved schedule") {
+  // overlapped_if_interleaved (megatron-core-2024 and the default) resolves when the scenario loads:
+  // Megatron-LM turns overlap_p2p_comm off without virtual stages, so 1F1B blocks on its transfers.
+  const auto interleaved = [](json& j) {
+    j["parallelism"]["virtual_stages"] = 2;
+    j["parallelism"]["schedule"] = "interleaved";
+  };
+  CHECK(load("megatron-core-2024").parallelism.pipeline_comm == PipelineComm::blocking);
+  CHECK(load("megatron-core-2024", interleaved).parallelism.pipeline_comm == PipelineComm::overlapped);
+  CHECK(load("").parallelism.pipeline_comm == PipelineComm::blocking);
+  CHECK(load("", interleaved).parallelism.pipeline_comm == PipelineComm::overlapped);
+  const Scenario gpipe = load("", [](json& j) { j["parallelism"]["schedule"] = "gpipe"; });
+  CHECK(gpipe.parallelism.pipeline_comm == PipelineComm::blocking);
+  // A scenario's own key: the rule resolves the same way; overlapped stays overlapped with 1F1B (a
+  // framework whose 1F1B sends asynchronously).
+  const auto key = [](const char* value) {
+    return [value](json& j) { j["parallelism"]["pipeline_comm"] = value; };
+  };
+  CHECK(load("megatron-lm-2021", key("overlapped_if_interleaved")).parallelism.pipeline_comm ==
+        PipelineComm::blocking);
+  CHECK(load("megatron-core-2024", key("overlapped")).parallelism.pipeline_comm == PipelineComm::overlapped);
+}
+
 TEST_CASE("a bad software stack file is reported at its own file and pointer") {
   const fs::path root = fs::temp_directory_path() / "dtsim_test_software_stack";
   fs::remove_all(root);
@@ -117,7 +140,8 @@ TEST_CASE("a bad software stack file is reported at its own file and pointer") {
   dtsim::core::InputError e = error_of();
   CHECK(e.file() == (root / "software" / "bad.json").string());
   CHECK(e.pointer() == "/settings/parallelism/pipeline_comm");
-  CHECK(e.message() == "got \"blok\"; expected one of \"overlapped\", \"blocking\"");
+  CHECK(e.message() ==
+        "got \"blok\"; expected one of \"overlapped\", \"blocking\", \"overlapped_if_interleaved\"");
   write({{"parallelism", {{"tp_backward_overlap", false}}}});
   e = error_of();
   CHECK(e.pointer() == "/settings/parallelism/tp_comm_overlap");
