@@ -85,7 +85,7 @@ nlohmann::ordered_json parallelism_json(const config::ParallelismSpec& p) {
   j["tp_comm_overlap"] = p.tp_comm_overlap;
   j["tp_backward_overlap"] = p.tp_backward_overlap;
   j["order"] = config::to_string(p.order);
-  j["pipeline_comm"] = config::to_string(p.pipeline_comm);
+  j["pipeline_comm"] = config::to_string(config::pipeline_comm_in_effect(p));
   j["schedule"] = config::to_string(p.schedule);
   return j;
 }

@@ -103,9 +103,6 @@ ParallelismSpec read_parallelism(ObjectReader& top, const Scenario& scenario, co
   p.pipeline_comm = r.optional_enum<PipelineComm>(
       "pipeline_comm", software.pipeline_comm.value_or(PipelineComm::overlapped_if_interleaved),
       named_choices(kPipelineComms));
-  if (p.pipeline_comm == PipelineComm::overlapped_if_interleaved) {
-    p.pipeline_comm = p.schedule == Schedule::interleaved ? PipelineComm::overlapped : PipelineComm::blocking;
-  }
   r.finish();
 
   if (p.tp_comm_overlap && !sp_active) {

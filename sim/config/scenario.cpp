@@ -188,6 +188,11 @@ const char* to_string(PipelineComm c) {
   throw core::InternalError("to_string: invalid PipelineComm value");
 }
 
+PipelineComm pipeline_comm_in_effect(const ParallelismSpec& p) {
+  if (p.pipeline_comm != PipelineComm::overlapped_if_interleaved) return p.pipeline_comm;
+  return p.schedule == Schedule::interleaved ? PipelineComm::overlapped : PipelineComm::blocking;
+}
+
 const char* to_string(Zero3Fetch f) {
   switch (f) {
     case Zero3Fetch::prefetch:

@@ -84,10 +84,10 @@ enum class Schedule { one_f_one_b, gpipe, interleaved };
 
 // Pipeline transfers: asynchronous sends that compute does not wait for (Megatron-Core's overlapped
 // p2p), or Megatron-LM's batched send/recv after which the sender waits for completion.
-// overlapped_if_interleaved is Megatron-Core's rule, resolved when the scenario is loaded: overlapped
-// with the interleaved schedule, blocking with 1F1B and GPipe (Megatron-LM's arguments.py turns
-// overlap_p2p_comm off for the non-interleaved schedule, whose transfers are batch_isend_irecv, a wait
-// on every request and a device synchronize). A loaded scenario holds overlapped or blocking.
+// overlapped_if_interleaved is Megatron-Core's rule: overlapped with the interleaved schedule, blocking
+// with 1F1B and GPipe (Megatron-LM's arguments.py turns overlap_p2p_comm off for the non-interleaved
+// schedule, whose transfers are batch_isend_irecv, a wait on every request and a device synchronize).
+// The rule stays in the scenario (a search changes the schedule); pipeline_comm_in_effect applies it.
 enum class PipelineComm { overlapped, blocking, overlapped_if_interleaved };
 inline constexpr std::array kPipelineComms{PipelineComm::overlapped, PipelineComm::blocking,
                                            PipelineComm::overlapped_if_interleaved};
@@ -147,7 +147,7 @@ struct ParallelismSpec {
   // Transformer Engine). false: after both GEMMs, blocking (Megatron-LM of early 2021).
   bool tp_backward_overlap = true;
   Schedule schedule = Schedule::one_f_one_b;
-  PipelineComm pipeline_comm = PipelineComm::overlapped;
+  PipelineComm pipeline_comm = PipelineComm::overlapped_if_interleaved;
   // Rank placement: Megatron-LM's default numbers tensor ranks fastest, then context, data, pipeline.
   MeshOrder order{MeshDim::tensor, MeshDim::context, MeshDim::data, MeshDim::pipeline};
 };
@@ -251,5 +251,8 @@ std::string zero3_label(const ParallelismSpec& p);
 // The ZeRO stage with its ZeRO-3 implementation when that is not the default, as every report shows
 // it: "1", "3", "3 (on_demand/tensor/list)".
 std::string zero_stage_label(const ParallelismSpec& p);
+// The pipeline transfers as simulated: overlapped or blocking (overlapped_if_interleaved applied to the
+// schedule).
+PipelineComm pipeline_comm_in_effect(const ParallelismSpec& p);
 
 }  // namespace dtsim::config

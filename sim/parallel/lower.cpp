@@ -396,7 +396,7 @@ void Lowering::connect_stages(std::int64_t r) {
                                  forward ? pipeline_send_label_ : pipeline_grad_label_, step.micro_batch);
     wait(from.last, send);
     wait(send, to.first);
-    if (s_.parallelism.pipeline_comm == config::PipelineComm::blocking) {
+    if (config::pipeline_comm_in_effect(s_.parallelism) == config::PipelineComm::blocking) {
       // Megatron-LM's batched send/recv waits for its requests and synchronizes the device: the
       // sender's next step starts only when the transfer has completed.
       const std::size_t from_index = step_index(r, step.chunk, step.micro_batch, step.pass);

@@ -96,26 +96,37 @@ TEST_CASE("megatron-core-2024 states dtsim's defaults") {
 }
 
 TEST_CASE("Megatron-Core overlaps pipeline transfers only with the interleaved schedule") {
-  // overlapped_if_interleaved (megatron-core-2024 and the default) resolves when the scenario loads:
-  // Megatron-LM turns overlap_p2p_comm off without virtual stages, so 1F1B blocks on its transfers.
+  // overlapped_if_interleaved (megatron-core-2024 and the default): Megatron-LM turns overlap_p2p_comm
+  // off without virtual stages, so 1F1B blocks on its transfers. The scenario keeps the rule; the
+  // schedule decides what runs.
+  using dtsim::config::pipeline_comm_in_effect;
   const auto interleaved = [](json& j) {
     j["parallelism"]["virtual_stages"] = 2;
     j["parallelism"]["schedule"] = "interleaved";
   };
-  CHECK(load("megatron-core-2024").parallelism.pipeline_comm == PipelineComm::blocking);
-  CHECK(load("megatron-core-2024", interleaved).parallelism.pipeline_comm == PipelineComm::overlapped);
-  CHECK(load("").parallelism.pipeline_comm == PipelineComm::blocking);
-  CHECK(load("", interleaved).parallelism.pipeline_comm == PipelineComm::overlapped);
+  const Scenario stack = load("megatron-core-2024");
+  CHECK(stack.parallelism.pipeline_comm == PipelineComm::overlapped_if_interleaved);
+  CHECK(pipeline_comm_in_effect(stack.parallelism) == PipelineComm::blocking);
+  CHECK(pipeline_comm_in_effect(load("megatron-core-2024", interleaved).parallelism) ==
+        PipelineComm::overlapped);
+  CHECK(pipeline_comm_in_effect(load("").parallelism) == PipelineComm::blocking);
+  CHECK(pipeline_comm_in_effect(load("", interleaved).parallelism) == PipelineComm::overlapped);
   const Scenario gpipe = load("", [](json& j) { j["parallelism"]["schedule"] = "gpipe"; });
-  CHECK(gpipe.parallelism.pipeline_comm == PipelineComm::blocking);
-  // A scenario's own key: the rule resolves the same way; overlapped stays overlapped with 1F1B (a
-  // framework whose 1F1B sends asynchronously).
+  CHECK(pipeline_comm_in_effect(gpipe.parallelism) == PipelineComm::blocking);
+  // A search changes the schedule of a loaded scenario: the rule follows it.
+  dtsim::config::ParallelismSpec searched = stack.parallelism;
+  searched.virtual_stages = 2;
+  searched.schedule = dtsim::config::Schedule::interleaved;
+  CHECK(pipeline_comm_in_effect(searched) == PipelineComm::overlapped);
+  // A scenario's own key: overlapped stays overlapped with 1F1B (a framework whose 1F1B sends
+  // asynchronously), and the rule applies under any stack.
   const auto key = [](const char* value) {
     return [value](json& j) { j["parallelism"]["pipeline_comm"] = value; };
   };
-  CHECK(load("megatron-lm-2021", key("overlapped_if_interleaved")).parallelism.pipeline_comm ==
+  CHECK(pipeline_comm_in_effect(load("megatron-core-2024", key("overlapped")).parallelism) ==
+        PipelineComm::overlapped);
+  CHECK(pipeline_comm_in_effect(load("megatron-lm-2021", key("overlapped_if_interleaved")).parallelism) ==
         PipelineComm::blocking);
-  CHECK(load("megatron-core-2024", key("overlapped")).parallelism.pipeline_comm == PipelineComm::overlapped);
 }
 
 TEST_CASE("a bad software stack file is reported at its own file and pointer") {
