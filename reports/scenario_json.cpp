@@ -82,7 +82,7 @@ nlohmann::ordered_json parallelism_json(const config::ParallelismSpec& p) {
                   {"persistence_threshold", p.zero3.persistence_threshold}};
   }
   j["distributed_optimizer"] = p.distributed_optimizer;
-  j["tp_comm_overlap"] = p.tp_comm_overlap;
+  j["tp_comm_overlap"] = config::tp_comm_overlap_in_effect(p);
   j["tp_backward_overlap"] = p.tp_backward_overlap;
   j["order"] = config::to_string(p.order);
   j["pipeline_comm"] = config::to_string(config::pipeline_comm_in_effect(p));

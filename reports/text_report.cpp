@@ -59,7 +59,7 @@ void write_setup(std::ostream& out, const config::Scenario& s) {
   parallel += fmt::format(", {} schedule", config::to_string(p.schedule));
   if (p.virtual_stages > 1) parallel += fmt::format(" with {} virtual stages", p.virtual_stages);
   if (p.sequence_parallel) parallel += ", sequence parallel";
-  if (p.tp_comm_overlap) parallel += " (communication overlapped)";
+  if (config::tp_comm_overlap_in_effect(p)) parallel += " (communication overlapped)";
   if (p.tensor > 1 && !p.tp_backward_overlap) parallel += ", blocking tensor-parallel backward collectives";
   parallel += ", ZeRO-" + config::zero_stage_label(p);
   if (p.distributed_optimizer) parallel += ", distributed optimizer";

@@ -92,8 +92,9 @@ ParallelismSpec read_parallelism(ObjectReader& top, const Scenario& scenario, co
   }
   p.distributed_optimizer = r.optional<bool>("distributed_optimizer", false);
   const bool sp_active = p.sequence_parallel && p.tensor > 1;
-  p.tp_comm_overlap =
-      r.optional<bool>("tp_comm_overlap", sp_active && software.tp_comm_overlap.value_or(true));
+  // The stack's overlap is kept where sequence parallelism is off too; a key the scenario writes must hold.
+  p.tp_comm_overlap = r.optional<bool>("tp_comm_overlap", software.tp_comm_overlap.value_or(true));
+  const bool overlap_asked = p.tp_comm_overlap && (r.has("tp_comm_overlap") || sp_active);
   p.tp_backward_overlap =
       r.optional<bool>("tp_backward_overlap", software.tp_backward_overlap.value_or(true));
   if (r.has("order")) p.order = read_order(r);
@@ -105,20 +106,20 @@ ParallelismSpec read_parallelism(ObjectReader& top, const Scenario& scenario, co
       named_choices(kPipelineComms));
   r.finish();
 
-  if (p.tp_comm_overlap && !sp_active) {
+  if (overlap_asked && !sp_active) {
     throw r.error_at("tp_comm_overlap",
                      fmt::format("got true; overlapping tensor-parallel communication with GEMMs needs "
                                  "\"sequence_parallel\": true and tensor > 1 (tensor is {})",
                                  p.tensor));
   }
-  if (p.tp_comm_overlap && !p.tp_backward_overlap && !r.has("tp_backward_overlap")) {
+  if (overlap_asked && !p.tp_backward_overlap && !r.has("tp_backward_overlap")) {
     throw r.error_at("tp_comm_overlap",
                      fmt::format("got true; the software stack \"{}\" runs the backward's tensor-parallel "
                                  "collectives blocking (tp_backward_overlap false), which the userbuffers "
                                  "overlap cannot; set \"tp_backward_overlap\": true as well",
                                  software.id));
   }
-  if (p.tp_comm_overlap && !p.tp_backward_overlap) {
+  if (overlap_asked && !p.tp_backward_overlap) {
     throw r.error_at("tp_backward_overlap",
                      "got false with \"tp_comm_overlap\": true; the userbuffers overlap runs the backward "
                      "collectives beside their GEMMs too, so it needs \"tp_backward_overlap\": true");

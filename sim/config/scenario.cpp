@@ -193,6 +193,10 @@ PipelineComm pipeline_comm_in_effect(const ParallelismSpec& p) {
   return p.schedule == Schedule::interleaved ? PipelineComm::overlapped : PipelineComm::blocking;
 }
 
+bool tp_comm_overlap_in_effect(const ParallelismSpec& p) {
+  return p.tp_comm_overlap && p.sequence_parallel && p.tensor > 1 && p.tp_backward_overlap;
+}
+
 const char* to_string(Zero3Fetch f) {
   switch (f) {
     case Zero3Fetch::prefetch:

@@ -139,8 +139,10 @@ struct ParallelismSpec {
   Zero3Spec zero3;  // with zero_stage 3
   bool distributed_optimizer = false;
   // Tensor-parallel all-gathers and reduce-scatters pipelined with their adjacent GEMMs (Megatron-Core
-  // --tp-comm-overlap, Transformer Engine userbuffers); needs sequence parallelism.
-  bool tp_comm_overlap = false;
+  // --tp-comm-overlap, Transformer Engine userbuffers), where sequence parallelism is on: the scenario's
+  // key, else its software stack's setting. It stays in the scenario when sequence parallelism is off
+  // (a search turns it on); tp_comm_overlap_in_effect applies it.
+  bool tp_comm_overlap = true;
   // A column-parallel linear's backward collectives beside the GEMMs that do not need them: the data
   // gradient's all-reduce (or reduce-scatter) beside the weight-gradient GEMM and, with sequence
   // parallelism, the input's re-gather beside the data-gradient GEMM (Megatron-LM since late 2021,
@@ -254,5 +256,8 @@ std::string zero_stage_label(const ParallelismSpec& p);
 // The pipeline transfers as simulated: overlapped or blocking (overlapped_if_interleaved applied to the
 // schedule).
 PipelineComm pipeline_comm_in_effect(const ParallelismSpec& p);
+// Whether the userbuffers overlap runs: tp_comm_overlap with sequence parallelism over tensor > 1 and
+// the backward's collectives beside their GEMMs (which the overlap needs).
+bool tp_comm_overlap_in_effect(const ParallelismSpec& p);
 
 }  // namespace dtsim::config

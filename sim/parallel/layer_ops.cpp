@@ -70,7 +70,7 @@ class Interner {
     ref.comm_category = Category::tensor_comm;
     if (overlap == models::GemmOverlap::beside_next) {
       ref.overlap = overlap;  // whole, beside the next GEMM, with or without userbuffers
-    } else if (s_.parallelism.tp_comm_overlap && overlap != models::GemmOverlap::none) {
+    } else if (config::tp_comm_overlap_in_effect(s_.parallelism) && overlap != models::GemmOverlap::none) {
       const double t = static_cast<double>(group.size);
       ref.overlap = overlap;
       ref.chunk_op = graph_.add_op(CommOp{kind, bytes / t, group});

@@ -146,7 +146,6 @@ Space enumerate_space(const config::Scenario& base, const SpaceBounds& bounds) {
                   par.virtual_stages = v;
                   par.schedule = v > 1 ? config::Schedule::interleaved : flat_schedule;
                   par.sequence_parallel = sp;
-                  par.tp_comm_overlap = sp;
                   par.zero_stage = sh.zero_stage;
                   par.distributed_optimizer = sh.distributed_optimizer;
                   s.training.micro_batch_size = mb;

@@ -5,10 +5,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <limits>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "cli/cli.hpp"
 #include "config/plan_loader.hpp"
@@ -143,7 +146,6 @@ TEST_CASE("extrapolation on a slow network (BERT-large over TCP) within 0.5%" * 
     s.parallelism.pipeline = c.pipeline;
     s.parallelism.data = c.data;
     s.parallelism.sequence_parallel = c.sequence_parallel;
-    s.parallelism.tp_comm_overlap = c.sequence_parallel;
     s.parallelism.zero_stage = c.zero_stage;
     s.training.micro_batch_size = c.micro_batch;
     s.training.activation_recompute = c.recompute;
@@ -178,6 +180,54 @@ TEST_CASE("every candidate of the space obeys the rules; rejections and candidat
     CHECK(dtsim::parallel::memory_per_gpu(c.scenario).total_bytes() <= base.gpu.hbm_bytes);
     CHECK(c.label == dtsim::search::strategy_label(c.scenario));
   }
+}
+
+TEST_CASE("candidates keep the software stack's overlaps: a 2021 stack gets no userbuffers overlap") {
+  // megatron-lm-2021 runs the backward's tensor-parallel collectives blocking and has no sequence-
+  // parallel overlap, so no candidate may overlap them, with sequence parallelism or without; the
+  // default stack overlaps wherever sequence parallelism is on, and its 1F1B plans block on their
+  // pipeline transfers while its interleaved plans overlap them.
+  dtsim::search::SpaceBounds bounds;
+  bounds.max_micro_batch = 1;
+  bounds.max_virtual_stages = 2;
+  const Scenario sc21 = shipped("megatron-sc21-145b.json");
+  REQUIRE(sc21.software == "megatron-lm-2021");
+  const dtsim::search::Space old_space = dtsim::search::enumerate_space(sc21, bounds);
+  REQUIRE_FALSE(old_space.candidates.empty());
+  bool sequence_parallel = false;
+  for (const auto& c : old_space.candidates) {
+    sequence_parallel = sequence_parallel || c.scenario.parallelism.sequence_parallel;
+    CHECK_FALSE(dtsim::config::tp_comm_overlap_in_effect(c.scenario.parallelism));
+    CHECK(dtsim::config::pipeline_comm_in_effect(c.scenario.parallelism) ==
+          dtsim::config::PipelineComm::blocking);
+  }
+  CHECK(sequence_parallel);
+  // megatron-lm-2022 overlaps the backward's collectives but has no sequence-parallel overlap.
+  nlohmann::json j = nlohmann::json::parse(
+      std::ifstream(std::string(DTSIM_SOURCE_DIR) + "/scenarios/llama2-7b-h100-32.json"));
+  j["software"] = "megatron-lm-2022";
+  const Scenario sc22 =
+      dtsim::config::load_scenario_text(j.dump(), "sc22.json", dtsim::config::default_data_paths());
+  REQUIRE(sc22.parallelism.tp_backward_overlap);
+  sequence_parallel = false;
+  for (const auto& c : dtsim::search::enumerate_space(sc22, bounds).candidates) {
+    sequence_parallel =
+        sequence_parallel || (c.scenario.parallelism.sequence_parallel && c.scenario.parallelism.tensor > 1);
+    CHECK_FALSE(dtsim::config::tp_comm_overlap_in_effect(c.scenario.parallelism));
+  }
+  CHECK(sequence_parallel);
+  const dtsim::search::Space new_space =
+      dtsim::search::enumerate_space(shipped("llama2-7b-h100-32.json"), bounds);
+  bool interleaved = false;
+  for (const auto& c : new_space.candidates) {
+    const auto& p = c.scenario.parallelism;
+    CHECK(dtsim::config::tp_comm_overlap_in_effect(p) == (p.sequence_parallel && p.tensor > 1));
+    const bool overlapped = p.schedule == dtsim::config::Schedule::interleaved;
+    interleaved = interleaved || overlapped;
+    CHECK(dtsim::config::pipeline_comm_in_effect(p) ==
+          (overlapped ? dtsim::config::PipelineComm::overlapped : dtsim::config::PipelineComm::blocking));
+  }
+  CHECK(interleaved);
 }
 
 TEST_CASE("plans too large to simulate are pruned as their own class, not as another rule") {
