@@ -87,8 +87,8 @@ ParallelismSpec read_parallelism(ObjectReader& top, const Scenario& scenario, co
                                             p.zero_stage));
     }
     p.zero3 = read_zero3(*z, software.zero3.value_or(Zero3Spec{}));
-  } else if (p.zero_stage == 3 && software.zero3) {
-    p.zero3 = *software.zero3;
+  } else if (software.zero3) {
+    p.zero3 = *software.zero3;  // below stage 3 too: the ZeRO-3 plans a search makes of it run the stack's
   }
   p.distributed_optimizer = r.optional<bool>("distributed_optimizer", false);
   const bool sp_active = p.sequence_parallel && p.tensor > 1;

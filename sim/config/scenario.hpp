@@ -136,7 +136,7 @@ struct ParallelismSpec {
   std::int64_t context = 1;
   std::int64_t expert = 1;
   int zero_stage = 0;
-  Zero3Spec zero3;  // with zero_stage 3
+  Zero3Spec zero3;  // used with zero_stage 3 (a stack's is kept at other stages, for a search)
   bool distributed_optimizer = false;
   // Tensor-parallel all-gathers and reduce-scatters pipelined with their adjacent GEMMs (Megatron-Core
   // --tp-comm-overlap, Transformer Engine userbuffers), where sequence parallelism is on: the scenario's

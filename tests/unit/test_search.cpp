@@ -182,9 +182,10 @@ TEST_CASE("every candidate of the space obeys the rules; rejections and candidat
   }
 }
 
-TEST_CASE("candidates keep the software stack's overlaps: a 2021 stack gets no userbuffers overlap") {
+TEST_CASE("candidates keep the software stack: a 2021 stack gets no userbuffers overlap, its own ZeRO-3") {
   // megatron-lm-2021 runs the backward's tensor-parallel collectives blocking and has no sequence-
-  // parallel overlap, so no candidate may overlap them, with sequence parallelism or without; the
+  // parallel overlap, so no candidate may overlap them, with sequence parallelism or without, and its
+  // ZeRO-3 plans run DeepSpeed's stage 3 of 2021 though the scenario is at stage 0; the
   // default stack overlaps wherever sequence parallelism is on, and its 1F1B plans block on their
   // pipeline transfers while its interleaved plans overlap them.
   dtsim::search::SpaceBounds bounds;
@@ -195,13 +196,19 @@ TEST_CASE("candidates keep the software stack's overlaps: a 2021 stack gets no u
   const dtsim::search::Space old_space = dtsim::search::enumerate_space(sc21, bounds);
   REQUIRE_FALSE(old_space.candidates.empty());
   bool sequence_parallel = false;
+  bool zero3 = false;
   for (const auto& c : old_space.candidates) {
     sequence_parallel = sequence_parallel || c.scenario.parallelism.sequence_parallel;
+    if (c.scenario.parallelism.zero_stage == 3) {
+      zero3 = true;  // DeepSpeed's stage 3 of 2021, as the stack says
+      CHECK(dtsim::config::zero3_label(c.scenario.parallelism) == "on_demand/tensor/list");
+    }
     CHECK_FALSE(dtsim::config::tp_comm_overlap_in_effect(c.scenario.parallelism));
     CHECK(dtsim::config::pipeline_comm_in_effect(c.scenario.parallelism) ==
           dtsim::config::PipelineComm::blocking);
   }
   CHECK(sequence_parallel);
+  CHECK(zero3);
   // megatron-lm-2022 overlaps the backward's collectives but has no sequence-parallel overlap.
   nlohmann::json j = nlohmann::json::parse(
       std::ifstream(std::string(DTSIM_SOURCE_DIR) + "/scenarios/llama2-7b-h100-32.json"));
