@@ -14,6 +14,13 @@ std::string product_text(std::int64_t a, std::int64_t b) {
   return p ? std::to_string(*p) : fmt::format("{} x {}", a, b);
 }
 
+// With simulation.ranks "all", the GPUs of a pipeline stage, each of which the lowering simulates;
+// nothing in symmetric mode (one simulated rank per stage).
+std::optional<std::int64_t> every_rank_stage_gpus(const config::Scenario& s) {
+  if (s.simulation.ranks != config::RankMode::all) return std::nullopt;
+  return s.gpu_count() / s.parallelism.pipeline;
+}
+
 }  // namespace
 
 std::int64_t micro_batches(const config::Scenario& s) {
@@ -22,9 +29,7 @@ std::int64_t micro_batches(const config::Scenario& s) {
 }
 
 double layer_passes(const config::Scenario& s) {
-  const bool every_rank = s.simulation.ranks == config::RankMode::all;
-  const double ranks_per_stage =
-      every_rank ? static_cast<double>(s.gpu_count() / s.parallelism.pipeline) : 1.0;
+  const double ranks_per_stage = static_cast<double>(every_rank_stage_gpus(s).value_or(1));
   return 2.0 * ranks_per_stage * static_cast<double>(micro_batches(s)) * static_cast<double>(s.model.layers);
 }
 
@@ -72,13 +77,12 @@ std::optional<std::string> infeasibility(const config::Scenario& s) {
   }
   const double passes = layer_passes(s);
   if (passes > static_cast<double>(kMaxSimulated)) {
-    const bool every_rank = s.simulation.ranks == config::RankMode::all;
+    const std::optional<std::int64_t> stage_gpus = every_rank_stage_gpus(s);
     return fmt::format(
         "too large to simulate: {:.3g} layer passes ({} micro-batches x {} layers x forward and backward{}), "
         "over dtsim's limit of {}; use a smaller global batch{}",
-        passes, m_count, m.layers,
-        every_rank ? fmt::format(" x {} GPUs per stage", s.gpu_count() / p.pipeline) : "", kMaxSimulated,
-        every_rank ? " or simulation.ranks \"symmetric\"" : "");
+        passes, m_count, m.layers, stage_gpus ? fmt::format(" x {} GPUs per stage", *stage_gpus) : "",
+        kMaxSimulated, stage_gpus ? " or simulation.ranks \"symmetric\"" : "");
   }
   return std::nullopt;
 }
