@@ -3,6 +3,7 @@
 // workload produce these; the compute and network models turn them into durations.
 #pragma once
 
+#include <compare>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -56,18 +57,39 @@ enum class CollectiveKind : std::uint8_t {
   send_recv,
 };
 
-// Where the members of a communication group sit: `size` ranks spread over `nodes` nodes with
-// `size / nodes` ranks on each. Collectives are costed for this real layout.
+// The most and the fewest members of a group on one of its nodes, when they differ: a group of 12
+// ranks over two 8-GPU nodes has 8 on one and 4 on the other (12 data-parallel ranks of stage 0 on 3
+// nodes with 2 stages).
+struct UnevenSpread {
+  std::int64_t most = 1;
+  std::int64_t fewest = 1;
+  friend auto operator<=>(const UnevenSpread&, const UnevenSpread&) = default;
+};
+
+// Where the members of a communication group sit: `size` ranks spread over `nodes` nodes, `size /
+// nodes` on each unless `uneven` says otherwise. Collectives are costed for this real layout
+// (parallel/group_layouts.hpp counts it from the members' ranks).
 struct CommGroup {
+  CommGroup() = default;
+  // An even group: `members` over `spanned` nodes.
+  constexpr CommGroup(std::int64_t members, std::int64_t spanned, std::int64_t concurrent = 1,
+                      std::int64_t stride = 1)
+      : size(members), nodes(spanned), concurrent_per_node(concurrent), node_stride(stride) {}
+
   std::int64_t size = 1;
   std::int64_t nodes = 1;
   // How many groups of this shape communicate at the same time through the same NICs of a node
-  // (e.g. the 8 data-parallel rings of a DGX node, one per GPU): they share its nics_per_node.
+  // (e.g. the 8 data-parallel rings of a DGX node, one per GPU): they share its nics_per_node. For an
+  // uneven group, the most on any of its nodes.
   std::int64_t concurrent_per_node = 1;
   // Distance, in node numbers, between consecutive nodes of the group (1: adjacent nodes). Where a
   // group crosses switch tiers depends on it (network/topology.hpp).
   std::int64_t node_stride = 1;
-  std::int64_t ranks_per_node() const { return size / nodes; }
+  std::optional<UnevenSpread> uneven;
+  // Members on the group's busiest node, and on its least busy one.
+  std::int64_t ranks_per_node() const { return uneven ? uneven->most : size / nodes; }
+  std::int64_t fewest_per_node() const { return uneven ? uneven->fewest : size / nodes; }
+  friend auto operator<=>(const CommGroup&, const CommGroup&) = default;
 };
 
 struct CommOp {

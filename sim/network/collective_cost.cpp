@@ -54,7 +54,7 @@ double ring_time(double steps, double inter_steps, double bus_bytes, double bus_
 double all_reduce_time(const graph::CommOp& op, const PathParams& path, Algorithm a, Protocol p) {
   const double n = static_cast<double>(op.group.size);
   const double nodes = static_cast<double>(op.group.nodes);
-  const double r = n / nodes;
+  const double r = static_cast<double>(op.group.ranks_per_node());  // on the busiest node
   const double s = op.bytes;
   const HopLatencies hop = hop_latencies(path, a, p, r <= 1.0);
   const double fraction = protocol_bandwidth_fraction(family_of(a), p);
@@ -77,7 +77,7 @@ double all_reduce_time(const graph::CommOp& op, const PathParams& path, Algorith
       return 2 * ((r - 1) * hop.intra_s + inter_hops * hop.inter_s) + std::max(intra, inter);
     }
     case Algorithm::halving_doubling: {
-      if (!is_power_of_two(op.group.size) || !is_power_of_two(op.group.nodes)) return -1.0;
+      if (!is_power_of_two(op.group.size) || !is_power_of_two(op.group.nodes) || op.group.uneven) return -1.0;
       const double intra = 2 * (r - 1) / r * s / (path.intra_bytes_per_s * fraction);
       const double inter = nodes > 1 ? 2 * (nodes - 1) / nodes * s / (node_share(op, path) * fraction) : 0.0;
       return 2 * (std::log2(r) * hop.intra_s + std::log2(nodes) * hop.inter_s) + intra + inter;
@@ -171,8 +171,9 @@ CollectiveCost collective_cost(const graph::CommOp& op, const PathParams& path) 
   const double nodes = static_cast<double>(op.group.nodes);
   const double s = op.bytes;
   if (op.group.size <= 1 || s <= 0.0) return {};
-  DTSIM_CHECK(op.group.nodes >= 1 && op.group.size % op.group.nodes == 0,
-              "group not spread evenly over nodes");
+  DTSIM_CHECK(op.group.nodes >= 1 && op.group.ranks_per_node() * op.group.nodes >= op.group.size &&
+                  op.group.fewest_per_node() * op.group.nodes <= op.group.size,
+              "a group's members per node do not add up to its size");
   switch (op.kind) {
     case graph::CollectiveKind::all_reduce:
       return all_reduce(op, path);
@@ -183,11 +184,13 @@ CollectiveCost collective_cost(const graph::CommOp& op, const PathParams& path) 
     case graph::CollectiveKind::reduce:
       return ring_collective(op, path, true);
     case graph::CollectiveKind::all_to_all: {
-      const double r = n / nodes;
-      const double intra_time = (r - 1) / n * s / path.intra_bytes_per_s;
-      // The (n - r)/n of every rank's buffer that leaves the node: r ranks share the node's NICs.
-      const double inter_time =
-          nodes > 1 ? r * (n - r) / n * s / node_share(op, path, TrafficPattern::all_to_all) : 0.0;
+      const double most = static_cast<double>(op.group.ranks_per_node());
+      const double fewest = static_cast<double>(op.group.fewest_per_node());
+      const double intra_time = (most - 1) / n * s / path.intra_bytes_per_s;
+      // The (n - r)/n of every rank's buffer that leaves the node: its r ranks share the node's NICs;
+      // with an uneven group, the node of the most or of the fewest members, whichever sends more.
+      const double leaving = std::max(most * (n - most), fewest * (n - fewest)) / n * s;
+      const double inter_time = nodes > 1 ? leaving / node_share(op, path, TrafficPattern::all_to_all) : 0.0;
       const double latency = nodes > 1 ? path.inter_latency_s : path.intra_latency_s;
       return {latency + std::max(intra_time, inter_time), Algorithm::direct};
     }

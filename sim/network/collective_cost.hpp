@@ -1,7 +1,13 @@
 // Alpha-beta cost of collectives over a group laid out on nodes, with NCCL's algorithms and a
 // choice among them by predicted time, as NCCL's tuner does (network_collectives reference, Sec. 1).
 //
-// A group of n ranks on N nodes (r = n/N per node); S is the buffer (CommOp::bytes convention).
+// A group of n ranks on N nodes, r = n/N per node; S is the buffer (CommOp::bytes convention). An
+// uneven group (graph::CommGroup::uneven: 12 ranks on two 8-GPU nodes, 8 + 4) takes r from its busiest
+// node: a ring still enters and leaves each node once per channel, whatever its members there; the
+// tree's chain inside the node and the all-to-all's intra-node part are longest there; the
+// all-to-all's traffic leaving a node is the larger of its busiest and its least busy node's;
+// halving-doubling, whose partners at distances 1, 2, 4, ... assume the same members on every node,
+// does not apply.
 // Bus bytes per rank (nccl-tests PERFORMANCE.md): all_reduce 2(n-1)/n S, all_gather and
 // reduce_scatter (n-1)/n S, broadcast/reduce S.
 //

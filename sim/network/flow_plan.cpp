@@ -21,7 +21,7 @@ struct GroupPlacement {
 
 std::vector<GroupPlacement> place_groups(const graph::CommGroup& g, const TopologyShape& shape) {
   const std::int64_t n_nodes = g.nodes;
-  const std::int64_t r = g.size / g.nodes;
+  const std::int64_t r = g.ranks_per_node();
   const std::int64_t c = std::max<std::int64_t>(1, g.concurrent_per_node);
   const std::int64_t stride = n_nodes > 1 ? std::max<std::int64_t>(1, g.node_stride) : 1;
   const std::int64_t period = stride * n_nodes;
@@ -95,7 +95,7 @@ FlowPlan build_plan(const graph::CommOp& op, Algorithm algorithm, const Topology
   const graph::CommGroup& g = op.group;
   if (g.size <= 1 || op.bytes <= 0.0) return plan;
   const double n = static_cast<double>(g.size);
-  const std::int64_t r = g.size / g.nodes;
+  const std::int64_t r = g.ranks_per_node();
   const double rd = static_cast<double>(r);
   const double nodes = static_cast<double>(g.nodes);
   const double s = op.bytes;

@@ -8,30 +8,6 @@
 
 namespace dtsim::parallel {
 
-void group_members(const Mesh& mesh, const Coord& c, GroupKind kind, std::vector<std::int64_t>& out) {
-  out.clear();
-  Coord m = c;
-  switch (kind) {
-    case GroupKind::tensor:
-      for (m.tensor = 0; m.tensor < mesh.degree(config::MeshDim::tensor); ++m.tensor)
-        out.push_back(mesh.rank_of(m));
-      break;
-    case GroupKind::context:
-      for (m.context = 0; m.context < mesh.degree(config::MeshDim::context); ++m.context) {
-        out.push_back(mesh.rank_of(m));
-      }
-      break;
-    case GroupKind::data:
-      for (m.data = 0; m.data < mesh.degree(config::MeshDim::data); ++m.data) {
-        for (m.context = 0; m.context < mesh.degree(config::MeshDim::context); ++m.context) {
-          out.push_back(mesh.rank_of(m));
-        }
-      }
-      break;
-  }
-  std::sort(out.begin(), out.end());
-}
-
 GangTable::GangTable(graph::TaskGraph& graph, const Mesh& mesh, const std::vector<RankStreams>& streams)
     : graph_(graph),
       mesh_(mesh),
@@ -40,22 +16,8 @@ GangTable::GangTable(graph::TaskGraph& graph, const Mesh& mesh, const std::vecto
       group_gangs_(streams.size()) {
   // Ranks are linear in coordinates: every group of a kind is the group of rank 0 shifted.
   for (const GroupKind kind : {GroupKind::tensor, GroupKind::context, GroupKind::data}) {
-    group_members(mesh, Coord{}, kind, offsets_[static_cast<std::size_t>(kind)]);
+    mesh.group_members(Coord{}, kind, offsets_[static_cast<std::size_t>(kind)]);
   }
-}
-
-std::int64_t GangTable::first_member(std::int64_t r, GroupKind kind) const {
-  const Coord c = mesh_.coord_of(r);
-  const auto shift = [&](std::int64_t coordinate, config::MeshDim d) { return coordinate * mesh_.stride(d); };
-  switch (kind) {
-    case GroupKind::tensor:
-      return r - shift(c.tensor, config::MeshDim::tensor);
-    case GroupKind::context:
-      return r - shift(c.context, config::MeshDim::context);
-    case GroupKind::data:
-      return r - shift(c.data, config::MeshDim::data) - shift(c.context, config::MeshDim::context);
-  }
-  return r;
 }
 
 graph::TaskId GangTable::join(std::int64_t r, GroupKind kind, graph::StreamKind stream,
@@ -63,7 +25,7 @@ graph::TaskId GangTable::join(std::int64_t r, GroupKind kind, graph::StreamKind 
   const auto rank = static_cast<std::size_t>(r);
   const auto k = static_cast<std::size_t>(stream);
   const std::uint32_t place = joined_[rank][k]++;
-  const auto first = static_cast<std::size_t>(first_member(r, kind));
+  const auto first = static_cast<std::size_t>(mesh_.first_member(r, kind));
   std::vector<graph::TaskId>& group = group_gangs_[first][k];
   if (place < group.size()) {
     const graph::TaskId gang = group[place];

@@ -19,14 +19,6 @@
 
 namespace dtsim::parallel {
 
-// Groups a collective can run over.
-enum class GroupKind : std::uint8_t { tensor, context, data };
-
-// Ranks of the group of `kind` that the rank at `c` belongs to, in increasing order, into `out`
-// (cleared first): tensor varies the tensor coordinate, context the context coordinate, data the data
-// and context coordinates (gradients are reduced over both).
-void group_members(const Mesh& mesh, const Coord& c, GroupKind kind, std::vector<std::int64_t>& out);
-
 class GangTable {
  public:
   using RankStreams = std::array<graph::StreamId, graph::kStreamKindCount>;
@@ -40,9 +32,6 @@ class GangTable {
   graph::TaskId join(std::int64_t r, GroupKind kind, graph::StreamKind stream, const graph::Task& task);
 
  private:
-  // The rank with coordinate 0 along the dimensions of r's group of `kind`.
-  std::int64_t first_member(std::int64_t r, GroupKind kind) const;
-
   graph::TaskGraph& graph_;
   const Mesh& mesh_;
   const std::vector<RankStreams>& streams_;

@@ -16,8 +16,9 @@ using graph::StreamKind;
 
 class Interner {
  public:
-  Interner(const config::Scenario& s, const Mesh& mesh, graph::TaskGraph& graph, LabelTable& labels)
-      : s_(s), mesh_(mesh), graph_(graph), labels_(labels) {}
+  Interner(const config::Scenario& s, const LayerGroups& groups, graph::TaskGraph& graph, LabelTable& labels,
+           CommOpTable& comm_ops)
+      : s_(s), groups_(groups), graph_(graph), labels_(labels), comm_ops_(comm_ops) {}
 
   Program program(const models::LayerProgram& p) { return {all(p.forward), all(p.backward)}; }
 
@@ -42,19 +43,15 @@ class Interner {
         ref.gemm = op.compute.cls == graph::ComputeClass::gemm;
         return ref;
       case models::CommRole::tensor_all_reduce:
-        return comm_ref(ref, graph::CollectiveKind::all_reduce, op.comm_bytes, mesh_.tensor_group(),
-                        op.overlap);
+        return comm_ref(ref, graph::CollectiveKind::all_reduce, op.comm_bytes, groups_.tensor, op.overlap);
       case models::CommRole::tensor_all_gather:
-        return comm_ref(ref, graph::CollectiveKind::all_gather, op.comm_bytes, mesh_.tensor_group(),
-                        op.overlap);
+        return comm_ref(ref, graph::CollectiveKind::all_gather, op.comm_bytes, groups_.tensor, op.overlap);
       case models::CommRole::tensor_reduce_scatter:
-        return comm_ref(ref, graph::CollectiveKind::reduce_scatter, op.comm_bytes, mesh_.tensor_group(),
+        return comm_ref(ref, graph::CollectiveKind::reduce_scatter, op.comm_bytes, groups_.tensor,
                         op.overlap);
       case models::CommRole::context_exchange: {
-        // Each step passes K/V to the ring neighbour: the transfer crosses nodes when the ring does.
-        graph::CommGroup pair = mesh_.neighbours(config::MeshDim::context);
-        if (mesh_.context_group().nodes > 1) pair.nodes = 2;
-        OpRef r = comm_ref(ref, graph::CollectiveKind::send_recv, op.comm_bytes, pair);
+        // Each step passes K/V to the ring neighbour, at the pace of the ring's slowest pair.
+        OpRef r = comm_ref(ref, graph::CollectiveKind::send_recv, op.comm_bytes, groups_.exchange);
         r.stream = StreamKind::context_comm;
         r.comm_category = Category::context_comm;
         return r;
@@ -65,7 +62,7 @@ class Interner {
 
   OpRef comm_ref(OpRef ref, graph::CollectiveKind kind, double bytes, graph::CommGroup group,
                  models::GemmOverlap overlap = models::GemmOverlap::none) {
-    ref.op = graph_.add_op(CommOp{kind, bytes, group});
+    ref.op = comm_ops_.id(graph_, CommOp{kind, bytes, group});
     ref.stream = StreamKind::tensor_comm;
     ref.comm_category = Category::tensor_comm;
     if (overlap == models::GemmOverlap::beside_next) {
@@ -73,16 +70,17 @@ class Interner {
     } else if (config::tp_comm_overlap_in_effect(s_.parallelism) && overlap != models::GemmOverlap::none) {
       const double t = static_cast<double>(group.size);
       ref.overlap = overlap;
-      ref.chunk_op = graph_.add_op(CommOp{kind, bytes / t, group});
-      ref.rest_op = graph_.add_op(CommOp{kind, bytes * (t - 1) / t, group});
+      ref.chunk_op = comm_ops_.id(graph_, CommOp{kind, bytes / t, group});
+      ref.rest_op = comm_ops_.id(graph_, CommOp{kind, bytes * (t - 1) / t, group});
     }
     return ref;
   }
 
   const config::Scenario& s_;
-  const Mesh& mesh_;
+  const LayerGroups& groups_;
   graph::TaskGraph& graph_;
   LabelTable& labels_;
+  CommOpTable& comm_ops_;
 };
 
 }  // namespace
@@ -108,8 +106,18 @@ graph::LabelId LabelTable::id(graph::TaskGraph& graph, std::string_view name) {
   return id;
 }
 
-LayerOps intern_layer_ops(const config::Scenario& s, const Mesh& mesh, graph::TaskGraph& graph,
-                          LabelTable& labels) {
+graph::OpId CommOpTable::id(graph::TaskGraph& graph, const graph::CommOp& op) {
+  const Key key{static_cast<int>(op.kind), op.bytes, op.group, op.copies ? op.copies->bytes : -1.0,
+                op.copies ? op.copies->kernels : -1};
+  const auto it = ids_.find(key);
+  if (it != ids_.end()) return it->second;
+  const graph::OpId id = graph.add_op(op);
+  ids_.emplace(key, id);
+  return id;
+}
+
+LayerOps intern_layer_ops(const config::Scenario& s, const LayerGroups& groups, graph::TaskGraph& graph,
+                          LabelTable& labels, CommOpTable& comm_ops) {
   const auto& par = s.parallelism;
   const models::ShardConfig shard{.tensor = par.tensor,
                                   .sequence_parallel = par.sequence_parallel,
@@ -117,7 +125,7 @@ LayerOps intern_layer_ops(const config::Scenario& s, const Mesh& mesh, graph::Ta
                                   .micro_batch = s.training.micro_batch_size,
                                   .precision = s.training.precision,
                                   .backward_overlap = par.tp_backward_overlap};
-  Interner interner(s, mesh, graph, labels);
+  Interner interner(s, groups, graph, labels, comm_ops);
   LayerOps out;
   out.layer = interner.program(models::transformer_layer(s.model, shard));
   out.embedding = interner.program(models::embedding_layer(s.model, shard));

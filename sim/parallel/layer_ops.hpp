@@ -8,12 +8,12 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "config/scenario.hpp"
 #include "graph/task_graph.hpp"
 #include "models/transformer/transformer.hpp"
-#include "parallel/mesh.hpp"
 
 namespace dtsim::parallel {
 
@@ -71,10 +71,30 @@ class LabelTable {
   std::map<std::string, graph::LabelId, std::less<>> ids_;
 };
 
-// The layer, embedding and head programs under the scenario's sharding, and what the scenario's
-// activation recompute replays.
-LayerOps intern_layer_ops(const config::Scenario& s, const Mesh& mesh, graph::TaskGraph& graph,
-                          LabelTable& labels);
+// Interned communication ops: one op per distinct (kind, bytes, group layout, copy kernels), so that
+// every program and every rank that runs the same collective over the same layout shares its op (the
+// members of a gang must: gangs.hpp).
+class CommOpTable {
+ public:
+  graph::OpId id(graph::TaskGraph& graph, const graph::CommOp& op);
+
+ private:
+  using Key = std::tuple<int, double, graph::CommGroup, double, int>;
+  std::map<Key, graph::OpId> ids_;
+};
+
+// The layouts a layer program's communication runs over (group_layouts.hpp): the tensor-parallel
+// group and the context ring's exchange.
+struct LayerGroups {
+  graph::CommGroup tensor;
+  graph::CommGroup exchange;
+  friend auto operator<=>(const LayerGroups&, const LayerGroups&) = default;
+};
+
+// The layer, embedding and head programs under the scenario's sharding over `groups`, and what the
+// scenario's activation recompute replays.
+LayerOps intern_layer_ops(const config::Scenario& s, const LayerGroups& groups, graph::TaskGraph& graph,
+                          LabelTable& labels, CommOpTable& comm_ops);
 
 // The same program with every run of two or more consecutive `compute` ops (pattern_at) as one op
 // reference to a graph::FusedOp of their kernels, labelled "<first> .. <last> (<n> kernels)", with

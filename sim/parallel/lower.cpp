@@ -22,7 +22,7 @@ Lowering::Lowering(const config::Scenario& s, const LowerOptions& options)
       max_chunk_layers_(*std::max_element(chunk_layers_.begin(), chunk_layers_.end())),
       every_rank_(s.simulation.ranks == config::RankMode::all),
       fuse_(every_rank_ || options.fuse_kernels),
-      data_group_(mesh_.gradient_group()),
+      layouts_(mesh_, every_rank_),
       replicas_(every_rank_ ? 1 : s.parallelism.tensor * s.parallelism.context * s.parallelism.data) {
   const std::int64_t ranks = every_rank_ ? s.gpu_count() : p_;
   out_.graph = graph::TaskGraph(static_cast<std::uint32_t>(ranks));
@@ -91,42 +91,68 @@ void Lowering::depend(const Chain& chain, TaskId task) {
   if (chain.also) wait(*chain.also, task);
 }
 
+LayerGroups Lowering::layer_groups(std::int64_t r) const {
+  if (every_rank_) return {layouts_.group(r, GroupKind::tensor), layouts_.exchange(r)};
+  const std::int64_t stage = coord(r).stage;
+  return {layouts_.stage_group(stage, GroupKind::tensor), layouts_.stage_exchange(stage)};
+}
+
+// The transfer of an activation (or its gradient) from rank r to the next (or preceding) stage.
+graph::OpId Lowering::pipeline_send_op(std::int64_t r, bool next) {
+  const graph::CommGroup& pair =
+      every_rank_ ? layouts_.transfer(r, next) : layouts_.stage_transfer(coord(r).stage, next);
+  return intern_comm(CommOp{graph::CollectiveKind::send_recv, pipeline_send_bytes_, pair});
+}
+
 void Lowering::intern_programs() {
   const auto& par = s_.parallelism;
-  LayerOps ops = intern_layer_ops(s_, mesh_, out_.graph, labels_);
-  layer_ = std::move(ops.layer);
-  embedding_ = std::move(ops.embedding);
-  head_ = std::move(ops.head);
-  recompute_ = std::move(ops.recompute);
+  for (std::size_t r = 0; r < coords_.size(); ++r) {
+    const LayerGroups groups = layer_groups(static_cast<std::int64_t>(r));
+    const auto same = [&](const Programs& p) { return p.groups == groups; };
+    const auto it = std::find_if(programs_.begin(), programs_.end(), same);
+    program_of_.push_back(static_cast<std::uint32_t>(it - programs_.begin()));
+    if (it == programs_.end()) programs_.push_back(intern_program(groups));
+  }
+  recomputes_ = !programs_.front().recompute.empty();
   const double a = models::activation_bytes_per_element(s_.training.precision);
   const double tokens = static_cast<double>(s_.training.micro_batch_size * s_.model.seq_length) /
                         static_cast<double>(par.context);
-  const double activation =
+  pipeline_send_bytes_ =
       tokens * static_cast<double>(s_.model.hidden_size) * a / static_cast<double>(par.tensor);
-  pipeline_send_op_ = out_.graph.add_op(
-      CommOp{graph::CollectiveKind::send_recv, activation, mesh_.neighbours(config::MeshDim::pipeline)});
-  if (par.zero_stage >= 3) intern_zero3();
   pipeline_send_label_ = label("pipeline_send_activation");
   pipeline_grad_label_ = label("pipeline_send_gradient");
   zero3_gather_label_ = label("zero3_param_all_gather");
   zero3_reduce_label_ = label("zero3_grad_reduce_scatter");
   optimizer_label_ = label("optimizer_step");
   param_gather_label_ = label("param_all_gather");
+}
+
+Lowering::Programs Lowering::intern_program(const LayerGroups& groups) {
+  LayerOps ops = intern_layer_ops(s_, groups, out_.graph, labels_, comm_ops_);
+  Programs out{groups,
+               std::move(ops.layer),
+               std::move(ops.embedding),
+               std::move(ops.head),
+               std::move(ops.recompute),
+               {},
+               {}};
   if (fuse_) {
     // Each rank is simulated (or many plans are), so task count matters: kernels that run back to back become
     // one task. ZeRO-3 prefetches a layer's parameters once the previous layer's first task has ended: that
     // task stays a kernel of its own.
-    const bool zero3 = par.zero_stage >= 3;
-    for (Program* p : {&layer_, &embedding_, &head_}) {
-      p->forward = fuse_compute_runs(p->forward, zero3 && p == &layer_, out_.graph, labels_);
-      p->backward = fuse_compute_runs(p->backward, zero3 && p == &layer_, out_.graph, labels_);
+    const bool zero3 = s_.parallelism.zero_stage >= 3;
+    for (Program* p : {&out.layer, &out.embedding, &out.head}) {
+      p->forward = fuse_compute_runs(p->forward, zero3 && p == &out.layer, out_.graph, labels_);
+      p->backward = fuse_compute_runs(p->backward, zero3 && p == &out.layer, out_.graph, labels_);
     }
-    recompute_ = fuse_compute_runs(recompute_, zero3, out_.graph, labels_);
+    out.recompute = fuse_compute_runs(out.recompute, zero3, out_.graph, labels_);
     if (!zero3) {
-      forward_sequence_ = LayerSequence(layer_.forward, out_.graph, labels_);
-      if (recompute_.empty()) backward_sequence_ = LayerSequence(layer_.backward, out_.graph, labels_);
+      out.forward_sequence = LayerSequence(out.layer.forward, out_.graph, labels_);
+      if (out.recompute.empty())
+        out.backward_sequence = LayerSequence(out.layer.backward, out_.graph, labels_);
     }
   }
+  return out;
 }
 
 // Symmetric mode numbers streams rank by rank; every-rank mode kind by kind, so that the streams a
@@ -233,7 +259,7 @@ bool Lowering::joins_layers(const PipelineStep& step, bool last_backward) const 
   if (!fuse_ || par.zero_stage >= 3) return false;
   if (step.pass == Pass::forward)
     return !(step.micro_batch == 0 && dp && sharded && s_.training.overlap_param_gather);
-  return recompute_.empty() && !(last_backward && dp && s_.training.overlap_grad_reduce);
+  return !recomputes_ && !(last_backward && dp && s_.training.overlap_grad_reduce);
 }
 
 // Layer l of a step's `count` layers, in the order they run (first = 0).
@@ -288,10 +314,10 @@ void Lowering::open_step(std::int64_t r, StepInProgress& s) {
   const std::int64_t mc = model_chunk(coord(r).stage, s.step.chunk);
   const std::int32_t mb = s.step.micro_batch;
   if (s.step.pass == Pass::forward) {
-    if (mc == 0) emit(r, embedding_.forward, Category::forward, mb, s.chain);
+    if (mc == 0) emit(r, programs(r).embedding.forward, Category::forward, mb, s.chain);
     if (mc == 0 && mb == 0) step_first_[static_cast<std::size_t>(r)] = s.chain.first;
   } else if (mc == p_ * v_ - 1) {
-    emit(r, head_.backward, Category::backward, mb, s.chain);
+    emit(r, programs(r).head.backward, Category::backward, mb, s.chain);
   }
 }
 
@@ -313,11 +339,13 @@ void Lowering::emit_step_layer(std::int64_t r, StepInProgress& s, std::int64_t k
     return std::nullopt;
   };
   const bool join = joins_layers(step, s.last_of_chunk);
+  const Programs& program = programs(r);
   const std::int32_t mb = step.micro_batch;
   Chain layer;
   if (step.pass == Pass::forward) {
     const std::int64_t l = k;
-    emit(r, layer_program(forward_sequence_, layer_.forward, join, l, layers), Category::forward, mb, layer);
+    emit(r, layer_program(program.forward_sequence, program.layer.forward, join, l, layers),
+         Category::forward, mb, layer);
     if (zero3) gate(gather_layer(r, mb, on_demand ? compute_before() : s.previous_layer), layer);
     if (mb == 0) first_use_[layer_index(r, step.chunk, l)] = layer.first;
     s.previous_layer = layer.first;
@@ -325,19 +353,19 @@ void Lowering::emit_step_layer(std::int64_t r, StepInProgress& s, std::int64_t k
     return;
   }
   const std::int64_t l = layers - 1 - k;
-  emit(r, recompute_, Category::recompute, mb, layer);
+  emit(r, program.recompute, Category::recompute, mb, layer);
   if (zero3 && on_demand && regather) {
     // The recomputed forward gathers, uses and releases the parameters; the backward, which starts
     // after its gather, gathers them again.
     gate(gather_layer(r, mb, compute_before()), layer);
     Chain backward = Chain::after(gather_layer(r, mb, layer.last));
-    emit(r, layer_program(backward_sequence_, layer_.backward, join, k, layers), Category::backward, mb,
-         backward);
+    emit(r, layer_program(program.backward_sequence, program.layer.backward, join, k, layers),
+         Category::backward, mb, backward);
     layer.last = backward.last;
     layer.also = backward.also;
   } else {
-    emit(r, layer_program(backward_sequence_, layer_.backward, join, k, layers), Category::backward, mb,
-         layer);
+    emit(r, layer_program(program.backward_sequence, program.layer.backward, join, k, layers),
+         Category::backward, mb, layer);
     if (zero3) gate(gather_layer(r, mb, on_demand ? compute_before() : s.previous_layer), layer);
   }
   s.previous_layer = layer.first;
@@ -352,9 +380,9 @@ void Lowering::close_step(std::int64_t r, StepInProgress& s) {
   const std::int64_t mc = model_chunk(coord(r).stage, s.step.chunk);
   const std::int32_t mb = s.step.micro_batch;
   if (s.step.pass == Pass::forward) {
-    if (mc == p_ * v_ - 1) emit(r, head_.forward, Category::forward, mb, s.chain);
+    if (mc == p_ * v_ - 1) emit(r, programs(r).head.forward, Category::forward, mb, s.chain);
   } else if (mc == 0) {
-    emit(r, embedding_.backward, Category::backward, mb, s.chain);
+    emit(r, programs(r).embedding.backward, Category::backward, mb, s.chain);
   }
   DTSIM_CHECK(!s.chain.also, "a pipeline step ends beside an overlapped GEMM");
   const std::size_t index = step_index(r, s.step.chunk, mb, s.step.pass);
@@ -392,8 +420,9 @@ void Lowering::connect_stages(std::int64_t r) {
     const Chain& from = steps_[step_index(r, step.chunk, step.micro_batch, step.pass)];
     const Chain& to = steps_[step_index(rank_of(peer), next / p_, step.micro_batch, step.pass)];
     DTSIM_CHECK(!from.empty && !to.empty, "pipeline step without tasks");
-    const TaskId send = add_task(r, StreamKind::pipeline_send, pipeline_send_op_, Category::pipeline_comm,
-                                 forward ? pipeline_send_label_ : pipeline_grad_label_, step.micro_batch);
+    const TaskId send =
+        add_task(r, StreamKind::pipeline_send, pipeline_send_op(r, forward), Category::pipeline_comm,
+                 forward ? pipeline_send_label_ : pipeline_grad_label_, step.micro_batch);
     wait(from.last, send);
     wait(send, to.first);
     if (config::pipeline_comm_in_effect(s_.parallelism) == config::PipelineComm::blocking) {

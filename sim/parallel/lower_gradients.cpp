@@ -42,7 +42,7 @@ void Lowering::emit_gradient_sync_and_optimizer(std::int64_t r) {
     for (std::size_t i = 0; i < ready.size(); ++i) {
       bucket += layer_bytes;
       if (bucket < s_.training.bucket_bytes && i + 1 < ready.size()) continue;
-      const graph::OpId op = intern_comm(CommOp{kind, bucket, data_group()});
+      const graph::OpId op = intern_comm(CommOp{kind, bucket, data_group(r)});
       const TaskId after = s_.training.overlap_grad_reduce ? ready[i] : backward_end;
       Chain reduce = Chain::after(after);
       collective(r, GroupKind::data, StreamKind::data_comm, op, Category::data_comm, lbl, -1, reduce);
@@ -68,7 +68,7 @@ void Lowering::emit_gradient_sync_and_optimizer(std::int64_t r) {
       emit_overlapped_param_gathers(r);
     } else {
       const graph::OpId op = intern_comm(
-          CommOp{graph::CollectiveKind::all_gather, params * weight_bytes_per_param(prec), data_group()});
+          CommOp{graph::CollectiveKind::all_gather, params * weight_bytes_per_param(prec), data_group(r)});
       Chain gather = Chain::after(opt);
       collective(r, GroupKind::data, StreamKind::param_gather, op, Category::data_comm, param_gather_label_,
                  -1, gather);
@@ -96,7 +96,7 @@ void Lowering::emit_overlapped_param_gathers(std::int64_t r) {
       bucket += layer_bytes;
       const bool last = c == v_ - 1 && l == layers_in(stage, c) - 1;
       if (bucket < s_.training.bucket_bytes && !last) continue;
-      const graph::OpId op = intern_comm(CommOp{graph::CollectiveKind::all_gather, bucket, data_group()});
+      const graph::OpId op = intern_comm(CommOp{graph::CollectiveKind::all_gather, bucket, data_group(r)});
       Chain gather;
       collective(r, GroupKind::data, StreamKind::param_gather, op, Category::data_comm, lbl, -1, gather);
       wait(gather.last, *bucket_user);
@@ -106,34 +106,41 @@ void Lowering::emit_overlapped_param_gathers(std::int64_t r) {
   }
 }
 
-// ZeRO-3's collectives of one layer (zero3.hpp), interned once. With list buffers each call also copies
-// its buffer to or from one tensor per rank (after an all-gather, before a reduce-scatter): one copy
-// kernel per rank, reading and writing the bytes once. With per-parameter buffers (FSDP2) one kernel
-// copies the gathered buffer out to the parameters' own tensors (split_with_sizes_copy), reading and
-// writing it once, and one copies the gradients, in the activation precision, into the reduce-scatter
-// buffer (chunk_cat), reading them and writing the buffer.
-void Lowering::intern_zero3() {
+// ZeRO-3's collectives of one layer (zero3.hpp) over rank r's data-parallel layout, interned once per layout.
+// With list buffers each call also copies its buffer to or from one tensor per rank (after an all-gather,
+// before a reduce-scatter): one copy kernel per rank, reading and writing the bytes once. With per-parameter
+// buffers (FSDP2) one kernel copies the gathered buffer out to the parameters' own tensors
+// (split_with_sizes_copy), reading and writing it once, and one copies the gradients, in the activation
+// precision, into the reduce-scatter buffer (chunk_cat), reading them and writing the buffer.
+const Lowering::Zero3Ops& Lowering::zero3_ops(std::int64_t r) {
+  const graph::CommGroup& group = data_group(r);
+  for (const Zero3Ops& ops : zero3_ops_) {
+    if (ops.group == group) return ops;
+  }
   const config::Precision prec = s_.training.precision;
   const config::CollectiveBuffers buffers = s_.parallelism.zero3.buffers;
   const auto zero3_op = [&](graph::CollectiveKind kind, double bytes, double read_bytes) {
-    CommOp op{kind, bytes, data_group()};
+    CommOp op{kind, bytes, group};
     if (buffers != config::CollectiveBuffers::flat) {
       graph::ComputeOp copy;
       copy.cls = graph::ComputeClass::memory;
       const bool list = buffers == config::CollectiveBuffers::list;
       copy.bytes = list ? 2 * bytes : read_bytes + bytes;
-      copy.kernels = list ? static_cast<int>(data_group().size) : 1;
+      copy.kernels = list ? static_cast<int>(group.size) : 1;
       op.copies = copy;
     }
     return intern_comm(op);
   };
+  Zero3Ops ops{group, {}, {}};
   const double a = models::activation_bytes_per_element(prec);
   for (const double params : zero3_layer_groups(s_)) {
     const double weights = params * weight_bytes_per_param(prec);
-    zero3_gathers_.push_back(zero3_op(graph::CollectiveKind::all_gather, weights, weights));
-    zero3_reduces_.push_back(
+    ops.gathers.push_back(zero3_op(graph::CollectiveKind::all_gather, weights, weights));
+    ops.reduces.push_back(
         zero3_op(graph::CollectiveKind::reduce_scatter, params * gradient_bytes_per_param(prec), params * a));
   }
+  zero3_ops_.push_back(std::move(ops));
+  return zero3_ops_.back();
 }
 
 // A layer's gathers, one after another on the rank's gather stream, the first after `after` (prefetch:
@@ -144,7 +151,7 @@ TaskId Lowering::gather_layer(std::int64_t r, std::int32_t mb, std::optional<Tas
   Chain gather = after ? Chain::after(*after) : Chain{};
   const std::vector<TaskId>& reductions = data_tasks_[static_cast<std::size_t>(r)];
   bool synchronize = s_.parallelism.zero3.fetch == config::Zero3Fetch::on_demand && !reductions.empty();
-  for (const graph::OpId op : zero3_gathers_) {
+  for (const graph::OpId op : zero3_ops(r).gathers) {
     const std::size_t tasks_before = out_.graph.tasks().size();
     collective(r, GroupKind::data, StreamKind::param_gather, op, Category::data_comm, zero3_gather_label_, mb,
                gather);
@@ -158,22 +165,11 @@ TaskId Lowering::gather_layer(std::int64_t r, std::int32_t mb, std::optional<Tas
 // A layer's gradient reductions on the rank's data stream, after `after` (the layer's last backward task).
 void Lowering::reduce_layer(std::int64_t r, std::int32_t mb, TaskId after) {
   Chain reduce = Chain::after(after);
-  for (const graph::OpId op : zero3_reduces_) {
+  for (const graph::OpId op : zero3_ops(r).reduces) {
     collective(r, GroupKind::data, StreamKind::data_comm, op, Category::data_comm, zero3_reduce_label_, mb,
                reduce);
   }
   data_tasks_[static_cast<std::size_t>(r)].push_back(reduce.last);
-}
-
-// One op per distinct communication (buckets of equal size share theirs).
-graph::OpId Lowering::intern_comm(const CommOp& op) {
-  const auto key = std::make_tuple(static_cast<int>(op.kind), op.bytes, op.group.size, op.group.nodes,
-                                   op.copies ? op.copies->bytes : -1.0, op.copies ? op.copies->kernels : -1);
-  auto it = comm_ops_.find(key);
-  if (it != comm_ops_.end()) return it->second;
-  const graph::OpId id = out_.graph.add_op(op);
-  comm_ops_.emplace(key, id);
-  return id;
 }
 
 }  // namespace dtsim::parallel::detail

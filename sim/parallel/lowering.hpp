@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <optional>
 #include <string_view>
@@ -15,6 +16,7 @@
 #include "graph/task_graph.hpp"
 #include "models/transformer/transformer.hpp"
 #include "parallel/gangs.hpp"
+#include "parallel/group_layouts.hpp"
 #include "parallel/layer_ops.hpp"
 #include "parallel/lower.hpp"
 #include "parallel/memory_model.hpp"
@@ -61,6 +63,13 @@ class Lowering {
   std::int64_t rank_of(const Coord& c) const { return every_rank_ ? mesh_.rank_of(c) : c.stage; }
   const Coord& coord(std::int64_t r) const { return coords_[static_cast<std::size_t>(r)]; }
   std::int64_t group_size(GroupKind kind) const;
+  // The layouts rank r's collectives and transfers run over: its own groups' with every rank, its
+  // stage's slowest in symmetric mode (group_layouts.hpp).
+  const graph::CommGroup& group_layout(std::int64_t r, GroupKind kind) const {
+    return every_rank_ ? layouts_.group(r, kind) : layouts_.stage_group(coord(r).stage, kind);
+  }
+  LayerGroups layer_groups(std::int64_t r) const;
+  graph::OpId pipeline_send_op(std::int64_t r, bool next);
   void collective(std::int64_t r, GroupKind kind, StreamKind stream_kind, graph::OpId op, Category cat,
                   graph::LabelId lbl, std::int32_t mb, Chain& chain);
   void wait(TaskId before, TaskId after);
@@ -68,7 +77,18 @@ class Lowering {
 
   // ---- ops -------------------------------------------------------------------------------------
   graph::LabelId label(std::string_view name) { return labels_.id(out_.graph, name); }
+  // A rank's layer programs: one set per distinct LayerGroups among the simulated ranks.
+  struct Programs {
+    LayerGroups groups;
+    Program layer, embedding, head;
+    std::vector<OpRef> recompute;
+    LayerSequence forward_sequence, backward_sequence;  // with fuse_
+  };
+  const Programs& programs(std::int64_t r) const {
+    return programs_[program_of_[static_cast<std::size_t>(r)]];
+  }
   void intern_programs();
+  Programs intern_program(const LayerGroups& groups);
 
   // ---- ranks and streams -----------------------------------------------------------------------
   void add_streams(std::int64_t ranks);
@@ -115,7 +135,13 @@ class Lowering {
   // last of them is returned. Its gradient reductions, after `after`.
   TaskId gather_layer(std::int64_t r, std::int32_t mb, std::optional<TaskId> after);
   void reduce_layer(std::int64_t r, std::int32_t mb, TaskId after);
-  void intern_zero3();
+  // ZeRO-3's collectives of one layer over a data-parallel layout, interned once per layout.
+  struct Zero3Ops {
+    graph::CommGroup group;
+    std::vector<graph::OpId> gathers;
+    std::vector<graph::OpId> reduces;
+  };
+  const Zero3Ops& zero3_ops(std::int64_t r);
   // The first task of `chain` waits for `task`.
   void gate(TaskId task, const Chain& chain) { wait(task, chain.first); }
   void append(Chain& chain, const Chain& next);
@@ -125,8 +151,8 @@ class Lowering {
   double stage_parameters(std::int64_t stage) const;
   void emit_gradient_sync_and_optimizer(std::int64_t r);
   void emit_overlapped_param_gathers(std::int64_t r);
-  graph::OpId intern_comm(const CommOp& op);
-  const graph::CommGroup& data_group() const { return data_group_; }
+  graph::OpId intern_comm(const CommOp& op) { return comm_ops_.id(out_.graph, op); }
+  const graph::CommGroup& data_group(std::int64_t r) const { return group_layout(r, GroupKind::data); }
 
   // ---- state -----------------------------------------------------------------------------------
   const config::Scenario& s_;
@@ -138,18 +164,18 @@ class Lowering {
   std::int64_t max_chunk_layers_;
   bool every_rank_;
   bool fuse_;  // runs of kernels as fused ops (every-rank mode, or LowerOptions::fuse_kernels)
-  graph::CommGroup data_group_;
+  GroupLayouts layouts_;
   std::int64_t replicas_;
   LoweredGraph out_;
   std::vector<Coord> coords_;
   LabelTable labels_;
   std::optional<GangTable> gangs_;  // every-rank mode
-  Program layer_, embedding_, head_;
-  LayerSequence forward_sequence_, backward_sequence_;  // with fuse_
-  std::vector<OpRef> recompute_;
-  graph::OpId pipeline_send_op_ = 0;
-  std::vector<graph::OpId> zero3_gathers_;  // ZeRO-3: the collectives of one layer (zero3.hpp)
-  std::vector<graph::OpId> zero3_reduces_;
+  CommOpTable comm_ops_;
+  std::vector<Programs> programs_;
+  std::vector<std::uint32_t> program_of_;  // per simulated rank
+  bool recomputes_ = false;                // the scenario's recompute replays ops before each backward
+  double pipeline_send_bytes_ = 0.0;
+  std::deque<Zero3Ops> zero3_ops_;  // references stay valid as it grows
   graph::LabelId pipeline_send_label_ = 0;
   graph::LabelId pipeline_grad_label_ = 0;
   graph::LabelId zero3_gather_label_ = 0;
@@ -167,7 +193,6 @@ class Lowering {
   std::vector<TaskId> stage_last_;
   std::vector<std::vector<TaskId>> data_tasks_;
   std::map<std::int64_t, graph::OpId> optimizer_ops_;
-  std::map<std::tuple<int, double, std::int64_t, std::int64_t, double, int>, graph::OpId> comm_ops_;
 };
 
 }  // namespace dtsim::parallel::detail

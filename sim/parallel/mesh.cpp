@@ -1,11 +1,6 @@
 #include "parallel/mesh.hpp"
 
 #include <algorithm>
-#include <iterator>
-#include <map>
-#include <vector>
-
-#include "core/errors.hpp"
 
 namespace dtsim::parallel {
 
@@ -51,7 +46,8 @@ std::int64_t Mesh::size() const {
 
 std::int64_t Mesh::rank_of(const Coord& c) const {
   std::int64_t r = 0;
-  for (int d = 0; d < config::kMeshDims; ++d) r += coordinate(c, static_cast<config::MeshDim>(d)) * stride_[d];
+  for (int d = 0; d < config::kMeshDims; ++d)
+    r += coordinate(c, static_cast<config::MeshDim>(d)) * stride_[d];
   return r;
 }
 
@@ -61,47 +57,39 @@ Coord Mesh::coord_of(std::int64_t rank) const {
                at(config::MeshDim::data)};
 }
 
-graph::CommGroup Mesh::group(std::initializer_list<config::MeshDim> dims) const {
-  std::vector<std::int64_t> ranks{0};
-  for (const config::MeshDim d : dims) {
-    const std::size_t before = ranks.size();
-    for (std::int64_t i = 1; i < degree(d); ++i) {
-      for (std::size_t k = 0; k < before; ++k) ranks.push_back(ranks[k] + i * stride(d));
-    }
+std::int64_t Mesh::first_member(std::int64_t r, GroupKind kind) const {
+  const Coord c = coord_of(r);
+  switch (kind) {
+    case GroupKind::tensor:
+      return r - c.tensor * stride(config::MeshDim::tensor);
+    case GroupKind::context:
+      return r - c.context * stride(config::MeshDim::context);
+    case GroupKind::data:
+      return r - c.data * stride(config::MeshDim::data) - c.context * stride(config::MeshDim::context);
   }
-  return layout(ranks.data(), static_cast<std::int64_t>(ranks.size()));
+  return r;
 }
 
-graph::CommGroup Mesh::neighbours(config::MeshDim d) const {
-  if (degree(d) <= 1) return graph::CommGroup{};
-  const std::int64_t ranks[2] = {0, stride(d)};
-  return layout(ranks, 2);
-}
-
-graph::CommGroup Mesh::layout(const std::int64_t* ranks, std::int64_t count) const {
-  graph::CommGroup g;
-  g.size = count;
-  if (count <= 1) return g;
-  std::map<std::int64_t, std::int64_t> per_node;
-  for (std::int64_t i = 0; i < count; ++i) ++per_node[ranks[i] / gpus_per_node_];
-  std::int64_t most = 0;
-  for (const auto& [node, members] : per_node) most = std::max(most, members);
-  DTSIM_CHECK(count % most == 0, "a communication group is spread unevenly over nodes");
-  g.nodes = count / most;
-  // Every GPU of a node belongs to one group of this kind, and they all communicate at once.
-  g.concurrent_per_node = std::max<std::int64_t>(1, gpus_per_node_ / most);
-  // Nodes evenly spaced: their common spacing; otherwise 1 (taken as adjacent).
-  if (per_node.size() >= 2) {
-    const std::int64_t step = std::next(per_node.begin())->first - per_node.begin()->first;
-    std::int64_t expected = per_node.begin()->first;
-    bool even = true;
-    for (const auto& entry : per_node) {
-      even = even && entry.first == expected;
-      expected += step;
-    }
-    if (even) g.node_stride = step;
+void Mesh::group_members(const Coord& c, GroupKind kind, std::vector<std::int64_t>& out) const {
+  out.clear();
+  Coord m = c;
+  switch (kind) {
+    case GroupKind::tensor:
+      for (m.tensor = 0; m.tensor < degree(config::MeshDim::tensor); ++m.tensor) out.push_back(rank_of(m));
+      break;
+    case GroupKind::context:
+      for (m.context = 0; m.context < degree(config::MeshDim::context); ++m.context)
+        out.push_back(rank_of(m));
+      break;
+    case GroupKind::data:
+      for (m.data = 0; m.data < degree(config::MeshDim::data); ++m.data) {
+        for (m.context = 0; m.context < degree(config::MeshDim::context); ++m.context) {
+          out.push_back(rank_of(m));
+        }
+      }
+      break;
   }
-  return g;
+  std::sort(out.begin(), out.end());
 }
 
 }  // namespace dtsim::parallel

@@ -1,20 +1,18 @@
-// The rank mesh: how data, tensor, context and pipeline degrees map global ranks onto nodes, and the
-// layout of each kind of communication group on the cluster.
+// The rank mesh: how data, tensor, context and pipeline degrees map global ranks onto nodes.
 //
 // Ranks are numbered along the dimensions in `parallelism.order`, the first varying fastest. The
 // default is Megatron-LM's (tensor, context, data, pipeline):
 //   rank = tp + t * (cp + c * (dp + d * pp)).
-// Consecutive ranks fill a node, so the first dimensions stay inside a node (tensor groups on NVLink
-// when t <= GPUs per node). A group's layout (nodes spanned, members per node, groups of its kind
-// sharing a node's NICs) is counted from its members' ranks.
+// Consecutive ranks fill a node (rank / GPUs per node), so the first dimensions stay inside a node
+// (tensor groups on NVLink when t <= GPUs per node). Where the groups of each kind sit on the nodes is
+// group_layouts.hpp's.
 #pragma once
 
 #include <array>
 #include <cstdint>
-#include <initializer_list>
+#include <vector>
 
 #include "config/scenario.hpp"
-#include "graph/ops.hpp"
 
 namespace dtsim::parallel {
 
@@ -26,6 +24,11 @@ struct Coord {
   std::int64_t data = 0;
 };
 
+// Groups a collective can run over: tensor varies the tensor coordinate, context the context
+// coordinate, data the data and context coordinates (gradients are reduced over both).
+enum class GroupKind : std::uint8_t { tensor, context, data };
+inline constexpr int kGroupKinds = 3;
+
 class Mesh {
  public:
   static Mesh of(const config::Scenario& scenario);
@@ -33,22 +36,20 @@ class Mesh {
   std::int64_t degree(config::MeshDim d) const { return degree_[static_cast<int>(d)]; }
   std::int64_t stride(config::MeshDim d) const { return stride_[static_cast<int>(d)]; }
   std::int64_t size() const;
+  std::int64_t gpus_per_node() const { return gpus_per_node_; }
+  std::int64_t node_of(std::int64_t rank) const { return rank / gpus_per_node_; }
 
   std::int64_t rank_of(const Coord& c) const;
   Coord coord_of(std::int64_t rank) const;
 
-  // Layout of the group of rank 0 spanning the given dimensions (every group of a kind has the same).
-  graph::CommGroup group(std::initializer_list<config::MeshDim> dims) const;
-  graph::CommGroup tensor_group() const { return group({config::MeshDim::tensor}); }
-  graph::CommGroup context_group() const { return group({config::MeshDim::context}); }
-  // Gradients are reduced over data and context ranks together.
-  graph::CommGroup gradient_group() const { return group({config::MeshDim::data, config::MeshDim::context}); }
-  // Two ranks adjacent along one dimension (pipeline neighbours, context ring neighbours).
-  graph::CommGroup neighbours(config::MeshDim d) const;
+  // The member of rank r's group of `kind` at coordinate 0 along the group's dimensions (every group
+  // of a kind is the group of rank 0 shifted by its first member: ranks are linear in coordinates).
+  std::int64_t first_member(std::int64_t r, GroupKind kind) const;
+  // Ranks of the group of `kind` that the rank at `c` belongs to, in increasing order, into `out`
+  // (cleared first).
+  void group_members(const Coord& c, GroupKind kind, std::vector<std::int64_t>& out) const;
 
  private:
-  graph::CommGroup layout(const std::int64_t* ranks, std::int64_t count) const;
-
   std::array<std::int64_t, config::kMeshDims> degree_{};
   std::array<std::int64_t, config::kMeshDims> stride_{};
   std::int64_t gpus_per_node_ = 1;

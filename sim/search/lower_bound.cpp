@@ -9,6 +9,7 @@
 #include "core/errors.hpp"
 #include "network/analytic_model.hpp"
 #include "parallel/feasibility.hpp"
+#include "parallel/group_layouts.hpp"
 #include "parallel/layer_ops.hpp"
 #include "parallel/mesh.hpp"
 #include "parallel/pipeline_schedule.hpp"
@@ -128,18 +129,48 @@ bool ends_on_first_chunk(const config::Scenario& s, std::int64_t stage, std::int
 
 }  // namespace
 
+// One layer's forward and backward (with recompute) over a stage's groups: the chain, and the compute
+// core (first compute start to last compute end).
+struct LayerCost {
+  TimeNs core = 0;
+  TimeNs chain = 0;
+};
+
 double iteration_lower_bound_s(const config::Scenario& scenario) {
   const parallel::Mesh mesh = parallel::Mesh::of(scenario);
+  const parallel::GroupLayouts layouts(mesh, false);
   graph::TaskGraph graph(1);  // only its op table is used
   parallel::LabelTable labels;
-  const parallel::LayerOps ops = parallel::intern_layer_ops(scenario, mesh, graph, labels);
-  const Costs cost(scenario, graph);
-  const Walk forward = walk_all({&ops.layer.forward}, cost);
-  const Walk backward = walk_all({&ops.recompute, &ops.layer.backward}, cost);
-  const TimeNs layer_core = forward.core() + backward.core();
-  const TimeNs embedding =
-      kernels_ns(ops.embedding.forward, graph, cost) + kernels_ns(ops.embedding.backward, graph, cost);
-  const TimeNs head = kernels_ns(ops.head.forward, graph, cost) + kernels_ns(ops.head.backward, graph, cost);
+  parallel::CommOpTable comm_ops;
+  // Each stage's layers run over its own groups (group_layouts.hpp), which may differ (uneven layouts).
+  std::vector<std::pair<parallel::LayerGroups, LayerCost>> costs;
+  std::vector<std::size_t> cost_of_stage;
+  TimeNs embedding = 0;
+  TimeNs head = 0;
+  {
+    const Costs cost(scenario, graph);
+    for (std::int64_t s = 0; s < scenario.parallelism.pipeline; ++s) {
+      const parallel::LayerGroups groups{layouts.stage_group(s, parallel::GroupKind::tensor),
+                                         layouts.stage_exchange(s)};
+      const auto same = [&](const auto& entry) { return entry.first == groups; };
+      const auto it = std::find_if(costs.begin(), costs.end(), same);
+      cost_of_stage.push_back(static_cast<std::size_t>(it - costs.begin()));
+      if (it != costs.end()) continue;
+      const parallel::LayerOps ops = parallel::intern_layer_ops(scenario, groups, graph, labels, comm_ops);
+      const Walk forward = walk_all({&ops.layer.forward}, cost);
+      const Walk backward = walk_all({&ops.recompute, &ops.layer.backward}, cost);
+      costs.emplace_back(groups,
+                         LayerCost{forward.core() + backward.core(), forward.chain() + backward.chain()});
+      if (costs.size() == 1) {
+        embedding =
+            kernels_ns(ops.embedding.forward, graph, cost) + kernels_ns(ops.embedding.backward, graph, cost);
+        head = kernels_ns(ops.head.forward, graph, cost) + kernels_ns(ops.head.backward, graph, cost);
+      }
+    }
+  }
+  const auto stage_cost = [&](std::int64_t s) -> const LayerCost& {
+    return costs[cost_of_stage[static_cast<std::size_t>(s)]].second;
+  };
 
   const std::int64_t p = scenario.parallelism.pipeline;
   const std::int64_t v = scenario.parallelism.virtual_stages;
@@ -150,7 +181,7 @@ double iteration_lower_bound_s(const config::Scenario& scenario) {
   for (std::int64_t s = 0; s < p; ++s) {
     std::int64_t stage_layers = 0;
     for (std::int64_t c = 0; c < v; ++c) stage_layers += layers[static_cast<std::size_t>(c * p + s)];
-    TimeNs per_micro_batch = stage_layers * layer_core;
+    TimeNs per_micro_batch = stage_layers * stage_cost(s).core;
     if (s == 0) per_micro_batch += embedding;
     if (s == p - 1) per_micro_batch += head;
     work[static_cast<std::size_t>(s)] = static_cast<double>(m) * static_cast<double>(per_micro_batch);
@@ -159,7 +190,7 @@ double iteration_lower_bound_s(const config::Scenario& scenario) {
   if (p > 1 && ends_on_first_chunk(scenario, p - 1, m)) {
     TimeNs fill_drain = 0;
     for (std::int64_t c = 0; c + 1 < p; ++c) {
-      fill_drain += layers[static_cast<std::size_t>(c)] * (forward.chain() + backward.chain());
+      fill_drain += layers[static_cast<std::size_t>(c)] * stage_cost(c).chain;
     }
     bound = std::max(bound, static_cast<double>(fill_drain) + work.back());
   }

@@ -14,7 +14,7 @@
 #include "config/scenario_loader.hpp"
 #include "network/analytic_model.hpp"
 #include "network/flow_model.hpp"
-#include "parallel/mesh.hpp"
+#include "parallel/group_layouts.hpp"
 
 namespace {
 
@@ -37,7 +37,9 @@ Episode run_episode(const dtsim::config::Scenario& scenario) {
   const auto start = std::chrono::steady_clock::now();
   const dtsim::network::FlowModel model(scenario);
   const dtsim::network::AnalyticModel analytic(scenario);
-  const auto group = dtsim::parallel::Mesh::of(scenario).gradient_group();
+  const auto mesh = dtsim::parallel::Mesh::of(scenario);
+  const auto group =
+      dtsim::parallel::GroupLayouts(mesh, false).stage_group(0, dtsim::parallel::GroupKind::data);
   Episode e;
   for (double left = kGradientBytes; left > 0.0; left -= kBucketBytes) {
     const dtsim::graph::CommOp op{dtsim::graph::CollectiveKind::all_reduce,
