@@ -19,18 +19,29 @@ struct GroupPlacement {
   std::vector<std::int64_t> locals;
 };
 
+// Members placed on each node of a group (see the header).
+std::int64_t placed_per_node(const graph::CommGroup& g, const TopologyShape& shape) {
+  if (!g.uneven) return g.ranks_per_node();
+  const std::int64_t c = std::max<std::int64_t>(1, g.concurrent_per_node);
+  return std::clamp<std::int64_t>(shape.gpus_per_node / c, 1, g.ranks_per_node());
+}
+
 std::vector<GroupPlacement> place_groups(const graph::CommGroup& g, const TopologyShape& shape) {
   const std::int64_t n_nodes = g.nodes;
-  const std::int64_t r = g.ranks_per_node();
+  const std::int64_t r = placed_per_node(g, shape);
   const std::int64_t c = std::max<std::int64_t>(1, g.concurrent_per_node);
   const std::int64_t stride = n_nodes > 1 ? std::max<std::int64_t>(1, g.node_stride) : 1;
   const std::int64_t period = stride * n_nodes;
-  // One node's groups stand for all when they stay inside it.
-  const std::int64_t periods = n_nodes > 1 ? shape.nodes / period : 1;
-  DTSIM_CHECK(periods >= 1, "a communication group spans more nodes than the cluster has");
+  const std::int64_t span = (n_nodes - 1) * stride + 1;
+  DTSIM_CHECK(span <= shape.nodes, "a communication group spans more nodes than the cluster has");
+  DTSIM_CHECK(r * c <= shape.gpus_per_node || c == 1, "groups placed beyond a node's GPUs");
+  // One node's groups stand for all when they stay inside it. Blocks of `period` nodes; a group whose
+  // nodes are spread out (a pipeline transfer two nodes apart) may leave part of the last block empty.
+  const std::int64_t periods = n_nodes > 1 ? std::max<std::int64_t>(1, shape.nodes / period) : 1;
   std::vector<GroupPlacement> groups;
   for (std::int64_t p = 0; p < periods; ++p) {
     for (std::int64_t o = 0; o < (n_nodes > 1 ? stride : 1); ++o) {
+      if (p * period + o + span > shape.nodes) continue;
       for (std::int64_t j = 0; j < c && j + (r - 1) * c < shape.gpus_per_node; ++j) {
         GroupPlacement placement;
         for (std::int64_t k = 0; k < n_nodes; ++k) placement.nodes.push_back(p * period + o + k * stride);
@@ -95,7 +106,7 @@ FlowPlan build_plan(const graph::CommOp& op, Algorithm algorithm, const Topology
   const graph::CommGroup& g = op.group;
   if (g.size <= 1 || op.bytes <= 0.0) return plan;
   const double n = static_cast<double>(g.size);
-  const std::int64_t r = g.ranks_per_node();
+  const std::int64_t r = placed_per_node(g, shape);
   const double rd = static_cast<double>(r);
   const double nodes = static_cast<double>(g.nodes);
   const double s = op.bytes;

@@ -5,9 +5,10 @@
 // Placement: a group of n ranks on N nodes, `node_stride` apart, r = n/N per node; groups of its kind
 // tile the cluster in blocks of N nodes (period stride x N), c = concurrent_per_node groups per block,
 // group j on local GPUs j, j + c, ... (ranks of faster mesh dimensions in between).
-// An uneven group (graph::CommGroup::uneven) is placed as r = its busiest node's members on each of
-// its N nodes: its rings cross the same node boundaries (collective_cost.hpp) with a few more members
-// on its less busy nodes.
+// An uneven group (graph::CommGroup::uneven) is placed evenly, with r = min(its busiest node's
+// members, GPUs per node / c) on each of its N nodes, so that the c groups sharing a node's NICs fit
+// on it: its rings enter and leave each node once per channel as the real group's do
+// (collective_cost.hpp), in the steps and chunks of the real group's n members.
 // Algorithms (NCCL's, as in collective_cost.hpp):
 //   ring          ch = max(1, min(r, NICs / c)) channels; channel k visits a node's members from
 //                 member k r / ch, alternately forwards and backwards from node to node, so that every
