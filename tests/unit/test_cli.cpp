@@ -1,6 +1,9 @@
 // The command line, driven in-process through run_cli(): exit statuses (0 ok, 2 bad input or usage),
 // help and version on the output stream, nothing on the output stream or in files after an error, and
 // byte-identical reports for repeated runs of scenarios/default.json with --no-timing.
+#include <sys/wait.h>
+
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -331,4 +334,55 @@ TEST_CASE("sweep: lines leave in point order, the same bytes for any --jobs") {
     CHECK(nlohmann::json::parse(line)["index"].get<int>() == expected);
   }
   CHECK(expected == 4);
+}
+
+TEST_CASE("outputs that cannot be written are errors (exit 1), never a silent exit 0") {
+  REQUIRE(std::filesystem::exists(kDefaultScenario));
+  // An output stream that refuses every byte (as standard output on a full disk).
+  std::istringstream in;
+  std::ostream refusing(nullptr);
+  std::ostringstream err;
+  CHECK(dtsim::cli::run_cli({"run", kDefaultScenario, "--no-timing"}, in, refusing, err) ==
+        dtsim::cli::kExitInternal);
+  CHECK(err.str().find("error: cannot write to standard output") != std::string::npos);
+  // The real process, standard output on /dev/full: exit status 1 and the message.
+  const auto dir = scratch_dir("dev_full");
+  const std::string command =
+      std::string(DTSIM_EXE) + " run " + kDefaultScenario + " > /dev/full 2> " + (dir / "err.txt").string();
+  const int status = std::system(command.c_str());
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == dtsim::cli::kExitInternal);
+  CHECK(read_file(dir / "err.txt").find("cannot write to standard output") != std::string::npos);
+  // An import that cannot write its profile says so and does not claim to have written it.
+  const Outcome import =
+      run({"import", "nccl-tests",
+           std::string(DTSIM_SOURCE_DIR) + "/tests/validation/nccl_logs/aws_p4de_2node_efa400_allreduce.log",
+           "--node", "aws-p4d", "--nodes", "2", "--id", "x", "--out", "/dev/full"});
+  CHECK(import.status == dtsim::cli::kExitInternal);
+  CHECK(import.out.find("wrote") == std::string::npos);
+  CHECK(import.err.find("cannot write /dev/full") != std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("an output that names an input, or another output, is refused before anything runs") {
+  const auto dir = scratch_dir("same_file");
+  const auto copy = dir / "scenario.json";
+  std::filesystem::copy_file(kDefaultScenario, copy);
+  const std::string before = read_file(copy);
+  // The same file by another path (a link): refused, and the scenario is untouched.
+  std::filesystem::create_symlink(copy, dir / "link.json");
+  Outcome o = run({"run", copy.string(), "--out", (dir / "link.json").string()});
+  CHECK(o.status == dtsim::cli::kExitBadInput);
+  CHECK(o.err.find("/out: got \"") != std::string::npos);
+  CHECK(o.err.find("the same file as the input") != std::string::npos);
+  CHECK(read_file(copy) == before);
+  o = run(
+      {"run", copy.string(), "--out", (dir / "a.json").string(), "--trace", (dir / "." / "a.json").string()});
+  CHECK(o.status == dtsim::cli::kExitBadInput);
+  CHECK(o.err.find("the same file as --out") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(dir / "a.json"));
+  // Devices may repeat: both outputs to /dev/null.
+  CHECK(run({"run", copy.string(), "--out", "/dev/null", "--trace", "/dev/null"}).status ==
+        dtsim::cli::kExitOk);
+  std::filesystem::remove_all(dir);
 }
