@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <vector>
 
 #include <fmt/format.h>
@@ -138,6 +139,8 @@ bool write_message(int fd, const std::string& bytes) {
 
 std::string call_flow_helper(const std::string& request) {
   const fs::path exe = flow_helper_executable();
+  // Everything that may throw happens before the spawn: from then on the helper is always waited for.
+  const std::string message = framed(request);
   int pair[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
     throw core::InternalError(fmt::format("flow model: socketpair() failed: {}", std::strerror(errno)));
@@ -163,10 +166,14 @@ std::string call_flow_helper(const std::string& request) {
     throw core::InternalError(
         fmt::format("flow model: cannot start the helper {}: {}", program, std::strerror(spawned)));
   }
-  const std::string message = framed(request);
   const bool sent = send_all(ours.get(), message.data(), message.size());
   std::string answer;
-  const bool answered = sent && read_message(ours.get(), answer);
+  bool answered = false;
+  try {
+    answered = sent && read_message(ours.get(), answer);
+  } catch (const std::exception&) {  // an answer too large to hold: a failed helper, still waited for
+    answered = false;
+  }
   ours.reset();
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
