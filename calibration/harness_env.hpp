@@ -8,12 +8,12 @@
 #include <array>
 #include <ctime>
 #include <filesystem>
-#include <fstream>
 #include <string>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/atomic_files.hpp"
 #include "core/errors.hpp"
 
 namespace dtsim::calibration {
@@ -71,12 +71,17 @@ inline std::string utc_now() {
   return buf.data();
 }
 
-// A profile file, its folder created as needed; InputError naming the path when it cannot be written.
+// A file of a profile folder (a profile, a log), its folder created as needed, written whole or not at
+// all (core/atomic_files.hpp): InputError naming a path that cannot be opened, OutputError when
+// writing fails.
+inline void write_output_file(const std::filesystem::path& path, const std::string& content) {
+  std::error_code ec;
+  std::filesystem::create_directories(path.parent_path(), ec);
+  core::write_file(path.string(), content);
+}
+
 inline void write_profile_json(const std::filesystem::path& path, const nlohmann::ordered_json& j) {
-  std::filesystem::create_directories(path.parent_path());
-  std::ofstream f(path);
-  if (!f) throw core::InputError(path.string(), "", "cannot write the profile file");
-  f << j.dump(2) << "\n";
+  write_output_file(path, j.dump(2) + "\n");
 }
 
 }  // namespace dtsim::calibration

@@ -116,9 +116,8 @@ int run(int argc, char** argv) {
   std::vector<std::string> logs;
   for (std::size_t i = 0; i < kinds.size(); ++i) {
     const auto path = out / "logs" / fmt::format("{}-{}.log", id, cal::program_name(cpu::name_of(kinds[i])));
-    std::filesystem::create_directories(path.parent_path());
-    std::ofstream f(path);
-    f << cal::nccl_tests_log(cpu::name_of(kinds[i]), ranks, "dtsim_calibrate_cpu (MPI)", timings[i]);
+    cal::write_output_file(
+        path, cal::nccl_tests_log(cpu::name_of(kinds[i]), ranks, "dtsim_calibrate_cpu (MPI)", timings[i]));
     logs.push_back(path.string());
   }
 

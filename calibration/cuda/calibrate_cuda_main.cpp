@@ -228,8 +228,8 @@ int run(int argc, char** argv) {
   std::vector<std::string> logs;
   for (std::size_t i = 0; i < kinds.size(); ++i) {
     const auto path = out / "logs" / fmt::format("{}-{}.log", id, cal::program_name(kinds[i]));
-    std::filesystem::create_directories(path.parent_path());
-    std::ofstream(path) << cal::nccl_tests_log(kinds[i], ranks, "dtsim_calibrate_cuda (NCCL)", timings[i]);
+    cal::write_output_file(path,
+                           cal::nccl_tests_log(kinds[i], ranks, "dtsim_calibrate_cuda (NCCL)", timings[i]));
     logs.push_back(path.string());
   }
   if (hosts > 1) {

@@ -1,6 +1,8 @@
 // run_cli(): parses the command line with CLI11, runs the chosen subcommand and turns what it throws
 // into an exit status and one message on the error stream. CLI11 throws its own errors for help
-// (printed to the output stream, status 0), --version (likewise) and bad usage (status 2).
+// (printed to the output stream, status 0), --version (likewise) and bad usage (status 2). An output
+// that cannot be written (OutputError, or the output stream failing by the end of a command that
+// otherwise succeeded) is exit status 1 with "error: cannot write ...".
 #include "cli/cli.hpp"
 
 #include <exception>
@@ -75,33 +77,46 @@ int run_cli(const std::vector<std::string>& args, std::istream& in, std::ostream
     return app.exit(e, out, err) == 0 ? kExitOk : kExitBadInput;
   }
 
-  try {
-    if (run->parsed()) return run_command(run_options, in, out, err);
-    if (check->parsed()) return check_command(check_options, in, out);
-    if (compare->parsed()) return compare_command(compare_options, in, out);
-    if (sweep->parsed()) return sweep_command(sweep_options, in, out, err);
-    if (merge->parsed()) return merge_command(merge_options, out);
-    if (search->parsed()) return search_command(search_options, in, out);
-    if (plan->parsed()) return plan_command(plan_options, in, out);
-    if (nccl->parsed()) return nccl_tests_command(nccl_options, out);
-    if (import->parsed()) return import_nccl_command(import_options, out);
-    if (kineto->parsed()) return import_kineto_command(kineto_options, out);
-    if (calibrate->parsed()) return calibrate_command(calibrate_options, out, err);
-    err << "error: a subcommand is required\nRun with --help for more information.\n";
-    return kExitBadInput;
-  } catch (const core::InputError& e) {
-    err << "error: " << e.what() << '\n';
-    return kExitBadInput;
-  } catch (const core::InfeasibleError& e) {  // outside evaluate(): nccl-tests' collectives
-    err << "infeasible: " << e.what() << '\n';
-    return kExitInfeasible;
-  } catch (const core::InternalError& e) {
-    report_internal(err, e.what());
-    return kExitInternal;
-  } catch (const std::exception& e) {
-    report_internal(err, e.what());
-    return kExitInternal;
+  const int status = [&] {
+    try {
+      if (run->parsed()) return run_command(run_options, in, out, err);
+      if (check->parsed()) return check_command(check_options, in, out);
+      if (compare->parsed()) return compare_command(compare_options, in, out);
+      if (sweep->parsed()) return sweep_command(sweep_options, in, out, err);
+      if (merge->parsed()) return merge_command(merge_options, out);
+      if (search->parsed()) return search_command(search_options, in, out);
+      if (plan->parsed()) return plan_command(plan_options, in, out);
+      if (nccl->parsed()) return nccl_tests_command(nccl_options, out);
+      if (import->parsed()) return import_nccl_command(import_options, out);
+      if (kineto->parsed()) return import_kineto_command(kineto_options, out);
+      if (calibrate->parsed()) return calibrate_command(calibrate_options, out, err);
+      err << "error: a subcommand is required\nRun with --help for more information.\n";
+      return kExitBadInput;
+    } catch (const core::InputError& e) {
+      err << "error: " << e.what() << '\n';
+      return kExitBadInput;
+    } catch (const core::InfeasibleError& e) {  // outside evaluate(): nccl-tests' collectives
+      err << "infeasible: " << e.what() << '\n';
+      return kExitInfeasible;
+    } catch (const core::OutputError& e) {
+      err << "error: " << e.what() << '\n';
+      return kExitInternal;
+    } catch (const core::InternalError& e) {
+      report_internal(err, e.what());
+      return kExitInternal;
+    } catch (const std::exception& e) {
+      report_internal(err, e.what());
+      return kExitInternal;
+    }
+  }();
+  if (status == kExitOk || status == kExitInfeasible) {
+    out.flush();
+    if (!out) {
+      err << "error: cannot write to standard output\n";
+      return kExitInternal;
+    }
   }
+  return status;
 }
 
 }  // namespace dtsim::cli

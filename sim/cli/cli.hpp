@@ -16,4 +16,8 @@ inline constexpr int kExitInfeasible = 3;
 
 int run_cli(const std::vector<std::string>& args, std::istream& in, std::ostream& out, std::ostream& err);
 
+// `dtsim --internal-flow-helper`: the flow model's SimGrid helper process (network/flow_helper.hpp),
+// started by dtsim itself; main() calls it instead of run_cli() for that one argument.
+int flow_helper_main(std::ostream& err);
+
 }  // namespace dtsim::cli

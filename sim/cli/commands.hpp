@@ -51,7 +51,13 @@ struct SweepOptions {
   bool no_timing = false;
   std::string shard;        // "K/N": the K-th (1-based) of N disjoint slices of the points, by index
   std::string report_path;  // "" writes no report; else written once all points are done
+  bool resume = false;      // carry on from --out's FILE.partial
 };
+
+// A sweep with --report keeps every point's result for the report: at most this many points.
+inline constexpr std::uint64_t kMaxReportPoints = 10000;
+// Points read (and then evaluated) at a time: a sweep's memory does not grow with its points.
+inline constexpr std::uint64_t kSweepWindow = 1024;
 
 CLI::App* add_sweep_command(CLI::App& app, SweepOptions& options);
 int sweep_command(const SweepOptions& options, std::istream& in, std::ostream& out, std::ostream& err);
@@ -59,6 +65,7 @@ int sweep_command(const SweepOptions& options, std::istream& in, std::ostream& o
 struct MergeOptions {
   std::vector<std::string> inputs;  // JSON Lines written by sweep shards
   std::string out_path;
+  bool allow_incomplete = false;  // merge unfinished sweeps too (the output says it is unfinished)
 };
 
 CLI::App* add_merge_command(CLI::App& app, MergeOptions& options);

@@ -4,6 +4,7 @@
 
 #include "cli/cli.hpp"
 #include "cli/commands.hpp"
+#include "cli/output_files.hpp"
 #include "cli/report_option.hpp"
 #include "network/flow_cache.hpp"
 #include "reports/compare_report.hpp"
@@ -22,6 +23,7 @@ CLI::App* add_compare_command(CLI::App& app, CompareOptions& o) {
 }
 
 int compare_command(const CompareOptions& o, std::istream& in, std::ostream& out) {
+  check_outputs({{"--report", o.report_path}}, o.scenarios);
   // Read every scenario first: a bad one stops the command before anything is evaluated or written.
   std::vector<config::Scenario> scenarios;
   for (const auto& path : o.scenarios) scenarios.push_back(read_scenario(path, in));
@@ -51,7 +53,7 @@ int compare_command(const CompareOptions& o, std::istream& in, std::ostream& out
     }
     write_report_file(o.report_path, data);
   }
-  out << text.str();
+  write_stream(out, text.str());
   return any_infeasible ? kExitInfeasible : kExitOk;
 }
 

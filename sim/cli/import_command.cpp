@@ -2,7 +2,6 @@
 // all-reduce logs and write a hardware profile that scenarios can use: a fabric profile for logs that
 // span nodes, a node profile (the given node with its intra-node link refitted) for one-node logs.
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -11,6 +10,7 @@
 #include "calibration/nccl_log.hpp"
 #include "cli/cli.hpp"
 #include "cli/commands.hpp"
+#include "cli/output_files.hpp"
 #include "config/scenario_loader.hpp"
 #include "core/errors.hpp"
 #include "reports/profile_json.hpp"
@@ -30,6 +30,7 @@ CLI::App* add_import_command(CLI::App& app, ImportNcclOptions& o) {
 }
 
 int import_nccl_command(const ImportNcclOptions& o, std::ostream& out) {
+  check_outputs({{"--out", o.out_path}}, o.logs);
   const ResolvedCluster resolved = resolve_cluster(o.cluster);
   const config::Scenario& cluster = resolved.cluster;
   const int per_node = static_cast<int>(resolved.ranks_per_node);
@@ -95,9 +96,7 @@ int import_nccl_command(const ImportNcclOptions& o, std::ostream& out) {
                                                         copied)}};
     profile = reports::node_profile_json(node, sources);
   }
-  std::ofstream file(o.out_path);
-  if (!file) throw core::InputError(o.out_path, "", "cannot write the profile file");
-  file << profile.dump(2) << "\n";
+  write_files({{o.out_path, profile.dump(2) + "\n"}});  // "wrote" only once the file is complete
   out << fmt::format("wrote {} ({} profile \"{}\"): efficiency {:.3f}, latency {:.2f} us per step ({}; fit error {:.1f}% "
                      "over {} rows)\n",
                      o.out_path, fit.target == calibration::FitTarget::fabric ? "fabric" : "node", o.id, fit.efficiency,

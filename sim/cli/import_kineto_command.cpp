@@ -1,6 +1,5 @@
 #include "cli/import_kineto_command.hpp"
 
-#include <fstream>
 #include <map>
 #include <ostream>
 
@@ -9,6 +8,7 @@
 #include "calibration/fit_gemm.hpp"
 #include "calibration/kernel_table.hpp"
 #include "cli/cli.hpp"
+#include "cli/output_files.hpp"
 #include "config/kineto_reader.hpp"
 #include "config/profile_loader.hpp"
 #include "config/scenario_loader.hpp"
@@ -29,6 +29,7 @@ CLI::App* add_import_kineto_command(CLI::App& import, ImportKinetoOptions& o) {
 }
 
 int import_kineto_command(const ImportKinetoOptions& o, std::ostream& out) {
+  check_outputs({{"--out", o.out_path}}, {o.trace});
   const config::KinetoTrace trace = config::read_kineto_trace(o.trace);
   const calibration::KernelTable table = calibration::kernel_table(trace);
   std::optional<reports::GemmFitReport> fit;
@@ -57,9 +58,7 @@ int import_kineto_command(const ImportKinetoOptions& o, std::ostream& out) {
     fit = reports::GemmFitReport{o.gpu, precision,
                                  calibration::fit_gemm_curve(best->second, *peak, gpu.sm_count, curve)};
   }
-  std::ofstream file(o.out_path);
-  if (!file) throw core::InputError(o.out_path, "", "cannot write the kernel table");
-  file << reports::kernel_table_json(table, fit).dump(2) << "\n";
+  write_files({{o.out_path, reports::kernel_table_json(table, fit).dump(2) + "\n"}});
   out << fmt::format("wrote {}: {} GPU events, {:.1f} us", o.out_path, trace.gpu.size(), table.total_us);
   for (const auto& c : table.classes)
     out << fmt::format("; {} {:.1f}%", calibration::to_string(c.cls), 100.0 * c.share);

@@ -4,6 +4,7 @@
 
 #include "cli/cli.hpp"
 #include "cli/commands.hpp"
+#include "cli/output_files.hpp"
 #include "cli/positive_number.hpp"
 #include "config/plan_loader.hpp"
 #include "reports/plan_report.hpp"
@@ -23,6 +24,7 @@ CLI::App* add_plan_command(CLI::App& app, PlanCommandOptions& o) {
 }
 
 int plan_command(const PlanCommandOptions& o, std::istream& in, std::ostream& out) {
+  check_outputs({{"--out", o.out_path}}, {o.plan});
   const config::Plan plan =
       config::load_plan_text(read_scenario_text(o.plan, in), o.plan, config::default_data_paths());
   search::PlanOutcome outcome = search::evaluate_plan(plan, worker_threads(o.jobs));

@@ -2,9 +2,9 @@
 #include "cli/report_option.hpp"
 
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 
+#include "cli/output_files.hpp"
 #include "core/errors.hpp"
 #include "reports/report_writer.hpp"
 
@@ -40,12 +40,7 @@ void check_report_folder(const std::string& path) {
 }
 
 void write_report_file(const std::string& path, const results::ReportData& data) {
-  const std::string content = render_report(path, data);
-  std::ofstream file(path, std::ios::binary | std::ios::trunc);
-  if (!file) throw core::InputError(path, "", "cannot open the report file for writing");
-  file << content;
-  file.close();
-  if (!file) throw core::InputError(path, "", "could not write the report file");
+  write_files({{path, render_report(path, data)}});
 }
 
 }  // namespace dtsim::cli

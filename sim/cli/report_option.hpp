@@ -20,7 +20,7 @@ std::string render_report(const std::string& path, const results::ReportData& da
 // (sweep) calls this before it starts.
 void check_report_folder(const std::string& path);
 
-// render_report() written to path; InputError naming the path when it cannot be written.
+// render_report() written to path through write_files() (output_files.hpp).
 void write_report_file(const std::string& path, const results::ReportData& data);
 
 }  // namespace dtsim::cli

@@ -1,5 +1,6 @@
-// `dtsim run SCENARIO`: load -> evaluate -> render. Everything is rendered in memory first and written
-// only once all of it succeeded, so an error leaves no partial report or trace behind.
+// `dtsim run SCENARIO`: load -> evaluate -> render. The output paths are checked against the scenario
+// first; everything is rendered in memory and written only once all of it succeeded, all files or
+// none (output_files.hpp), so an error leaves no partial report or trace behind.
 #include <ostream>
 #include <sstream>
 #include <string>
@@ -49,6 +50,9 @@ CLI::App* add_run_command(CLI::App& app, RunOptions& options) {
 int run_command(const RunOptions& options, std::istream& in, std::ostream& out, std::ostream& err) {
   const reports::Format format = parse_format(options.format);
   const bool want_trace = !options.trace_path.empty();
+  check_outputs(
+      {{"--out", options.out_path}, {"--trace", options.trace_path}, {"--report", options.report_path}},
+      {options.scenario});
   const config::Scenario scenario = read_scenario(options.scenario, in);
 
   const bool want_report = !options.report_path.empty();
@@ -80,7 +84,7 @@ int run_command(const RunOptions& options, std::istream& in, std::ostream& out, 
   }
 
   write_files(files);
-  if (options.out_path.empty()) out << report.str() << std::flush;
+  if (options.out_path.empty()) write_stream(out, report.str());
   if (infeasible) {
     err << "infeasible: " << result.reason << '\n';
     if (want_trace && !result.trace) err << "no trace written to " << options.trace_path << '\n';

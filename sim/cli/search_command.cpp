@@ -64,7 +64,7 @@ reports::Format output_format(const std::string& format) {
 
 void write_output(const std::string& text, const std::string& out_path, std::ostream& out) {
   if (out_path.empty()) {
-    out << text;
+    write_stream(out, text);
     return;
   }
   write_files({{out_path, text}});
@@ -104,6 +104,7 @@ static results::ReportData search_report_data(const config::Scenario& base,
 }
 
 int search_command(const SearchCommandOptions& o, std::istream& in, std::ostream& out) {
+  check_outputs({{"--out", o.out_path}, {"--report", o.report_path}}, {o.scenario});
   const config::Scenario base = read_scenario(o.scenario, in);
   // The search space is the transformer's split (tensor, pipeline, context, data, recompute, sharding).
   if (base.layer_model || base.model.kind != config::ModelKind::transformer) {
@@ -135,7 +136,7 @@ int search_command(const SearchCommandOptions& o, std::istream& in, std::ostream
   }
   if (!o.out_path.empty()) files.push_back({o.out_path, text.str()});
   write_files(files);
-  if (o.out_path.empty()) out << text.str();
+  if (o.out_path.empty()) write_stream(out, text.str());
   return outcome.top.empty() ? kExitInfeasible : kExitOk;
 }
 

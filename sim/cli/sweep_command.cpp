@@ -1,30 +1,30 @@
-// dtsim sweep SCENARIO --set PTR=V1,V2 ...: every combination of the values, evaluated on a pool of
-// threads, each result written as one JSON line (or CSV row) in point order, as soon as it and every
-// point before it are done.
+// dtsim sweep SCENARIO --set PTR=V1,V2 ...: every combination of the values (config/sweep_points.hpp),
+// made one at a time from its index and evaluated in windows of kSweepWindow points on a pool of
+// threads (core/parallel_for.hpp): every point of a window is read before any of it is evaluated, and
+// each result is written as one JSON line (or CSV row) in point order as soon as it and every point
+// before it are done (sweep_sink.hpp), so memory does not grow with the number of points and the bytes
+// do not depend on --jobs. The output begins and ends with the lines of sweep_lines.hpp.
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <iterator>
 #include <mutex>
 #include <optional>
 #include <sstream>
-#include <thread>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "cli/cli.hpp"
 #include "cli/commands.hpp"
+#include "cli/output_files.hpp"
 #include "cli/positive_number.hpp"
 #include "cli/report_option.hpp"
-#include "config/json_reader.hpp"
+#include "cli/sweep_lines.hpp"
+#include "cli/sweep_sink.hpp"
 #include "config/sweep_points.hpp"
 #include "core/errors.hpp"
+#include "core/parallel_for.hpp"
 #include "network/flow_cache.hpp"
 #include "reports/csv_report.hpp"
 #include "reports/reports.hpp"
@@ -46,9 +46,11 @@ CLI::App* add_sweep_command(CLI::App& app, SweepOptions& o) {
   cmd->add_option("--jobs,-j", o.jobs, "Worker threads (default: all cores)")->check(positive_number());
   cmd->add_option("--format", o.format, "jsonl: one JSON object per line; csv")
       ->check(CLI::IsMember({"jsonl", "csv"}));
-  cmd->add_option("--out", o.out_path, "Write to FILE instead of standard output");
+  cmd->add_option("--out", o.out_path,
+                  "Write to FILE instead of standard output (FILE.partial until the sweep is complete)");
   cmd->add_flag("--no-timing", o.no_timing, "Report the engine's wall time as 0");
   cmd->add_option("--shard", o.shard, "K/N: evaluate only the points whose index % N == K - 1");
+  cmd->add_flag("--resume", o.resume, "Carry on from the unfinished sweep in --out's FILE.partial");
   add_report_option(cmd, o.report_path);
   return cmd;
 }
@@ -56,15 +58,16 @@ CLI::App* add_sweep_command(CLI::App& app, SweepOptions& o) {
 namespace {
 
 // "K/N" with 1 <= K <= N.
-std::pair<std::size_t, std::size_t> parse_shard(const std::string& text) {
+Shard parse_shard(const std::string& text) {
   const std::size_t slash = text.find('/');
-  std::size_t k = 0, n = 0;
+  std::uint64_t k = 0, n = 0;
   try {
     if (slash != std::string::npos) {
       std::size_t used_k = 0, used_n = 0;
-      k = std::stoul(text.substr(0, slash), &used_k);
-      n = std::stoul(text.substr(slash + 1), &used_n);
-      if (used_k != slash || used_n != text.size() - slash - 1) n = 0;
+      k = std::stoull(text.substr(0, slash), &used_k);
+      n = std::stoull(text.substr(slash + 1), &used_n);
+      if (used_k != slash || used_n != text.size() - slash - 1 || text[0] == '-' || text[slash + 1] == '-')
+        n = 0;
     }
   } catch (const std::exception&) {
     n = 0;
@@ -84,9 +87,9 @@ std::string sweep_title(const std::string& source, const std::vector<config::Swe
 }
 
 // A report entry per point: the --set assignments as knobs, labelled by their last pointer segment.
-results::ReportEntry report_entry(const config::SweepPoint& point, results::Result result) {
+results::ReportEntry report_entry(const std::vector<std::string>& assignment, results::Result result) {
   results::ReportEntry entry{.result = std::move(result)};
-  for (const std::string& a : point.assignment) {
+  for (const std::string& a : assignment) {
     const std::size_t eq = a.find('=');
     results::Knob knob{a.substr(0, eq), eq == std::string::npos ? std::string() : a.substr(eq + 1)};
     const std::size_t slash = knob.key.find_last_of('/');
@@ -95,6 +98,30 @@ results::ReportEntry report_entry(const config::SweepPoint& point, results::Resu
     entry.knobs.push_back(std::move(knob));
   }
   return entry;
+}
+
+// The refusals that need no evaluation: --report on too many points, --resume without a file to resume.
+void check_options(const SweepOptions& o, std::uint64_t count, const std::string& name) {
+  if (!o.report_path.empty() && count > kMaxReportPoints) {
+    throw core::InputError(
+        "command line", "/report",
+        fmt::format("{} has {} points; a report keeps and charts every point, at most {}: drop --report, or "
+                    "sweep fewer values (or a --shard of them)",
+                    name, count, kMaxReportPoints));
+  }
+  if (o.resume && o.out_path.empty()) {
+    throw core::InputError("command line", "/resume", "--resume carries on from --out FILE; expected --out");
+  }
+  if (o.resume && o.format != "jsonl") {
+    throw core::InputError("command line", "/resume",
+                           "--resume reads back which points are done, which CSV rows do not say; expected "
+                           "--format jsonl");
+  }
+  if (o.resume && !o.report_path.empty()) {
+    throw core::InputError("command line", "/report",
+                           "a resumed sweep has the earlier points only on disk, not for a report; expected "
+                           "--resume without --report");
+  }
 }
 
 }  // namespace
@@ -106,110 +133,128 @@ int sweep_command(const SweepOptions& o, std::istream& in, std::ostream& out, st
   const config::Scaling scaling = o.scaling == "weak"     ? config::Scaling::weak
                                   : o.scaling == "strong" ? config::Scaling::strong
                                                           : config::Scaling::none;
-  std::vector<config::SweepPoint> points = config::sweep_points(text, o.scenario, axes, scaling);
-  std::vector<std::size_t> indexes;
-  if (o.shard.empty()) {
-    for (std::size_t i = 0; i < points.size(); ++i) indexes.push_back(i);
-  } else {
-    const auto [k, n] = parse_shard(o.shard);
-    for (std::size_t i = k; i < points.size(); i += n) indexes.push_back(i);
-  }
-  // Every point is read before any is evaluated: a bad value stops the sweep with nothing written.
-  std::vector<config::Scenario> scenarios;
-  for (const std::size_t index : indexes) {
-    const config::SweepPoint& p = points[index];
-    try {
-      scenarios.push_back(
-          config::load_scenario_text(p.scenario_text, o.scenario, config::default_data_paths()));
-    } catch (const core::InputError& e) {
-      std::string where;
-      for (const auto& a : p.assignment) where += (where.empty() ? "" : ", ") + a;
-      throw core::InputError(e.file(), e.pointer(), fmt::format("{} (sweep point {})", e.message(), where));
-    }
-  }
+  const config::SweepSpace space(text, o.scenario, axes, scaling);
+  const std::optional<Shard> given_shard =
+      o.shard.empty() ? std::nullopt : std::optional(parse_shard(o.shard));
+  const Shard shard = given_shard.value_or(Shard{});
+  const std::uint64_t count = shard.count(space.size());
+  const std::string title = sweep_title(o.scenario, axes);
+  check_options(o, count, title);
+  const std::string partial = o.out_path.empty() ? "" : partial_path(o.out_path);
+  check_outputs({{"--out", o.out_path}, {"--out", partial}, {"--report", o.report_path}}, {o.scenario});
 
-  // Both outputs are checked before any point is evaluated: the report is opened without truncating
-  // (and removed again if this call created it and --out then fails), so a path that cannot be
-  // written stops the sweep with nothing written.
-  bool report_created = false;
-  if (!o.report_path.empty()) {
-    check_report_folder(o.report_path);
-    report_created = !std::filesystem::exists(o.report_path);
-    std::ofstream probe(o.report_path, std::ios::binary | std::ios::app);
-    if (!probe) throw core::InputError(o.report_path, "", "cannot open the report file for writing");
+  std::string header;
+  if (o.format == "csv") {
+    std::ostringstream row;
+    reports::write_csv_header(row);
+    header = row.str();
+  } else {
+    header = sweep_header_line({.scenario = o.scenario,
+                                .scenario_text = text,
+                                .scaling = o.scaling,
+                                .axes = &axes,
+                                .points = space.size(),
+                                .shard = given_shard});
   }
-  std::ofstream file;
-  if (!o.out_path.empty()) {
-    file.open(o.out_path);
-    if (!file) {
-      std::error_code ignored;
-      if (report_created) std::filesystem::remove(o.report_path, ignored);
-      throw core::InputError(o.out_path, "", "cannot open the output file");
-    }
-  }
-  std::ostream& sink = o.out_path.empty() ? out : file;
-  const bool progress = &err == &std::cerr && ::isatty(STDERR_FILENO) != 0;
-  std::mutex lock;
-  std::atomic<std::size_t> next{0};
-  std::size_t done = 0;
-  std::vector<std::optional<std::string>> finished(scenarios.size());
-  std::size_t next_to_write = 0;
-  bool infeasible = false;
+  // Both outputs are checked before any point is evaluated: a path that cannot be written stops the
+  // sweep with nothing written. The report is opened (and let go) now and written at the end.
   const bool want_report = !o.report_path.empty();
-  std::vector<std::optional<results::Result>> kept(want_report ? scenarios.size() : 0);
-  if (o.format == "csv") reports::write_csv_header(sink);
+  if (want_report) {
+    check_report_folder(o.report_path);
+    core::OpenedFile probe = core::open_for_writing(o.report_path);
+    core::discard(probe);
+  }
+  SweepSink sink(SweepSinkOptions{.out_path = o.out_path,
+                                  .resume = o.resume,
+                                  .header = header,
+                                  .space = &space,
+                                  .shard = shard,
+                                  .count = count},
+                 out);
+
+  const bool progress = &err == &std::cerr && ::isatty(STDERR_FILENO) != 0;
+  std::vector<std::optional<results::Result>> kept(want_report ? count : 0);
+  std::vector<std::vector<std::string>> kept_sets(want_report ? count : 0);
+  bool any_not_ok = sink.any_not_ok();
   // Points on the flow network simulate each distinct collective once (network/flow_cache.hpp).
   network::FlowCache flow_cache;
   const results::EvaluateOptions options{.flow_cache = &flow_cache};
-  const auto worker = [&] {
-    for (std::size_t i = next++; i < scenarios.size(); i = next++) {
-      results::Result r = results::evaluate(scenarios[i], options);
-      if (o.no_timing) r.engine.wall_s = 0.0;
-      const results::Status kept_status = r.status;
-      std::ostringstream line;
-      if (o.format == "csv") {
-        reports::write_csv_row(line, r);
-      } else {
-        nlohmann::ordered_json j;
-        j["index"] = indexes[i];
-        j["set"] = points[indexes[i]].assignment;
-        j["result"] = reports::result_json(r);
-        line << j.dump() << "\n";
-      }
-      std::lock_guard<std::mutex> guard(lock);
-      // Lines leave in point order (a point finished early waits for those before it), so the
-      // output's bytes do not depend on --jobs.
-      finished[i] = line.str();
-      for (; next_to_write < finished.size() && finished[next_to_write]; ++next_to_write) {
-        sink << *finished[next_to_write] << std::flush;
-        finished[next_to_write].reset();
-      }
-      if (want_report) kept[i] = std::move(r);
-      infeasible = infeasible || kept_status != results::Status::ok;
-      ++done;
-      if (progress) err << fmt::format("\rsweep: {}/{} points", done, scenarios.size()) << std::flush;
+  const std::size_t jobs = worker_threads(o.jobs);
+  try {
+    for (std::uint64_t start = sink.done(); start < count; start += kSweepWindow) {
+      const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(kSweepWindow, count - start));
+      // Read the window's points: a bad value stops the sweep before any of them is evaluated.
+      std::vector<std::optional<config::Scenario>> scenarios(n);
+      std::vector<std::vector<std::string>> sets(n);
+      core::parallel_for(n, jobs, [&](std::size_t i) {
+        config::SweepPoint p = space.point(shard.index(start + i));
+        try {
+          scenarios[i] =
+              config::load_scenario_text(p.scenario_text, o.scenario, config::default_data_paths());
+        } catch (const core::InputError& e) {
+          std::string where;
+          for (const auto& a : p.assignment) where += (where.empty() ? "" : ", ") + a;
+          throw core::InputError(e.file(), e.pointer(),
+                                 fmt::format("{} (sweep point {})", e.message(), where));
+        }
+        sets[i] = std::move(p.assignment);
+      });
+      sink.begin();
+      std::mutex lock;
+      std::vector<std::optional<std::string>> finished(n);
+      std::size_t next_to_write = 0;
+      core::parallel_for(n, jobs, [&](std::size_t i) {
+        const std::uint64_t index = shard.index(start + i);
+        results::Result r = results::evaluate(*scenarios[i], options);
+        scenarios[i].reset();
+        if (o.no_timing) r.engine.wall_s = 0.0;
+        std::ostringstream line;
+        if (o.format == "csv") {
+          reports::write_csv_row(line, r);
+        } else {
+          nlohmann::ordered_json j;
+          j["index"] = index;
+          j["set"] = sets[i];
+          j["result"] = reports::result_json(r);
+          line << j.dump() << "\n";
+        }
+        const std::lock_guard<std::mutex> guard(lock);
+        any_not_ok = any_not_ok || r.status != results::Status::ok;
+        if (want_report) {
+          kept[start + i] = std::move(r);
+          kept_sets[start + i] = sets[i];
+        }
+        // Lines leave in point order (a point finished early waits for those before it).
+        finished[i] = line.str();
+        for (; next_to_write < n && finished[next_to_write]; ++next_to_write) {
+          sink.write_point(*finished[next_to_write]);
+          finished[next_to_write].reset();
+          if (progress)
+            err << fmt::format("\rsweep: {}/{} points", start + next_to_write + 1, count) << std::flush;
+        }
+      });
     }
-  };
-  const unsigned cores = std::max(1U, std::thread::hardware_concurrency());
-  const std::size_t jobs =
-      std::min<std::size_t>(o.jobs > 0 ? static_cast<std::size_t>(o.jobs) : cores, scenarios.size());
-  std::vector<std::thread> pool;
-  for (std::size_t t = 1; t < jobs; ++t) pool.emplace_back(worker);
-  worker();
-  for (auto& t : pool) t.join();
-  if (progress) err << "\n";
-  if (want_report) {
-    results::ReportData data{.title = sweep_title(o.scenario, axes),
-                             .kind = results::ReportKind::sweep,
-                             .scaling = scaling == config::Scaling::weak     ? results::ReportScaling::weak
-                                        : scaling == config::Scaling::strong ? results::ReportScaling::strong
-                                                                             : results::ReportScaling::none};
-    for (std::size_t i = 0; i < kept.size(); ++i) {
-      data.entries.push_back(report_entry(points[indexes[i]], std::move(*kept[i])));
+    if (progress) err << "\n";
+    std::string report_text;
+    if (want_report) {
+      results::ReportData data{.title = title,
+                               .kind = results::ReportKind::sweep,
+                               .scaling = scaling == config::Scaling::weak ? results::ReportScaling::weak
+                                          : scaling == config::Scaling::strong
+                                              ? results::ReportScaling::strong
+                                              : results::ReportScaling::none};
+      for (std::size_t i = 0; i < kept.size(); ++i) {
+        data.entries.push_back(report_entry(kept_sets[i], std::move(*kept[i])));
+      }
+      report_text = render_report(o.report_path, data);
     }
-    write_report_file(o.report_path, data);
+    sink.finish(o.format == "csv" ? csv_trailer_line(count) : sweep_trailer_line(true, count));
+    if (want_report) write_files({{o.report_path, report_text}});
+  } catch (...) {
+    sink.abandon();
+    throw;
   }
-  return infeasible ? kExitInfeasible : kExitOk;
+  return any_not_ok ? kExitInfeasible : kExitOk;
 }
 
 }  // namespace dtsim::cli

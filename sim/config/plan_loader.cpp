@@ -1,10 +1,13 @@
 #include "config/plan_loader.hpp"
 
+#include <limits>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "config/json_reader.hpp"
 #include "config/profile_loader.hpp"
+#include "core/checked_math.hpp"
 
 namespace dtsim::config {
 
@@ -31,8 +34,19 @@ PlanSearchBounds read_search(ObjectReader& top) {
   return b;
 }
 
-// "nodes": [16, 32, 64] (ascending) or {"from": 16, "to": 128} (doubling from `from` while <= `to`).
-std::vector<std::int64_t> read_node_counts(ObjectReader& c) {
+core::InputError too_many_gpus(const std::string& file, const std::string& pointer, std::int64_t nodes,
+                               std::int64_t gpus_per_node) {
+  return core::InputError(
+      file, pointer,
+      fmt::format("got {} nodes of {} GPUs, more GPUs than a 64-bit count holds; expected at "
+                  "most {} nodes",
+                  nodes, gpus_per_node, std::numeric_limits<std::int64_t>::max() / gpus_per_node));
+}
+
+// "nodes": [16, 32, 64] (ascending) or {"from": 16, "to": 128} (doubling from `from` while <= `to`: at
+// most 63 counts, the doubling stopped before it could overflow). Every count times the node's GPUs
+// must fit in 64 bits: InputError at the count (or the range's "to") otherwise.
+std::vector<std::int64_t> read_node_counts(ObjectReader& c, std::int64_t gpus_per_node) {
   const json* value = c.find("nodes");
   const std::string at = pointer_append(c.pointer(), "nodes");
   if (value == nullptr) throw c.mismatch("nodes", "a list of node counts or {\"from\": N, \"to\": M}");
@@ -42,7 +56,12 @@ std::vector<std::int64_t> read_node_counts(ObjectReader& c) {
     const std::int64_t from = range.required<std::int64_t>("from", IntRule::positive());
     const std::int64_t to = range.required<std::int64_t>("to", IntRule::at_least(from));
     range.finish();
-    for (std::int64_t n = from; n <= to; n *= 2) counts.push_back(n);
+    if (!core::checked_mul(to, gpus_per_node))
+      throw too_many_gpus(c.file(), pointer_append(at, "to"), to, gpus_per_node);
+    for (std::int64_t n = from;; n *= 2) {
+      counts.push_back(n);
+      if (n > to / 2) break;  // the next doubling passes `to` (and might overflow)
+    }
     return counts;
   }
   if (!value->is_array() || value->empty()) {
@@ -57,6 +76,7 @@ std::vector<std::int64_t> read_node_counts(ObjectReader& c) {
                              fmt::format("got {}; expected a positive integer", describe_value(v)));
     }
     const auto n = v.get<std::int64_t>();
+    if (!core::checked_mul(n, gpus_per_node)) throw too_many_gpus(c.file(), item, n, gpus_per_node);
     if (!counts.empty() && n <= counts.back()) {
       throw core::InputError(
           c.file(), item,
@@ -131,7 +151,7 @@ Plan load_plan_text(const std::string& text, const std::string& source, const Da
     const std::optional<std::int64_t> nics = c.maybe<std::int64_t>("nics_per_node", IntRule::positive());
     const double price = c.required<double>("usd_per_gpu_hour", NumberRule::positive());
     const std::string price_source = c.required<std::string>("price_source");
-    const std::vector<std::int64_t> counts = read_node_counts(c);
+    const std::vector<std::int64_t> counts = read_node_counts(c, node.gpus_per_node);
     c.finish();
     for (const std::int64_t nodes : counts) {
       json s = scenario_keys;

@@ -70,56 +70,103 @@ SweepAxis parse_sweep_axis(const std::string& option) {
   return axis;
 }
 
-std::vector<SweepPoint> sweep_points(const std::string& scenario_text, const std::string& source,
-                                     const std::vector<SweepAxis>& axes, Scaling scaling) {
-  const json base = parse_json_text(scenario_text, source);
+namespace {
+
+// "Sweep of FILE over /a × /b" for error messages.
+std::string sweep_name(const std::string& source, const std::vector<SweepAxis>& axes) {
+  std::string over;
+  for (const SweepAxis& axis : axes) over += (over.empty() ? "" : " \u00d7 ") + axis.pointer;
+  return fmt::format("the sweep of {} over {}", source == "-" ? "standard input" : source, over);
+}
+
+}  // namespace
+
+SweepSpace::SweepSpace(const std::string& scenario_text, const std::string& source,
+                       std::vector<SweepAxis> axes, Scaling scaling)
+    : base_(parse_json_text(scenario_text, source)),
+      source_(source),
+      axes_(std::move(axes)),
+      scaling_(scaling) {
   const json::json_pointer nodes_ptr("/cluster/nodes");
-  const double base_nodes =
-      base.contains(nodes_ptr) && base.at(nodes_ptr).is_number() ? base.at(nodes_ptr).get<double>() : 0.0;
-  std::size_t count = 1;
-  for (const auto& axis : axes) count *= axis.values.size();
-  std::vector<SweepPoint> points;
-  points.reserve(count);
-  for (std::size_t index = 0; index < count; ++index) {
-    json doc = base;
-    SweepPoint point;
-    std::size_t rest = index;
-    for (std::size_t a = axes.size(); a-- > 0;) {
-      const SweepAxis& axis = axes[a];
-      const std::string& text = axis.values[rest % axis.values.size()];
-      rest /= axis.values.size();
-      json::json_pointer p;
-      try {
-        p = json::json_pointer(axis.pointer);
-      } catch (const json::exception&) {
-        throw core::InputError(
-            "command line", "/set",
-            fmt::format("got \"{}\"; expected a JSON pointer such as /cluster/nodes", axis.pointer));
-      }
-      const json::json_pointer parent = p.parent_pointer();
-      if (!doc.contains(parent) || !(doc.at(parent).is_object() || doc.at(parent).is_array())) {
-        throw core::InputError(source, axis.pointer, "the scenario has no object to hold this key (--set)");
-      }
-      try {
-        doc[p] = value_of(text);
-      } catch (const json::exception&) {
-        throw core::InputError(
-            source, axis.pointer,
-            fmt::format("cannot set \"{}\" here: {} is an array, expected an index 0..{} (--set)", text,
-                        parent.to_string(), doc.at(parent).size()));
-      }
-      point.assignment.insert(point.assignment.begin(), fmt::format("{}={}", axis.pointer, text));
+  base_nodes_ =
+      base_.contains(nodes_ptr) && base_.at(nodes_ptr).is_number() ? base_.at(nodes_ptr).get<double>() : 0.0;
+  std::string counts;
+  for (const SweepAxis& axis : axes_) {
+    try {
+      pointers_.emplace_back(axis.pointer);
+    } catch (const json::exception&) {
+      throw core::InputError(
+          "command line", "/set",
+          fmt::format("got \"{}\"; expected a JSON pointer such as /cluster/nodes", axis.pointer));
     }
-    if (scaling != Scaling::none && base_nodes > 0 && doc.contains(nodes_ptr) &&
-        doc.at(nodes_ptr).is_number()) {
-      const double factor = doc.at(nodes_ptr).get<double>() / base_nodes;
-      if (scaling == Scaling::weak) scale(doc, "/training/global_batch_size", factor, source);
-      scale(doc, "/parallelism/data", factor, source);
-    }
-    point.scenario_text = doc.dump();
-    points.push_back(std::move(point));
+    if (axis.values.empty()) throw core::InternalError("a sweep axis without values");
+    counts += fmt::format("{}{}", counts.empty() ? "" : " \u00d7 ", axis.values.size());
   }
-  return points;
+  for (const SweepAxis& axis : axes_) {
+    if (size_ > kMaxSweepPoints / axis.values.size()) {
+      throw core::InputError(
+          "command line", "/set",
+          fmt::format("{} has {} points, more than {} (2^63 - 1), the most a sweep can number; "
+                      "expected fewer values",
+                      sweep_name(source_, axes_), counts, kMaxSweepPoints));
+    }
+    size_ *= axis.values.size();
+  }
+}
+
+std::vector<std::size_t> SweepSpace::digits(std::uint64_t index) const {
+  if (index >= size_) throw core::InternalError("a sweep point index beyond the sweep");
+  std::vector<std::size_t> out(axes_.size());
+  for (std::size_t a = axes_.size(); a-- > 0;) {
+    const std::uint64_t n = axes_[a].values.size();
+    out[a] = static_cast<std::size_t>(index % n);
+    index /= n;
+  }
+  return out;
+}
+
+std::vector<std::string> SweepSpace::assignment(std::uint64_t index) const {
+  const std::vector<std::size_t> d = digits(index);
+  std::vector<std::string> out;
+  out.reserve(axes_.size());
+  for (std::size_t a = 0; a < axes_.size(); ++a) {
+    out.push_back(fmt::format("{}={}", axes_[a].pointer, axes_[a].values[d[a]]));
+  }
+  return out;
+}
+
+SweepPoint SweepSpace::point(std::uint64_t index) const {
+  const std::vector<std::size_t> d = digits(index);
+  json doc = base_;
+  SweepPoint point;
+  // Set from the last axis to the first, as the points were always made.
+  for (std::size_t a = axes_.size(); a-- > 0;) {
+    const SweepAxis& axis = axes_[a];
+    const std::string& text = axis.values[d[a]];
+    const json::json_pointer& p = pointers_[a];
+    const json::json_pointer parent = p.parent_pointer();
+    if (!doc.contains(parent) || !(doc.at(parent).is_object() || doc.at(parent).is_array())) {
+      throw core::InputError(source_, axis.pointer, "the scenario has no object to hold this key (--set)");
+    }
+    try {
+      doc[p] = value_of(text);
+    } catch (const json::exception&) {
+      throw core::InputError(
+          source_, axis.pointer,
+          fmt::format("cannot set \"{}\" here: {} is an array, expected an index 0..{} (--set)", text,
+                      parent.to_string(), doc.at(parent).size()));
+    }
+  }
+  point.assignment = assignment(index);
+  const json::json_pointer nodes_ptr("/cluster/nodes");
+  if (scaling_ != Scaling::none && base_nodes_ > 0 && doc.contains(nodes_ptr) &&
+      doc.at(nodes_ptr).is_number()) {
+    const double factor = doc.at(nodes_ptr).get<double>() / base_nodes_;
+    if (scaling_ == Scaling::weak) scale(doc, "/training/global_batch_size", factor, source_);
+    scale(doc, "/parallelism/data", factor, source_);
+  }
+  point.scenario_text = doc.dump();
+  return point;
 }
 
 }  // namespace dtsim::config

@@ -4,6 +4,8 @@
 //    stage deep in the pipeline finds one (an iteration too large to simulate, a time beyond the
 //    engine's clock), it throws InfeasibleError and results::evaluate() turns it into that result.
 //  - InternalError: a bug in dtsim (a broken invariant); exit status 1.
+//  - OutputError: an output could not be written (disk full, an I/O error, a device that refuses the
+//    bytes): neither the input's fault nor a bug; exit status 1, the message names the file.
 // Library code throws; only sim/cli (and evaluate(), for InfeasibleError) catches.
 #pragma once
 
@@ -33,6 +35,11 @@ class InputError : public std::runtime_error {
 class InfeasibleError : public std::runtime_error {
  public:
   explicit InfeasibleError(const std::string& reason) : std::runtime_error(reason) {}
+};
+
+class OutputError : public std::runtime_error {
+ public:
+  explicit OutputError(const std::string& what) : std::runtime_error(what) {}
 };
 
 class InternalError : public std::logic_error {

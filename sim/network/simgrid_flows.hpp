@@ -4,12 +4,13 @@
 // them). Links carry no latency inside SimGrid: its CM02 model would then share bandwidth in inverse
 // proportion to each flow's route latency (TCP's RTT unfairness), which RDMA fabrics and NVLink do not
 // show; a phase's step is the max-min transfer time plus the largest route latency (sum of its
-// links' latencies) among its transfers. The platform is built in code from the topology: one host per GPU
+// links' latencies) among its transfers. The platform is built from the topology: one host per GPU
 // that sends or receives, one SimGrid link per directed topology link, the topology's routes.
 //
-// SimGrid's engine is one per process and cannot be restarted, so every call runs it in a child
-// process (fork) that writes the step times back through a pipe and exits; the caller's process never
-// holds SimGrid state.
+// SimGrid's engine is one per process and cannot be restarted, so every call resolves the routes here
+// (flow_job.hpp) and runs SimGrid in a freshly started helper process (flow_helper.hpp) that sends
+// the transfer times back and exits; the caller's process never holds SimGrid state. Safe to call
+// from several threads at once.
 #pragma once
 
 #include <vector>

@@ -1,14 +1,12 @@
 #include "search/search.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <ctime>
-#include <mutex>
 #include <numeric>
-#include <thread>
 
+#include "core/parallel_for.hpp"
 #include "network/flow_cache.hpp"
 #include "results/evaluate.hpp"
 #include "search/fast_evaluate.hpp"
@@ -39,23 +37,15 @@ Evaluated evaluate_candidates(const std::vector<Candidate>& candidates, std::siz
   const results::EvaluateOptions full = plan_evaluate_options(flow_cache);
   Evaluated out;
   out.results.resize(candidates.size());
-  std::atomic<std::size_t> next{0};
-  std::mutex lock;
-  const auto worker = [&] {
+  // Each job's CPU time, summed in index order once all are done.
+  std::vector<double> cpu(candidates.size(), 0.0);
+  core::parallel_for(candidates.size(), jobs, [&](std::size_t i) {
     const double cpu_start = thread_cpu_s();
-    for (std::size_t i = next++; i < candidates.size(); i = next++) {
-      out.results[i] = extrapolate ? evaluate_extrapolated(candidates[i].scenario, flow_cache)
-                                   : results::evaluate(candidates[i].scenario, full);
-    }
-    const double cpu = thread_cpu_s() - cpu_start;
-    std::lock_guard<std::mutex> guard(lock);
-    out.cpu_s += cpu;
-  };
-  const std::size_t threads = std::max<std::size_t>(1, std::min(jobs, candidates.size()));
-  std::vector<std::thread> pool;
-  for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
-  worker();
-  for (auto& t : pool) t.join();
+    out.results[i] = extrapolate ? evaluate_extrapolated(candidates[i].scenario, flow_cache)
+                                 : results::evaluate(candidates[i].scenario, full);
+    cpu[i] = thread_cpu_s() - cpu_start;
+  });
+  for (const double c : cpu) out.cpu_s += c;
   return out;
 }
 

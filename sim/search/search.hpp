@@ -79,7 +79,9 @@ SearchOutcome search(const config::Scenario& base, const SearchOptions& options)
 
 // The evaluation step alone, for callers that enumerate themselves (the capacity planner) and for
 // the benchmark: every candidate estimated on `jobs` threads, results in the candidates' order, and the
-// CPU time the threads spent.
+// CPU time the threads spent. An error in one candidate's evaluation (an InputError or InternalError)
+// stops handing out candidates and is rethrown here once every thread has stopped: the lowest
+// candidate index's, whatever the thread count (core/parallel_for.hpp).
 struct Evaluated {
   std::vector<results::Result> results;
   double cpu_s = 0.0;

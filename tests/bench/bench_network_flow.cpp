@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 
 #include "config/scenario_loader.hpp"
 #include "network/analytic_model.hpp"
@@ -82,6 +83,8 @@ BENCHMARK(bm_flow_episode_auto)->UseManualTime()->Iterations(1)->Unit(benchmark:
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The flow model runs SimGrid in a dtsim helper process (network/flow_helper.hpp): this dtsim build's.
+  ::setenv("DTSIM_EXE", DTSIM_EXE, /*overwrite=*/0);
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

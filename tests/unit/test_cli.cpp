@@ -1,6 +1,9 @@
 // The command line, driven in-process through run_cli(): exit statuses (0 ok, 2 bad input or usage),
 // help and version on the output stream, nothing on the output stream or in files after an error, and
 // byte-identical reports for repeated runs of scenarios/default.json with --no-timing.
+#include <sys/wait.h>
+
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -240,11 +243,12 @@ TEST_CASE("sweep: every combination, weak scaling keeps the batch per GPU, threa
   REQUIRE(run({"sweep", scenario, "--set", "/cluster/nodes=1,2,4", "--set", "cluster.network.fabric=efa,infiniband",
                "--scaling", "weak", "--jobs", "2", "--no-timing"},
               text) == 0);
+  // The point lines, between the sweep's first line ({"sweep": ...}) and its last ({"sweep_complete": ...}).
   std::map<int, nlohmann::json> by_index;
   std::istringstream lines(text);
   for (std::string line; std::getline(lines, line);) {
     const auto j = nlohmann::json::parse(line);
-    by_index[j["index"].get<int>()] = j;
+    if (j.contains("index")) by_index[j["index"].get<int>()] = j;
   }
   REQUIRE(by_index.size() == 6);
   CHECK(by_index[0]["set"] == nlohmann::json::array({"/cluster/nodes=1", "/cluster/network/fabric=efa"}));
@@ -262,7 +266,7 @@ TEST_CASE("sweep: every combination, weak scaling keeps the batch per GPU, threa
   std::istringstream first(single);
   for (std::string line; std::getline(first, line);) {
     const auto j = nlohmann::json::parse(line);
-    CHECK(j == by_index[j["index"].get<int>()]);
+    if (j.contains("index")) CHECK(j == by_index[j["index"].get<int>()]);
   }
   // A malformed --set and a point that is bad input stop the sweep before anything is written.
   CHECK(run({"sweep", scenario, "--set", "nodes"}, text) == 2);
@@ -325,10 +329,63 @@ TEST_CASE("sweep: lines leave in point order, the same bytes for any --jobs") {
     }
     CHECK(o.out == first);
   }
+  // The sweep's first line, points 0 to 3, the last line.
   std::istringstream lines(first);
-  int expected = 0;
-  for (std::string line; std::getline(lines, line); ++expected) {
-    CHECK(nlohmann::json::parse(line)["index"].get<int>() == expected);
-  }
-  CHECK(expected == 4);
+  std::vector<nlohmann::json> parsed;
+  for (std::string line; std::getline(lines, line);) parsed.push_back(nlohmann::json::parse(line));
+  REQUIRE(parsed.size() == 6);
+  CHECK(parsed.front()["sweep"]["points"] == 4);
+  for (int i = 0; i < 4; ++i) CHECK(parsed[1 + i]["index"].get<int>() == i);
+  CHECK(parsed.back() == nlohmann::json{{"sweep_complete", true}, {"points", 4}});
+}
+
+TEST_CASE("outputs that cannot be written are errors (exit 1), never a silent exit 0") {
+  REQUIRE(std::filesystem::exists(kDefaultScenario));
+  // An output stream that refuses every byte (as standard output on a full disk).
+  std::istringstream in;
+  std::ostream refusing(nullptr);
+  std::ostringstream err;
+  CHECK(dtsim::cli::run_cli({"run", kDefaultScenario, "--no-timing"}, in, refusing, err) ==
+        dtsim::cli::kExitInternal);
+  CHECK(err.str().find("error: cannot write to standard output") != std::string::npos);
+  // The real process, standard output on /dev/full: exit status 1 and the message.
+  const auto dir = scratch_dir("dev_full");
+  const std::string command =
+      std::string(DTSIM_EXE) + " run " + kDefaultScenario + " > /dev/full 2> " + (dir / "err.txt").string();
+  const int status = std::system(command.c_str());
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == dtsim::cli::kExitInternal);
+  CHECK(read_file(dir / "err.txt").find("cannot write to standard output") != std::string::npos);
+  // An import that cannot write its profile says so and does not claim to have written it.
+  const Outcome import =
+      run({"import", "nccl-tests",
+           std::string(DTSIM_SOURCE_DIR) + "/tests/validation/nccl_logs/aws_p4de_2node_efa400_allreduce.log",
+           "--node", "aws-p4d", "--nodes", "2", "--id", "x", "--out", "/dev/full"});
+  CHECK(import.status == dtsim::cli::kExitInternal);
+  CHECK(import.out.find("wrote") == std::string::npos);
+  CHECK(import.err.find("cannot write /dev/full") != std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("an output that names an input, or another output, is refused before anything runs") {
+  const auto dir = scratch_dir("same_file");
+  const auto copy = dir / "scenario.json";
+  std::filesystem::copy_file(kDefaultScenario, copy);
+  const std::string before = read_file(copy);
+  // The same file by another path (a link): refused, and the scenario is untouched.
+  std::filesystem::create_symlink(copy, dir / "link.json");
+  Outcome o = run({"run", copy.string(), "--out", (dir / "link.json").string()});
+  CHECK(o.status == dtsim::cli::kExitBadInput);
+  CHECK(o.err.find("/out: got \"") != std::string::npos);
+  CHECK(o.err.find("the same file as the input") != std::string::npos);
+  CHECK(read_file(copy) == before);
+  o = run(
+      {"run", copy.string(), "--out", (dir / "a.json").string(), "--trace", (dir / "." / "a.json").string()});
+  CHECK(o.status == dtsim::cli::kExitBadInput);
+  CHECK(o.err.find("the same file as --out") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(dir / "a.json"));
+  // Devices may repeat: both outputs to /dev/null.
+  CHECK(run({"run", copy.string(), "--out", "/dev/null", "--trace", "/dev/null"}).status ==
+        dtsim::cli::kExitOk);
+  std::filesystem::remove_all(dir);
 }

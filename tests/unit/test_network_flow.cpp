@@ -4,9 +4,15 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <string>
+#include <vector>
 
+#include "core/errors.hpp"
+#include "core/parallel_for.hpp"
 #include "network/analytic_model.hpp"
+#include "network/flow_helper.hpp"
+#include "network/flow_job.hpp"
 #include "network/flow_model.hpp"
 #include "network/topology.hpp"
 #include "scenario_fixture.hpp"
@@ -200,4 +206,56 @@ TEST_CASE("flow and analytic see the tiers crossed by strided groups and across 
           analytic_s(pods, ring) / flat_analytic);
   CHECK(flow_s(pods, ring) / flat_flow == doctest::Approx(2.0).epsilon(0.05));
   CHECK(analytic_s(pods, ring) / flat_analytic == doctest::Approx(2.0).epsilon(0.05));
+}
+
+TEST_CASE("flow job: resolved routes and phase latencies, bytes that read back the same") {
+  const auto s = scenario(2);
+  const dtsim::network::Topology topology(dtsim::network::topology_shape(s));
+  // Two phases over the same host pair (node 0 GPU 0 to node 1 GPU 0): one route, made when first seen.
+  dtsim::network::FlowPhase phase;
+  phase.transfers.push_back({0, 0, 1, 0, 1e6, 0.0, 0});
+  const dtsim::network::FlowJob job = dtsim::network::make_flow_job(topology, {phase, phase});
+  REQUIRE(job.routes.size() == 1);
+  REQUIRE(job.phases.size() == 2);
+  double latency = 0.0;
+  for (const std::size_t id : topology.route(0, 0, 1, 0, 0)) latency += topology.link(id).latency_s;
+  CHECK(job.phase_latency_s[1] == latency);
+  const dtsim::network::FlowJob back = dtsim::network::decode_flow_job(dtsim::network::encode_flow_job(job));
+  CHECK(back.routes[0].links == job.routes[0].links);
+  CHECK(back.phases[1][0].bytes == 1e6);
+  CHECK(back.links.size() == job.links.size());
+  CHECK(dtsim::network::decode_phase_times(dtsim::network::encode_phase_times({0.5, 0.25})) ==
+        std::vector<double>{0.5, 0.25});
+  CHECK_THROWS_AS(dtsim::network::decode_flow_job("not a job"), dtsim::core::InternalError);
+}
+
+TEST_CASE("the SimGrid helper runs from several threads at once, each in its own process") {
+  // Four threads each simulate the same collective on a model of their own (no shared cache): every
+  // one starts its own helper process, and all get the one deterministic answer.
+  const auto s = scenario(2);
+  const CommOp op{CollectiveKind::all_reduce, 32e6, CommGroup{16, 2, 1}};
+  const auto expected = dtsim::network::FlowModel(s).duration(op);
+  std::vector<dtsim::core::TimeNs> got(4);
+  dtsim::core::parallel_for(got.size(), 4,
+                            [&](std::size_t i) { got[i] = dtsim::network::FlowModel(s).duration(op); });
+  for (const auto t : got) CHECK(t == expected);
+}
+
+TEST_CASE("a helper executable that is not there is an internal error saying so") {
+  const char* kept = std::getenv("DTSIM_EXE");
+  const std::string saved = kept != nullptr ? kept : "";
+  ::setenv("DTSIM_EXE", "/nonexistent/dtsim", 1);
+  const auto s = scenario(2);
+  try {
+    dtsim::network::FlowModel(s).duration(CommOp{CollectiveKind::all_reduce, 8e6, CommGroup{16, 2, 1}});
+    FAIL("no error");
+  } catch (const dtsim::core::InternalError& e) {
+    CHECK(std::string(e.what()).find("DTSIM_EXE=/nonexistent/dtsim is not an executable file") !=
+          std::string::npos);
+  }
+  if (kept != nullptr) {
+    ::setenv("DTSIM_EXE", saved.c_str(), 1);
+  } else {
+    ::unsetenv("DTSIM_EXE");
+  }
 }
