@@ -17,7 +17,8 @@ using nlohmann::json;
 
 namespace {
 
-constexpr std::size_t kMaxDescribedLength = 60;
+// Longest unknown key shown in a message, in characters.
+constexpr std::size_t kMaxKeyShown = 60;
 
 // Line and column (1-based) of byte offset `offset` in `text`.
 std::pair<std::size_t, std::size_t> line_and_column(const std::string& text, std::size_t offset) {
@@ -104,11 +105,8 @@ class DuplicateKeyCheck {
   std::vector<Frame> frames_;
 };
 
-std::string quoted_key(std::string_view key) {
-  // The key as a JSON string without its quotes: control characters escaped, the rest as is.
-  const std::string dumped = json(std::string(key)).dump(-1, ' ', false, json::error_handler_t::replace);
-  return dumped.substr(1, dumped.size() - 2);
-}
+// The key as a JSON string without its quotes: control characters escaped, the rest as is; cut.
+std::string quoted_key(std::string_view key) { return string_excerpt(key, kMaxKeyShown); }
 
 std::string join(const std::vector<std::string>& items, std::string_view separator) {
   std::string out;
@@ -197,16 +195,6 @@ const char* json_type_name(const json& value) {
   if (value.is_number_integer()) return "integer";
   if (value.is_number()) return "number";
   return "value";
-}
-
-std::string describe_value(const json& value) {
-  std::string dumped = value.dump(-1, ' ', false, json::error_handler_t::replace);
-  if (dumped.size() <= kMaxDescribedLength) return dumped;
-  std::size_t cut = kMaxDescribedLength - 3;
-  // Do not split a UTF-8 sequence: back up over continuation bytes.
-  while (cut > 0 && (static_cast<unsigned char>(dumped[cut]) & 0xC0U) == 0x80U) --cut;
-  dumped.resize(cut);
-  return dumped + "...";
 }
 
 // ---- rules ---------------------------------------------------------------------------------------

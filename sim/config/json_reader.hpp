@@ -30,6 +30,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "config/json_excerpt.hpp"
 #include "core/errors.hpp"
 
 namespace dtsim::config {
@@ -57,9 +58,6 @@ std::string pointer_append(const std::string& pointer, std::size_t index);
 
 // "string", "integer", "number", "boolean", "null", "object" or "array".
 const char* json_type_name(const nlohmann::json& value);
-
-// The value dumped compactly as JSON, cut to about 60 characters with "..." when longer.
-std::string describe_value(const nlohmann::json& value);
 
 // ---- rules a value must satisfy ------------------------------------------------------------------
 
@@ -210,7 +208,8 @@ class ObjectReader {
   const nlohmann::json* find(std::string_view key);
 
   // Rejects every present key that was neither read nor declared with expect_keys():
-  // "unknown key 'foo'; expected one of: a, b, c" (known keys in the order they were declared).
+  // "unknown key 'foo'; expected one of: a, b, c" (known keys in the order they were declared; the
+  // unknown key cut to 60 characters).
   void finish() const;
 
   // Errors located at `key` of this object, and at this object itself.
