@@ -1,9 +1,8 @@
 // Strict reading of JSON input on top of nlohmann::json.
 //
-// Parsing: parse_json_text() and read_json_file() turn every failure into a core::InputError:
-// malformed JSON is reported with its line and column (1-based, counted in bytes from the start of
-// the line), duplicate keys in an object are rejected, an empty input or a file that cannot be read
-// says so.
+// Parsing (json_text.hpp): parse_json_text() and read_json_file() turn every failure into a
+// core::InputError: malformed JSON with its line and column, duplicate keys, an empty input, a file
+// that cannot be read, and input past the size, nesting and string limits.
 //
 // Reading: an ObjectReader walks one JSON object. Each key is read once with a type and a rule
 // (required<T>, optional<T>, enum_value, child, ...); finish() then rejects every key that was never
@@ -31,21 +30,10 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "config/json_excerpt.hpp"
+#include "config/json_text.hpp"
 #include "core/errors.hpp"
 
 namespace dtsim::config {
-
-// ---- parsing -------------------------------------------------------------------------------------
-
-// Parses `text`; `source` names it in errors (a path, "-" for stdin).
-nlohmann::json parse_json_text(const std::string& text, const std::string& source);
-
-// Reads a whole file as text; a missing, unreadable or directory path is an InputError
-// ("cannot open file: ...").
-std::string read_text_file(const std::string& path);
-
-// read_text_file() then parse_json_text().
-nlohmann::json read_json_file(const std::string& path);
 
 // ---- describing values ---------------------------------------------------------------------------
 
