@@ -234,6 +234,19 @@ TEST_CASE("an iteration too large to simulate is an infeasible result with the s
   CHECK(evaluate(t).status == dtsim::results::Status::ok);
 }
 
+TEST_CASE("a flow-level plan past the flow level's size limit is an infeasible result with the reason") {
+  // 4,096 DGX A100 nodes are 32,768 GPUs, over the flow level's 16,384 (network/flow_model.hpp).
+  json s = base_scenario();
+  s["cluster"]["nodes"] = 4096;
+  s["parallelism"]["data"] = 8192;
+  s["training"]["global_batch_size"] = 8192;
+  s["simulation"] = {{"network", "flow"}};
+  const auto r = evaluate(s);
+  CHECK(r.status == dtsim::results::Status::infeasible);
+  CHECK(r.reason.find("too large to simulate on the flow level: 32768 GPUs (4096 nodes x 8 GPUs)") == 0);
+  CHECK(r.engine.tasks == 0);
+}
+
 TEST_CASE("a task graph that passes its task limit while it is built is infeasible") {
   const auto scenario =
       dtsim::config::load_scenario_text(base_scenario().dump(), "test", dtsim::config::default_data_paths());

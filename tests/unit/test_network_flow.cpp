@@ -6,6 +6,7 @@
 #include <cmath>
 #include <string>
 
+#include "core/errors.hpp"
 #include "network/analytic_model.hpp"
 #include "network/flow_model.hpp"
 #include "network/topology.hpp"
@@ -131,6 +132,21 @@ TEST_CASE("flow model caches each distinct collective and is deterministic") {
   CHECK(model.simulations() == 2);
   CHECK(dtsim::network::FlowModel(s).duration(op) == first);
   CHECK(std::string(dtsim::network::make_network_model(s)->name()) == "flow");
+}
+
+TEST_CASE("a cluster past the flow level's size limit is infeasible when the model is made") {
+  // The fixture has 8 GPUs per node: 2,048 nodes are 16,384 GPUs, the limit; 2,049 nodes pass it.
+  CHECK(dtsim::network::kMaxFlowGpus == 16'384);
+  CHECK_NOTHROW(dtsim::network::FlowModel(scenario(2048)));
+  CHECK_THROWS_WITH_AS(dtsim::network::make_network_model(scenario(2049)),
+                       "too large to simulate on the flow level: 16392 GPUs (2049 nodes x 8 GPUs), over "
+                       "dtsim's limit of 16384 (SimGrid's routing grows with the square of the GPUs: 5.8 GB "
+                       "and over 2 minutes at the limit); use \"network\": \"analytic\"",
+                       dtsim::core::InfeasibleError);
+  // The analytic level has no such limit.
+  auto analytic = scenario(1'000'000);
+  analytic.simulation.network = dtsim::config::NetworkFidelity::analytic;
+  CHECK(std::string(dtsim::network::make_network_model(analytic)->name()) == "analytic");
 }
 
 TEST_CASE("flow agrees with analytic for the tree all-reduce, all-to-all and pipeline sends") {
