@@ -5,6 +5,7 @@
 
 #include "config/json_reader.hpp"
 #include "config/profile_loader.hpp"
+#include "core/checked_math.hpp"
 
 namespace dtsim::config {
 
@@ -42,7 +43,11 @@ std::vector<std::int64_t> read_node_counts(ObjectReader& c) {
     const std::int64_t from = range.required<std::int64_t>("from", IntRule::positive());
     const std::int64_t to = range.required<std::int64_t>("to", IntRule::at_least(from));
     range.finish();
-    for (std::int64_t n = from; n <= to; n *= 2) counts.push_back(n);
+    // Doubling stops before it could pass `to` (and 2^63).
+    for (std::int64_t n = from;; n *= 2) {
+      counts.push_back(n);
+      if (n > to / 2) break;
+    }
     return counts;
   }
   if (!value->is_array() || value->empty()) {
@@ -133,6 +138,13 @@ Plan load_plan_text(const std::string& text, const std::string& source, const Da
     const std::string price_source = c.required<std::string>("price_source");
     const std::vector<std::int64_t> counts = read_node_counts(c);
     c.finish();
+    for (const std::int64_t nodes : counts) {
+      if (!core::checked_mul(nodes, node.gpus_per_node)) {
+        throw c.error_at("nodes", fmt::format("got {} nodes of {} GPUs: the GPU total passes 64 bits; "
+                                              "expected fewer nodes",
+                                              nodes, node.gpus_per_node));
+      }
+    }
     for (const std::int64_t nodes : counts) {
       json s = scenario_keys;
       s["schema_version"] = 1;
