@@ -72,40 +72,6 @@ void read_bounded(std::istream& in, std::string& text, const std::string& source
   if (text.size() > limits.max_bytes) throw too_large(source, limits);
 }
 
-// The depth and string limits, in one pass over the text that tracks strings (with their escapes)
-// and brackets outside them. It does not check the grammar: the parser does that next.
-void check_structure(const std::string& text, const std::string& source, const JsonLimits& limits) {
-  std::size_t depth = 0;
-  const std::size_t n = text.size();
-  for (std::size_t i = 0; i < n; ++i) {
-    const char c = text[i];
-    if (c == '"') {
-      const std::size_t open = i;
-      for (++i; i < n && text[i] != '"'; ++i) {
-        if (text[i] == '\\') ++i;
-      }
-      if (std::min(i, n) - open - 1 > limits.max_string_bytes) {
-        const auto [line, column] = line_and_column(text, open);
-        throw core::InputError(
-            source, "",
-            fmt::format("string longer than {} bytes at line {}, column {}; expected "
-                        "strings of at most {} bytes in {}",
-                        limits.max_string_bytes, line, column, limits.max_string_bytes, limits.kind));
-      }
-    } else if (c == '[' || c == '{') {
-      if (++depth > limits.max_depth) {
-        const auto [line, column] = line_and_column(text, i);
-        throw core::InputError(source, "",
-                               fmt::format("nesting deeper than {} levels at line {}, column {}; expected "
-                                           "at most {} nested arrays and objects",
-                                           limits.max_depth, line, column, limits.max_depth));
-      }
-    } else if ((c == ']' || c == '}') && depth > 0) {
-      --depth;
-    }
-  }
-}
-
 // Builds the DOM from nlohmann's SAX events (as its own json_sax_dom_parser does), rejecting
 // duplicate keys. Containers being built sit on a stack; a value goes into the innermost one, at the
 // end of an array or under the object's last key.
@@ -168,7 +134,7 @@ class DomBuilder {
   }
 
   bool open(json&& container) {
-    // check_structure() has bounded the depth already.
+    // check_json_limits() has bounded the depth already.
     DTSIM_CHECK(open_.size() < max_depth_, "JSON nesting passed the depth limit after the pre-scan");
     open_.push_back(Open{add(std::move(container))});
     return true;
@@ -197,13 +163,47 @@ class DomBuilder {
 
 }  // namespace
 
-json parse_json_text(const std::string& text, const std::string& source, const JsonLimits& limits) {
+// One pass over the text that tracks strings (with their escapes) and brackets outside them. It does
+// not check the grammar: the parser does that next.
+void check_json_limits(const std::string& text, const std::string& source, const JsonLimits& limits) {
   if (text.size() > limits.max_bytes) throw too_large(source, limits);
+  std::size_t depth = 0;
+  const std::size_t n = text.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    const char c = text[i];
+    if (c == '"') {
+      const std::size_t open = i;
+      for (++i; i < n && text[i] != '"'; ++i) {
+        if (text[i] == '\\') ++i;
+      }
+      if (std::min(i, n) - open - 1 > limits.max_string_bytes) {
+        const auto [line, column] = line_and_column(text, open);
+        throw core::InputError(
+            source, "",
+            fmt::format("string longer than {} bytes at line {}, column {}; expected "
+                        "strings of at most {} bytes in {}",
+                        limits.max_string_bytes, line, column, limits.max_string_bytes, limits.kind));
+      }
+    } else if (c == '[' || c == '{') {
+      if (++depth > limits.max_depth) {
+        const auto [line, column] = line_and_column(text, i);
+        throw core::InputError(source, "",
+                               fmt::format("nesting deeper than {} levels at line {}, column {}; expected "
+                                           "at most {} nested arrays and objects",
+                                           limits.max_depth, line, column, limits.max_depth));
+      }
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+}
+
+json parse_json_text(const std::string& text, const std::string& source, const JsonLimits& limits) {
+  check_json_limits(text, source, limits);
   if (std::all_of(text.begin(), text.end(),
                   [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; })) {
     throw core::InputError(source, "", "empty input; expected a JSON object");
   }
-  check_structure(text, source, limits);
   try {
     DomBuilder builder(source, limits.max_depth);
     const bool parsed = json::sax_parse(text, &builder);

@@ -56,6 +56,11 @@ struct JsonLimits {
 nlohmann::json parse_json_text(const std::string& text, const std::string& source,
                                const JsonLimits& limits = JsonLimits::document());
 
+// The limits alone (size, nesting, strings), in one linear pass; parse_json_text() starts with it.
+// For text that another parser reads, e.g. a value given on the command line.
+void check_json_limits(const std::string& text, const std::string& source,
+                       const JsonLimits& limits = JsonLimits::document());
+
 // Reads a whole file as text, at most limits.max_bytes of it; a missing, unreadable or directory
 // path is an InputError ("cannot open file: ...").
 std::string read_text_file(const std::string& path, const JsonLimits& limits = JsonLimits::document());

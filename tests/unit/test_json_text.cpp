@@ -131,6 +131,12 @@ TEST_CASE("size: /dev/zero and a file over the limit fail without reading them w
   std::filesystem::remove(file);
 }
 
+TEST_CASE("check_json_limits: the limits alone, for text another parser reads") {
+  CHECK_NOTHROW(dtsim::config::check_json_limits("[[[[1]]]] not JSON", "command line", kTiny));
+  CHECK(input_error_of([] { dtsim::config::check_json_limits(nested_arrays(300), "command line"); }).file() ==
+        "command line");
+}
+
 TEST_CASE("standard input: the same limits as a file") {
   std::istringstream in(nested_arrays(300));
   const std::string text = dtsim::config::read_text_stream(in, "-");
