@@ -2,12 +2,12 @@
 
 #include <cctype>
 #include <cstdlib>
-#include <fstream>
 #include <set>
 #include <sstream>
 
 #include <fmt/format.h>
 
+#include "config/json_text.hpp"
 #include "core/errors.hpp"
 
 namespace dtsim::calibration {
@@ -148,11 +148,9 @@ NcclLog parse_nccl_log_text(const std::string& text, const std::string& file) {
 }
 
 NcclLog read_nccl_log(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw core::InputError(path, "", "cannot open file");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_nccl_log_text(text.str(), path);
+  // nccl-tests logs are kilobytes; 64 MiB bounds what a wrong path (/dev/zero, a dump) can take.
+  constexpr config::JsonLimits kLogLimits{std::size_t{64} << 20U, 0, 0, "an nccl-tests log"};
+  return parse_nccl_log_text(config::read_text_file(path, kLogLimits), path);
 }
 
 }  // namespace dtsim::calibration

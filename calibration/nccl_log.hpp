@@ -38,6 +38,7 @@ struct NcclLog {
 };
 
 NcclLog parse_nccl_log_text(const std::string& text, const std::string& file);
+// Reads the log at `path` (at most 64 MiB; a larger or unreadable file is an InputError).
 NcclLog read_nccl_log(const std::string& path);
 
 }  // namespace dtsim::calibration

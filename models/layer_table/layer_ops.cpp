@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/checked_math.hpp"
+
 namespace dtsim::models {
 
 namespace {
@@ -65,9 +67,11 @@ std::vector<LayerOps> layer_ops(const config::LayerTable& table, std::int64_t ba
     switch (l.kind) {
       case config::LayerKind::conv:
       case config::LayerKind::fc: {
-        const std::int64_t m = l.gemm_m * batch;
+        // Rows of the GEMM: products of table sizes and the batch, in doubles (exact below 2^53).
+        const double rows = static_cast<double>(l.gemm_m) * b;
+        const std::int64_t m = core::saturating_int64(rows);
         const double weights = l.params() * value;
-        const double in_bytes = static_cast<double>(m * l.gemm_k) * value;
+        const double in_bytes = rows * static_cast<double>(l.gemm_k) * value;
         ops.forward.push_back(gemm(flops, m, l.gemm_n, l.gemm_k, 1, in_bytes + weights + out_bytes));
         if (i != 0)
           ops.backward.push_back(gemm(flops, m, l.gemm_k, l.gemm_n, 1, in_bytes + weights + out_bytes));
@@ -86,7 +90,8 @@ std::vector<LayerOps> layer_ops(const config::LayerTable& table, std::int64_t ba
         graph::ComputeOp op;
         op.cls = graph::ComputeClass::attention;
         op.flops = flops;
-        op.gemm = graph::GemmShape{l.gemm_m, l.gemm_n, l.gemm_k, l.gemm_batch * batch};
+        op.gemm = graph::GemmShape{l.gemm_m, l.gemm_n, l.gemm_k,
+                                   core::saturating_int64(static_cast<double>(l.gemm_batch) * b)};
         op.bytes = out_bytes;
         op.kernels = 2;
         ops.forward.push_back(op);
@@ -138,7 +143,8 @@ std::vector<Variable> variables(const config::LayerTable& table, std::int64_t ba
       // The looked-up table is the layer's first tensor.
       if (l.sparse && t == 0) {
         const double table_rows = std::floor(l.tensors[t] / static_cast<double>(l.row_params));
-        const double rows = std::min(static_cast<double>(batch * l.lookups_per_sample), table_rows);
+        const double rows =
+            std::min(static_cast<double>(batch) * static_cast<double>(l.lookups_per_sample), table_rows);
         v.sparse = true;
         v.step_bytes = rows * (static_cast<double>(l.row_params) * value + kIndexBytes);
       }

@@ -2,6 +2,8 @@
 
 #include <string_view>
 
+#include "core/checked_math.hpp"
+
 namespace dtsim::models {
 
 namespace {
@@ -12,8 +14,8 @@ LayerOp gemm(std::string_view name, double m, double n, double k, double a) {
   op.compute.cls = graph::ComputeClass::gemm;
   op.compute.flops = 2 * m * n * k;
   op.compute.bytes = (m * k + k * n + m * n) * a;
-  op.compute.gemm = graph::GemmShape{static_cast<std::int64_t>(m), static_cast<std::int64_t>(n),
-                                     static_cast<std::int64_t>(k), 1};
+  op.compute.gemm =
+      graph::GemmShape{core::saturating_int64(m), core::saturating_int64(n), core::saturating_int64(k), 1};
   return op;
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "core/checked_math.hpp"
 #include "models/mlp/mlp.hpp"
 #include "models/transformer/elementwise.hpp"
 
@@ -64,7 +65,8 @@ Dims dims_of(const config::TransformerSpec& m, const ShardConfig& sh) {
   return d;
 }
 
-std::int64_t dim(double v) { return static_cast<std::int64_t>(v + 0.5); }
+// A GEMM dimension: tokens of a micro-batch may pass 2^63 in a huge (infeasible) plan.
+std::int64_t dim(double v) { return core::saturating_int64(v + 0.5); }
 
 LayerOp gemm(std::string_view name, double m, double n, double k, double a, double batch = 1,
              bool attention_core = false) {
@@ -135,8 +137,8 @@ void column_parallel_backward(std::vector<LayerOp>& ops, const Dims& d, LayerOp 
 // The work a fused attention kernel spreads over the SMs (compute/attention_efficiency.hpp): the query
 // rows of one sequence on this rank against all its keys, for micro-batch x heads problems.
 graph::GemmShape flash_work(const Dims& d) {
-  return {static_cast<std::int64_t>(d.sq), static_cast<std::int64_t>(d.s), static_cast<std::int64_t>(d.d),
-          static_cast<std::int64_t>(d.b * d.heads)};
+  return {core::saturating_int64(d.sq), core::saturating_int64(d.s), core::saturating_int64(d.d),
+          core::saturating_int64(d.b * d.heads)};
 }
 
 void attention_forward(std::vector<LayerOp>& ops, const config::TransformerSpec& m, const Dims& d,

@@ -7,14 +7,17 @@ namespace dtsim::compute {
 
 namespace {
 
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+// a / b rounded up, for a, b > 0, without forming a + b - 1 (a may be near 2^63).
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return a / b + (a % b != 0 ? 1 : 0); }
 
+// Products of dimensions in doubles: the dimensions of a huge GEMM (tokens of a huge batch) reach
+// 2^63, their products pass it. Exact, and so as the integer products, below 2^53.
 double tile_score(const graph::GemmShape& s, std::int64_t tm, std::int64_t tn, int sm_count) {
-  const std::int64_t tiles_m = ceil_div(s.m, tm);
-  const std::int64_t tiles_n = ceil_div(s.n, tn);
+  const double tiles_m = static_cast<double>(ceil_div(s.m, tm));
+  const double tiles_n = static_cast<double>(ceil_div(s.n, tn));
   const double q_tile = static_cast<double>(s.m) * static_cast<double>(s.n) /
-                        (static_cast<double>(tiles_m * tm) * static_cast<double>(tiles_n * tn));
-  const double tiles = static_cast<double>(tiles_m * tiles_n) * static_cast<double>(s.batch);
+                        (tiles_m * static_cast<double>(tm) * (tiles_n * static_cast<double>(tn)));
+  const double tiles = tiles_m * tiles_n * static_cast<double>(s.batch);
   const double sms = static_cast<double>(sm_count);
   const double q_wave = tiles / (std::ceil(tiles / sms) * sms);
   return q_tile * q_wave;

@@ -1,12 +1,7 @@
 #include "config/json_reader.hpp"
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
-#include <system_error>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -17,98 +12,11 @@ using nlohmann::json;
 
 namespace {
 
-constexpr std::size_t kMaxDescribedLength = 60;
+// Longest unknown key shown in a message, in characters.
+constexpr std::size_t kMaxKeyShown = 60;
 
-// Line and column (1-based) of byte offset `offset` in `text`.
-std::pair<std::size_t, std::size_t> line_and_column(const std::string& text, std::size_t offset) {
-  offset = std::min(offset, text.size());
-  std::size_t line = 1;
-  std::size_t line_start = 0;
-  for (std::size_t i = 0; i < offset; ++i) {
-    if (text[i] == '\n') {
-      ++line;
-      line_start = i + 1;
-    }
-  }
-  return {line, offset - line_start + 1};
-}
-
-// nlohmann's explanation without its "[json.exception...] parse error at line L, column C: " prefix.
-std::string parse_error_detail(const std::string& what) {
-  const std::size_t column = what.find("column ");
-  if (column != std::string::npos) {
-    const std::size_t colon = what.find(": ", column);
-    if (colon != std::string::npos) return what.substr(colon + 2);
-  }
-  const std::size_t bracket = what.find("] ");
-  return bracket == std::string::npos ? what : what.substr(bracket + 2);
-}
-
-// Rejects duplicate keys while parsing: nlohmann would silently keep the last one. Tracks the JSON
-// pointer of the current position so the error can name it.
-class DuplicateKeyCheck {
- public:
-  explicit DuplicateKeyCheck(const std::string& source) : source_(&source) {}
-
-  bool operator()(int /*depth*/, json::parse_event_t event, json& parsed) {
-    switch (event) {
-      case json::parse_event_t::object_start:
-      case json::parse_event_t::array_start:
-        frames_.push_back(Frame{event == json::parse_event_t::array_start, 0, {}, {}});
-        break;
-      case json::parse_event_t::object_end:
-      case json::parse_event_t::array_end:
-        frames_.pop_back();
-        element_done();
-        break;
-      case json::parse_event_t::key: {
-        Frame& top = frames_.back();
-        std::string key = parsed.get<std::string>();
-        if (!top.keys.insert(key).second) {
-          throw core::InputError(*source_, pointer_append(parent_pointer(), key),
-                                 fmt::format("duplicate key '{}'", key));
-        }
-        top.key = std::move(key);
-        break;
-      }
-      case json::parse_event_t::value:
-        element_done();
-        break;
-    }
-    return true;
-  }
-
- private:
-  struct Frame {
-    bool array = false;
-    std::size_t index = 0;
-    std::string key;
-    std::set<std::string> keys;
-  };
-
-  void element_done() {
-    if (!frames_.empty() && frames_.back().array) ++frames_.back().index;
-  }
-
-  // Pointer of the innermost container being parsed.
-  std::string parent_pointer() const {
-    std::string pointer;
-    for (std::size_t i = 0; i + 1 < frames_.size(); ++i) {
-      pointer = frames_[i].array ? pointer_append(pointer, frames_[i].index)
-                                 : pointer_append(pointer, frames_[i].key);
-    }
-    return pointer;
-  }
-
-  const std::string* source_;
-  std::vector<Frame> frames_;
-};
-
-std::string quoted_key(std::string_view key) {
-  // The key as a JSON string without its quotes: control characters escaped, the rest as is.
-  const std::string dumped = json(std::string(key)).dump(-1, ' ', false, json::error_handler_t::replace);
-  return dumped.substr(1, dumped.size() - 2);
-}
+// The key as a JSON string without its quotes: control characters escaped, the rest as is; cut.
+std::string quoted_key(std::string_view key) { return string_excerpt(key, kMaxKeyShown); }
 
 std::string join(const std::vector<std::string>& items, std::string_view separator) {
   std::string out;
@@ -120,48 +28,6 @@ std::string join(const std::vector<std::string>& items, std::string_view separat
 }
 
 }  // namespace
-
-// ---- parsing -------------------------------------------------------------------------------------
-
-json parse_json_text(const std::string& text, const std::string& source) {
-  if (std::all_of(text.begin(), text.end(),
-                  [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; })) {
-    throw core::InputError(source, "", "empty input; expected a JSON object");
-  }
-  try {
-    return json::parse(text, DuplicateKeyCheck(source));
-  } catch (const json::parse_error& e) {
-    const std::size_t offset = e.byte > 0 ? e.byte - 1 : 0;
-    const auto [line, column] = line_and_column(text, offset);
-    throw core::InputError(
-        source, "",
-        fmt::format("malformed JSON at line {}, column {}: {}", line, column, parse_error_detail(e.what())));
-  } catch (const json::exception& e) {
-    // e.g. out_of_range.406 "number overflow parsing '1e400'", which carries no position.
-    throw core::InputError(source, "", fmt::format("malformed JSON: {}", parse_error_detail(e.what())));
-  }
-}
-
-std::string read_text_file(const std::string& path) {
-  std::error_code ec;
-  const auto status = std::filesystem::status(path, ec);
-  if (ec || !std::filesystem::exists(status))
-    throw core::InputError(path, "", "cannot open file: no such file");
-  if (std::filesystem::is_directory(status))
-    throw core::InputError(path, "", "cannot open file: it is a directory");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    const int code = errno;
-    throw core::InputError(path, "",
-                           fmt::format("cannot open file: {}", std::generic_category().message(code)));
-  }
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  if (in.bad()) throw core::InputError(path, "", "cannot open file: read error");
-  return buffer.str();
-}
-
-json read_json_file(const std::string& path) { return parse_json_text(read_text_file(path), path); }
 
 // ---- describing values ---------------------------------------------------------------------------
 
@@ -197,16 +63,6 @@ const char* json_type_name(const json& value) {
   if (value.is_number_integer()) return "integer";
   if (value.is_number()) return "number";
   return "value";
-}
-
-std::string describe_value(const json& value) {
-  std::string dumped = value.dump(-1, ' ', false, json::error_handler_t::replace);
-  if (dumped.size() <= kMaxDescribedLength) return dumped;
-  std::size_t cut = kMaxDescribedLength - 3;
-  // Do not split a UTF-8 sequence: back up over continuation bytes.
-  while (cut > 0 && (static_cast<unsigned char>(dumped[cut]) & 0xC0U) == 0x80U) --cut;
-  dumped.resize(cut);
-  return dumped + "...";
 }
 
 // ---- rules ---------------------------------------------------------------------------------------

@@ -1,9 +1,8 @@
 // Strict reading of JSON input on top of nlohmann::json.
 //
-// Parsing: parse_json_text() and read_json_file() turn every failure into a core::InputError:
-// malformed JSON is reported with its line and column (1-based, counted in bytes from the start of
-// the line), duplicate keys in an object are rejected, an empty input or a file that cannot be read
-// says so.
+// Parsing (json_text.hpp): parse_json_text() and read_json_file() turn every failure into a
+// core::InputError: malformed JSON with its line and column, duplicate keys, an empty input, a file
+// that cannot be read, and input past the size, nesting and string limits.
 //
 // Reading: an ObjectReader walks one JSON object. Each key is read once with a type and a rule
 // (required<T>, optional<T>, enum_value, child, ...); finish() then rejects every key that was never
@@ -30,21 +29,11 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "config/json_excerpt.hpp"
+#include "config/json_text.hpp"
 #include "core/errors.hpp"
 
 namespace dtsim::config {
-
-// ---- parsing -------------------------------------------------------------------------------------
-
-// Parses `text`; `source` names it in errors (a path, "-" for stdin).
-nlohmann::json parse_json_text(const std::string& text, const std::string& source);
-
-// Reads a whole file as text; a missing, unreadable or directory path is an InputError
-// ("cannot open file: ...").
-std::string read_text_file(const std::string& path);
-
-// read_text_file() then parse_json_text().
-nlohmann::json read_json_file(const std::string& path);
 
 // ---- describing values ---------------------------------------------------------------------------
 
@@ -57,9 +46,6 @@ std::string pointer_append(const std::string& pointer, std::size_t index);
 
 // "string", "integer", "number", "boolean", "null", "object" or "array".
 const char* json_type_name(const nlohmann::json& value);
-
-// The value dumped compactly as JSON, cut to about 60 characters with "..." when longer.
-std::string describe_value(const nlohmann::json& value);
 
 // ---- rules a value must satisfy ------------------------------------------------------------------
 
@@ -210,7 +196,8 @@ class ObjectReader {
   const nlohmann::json* find(std::string_view key);
 
   // Rejects every present key that was neither read nor declared with expect_keys():
-  // "unknown key 'foo'; expected one of: a, b, c" (known keys in the order they were declared).
+  // "unknown key 'foo'; expected one of: a, b, c" (known keys in the order they were declared; the
+  // unknown key cut to 60 characters).
   void finish() const;
 
   // Errors located at `key` of this object, and at this object itself.

@@ -67,7 +67,7 @@ KinetoCpuOp cpu_op(const json& e, const json& args, std::int64_t id) {
 }  // namespace
 
 KinetoTrace parse_kineto_trace_text(const std::string& text, const std::string& file) {
-  const json doc = parse_json_text(text, file);
+  const json doc = parse_json_text(text, file, JsonLimits::trace());
   if (!doc.is_object()) {
     throw core::InputError(
         file, "",
@@ -144,7 +144,7 @@ KinetoTrace parse_kineto_trace_text(const std::string& text, const std::string& 
 }
 
 KinetoTrace read_kineto_trace(const std::string& path) {
-  return parse_kineto_trace_text(read_text_file(path), path);
+  return parse_kineto_trace_text(read_text_file(path, JsonLimits::trace()), path);
 }
 
 }  // namespace dtsim::config

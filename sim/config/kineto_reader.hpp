@@ -4,7 +4,8 @@
 // trace is a foreign format with many more keys, which are ignored. A malformed trace is an InputError
 // naming the file and the JSON pointer of the offending value: no "traceEvents" array, an event that
 // is not an object, a GPU event without a string "name" or with a missing or negative "dur", "grid" or
-// "block" that is not three positive integers, or a trace without any GPU kernel.
+// "block" that is not three positive integers, or a trace without any GPU kernel. A trace is read
+// under JsonLimits::trace() (json_text.hpp): up to 1 GiB.
 #pragma once
 
 #include <array>

@@ -224,10 +224,7 @@ DataPaths default_data_paths() {
 }
 
 Scenario load_scenario(const std::string& path, const DataPaths& data) {
-  if (path == "-") {
-    std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
-    return load_scenario_text(text, path, data);
-  }
+  if (path == "-") return load_scenario_text(read_text_stream(std::cin, path), path, data);
   return load_scenario_text(read_text_file(path), path, data);
 }
 

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "core/errors.hpp"
 #include "network/analytic_model.hpp"
 #include "network/flow_plan.hpp"
 #include "network/simgrid_flows.hpp"
@@ -31,10 +32,23 @@ std::string network_identity(const TopologyShape& t, const PathParams& p) {
 static_assert(sizeof(TopologyShape) == 96, "TopologyShape changed: add the new field to network_identity()");
 static_assert(sizeof(PathParams) == 104, "PathParams changed: add the new field to network_identity()");
 
+// `scenario`, once its cluster is known to be within the flow level's size limit (the header).
+const config::Scenario& within_flow_limit(const config::Scenario& scenario) {
+  const std::int64_t gpus = scenario.gpu_count();
+  if (gpus > kMaxFlowGpus) {
+    throw core::InfeasibleError(fmt::format(
+        "too large to simulate on the flow level: {} GPUs ({} nodes x {} GPUs), over dtsim's limit of {} "
+        "(SimGrid's routing grows with the square of the GPUs: 5.8 GB and over 2 minutes at the limit); "
+        "use \"network\": \"analytic\"",
+        gpus, scenario.cluster.nodes, scenario.node.gpus_per_node, kMaxFlowGpus));
+  }
+  return scenario;
+}
+
 }  // namespace
 
 FlowModel::FlowModel(const config::Scenario& scenario, FlowCache* shared)
-    : path_(path_params(scenario)),
+    : path_(path_params(within_flow_limit(scenario))),
       topology_(topology_shape(scenario)),
       own_cache_(shared != nullptr ? nullptr : std::make_unique<FlowCache>()),
       cache_(shared != nullptr ? shared : own_cache_.get()),

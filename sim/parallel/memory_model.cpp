@@ -65,8 +65,8 @@ MemoryEstimate stage_memory(const config::Scenario& s, std::int64_t stage) {
 
   e.activations_bytes = layer_activation_bytes(s) * in_flight_layers(s, stage) + layer_working_set_bytes(s);
   const double a = models::activation_bytes_per_element(s.training.precision);
-  const double tokens =
-      static_cast<double>(s.training.micro_batch_size * model.seq_length) / static_cast<double>(par.context);
+  const double tokens = static_cast<double>(s.training.micro_batch_size) *
+                        static_cast<double>(model.seq_length) / static_cast<double>(par.context);
   if (first)
     e.activations_bytes += tokens * static_cast<double>(model.hidden_size) * (a + 1);  // embedding out + mask
 

@@ -4,6 +4,7 @@
 #include <array>
 #include <chrono>
 
+#include "core/checked_math.hpp"
 #include "core/units.hpp"
 #include "models/transformer/transformer.hpp"
 #include "parallel/feasibility.hpp"
@@ -65,13 +66,14 @@ results::EvaluateOptions plan_evaluate_options(network::FlowCache* flow_cache) {
 
 ExtrapolationPoints extrapolation_points(const config::Scenario& s) {
   const std::int64_t p = s.parallelism.pipeline;
-  const std::int64_t chunks = p * s.parallelism.virtual_stages;
+  // Past 64 bits the plan is infeasible (feasibility.hpp) and is not extrapolated.
+  const std::int64_t chunks = core::checked_mul(p, s.parallelism.virtual_stages).value_or(0);
   const bool interleaved = s.parallelism.schedule == config::Schedule::interleaved;
   ExtrapolationPoints points;
   // Interleaved: the first multiple of p whose schedule has a steady phase on every stage, and the next.
   points.m1 = interleaved ? 2 * p : 2;
   points.m2 = points.m1 + (interleaved ? p : 1);
-  if (s.model.layers % chunks == 0) {
+  if (chunks > 0 && s.model.layers % chunks == 0) {
     points.l1 = 4;
     points.l2 = 6;
   }
@@ -85,13 +87,13 @@ results::Result evaluate_extrapolated(const config::Scenario& scenario, network:
 results::Result evaluate_extrapolated(const config::Scenario& scenario, ExtrapolationPoints points,
                                       network::FlowCache* flow_cache) {
   const results::EvaluateOptions options = plan_evaluate_options(flow_cache);
+  // Plans that cannot run (their result carries the reason) take the full path. The memory model
+  // needs a feasible plan (one whose products of degrees fit in 64 bits).
+  if (parallel::infeasibility(scenario)) return results::evaluate(scenario, options);
+  const parallel::MemoryEstimate e = parallel::memory_per_gpu(scenario);
+  if (e.total_bytes() > scenario.gpu.hbm_bytes) return results::evaluate(scenario, options);
   const std::int64_t m = parallel::micro_batches(scenario);
   const std::int64_t chunks = scenario.parallelism.pipeline * scenario.parallelism.virtual_stages;
-  const parallel::MemoryEstimate e = parallel::memory_per_gpu(scenario);
-  // Plans that cannot run (their result carries the reason) take the full path.
-  if (parallel::infeasibility(scenario) || e.total_bytes() > scenario.gpu.hbm_bytes) {
-    return results::evaluate(scenario, options);
-  }
   // A dimension is extrapolated only where that simulates fewer (micro-batch x layer) steps than its
   // real value: m1 + m2 < m, l1 + l2 < l (the work of the runs is their sum along each dimension).
   if (points.m1 + points.m2 >= m) points.m1 = points.m2 = m;

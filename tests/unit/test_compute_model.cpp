@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <limits>
 
 #include "compute/attention_efficiency.hpp"
 #include "compute/compute_model.hpp"
@@ -152,4 +153,15 @@ TEST_CASE("shipped attention curves reproduce the measurements they were fitted 
                << " measured shapes");
     CHECK(mape <= 15.0);
   }
+}
+
+TEST_CASE("GEMM efficiency of dimensions near 2^63 is computed without overflow") {
+  // m = n = batch = 2^63 - 1 (tokens of a huge plan, saturated): 2^56 tiles of 128 a side, so the
+  // padding is 1 in 2^63 and q_tile rounds to 1; 2^175 tiles fill their waves: the efficiency is the
+  // curve's maximum, 0.8 (k_half 0). The integer tile arithmetic wrapped before.
+  const auto s = dtsim::testing::fixture_scenario();
+  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+  const double e =
+      dtsim::compute::gemm_efficiency(GemmShape{kMax, kMax, 4096, kMax}, s.gpu.gemm, s.gpu.sm_count);
+  CHECK(e == doctest::Approx(0.8));
 }

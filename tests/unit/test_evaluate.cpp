@@ -212,6 +212,17 @@ TEST_CASE("plans whose products pass 64 bits are infeasible results, not crashes
   CHECK(
       u.reason ==
       "global_batch_size 32 is not divisible by data parallel x micro_batch_size = 4 x 4611686018427387904");
+  // micro-batch 2^34 x seq_length 2^30 = 2^64 tokens: costed in doubles (memory_model.hpp) and GEMM
+  // dimensions saturated (transformer.hpp); far out of memory, and its operations far beyond the
+  // engine's clock.
+  json v = base_scenario();
+  v["model"]["seq_length"] = std::int64_t{1} << 30;
+  v["training"]["micro_batch_size"] = std::int64_t{1} << 34;
+  v["training"]["global_batch_size"] = std::int64_t{1} << 36;  // data 4 x micro-batch
+  const auto w = evaluate(v);
+  CHECK(w.status == dtsim::results::Status::infeasible);
+  CHECK(w.reason.find("one operation would take") == 0);
+  CHECK_FALSE(w.memory.fits);
 }
 
 TEST_CASE("an iteration too large to simulate is an infeasible result with the sizes") {
@@ -232,6 +243,19 @@ TEST_CASE("an iteration too large to simulate is an infeasible result with the s
   json t = base_scenario();
   t["simulation"] = {{"ranks", "all"}};
   CHECK(evaluate(t).status == dtsim::results::Status::ok);
+}
+
+TEST_CASE("a flow-level plan past the flow level's size limit is an infeasible result with the reason") {
+  // 4,096 DGX A100 nodes are 32,768 GPUs, over the flow level's 16,384 (network/flow_model.hpp).
+  json s = base_scenario();
+  s["cluster"]["nodes"] = 4096;
+  s["parallelism"]["data"] = 8192;
+  s["training"]["global_batch_size"] = 8192;
+  s["simulation"] = {{"network", "flow"}};
+  const auto r = evaluate(s);
+  CHECK(r.status == dtsim::results::Status::infeasible);
+  CHECK(r.reason.find("too large to simulate on the flow level: 32768 GPUs (4096 nodes x 8 GPUs)") == 0);
+  CHECK(r.engine.tasks == 0);
 }
 
 TEST_CASE("a task graph that passes its task limit while it is built is infeasible") {

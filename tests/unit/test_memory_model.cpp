@@ -4,6 +4,8 @@
 // L = 96, b = 1, t = 8.
 #include <doctest/doctest.h>
 
+#include <cmath>
+
 #include "parallel/memory_model.hpp"
 #include "scenario_fixture.hpp"
 
@@ -117,4 +119,18 @@ TEST_CASE("175B without model parallelism does not fit in 80 GB") {
   const auto e = dtsim::parallel::memory_per_gpu(s);
   // 175e9 parameters x 16 B = 2.8 TB, far over 80e9.
   CHECK(e.total_bytes() > 2.5e12);
+}
+
+TEST_CASE("tokens of a micro-batch past 2^63 are costed in doubles, not wrapped") {
+  // micro-batch 2^40 x seq_length 2^30 = 2^70 tokens (an int64 product wrapped to 0 before). With one
+  // pipeline stage, first and last: the buffers are 2 buckets + 1 GiB + the FP32 logits,
+  // 2^70 tokens x vocab 51200 / t 1 x 4 bytes.
+  auto s = dtsim::testing::fixture_scenario();
+  s.training.micro_batch_size = std::int64_t{1} << 40;
+  s.model.seq_length = std::int64_t{1} << 30;
+  s.training.global_batch_size = s.parallelism.data * s.training.micro_batch_size;
+  const auto e = dtsim::parallel::memory_per_gpu(s);
+  const double logits = std::ldexp(1.0, 70) * 51200 * 4;
+  CHECK(e.buffers_bytes == doctest::Approx(2 * s.training.bucket_bytes + 1073741824.0 + logits));
+  CHECK(e.total_bytes() > s.gpu.hbm_bytes);
 }

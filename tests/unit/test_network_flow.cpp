@@ -139,6 +139,21 @@ TEST_CASE("flow model caches each distinct collective and is deterministic") {
   CHECK(std::string(dtsim::network::make_network_model(s)->name()) == "flow");
 }
 
+TEST_CASE("a cluster past the flow level's size limit is infeasible when the model is made") {
+  // The fixture has 8 GPUs per node: 2,048 nodes are 16,384 GPUs, the limit; 2,049 nodes pass it.
+  CHECK(dtsim::network::kMaxFlowGpus == 16'384);
+  CHECK_NOTHROW(dtsim::network::FlowModel(scenario(2048)));
+  CHECK_THROWS_WITH_AS(dtsim::network::make_network_model(scenario(2049)),
+                       "too large to simulate on the flow level: 16392 GPUs (2049 nodes x 8 GPUs), over "
+                       "dtsim's limit of 16384 (SimGrid's routing grows with the square of the GPUs: 5.8 GB "
+                       "and over 2 minutes at the limit); use \"network\": \"analytic\"",
+                       dtsim::core::InfeasibleError);
+  // The analytic level has no such limit.
+  auto analytic = scenario(1'000'000);
+  analytic.simulation.network = dtsim::config::NetworkFidelity::analytic;
+  CHECK(std::string(dtsim::network::make_network_model(analytic)->name()) == "analytic");
+}
+
 TEST_CASE("flow agrees with analytic for the tree all-reduce, all-to-all and pipeline sends") {
   // 8 nodes, NCCL's choice (tree for 1 GB): the inter-node rings carry 2 x 7/8 x 1e9 bytes per
   // node at 100e9 B/s = 17.5 ms, the intra-node phase 2 x 7/8 x 1e9 / 200e9 = 8.75 ms: 17.5 ms.

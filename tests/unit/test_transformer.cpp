@@ -2,6 +2,8 @@
 #include <doctest/doctest.h>
 
 #include <array>
+#include <cmath>
+#include <limits>
 #include <string_view>
 
 #include "models/transformer/transformer.hpp"
@@ -257,4 +259,22 @@ TEST_CASE("the loss is Megatron's unfused vocabulary-parallel cross-entropy, pas
   const auto r = dtsim::models::head_layer(m, four);
   CHECK(memory_bytes(r.forward) == doctest::Approx(logits / 4 * (2 + 36) + 2 * tokens * h * 2));
   CHECK(reduces(r.forward) == 3);
+}
+
+TEST_CASE("GEMM dimensions past 2^63 saturate instead of wrapping") {
+  // micro-batch 2^40 x seq_length 2^30: 2^70 tokens, the m of the QKV projection: clamped to
+  // 2^63 - 1. FLOPs stay in doubles: 2 x 2^70 x n x k.
+  const auto m = gpt(1, 2048, 16, std::int64_t{1} << 30, 51200);
+  dtsim::models::ShardConfig shard;
+  shard.micro_batch = std::int64_t{1} << 40;
+  const auto p = dtsim::models::transformer_layer(m, shard);
+  bool found = false;
+  for (const LayerOp& op : p.forward) {
+    if (op.name != "qkv_projection") continue;
+    found = true;
+    CHECK(op.compute.gemm.m == std::numeric_limits<std::int64_t>::max());
+    CHECK(op.compute.gemm.n == 3 * 2048);
+    CHECK(op.compute.flops == doctest::Approx(2 * std::ldexp(1.0, 70) * 3 * 2048 * 2048));
+  }
+  CHECK(found);
 }
