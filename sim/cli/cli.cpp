@@ -22,9 +22,7 @@ namespace dtsim::cli {
 
 std::string read_scenario_text(const std::string& path, std::istream& in) {
   if (path != "-") return config::read_text_file(path);
-  std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-  if (in.bad()) throw core::InputError(path, "", "could not read the scenario from standard input");
-  return text;
+  return config::read_text_stream(in, path);
 }
 
 config::Scenario read_scenario(const std::string& path, std::istream& in) {

@@ -54,7 +54,7 @@ class SweepFileReader {
  private:
   void read_line() {
     line_.reset();
-    while (std::getline(in_, text_)) {
+    while (read_sweep_line(in_, text_, path_, number_ + 1) != LineRead::none) {
       ++number_;
       if (text_.empty()) continue;
       if (ended_) {

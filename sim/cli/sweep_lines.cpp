@@ -1,6 +1,11 @@
 #include "cli/sweep_lines.hpp"
 
+#include <istream>
+#include <streambuf>
+
 #include <fmt/format.h>
+
+#include "config/json_text.hpp"
 
 #include "core/errors.hpp"
 
@@ -48,7 +53,30 @@ std::string csv_trailer_line(std::uint64_t points) {
   return fmt::format("# sweep complete: {} points\n", points);
 }
 
+LineRead read_sweep_line(std::istream& in, std::string& line, const std::string& file, std::uint64_t number) {
+  constexpr std::size_t kMax = config::JsonLimits::document().max_bytes;
+  using Traits = std::char_traits<char>;
+  line.clear();
+  std::streambuf* buffer = in.rdbuf();
+  for (Traits::int_type c = buffer->sbumpc(); !Traits::eq_int_type(c, Traits::eof()); c = buffer->sbumpc()) {
+    if (Traits::to_char_type(c) == '\n') return LineRead::whole;
+    if (line.size() == kMax) {
+      throw core::InputError(
+          file, "",
+          fmt::format("line {}: longer than {} bytes; expected the lines of a sweep", number, kMax));
+    }
+    line.push_back(Traits::to_char_type(c));
+  }
+  in.setstate(std::ios::eofbit);
+  return line.empty() ? LineRead::none : LineRead::cut;
+}
+
 SweepLine parse_sweep_line(const std::string& line, const std::string& file, std::uint64_t number) {
+  try {
+    config::check_json_limits(line, file);
+  } catch (const core::InputError& e) {
+    throw core::InputError(file, "", fmt::format("line {}: {}", number, e.message()));
+  }
   SweepLine out;
   try {
     out.json = Json::parse(line);

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <istream>
 #include <optional>
 #include <string>
 #include <vector>
@@ -51,8 +52,15 @@ struct SweepLine {
   std::int64_t index = 0;  // point lines
 };
 
-// InputError naming the file and the line (1-based) when the line is not JSON or none of the three.
+// InputError naming the file and the line (1-based) when the line is not JSON or none of the three,
+// or breaks the limits of JSON input (config/json_text.hpp: 64 MiB, nesting, string length).
 SweepLine parse_sweep_line(const std::string& line, const std::string& file, std::uint64_t number);
+
+// std::getline() that stops with an InputError naming the file and line once a line passes the
+// 64 MiB of a JSON input (a file without line breaks, /dev/zero), instead of reading it whole: none at
+// the end of the input, whole for a line that ends in '\n', cut for a last line without one.
+enum class LineRead { none, whole, cut };
+LineRead read_sweep_line(std::istream& in, std::string& line, const std::string& file, std::uint64_t number);
 
 // The header's "sweep" object without what may differ between files of one sweep (the scenario's
 // path and the shard).

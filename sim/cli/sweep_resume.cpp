@@ -36,8 +36,9 @@ PartialSweep read_partial_sweep(const std::string& path, const std::string& head
   PartialSweep out;
   std::uint64_t number = 0;
   std::uint64_t offset = 0;
-  for (std::string line; std::getline(in, line);) {
-    const bool whole = !in.eof();  // a line that ends in '\n'
+  std::string line;
+  for (LineRead read; (read = read_sweep_line(in, line, path, number + 1)) != LineRead::none;) {
+    const bool whole = read == LineRead::whole;
     ++number;
     if (!whole) break;  // cut short: dropped
     const std::uint64_t next = offset + line.size() + 1;

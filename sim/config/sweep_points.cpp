@@ -15,6 +15,7 @@ namespace {
 using nlohmann::json;
 
 json value_of(const std::string& text) {
+  check_json_limits(text, "command line");  // a value nested too deep or too long is bad input
   try {
     return json::parse(text);
   } catch (const json::parse_error&) {
@@ -44,8 +45,14 @@ void scale(json& doc, const std::string& pointer, double factor, const std::stri
   if (std::abs(scaled - std::round(scaled)) > 1e-9) {
     throw core::InputError(
         source, pointer,
-        fmt::format("got {}; scaling it by the node ratio {:g} does not give a whole number", v.dump(),
-                    factor));
+        fmt::format("got {}; scaling it by the node ratio {:g} does not give a whole number",
+                    describe_value(v), factor));
+  }
+  if (!(std::abs(scaled) < 0x1p63)) {
+    throw core::InputError(source, pointer,
+                           fmt::format("got {}; scaling it by the node ratio {:g} gives {:g}, beyond a "
+                                       "64-bit integer",
+                                       describe_value(v), factor, scaled));
   }
   doc[p] = static_cast<std::int64_t>(std::llround(scaled));
 }

@@ -115,8 +115,8 @@ void Lowering::intern_programs() {
   }
   recomputes_ = !programs_.front().recompute.empty();
   const double a = models::activation_bytes_per_element(s_.training.precision);
-  const double tokens = static_cast<double>(s_.training.micro_batch_size * s_.model.seq_length) /
-                        static_cast<double>(par.context);
+  const double tokens = static_cast<double>(s_.training.micro_batch_size) *
+                        static_cast<double>(s_.model.seq_length) / static_cast<double>(par.context);
   pipeline_send_bytes_ =
       tokens * static_cast<double>(s_.model.hidden_size) * a / static_cast<double>(par.tensor);
   pipeline_send_label_ = label("pipeline_send_activation");
