@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <system_error>
 #include <utility>
 #include <vector>
@@ -63,11 +64,13 @@ core::InputError too_large(const std::string& source, const JsonLimits& limits) 
 // Appends what is left of `in` to `text`, reading at most limits.max_bytes + 1 bytes in all; throws
 // when there were more than limits.max_bytes.
 void read_bounded(std::istream& in, std::string& text, const std::string& source, const JsonLimits& limits) {
-  std::vector<char> chunk(std::size_t{1} << 20U);
+  // Not zero-filled: most inputs are a few kB, read once per file of a scenario.
+  constexpr std::size_t kChunk = std::size_t{64} << 10U;
+  const auto chunk = std::make_unique_for_overwrite<char[]>(kChunk);
   while (in && text.size() <= limits.max_bytes) {
-    const std::size_t wanted = std::min(chunk.size(), limits.max_bytes + 1 - text.size());
-    in.read(chunk.data(), static_cast<std::streamsize>(wanted));
-    text.append(chunk.data(), static_cast<std::size_t>(in.gcount()));
+    const std::size_t wanted = std::min(kChunk, limits.max_bytes + 1 - text.size());
+    in.read(chunk.get(), static_cast<std::streamsize>(wanted));
+    text.append(chunk.get(), static_cast<std::size_t>(in.gcount()));
   }
   if (text.size() > limits.max_bytes) throw too_large(source, limits);
 }
