@@ -103,11 +103,13 @@ TEST_CASE("a column-parallel backward re-gathers its input and reduces its data 
     FAIL("no op " << name);
     return bw.size();
   };
-  for (const auto& [regather, dgrad, reduce, wgrad] :
+  for (const auto& names :
        {std::array<std::string_view, 4>{"mlp_input_regather", "mlp_up_dgrad", "mlp_grad_tp_reduce",
                                         "mlp_up_wgrad"},
         std::array<std::string_view, 4>{"attention_input_regather", "qkv_projection_dgrad",
                                         "attention_grad_tp_reduce", "qkv_projection_wgrad"}}) {
+    // Named copies, not structured bindings: CAPTURE's lambda may not capture those before clang 16.
+    const std::string_view regather = names[0], dgrad = names[1], reduce = names[2], wgrad = names[3];
     CAPTURE(regather);
     const std::size_t g = at(regather);
     CHECK(at(dgrad) == g + 1);
