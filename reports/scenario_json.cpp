@@ -1,14 +1,13 @@
 // The resolved scenario in Scenario v1 form (README "Scenario v1"): presets expanded, defaults filled in,
 // so that a result names everything it was computed from. Enumerations use their JSON names
 // (config::to_string); sizes keep the units of their keys.
+#include "core/units.hpp"
 #include "reports/data_parallel_report.hpp"
 #include "reports/reports.hpp"
 
 namespace dtsim::reports {
 
 namespace {
-
-constexpr double kBytesPerMb = 1e6;  // bucket_mb is in decimal megabytes
 
 nlohmann::ordered_json model_json(const config::TransformerSpec& model) {
   nlohmann::ordered_json j;
@@ -98,7 +97,7 @@ nlohmann::ordered_json training_json(const config::TrainingSpec& t) {
   j["activation_recompute"] = config::to_string(t.activation_recompute);
   j["overlap_grad_reduce"] = t.overlap_grad_reduce;
   j["overlap_param_gather"] = t.overlap_param_gather;
-  j["bucket_mb"] = t.bucket_bytes / kBytesPerMb;
+  j["bucket_mb"] = t.bucket_bytes / core::kBytesPerMb;
   if (t.optimizer != config::Optimizer::adam)
     j["optimizer"] = config::to_string(t.optimizer);  // adam: the default
   if (t.measured_single_gpu) {

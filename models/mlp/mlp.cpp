@@ -2,30 +2,9 @@
 
 #include <string_view>
 
-#include "core/checked_math.hpp"
-
 namespace dtsim::models {
 
 namespace {
-
-LayerOp gemm(std::string_view name, double m, double n, double k, double a) {
-  LayerOp op;
-  op.name = name;
-  op.compute.cls = graph::ComputeClass::gemm;
-  op.compute.flops = 2 * m * n * k;
-  op.compute.bytes = (m * k + k * n + m * n) * a;
-  op.compute.gemm =
-      graph::GemmShape{core::saturating_int64(m), core::saturating_int64(n), core::saturating_int64(k), 1};
-  return op;
-}
-
-LayerOp memory(std::string_view name, double bytes) {
-  LayerOp op;
-  op.name = name;
-  op.compute.cls = graph::ComputeClass::memory;
-  op.compute.bytes = bytes;
-  return op;
-}
 
 enum class LinearRole { input, hidden, output };
 
@@ -33,17 +12,17 @@ LayerProgram linear(double in, double out, const ShardConfig& sh, LinearRole rol
   const double a = activation_bytes_per_element(sh.precision);
   const double b = static_cast<double>(sh.micro_batch);
   LayerProgram p;
-  p.forward.push_back(gemm("mlp_linear", b, out, in, a));
+  p.forward.push_back(gemm_op("mlp_linear", b, out, in, a));
   if (role == LinearRole::output) {
-    p.forward.push_back(memory("mlp_bias", 2 * b * out * a));
-    p.forward.push_back(memory("mse_loss", 3 * b * out * a));
+    p.forward.push_back(memory_op("mlp_bias", 2 * b * out * a));
+    p.forward.push_back(memory_op("mse_loss", 3 * b * out * a));
   } else {
-    p.forward.push_back(memory("mlp_bias_relu", 2 * b * out * a));
-    p.backward.push_back(memory("mlp_relu_bwd", 3 * b * out * a));
+    p.forward.push_back(memory_op("mlp_bias_relu", 2 * b * out * a));
+    p.backward.push_back(memory_op("mlp_relu_bwd", 3 * b * out * a));
   }
-  p.backward.push_back(gemm("mlp_linear_wgrad", in, out, b, a));
-  p.backward.push_back(memory("mlp_bias_grad", b * out * a));
-  if (role != LinearRole::input) p.backward.push_back(gemm("mlp_linear_dgrad", b, in, out, a));
+  p.backward.push_back(gemm_op("mlp_linear_wgrad", in, out, b, a));
+  p.backward.push_back(memory_op("mlp_bias_grad", b * out * a));
+  if (role != LinearRole::input) p.backward.push_back(gemm_op("mlp_linear_dgrad", b, in, out, a));
   return p;
 }
 

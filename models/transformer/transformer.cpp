@@ -68,8 +68,10 @@ Dims dims_of(const config::TransformerSpec& m, const ShardConfig& sh) {
 // A GEMM dimension: tokens of a micro-batch may pass 2^63 in a huge (infeasible) plan.
 std::int64_t dim(double v) { return core::saturating_int64(v + 0.5); }
 
-LayerOp gemm(std::string_view name, double m, double n, double k, double a, double batch = 1,
-             bool attention_core = false) {
+}  // namespace
+
+LayerOp gemm_op(std::string_view name, double m, double n, double k, double a, double batch,
+                bool attention_core) {
   LayerOp op;
   op.name = name;
   op.compute.cls = ComputeClass::gemm;
@@ -80,7 +82,7 @@ LayerOp gemm(std::string_view name, double m, double n, double k, double a, doub
   return op;
 }
 
-LayerOp memory(std::string_view name, double bytes, bool attention_core = false) {
+LayerOp memory_op(std::string_view name, double bytes, bool attention_core) {
   LayerOp op;
   op.name = name;
   op.compute.cls = ComputeClass::memory;
@@ -88,6 +90,8 @@ LayerOp memory(std::string_view name, double bytes, bool attention_core = false)
   op.attention_core = attention_core;
   return op;
 }
+
+namespace {
 
 LayerOp comm(std::string_view name, CommRole role, double bytes, GemmOverlap overlap = GemmOverlap::none) {
   LayerOp op;
@@ -162,10 +166,10 @@ void attention_forward(std::vector<LayerOp>& ops, const config::TransformerSpec&
     ops.push_back(op);
     return;
   }
-  ops.push_back(gemm("attention_scores", d.sq, d.s, d.d, d.a, batch, true));
-  ops.push_back(memory("softmax", 2 * d.a * d.scores, true));
-  ops.push_back(memory("attention_dropout", (2 * d.a + 1) * d.scores, true));
-  ops.push_back(gemm("attention_context", d.sq, d.d, d.s, d.a, batch, true));
+  ops.push_back(gemm_op("attention_scores", d.sq, d.s, d.d, d.a, batch, true));
+  ops.push_back(memory_op("softmax", 2 * d.a * d.scores, true));
+  ops.push_back(memory_op("attention_dropout", (2 * d.a + 1) * d.scores, true));
+  ops.push_back(gemm_op("attention_context", d.sq, d.d, d.s, d.a, batch, true));
 }
 
 void attention_backward(std::vector<LayerOp>& ops, const config::TransformerSpec& m, const Dims& d,
@@ -182,12 +186,12 @@ void attention_backward(std::vector<LayerOp>& ops, const config::TransformerSpec
     op.compute.gemm = flash_work(d);
     ops.push_back(op);
   } else {
-    ops.push_back(gemm("attention_context_dgrad", d.sq, d.s, d.d, d.a, batch));
-    ops.push_back(gemm("attention_context_wgrad", d.s, d.d, d.sq, d.a, batch));
-    ops.push_back(memory("attention_dropout_bwd", (2 * d.a + 1) * d.scores));
-    ops.push_back(memory("softmax_bwd", 3 * d.a * d.scores));
-    ops.push_back(gemm("attention_scores_dgrad", d.sq, d.d, d.s, d.a, batch));
-    ops.push_back(gemm("attention_scores_wgrad", d.s, d.d, d.sq, d.a, batch));
+    ops.push_back(gemm_op("attention_context_dgrad", d.sq, d.s, d.d, d.a, batch));
+    ops.push_back(gemm_op("attention_context_wgrad", d.s, d.d, d.sq, d.a, batch));
+    ops.push_back(memory_op("attention_dropout_bwd", (2 * d.a + 1) * d.scores));
+    ops.push_back(memory_op("softmax_bwd", 3 * d.a * d.scores));
+    ops.push_back(gemm_op("attention_scores_dgrad", d.sq, d.d, d.s, d.a, batch));
+    ops.push_back(gemm_op("attention_scores_wgrad", d.s, d.d, d.sq, d.a, batch));
   }
   if (sh.context > 1) {
     // K/V chunks circulate again and their gradients travel back around the ring.
@@ -207,20 +211,20 @@ void cross_entropy(LayerProgram& p, const Dims& d) {
   const double logits = d.tokens * d.vocab;
   const bool cast = d.a < 4;
   auto& fw = p.forward;
-  if (cast) fw.push_back(memory("logits_to_fp32", logits * (d.a + 4)));
-  fw.push_back(memory("cross_entropy_max", logits * 4));
+  if (cast) fw.push_back(memory_op("logits_to_fp32", logits * (d.a + 4)));
+  fw.push_back(memory_op("cross_entropy_max", logits * 4));
   if (d.t > 1) fw.push_back(comm("cross_entropy_max_tp_reduce", CommRole::tensor_all_reduce, d.tokens * 4));
-  fw.push_back(memory("cross_entropy_shift", logits * 8));
-  fw.push_back(memory("cross_entropy_exp", logits * 8));
-  fw.push_back(memory("cross_entropy_sum", logits * 4));
+  fw.push_back(memory_op("cross_entropy_shift", logits * 8));
+  fw.push_back(memory_op("cross_entropy_exp", logits * 8));
+  fw.push_back(memory_op("cross_entropy_sum", logits * 4));
   if (d.t > 1) {
     fw.push_back(comm("cross_entropy_target_tp_reduce", CommRole::tensor_all_reduce, d.tokens * 4));
     fw.push_back(comm("cross_entropy_sum_tp_reduce", CommRole::tensor_all_reduce, d.tokens * 4));
   }
-  fw.push_back(memory("cross_entropy_normalize", logits * 8));
+  fw.push_back(memory_op("cross_entropy_normalize", logits * 8));
   auto& bw = p.backward;
-  bw.push_back(memory("cross_entropy_bwd", logits * 8));
-  if (cast) bw.push_back(memory("logits_grad_from_fp32", logits * (4 + d.a)));
+  bw.push_back(memory_op("cross_entropy_bwd", logits * 8));
+  if (cast) bw.push_back(memory_op("logits_grad_from_fp32", logits * (4 + d.a)));
 }
 
 double norm_params(const config::TransformerSpec& m) {
@@ -254,21 +258,21 @@ LayerProgram transformer_layer(const config::TransformerSpec& m, const ShardConf
   const auto& k = d.kernels;
   fw.push_back(elementwise::norm_forward("input_norm", k, he));
   enter_tp_region(fw, d, "attention_all_gather");
-  fw.push_back(gemm("qkv_projection", d.tokens, d.n_qkv, d.h, a));
+  fw.push_back(gemm_op("qkv_projection", d.tokens, d.n_qkv, d.h, a));
   // Llama-style models rotate queries and keys (RoPE, Su et al. 2021).
   const double rotated = d.tokens * (d.heads + d.kv) * d.d;
   if (d.swiglu) fw.push_back(elementwise::rotary("rotary_embedding", k, rotated));
   elementwise::repeat_kv(fw, "repeat_kv", k, d.tokens, d.heads, d.kv, d.d);
   attention_forward(fw, m, d, sh);
   elementwise::attention_output_layout(fw, "attention_output_layout", k, d.tokens * d.heads * d.d);
-  fw.push_back(gemm("attention_projection", d.tokens, d.h, d.heads * d.d, a));
+  fw.push_back(gemm_op("attention_projection", d.tokens, d.h, d.heads * d.d, a));
   leave_tp_region(fw, d, "attention_tp_reduce");
   fw.push_back(elementwise::residual_forward("attention_residual", k, he));
   fw.push_back(elementwise::norm_forward("mlp_norm", k, he));
   enter_tp_region(fw, d, "mlp_all_gather");
-  fw.push_back(gemm("mlp_up", d.tokens, d.n_up, d.h, a));
+  fw.push_back(gemm_op("mlp_up", d.tokens, d.n_up, d.h, a));
   fw.push_back(elementwise::activation_forward(k, d.tokens * d.f));
-  fw.push_back(gemm("mlp_down", d.tokens, d.h, d.f, a));
+  fw.push_back(gemm_op("mlp_down", d.tokens, d.h, d.f, a));
   leave_tp_region(fw, d, "mlp_tp_reduce");
   fw.push_back(elementwise::residual_forward("mlp_residual", k, he));
 
@@ -278,11 +282,11 @@ LayerProgram transformer_layer(const config::TransformerSpec& m, const ShardConf
     bw.push_back(
         comm("mlp_grad_all_gather", CommRole::tensor_all_gather, d.tokens * d.h * a, GemmOverlap::with_next));
   }
-  bw.push_back(gemm("mlp_down_dgrad", d.tokens, d.f, d.h, a));
-  bw.push_back(gemm("mlp_down_wgrad", d.f, d.h, d.tokens, a));
+  bw.push_back(gemm_op("mlp_down_dgrad", d.tokens, d.f, d.h, a));
+  bw.push_back(gemm_op("mlp_down_wgrad", d.f, d.h, d.tokens, a));
   bw.push_back(elementwise::activation_backward(k, d.tokens * d.f));
-  column_parallel_backward(bw, d, gemm("mlp_up_dgrad", d.tokens, d.h, d.n_up, a),
-                           gemm("mlp_up_wgrad", d.h, d.n_up, d.tokens, a), "mlp_input_regather",
+  column_parallel_backward(bw, d, gemm_op("mlp_up_dgrad", d.tokens, d.h, d.n_up, a),
+                           gemm_op("mlp_up_wgrad", d.h, d.n_up, d.tokens, a), "mlp_input_regather",
                            "mlp_grad_tp_reduce");
   elementwise::up_projection_grad_sum(bw, k, d.tokens * d.h);
   bw.push_back(elementwise::norm_backward("mlp_norm_bwd", k, he));
@@ -291,14 +295,14 @@ LayerProgram transformer_layer(const config::TransformerSpec& m, const ShardConf
     bw.push_back(comm("attention_grad_all_gather", CommRole::tensor_all_gather, d.tokens * d.h * a,
                       GemmOverlap::with_next));
   }
-  bw.push_back(gemm("attention_projection_dgrad", d.tokens, d.heads * d.d, d.h, a));
-  bw.push_back(gemm("attention_projection_wgrad", d.heads * d.d, d.h, d.tokens, a));
+  bw.push_back(gemm_op("attention_projection_dgrad", d.tokens, d.heads * d.d, d.h, a));
+  bw.push_back(gemm_op("attention_projection_wgrad", d.heads * d.d, d.h, d.tokens, a));
   elementwise::attention_output_layout(bw, "attention_output_layout_bwd", k, d.tokens * d.heads * d.d);
   attention_backward(bw, m, d, sh);
   elementwise::repeat_kv(bw, "repeat_kv_bwd", k, d.tokens, d.heads, d.kv, d.d);
   if (d.swiglu) bw.push_back(elementwise::rotary("rotary_embedding_bwd", k, rotated));
-  column_parallel_backward(bw, d, gemm("qkv_projection_dgrad", d.tokens, d.h, d.n_qkv, a),
-                           gemm("qkv_projection_wgrad", d.h, d.n_qkv, d.tokens, a),
+  column_parallel_backward(bw, d, gemm_op("qkv_projection_dgrad", d.tokens, d.h, d.n_qkv, a),
+                           gemm_op("qkv_projection_wgrad", d.h, d.n_qkv, d.tokens, a),
                            "attention_input_regather", "attention_grad_tp_reduce");
   bw.push_back(elementwise::norm_backward("input_norm_bwd", k, he));
   return p;
@@ -309,14 +313,14 @@ LayerProgram embedding_layer(const config::TransformerSpec& m, const ShardConfig
   const Dims d = dims_of(m, sh);
   LayerProgram p;
   // Vocabulary-parallel lookup: each rank gathers the rows of its shard, partial sums are reduced.
-  p.forward.push_back(memory("embedding_lookup", 2 * d.tokens * d.h * d.a));
+  p.forward.push_back(memory_op("embedding_lookup", 2 * d.tokens * d.h * d.a));
   leave_tp_region(p.forward, d, "embedding_tp_reduce");
-  p.forward.push_back(memory("embedding_dropout", d.tokens_elementwise * d.h * (2 * d.a + 1)));
-  p.backward.push_back(memory("embedding_dropout_bwd", d.tokens_elementwise * d.h * (2 * d.a + 1)));
+  p.forward.push_back(memory_op("embedding_dropout", d.tokens_elementwise * d.h * (2 * d.a + 1)));
+  p.backward.push_back(memory_op("embedding_dropout_bwd", d.tokens_elementwise * d.h * (2 * d.a + 1)));
   if (d.sp)
     p.backward.push_back(
         comm("embedding_grad_all_gather", CommRole::tensor_all_gather, d.tokens * d.h * d.a));
-  p.backward.push_back(memory("embedding_grad_accumulate", 3 * d.tokens * d.h * d.a));
+  p.backward.push_back(memory_op("embedding_grad_accumulate", 3 * d.tokens * d.h * d.a));
   return p;
 }
 
@@ -328,11 +332,11 @@ LayerProgram head_layer(const config::TransformerSpec& m, const ShardConfig& sh)
   auto& fw = p.forward;
   fw.push_back(elementwise::norm_forward("final_norm", d.kernels, he));
   enter_tp_region(fw, d, "logits_all_gather");
-  fw.push_back(gemm("logits", d.tokens, d.vocab, d.h, d.a));
+  fw.push_back(gemm_op("logits", d.tokens, d.vocab, d.h, d.a));
   cross_entropy(p, d);
   auto& bw = p.backward;
-  column_parallel_backward(bw, d, gemm("logits_dgrad", d.tokens, d.h, d.vocab, d.a),
-                           gemm("logits_wgrad", d.h, d.vocab, d.tokens, d.a), "logits_input_regather",
+  column_parallel_backward(bw, d, gemm_op("logits_dgrad", d.tokens, d.h, d.vocab, d.a),
+                           gemm_op("logits_wgrad", d.h, d.vocab, d.tokens, d.a), "logits_input_regather",
                            "logits_grad_tp_reduce");
   bw.push_back(elementwise::norm_backward("final_norm_bwd", d.kernels, he));
   return p;

@@ -71,6 +71,13 @@ struct LayerOp {
   bool attention_core = false;  // recomputed by selective recompute
 };
 
+// Layer ops of the two compute kinds: a GEMM of [m x k] x [k x n] (`batch` of them) on elements of `a`
+// bytes, 2mnk FLOPs and each operand read or written once; a memory-bound kernel moving `bytes`.
+// Dimensions are rounded to whole numbers (a huge, infeasible plan's saturate at 2^63 - 1).
+LayerOp gemm_op(std::string_view name, double m, double n, double k, double a, double batch = 1,
+                bool attention_core = false);
+LayerOp memory_op(std::string_view name, double bytes, bool attention_core = false);
+
 struct LayerProgram {
   std::vector<LayerOp> forward;
   std::vector<LayerOp> backward;

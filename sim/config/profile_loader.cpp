@@ -23,8 +23,6 @@ using nlohmann::json;
 
 namespace {
 
-constexpr double kBytesPerMb = 1e6;  // profile sizes in MB are 10^6 bytes
-
 constexpr std::array<Choice<ModelKind>, 1> kModelKinds = {{{"transformer", ModelKind::transformer}}};
 
 }  // namespace
@@ -248,7 +246,7 @@ PsTransport load_ps_transport(const std::string& hardware_profiles, const std::s
   t.server_gbytes_per_s = r.maybe<double>("server_gbytes_per_s", NumberRule::positive());
   if (auto large = r.optional_child("large_message")) {
     large->expect_keys({"mb", "gbytes_per_s"});
-    const double bytes = large->required<double>("mb", NumberRule::positive()) * kBytesPerMb;
+    const double bytes = large->required<double>("mb", NumberRule::positive()) * core::kBytesPerMb;
     const double rate = large->required<double>("gbytes_per_s", NumberRule::positive()) * core::kGiga;
     if (!t.server_gbytes_per_s || rate >= *t.server_gbytes_per_s * core::kGiga) {
       throw large->error_at("gbytes_per_s",

@@ -17,6 +17,7 @@
 #include "config/parallelism_loader.hpp"
 #include "config/profile_loader.hpp"
 #include "core/checked_math.hpp"
+#include "core/units.hpp"
 
 namespace dtsim::config {
 
@@ -25,7 +26,6 @@ using nlohmann::json;
 namespace {
 
 constexpr std::int64_t kSchemaVersion = 1;
-constexpr double kBytesPerMb = 1e6;
 
 DataPaths data_paths_under(const std::filesystem::path& root) {
   return DataPaths{(root / "hardware_profiles").string(), (root / "models" / "presets").string()};
@@ -175,7 +175,7 @@ TrainingSpec read_training(ObjectReader& top, const DataPaths& data, const Softw
       r.optional<bool>("overlap_grad_reduce", software.overlap_grad_reduce.value_or(true));
   t.overlap_param_gather =
       r.optional<bool>("overlap_param_gather", software.overlap_param_gather.value_or(true));
-  t.bucket_bytes = r.optional<double>("bucket_mb", 40.0, NumberRule::positive()) * kBytesPerMb;
+  t.bucket_bytes = r.optional<double>("bucket_mb", 40.0, NumberRule::positive()) * core::kBytesPerMb;
   t.optimizer = r.optional_enum<Optimizer>("optimizer", Optimizer::adam,
                                            named_choices(std::array{Optimizer::adam, Optimizer::sgd}));
   if (std::optional<ObjectReader> m = r.optional_child("measured_single_gpu")) {
