@@ -2,7 +2,12 @@
 // easy to derive by hand (they are not the shipped profiles).
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include "config/scenario.hpp"
+#include "config/scenario_loader.hpp"
+#include "network/analytic_model.hpp"
+#include "results/evaluate.hpp"
 
 namespace dtsim::testing {
 
@@ -61,6 +66,16 @@ inline config::Scenario fixture_scenario() {
   s.training.micro_batch_size = 1;
   s.training.precision = config::Precision::bf16;
   return s;
+}
+
+// The network path parameters of the fixture's cluster.
+inline network::PathParams fixture_path() { return network::path_params(fixture_scenario()); }
+
+// A scenario given as JSON, loaded with the shipped profiles and evaluated.
+inline results::Result evaluate_json(const nlohmann::json& s, bool trace = false) {
+  const config::Scenario scenario =
+      config::load_scenario_text(s.dump(), "test", config::default_data_paths());
+  return results::evaluate(scenario, results::EvaluateOptions{trace});
 }
 
 }  // namespace dtsim::testing

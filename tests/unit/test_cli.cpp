@@ -16,45 +16,20 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/cli.hpp"
+#include "cli_fixture.hpp"
 
 namespace {
 
-struct Outcome {
-  int status = -1;
-  std::string out;
-  std::string err;
-};
-
-Outcome run(const std::vector<std::string>& args, const std::string& input = "") {
-  std::istringstream in(input);
-  std::ostringstream out;
-  std::ostringstream err;
-  Outcome o;
-  o.status = dtsim::cli::run_cli(args, in, out, err);
-  o.out = out.str();
-  o.err = err.str();
-  return o;
-}
-
-std::string read_file(const std::filesystem::path& path) {
-  std::ifstream f(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
-}
-
-const std::string kDefaultScenario = std::string(DTSIM_SOURCE_DIR) + "/scenarios/default.json";
-
-// A fresh folder for the files one test writes.
-std::filesystem::path scratch_dir(const std::string& name) {
-  const auto dir = std::filesystem::temp_directory_path() / ("dtsim_test_cli_" + name);
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
-}
+using Outcome = dtsim::testing::CliOutcome;
+using dtsim::testing::kDefaultScenario;
+using dtsim::testing::read_file;
+using dtsim::testing::run_dtsim;
+using dtsim::testing::scratch_dir;
 
 }  // namespace
 
 TEST_CASE("--version prints the version and exits 0") {
-  const Outcome o = run({"--version"});
+  const Outcome o = run_dtsim({"--version"});
   CHECK(o.status == dtsim::cli::kExitOk);
   CHECK(o.out.rfind("dtsim ", 0) == 0);
   CHECK(o.out.back() == '\n');
@@ -62,19 +37,19 @@ TEST_CASE("--version prints the version and exits 0") {
 }
 
 TEST_CASE("--help prints help to the output stream for dtsim and each subcommand") {
-  const Outcome top = run({"--help"});
+  const Outcome top = run_dtsim({"--help"});
   CHECK(top.status == dtsim::cli::kExitOk);
   CHECK(top.out.find("run") != std::string::npos);
   CHECK(top.out.find("check") != std::string::npos);
   CHECK(top.err.empty());
 
-  const Outcome run_help = run({"run", "--help"});
+  const Outcome run_help = run_dtsim({"run", "--help"});
   CHECK(run_help.status == dtsim::cli::kExitOk);
   CHECK(run_help.out.find("--format") != std::string::npos);
   CHECK(run_help.out.find("--trace") != std::string::npos);
   CHECK(run_help.out.find("--no-timing") != std::string::npos);
 
-  const Outcome check_help = run({"check", "--help"});
+  const Outcome check_help = run_dtsim({"check", "--help"});
   CHECK(check_help.status == dtsim::cli::kExitOk);
   CHECK(check_help.out.find("scenario") != std::string::npos);
 }
@@ -92,7 +67,7 @@ TEST_CASE("bad usage exits 2 with a message on the error stream and nothing on t
     std::string command_line;
     for (const std::string& arg : args) command_line += arg + " ";
     CAPTURE(command_line);
-    const Outcome o = run(args);
+    const Outcome o = run_dtsim(args);
     CHECK(o.status == dtsim::cli::kExitBadInput);
     CHECK(o.out.empty());
     CHECK_FALSE(o.err.empty());
@@ -100,13 +75,13 @@ TEST_CASE("bad usage exits 2 with a message on the error stream and nothing on t
 }
 
 TEST_CASE("an unreadable or malformed scenario exits 2 with an error naming it") {
-  const Outcome missing = run({"run", "/nonexistent/dtsim/scenario.json"});
+  const Outcome missing = run_dtsim({"run", "/nonexistent/dtsim/scenario.json"});
   CHECK(missing.status == dtsim::cli::kExitBadInput);
   CHECK(missing.out.empty());
   CHECK(missing.err.rfind("error: ", 0) == 0);
   CHECK(missing.err.find("/nonexistent/dtsim/scenario.json") != std::string::npos);
 
-  const Outcome malformed = run({"check", "-"}, "{ not json");
+  const Outcome malformed = run_dtsim({"check", "-"}, "{ not json");
   CHECK(malformed.status == dtsim::cli::kExitBadInput);
   CHECK(malformed.out.empty());
   CHECK(malformed.err.rfind("error: ", 0) == 0);
@@ -114,7 +89,7 @@ TEST_CASE("an unreadable or malformed scenario exits 2 with an error naming it")
 
 TEST_CASE("check validates scenarios/default.json") {
   REQUIRE(std::filesystem::exists(kDefaultScenario));
-  const Outcome o = run({"check", kDefaultScenario});
+  const Outcome o = run_dtsim({"check", kDefaultScenario});
   CHECK(o.status == dtsim::cli::kExitOk);
   CHECK(o.out.rfind("ok: " + kDefaultScenario + ": ", 0) == 0);
   CHECK(o.out.find(" GPUs") != std::string::npos);
@@ -125,8 +100,8 @@ TEST_CASE("run with --no-timing gives identical bytes on repeated runs, in every
   REQUIRE(std::filesystem::exists(kDefaultScenario));
   for (const std::string format : {"text", "json", "csv"}) {
     CAPTURE(format);
-    const Outcome first = run({"run", kDefaultScenario, "--format", format, "--no-timing"});
-    const Outcome second = run({"run", kDefaultScenario, "--format", format, "--no-timing"});
+    const Outcome first = run_dtsim({"run", kDefaultScenario, "--format", format, "--no-timing"});
+    const Outcome second = run_dtsim({"run", kDefaultScenario, "--format", format, "--no-timing"});
     CHECK(first.status == dtsim::cli::kExitOk);
     CHECK(first.err.empty());
     CHECK_FALSE(first.out.empty());
@@ -136,7 +111,7 @@ TEST_CASE("run with --no-timing gives identical bytes on repeated runs, in every
 
 TEST_CASE("run writes Result v1 JSON whether the scenario comes from a file or from stdin") {
   REQUIRE(std::filesystem::exists(kDefaultScenario));
-  const Outcome from_file = run({"run", kDefaultScenario, "--format", "json", "--no-timing"});
+  const Outcome from_file = run_dtsim({"run", kDefaultScenario, "--format", "json", "--no-timing"});
   REQUIRE(from_file.status == dtsim::cli::kExitOk);
   const auto j = nlohmann::json::parse(from_file.out);
   CHECK(j["schema_version"] == 1);
@@ -146,21 +121,21 @@ TEST_CASE("run writes Result v1 JSON whether the scenario comes from a file or f
   CHECK(j["engine"]["wall_s"] == 0.0);
 
   const Outcome from_stdin =
-      run({"run", "-", "--format", "json", "--no-timing"}, read_file(kDefaultScenario));
+      run_dtsim({"run", "-", "--format", "json", "--no-timing"}, read_file(kDefaultScenario));
   CHECK(from_stdin.status == dtsim::cli::kExitOk);
   CHECK(from_stdin.out == from_file.out);
 }
 
 TEST_CASE("run --out and --trace write files instead of the output stream") {
   REQUIRE(std::filesystem::exists(kDefaultScenario));
-  const auto dir = scratch_dir("files");
+  const auto dir = scratch_dir("cli_files");
   const auto report = dir / "result.json";
   const auto trace = dir / "trace.json";
-  const Outcome o = run({"run", kDefaultScenario, "--format", "json", "--no-timing", "--out", report.string(),
-                         "--trace", trace.string()});
+  const Outcome o = run_dtsim({"run", kDefaultScenario, "--format", "json", "--no-timing", "--out",
+                               report.string(), "--trace", trace.string()});
   CHECK(o.status == dtsim::cli::kExitOk);
   CHECK(o.out.empty());
-  const Outcome to_stream = run({"run", kDefaultScenario, "--format", "json", "--no-timing"});
+  const Outcome to_stream = run_dtsim({"run", kDefaultScenario, "--format", "json", "--no-timing"});
   CHECK(read_file(report) == to_stream.out);
 
   const auto t = nlohmann::json::parse(read_file(trace));
@@ -173,10 +148,10 @@ TEST_CASE("run --out and --trace write files instead of the output stream") {
 
 TEST_CASE("run writes no file when one output cannot be written") {
   REQUIRE(std::filesystem::exists(kDefaultScenario));
-  const auto dir = scratch_dir("unwritable");
+  const auto dir = scratch_dir("cli_unwritable");
   const auto trace = dir / "trace.json";
-  const Outcome o = run({"run", kDefaultScenario, "--out", (dir / "missing" / "result.txt").string(),
-                         "--trace", trace.string()});
+  const Outcome o = run_dtsim({"run", kDefaultScenario, "--out", (dir / "missing" / "result.txt").string(),
+                               "--trace", trace.string()});
   CHECK(o.status == dtsim::cli::kExitBadInput);
   CHECK(o.out.empty());
   CHECK(o.err.rfind("error: ", 0) == 0);
@@ -191,7 +166,7 @@ TEST_CASE("an infeasible plan exits 3 and still writes its result") {
   nlohmann::json scenario = nlohmann::json::parse(read_file(kDefaultScenario));
   scenario["model"] = {{"preset", "gpt3-175b"}};
   scenario["parallelism"] = {{"tensor", 1}, {"pipeline", 1}, {"zero_stage", 0}};  // data: all the GPUs
-  const Outcome o = run({"run", "-", "--format", "json", "--no-timing"}, scenario.dump());
+  const Outcome o = run_dtsim({"run", "-", "--format", "json", "--no-timing"}, scenario.dump());
   CHECK(o.status == dtsim::cli::kExitInfeasible);
   const auto j = nlohmann::json::parse(o.out);
   CHECK(j["status"] == "infeasible");
@@ -202,7 +177,7 @@ TEST_CASE("an infeasible plan exits 3 and still writes its result") {
 
 TEST_CASE("nccl-tests: a collective beyond the engine's clock exits 3 with the reason and no table") {
   // 1e-300 Gb/s NICs: the first row's all-reduce would take ~1e292 s, past 2^56 ns.
-  const Outcome o = run({"nccl-tests", "--node", "dgx-a100", "--nodes", "2", "--nic-gbps", "1e-300"});
+  const Outcome o = run_dtsim({"nccl-tests", "--node", "dgx-a100", "--nodes", "2", "--nic-gbps", "1e-300"});
   CHECK(o.status == dtsim::cli::kExitInfeasible);
   CHECK(o.out.empty());
   CHECK(o.err.rfind("infeasible: one operation would take", 0) == 0);
@@ -212,13 +187,15 @@ TEST_CASE("compare: one column per scenario; exit 3 when a plan is infeasible") 
   const std::string dir = std::string(DTSIM_SOURCE_DIR) + "/scenarios/";
   std::istringstream in;
   std::ostringstream out, err;
-  const int ok = dtsim::cli::run_cli({"compare", dir + "default.json", dir + "llama2-7b-h100-32.json"}, in, out, err);
+  const int ok =
+      dtsim::cli::run_cli({"compare", dir + "default.json", dir + "llama2-7b-h100-32.json"}, in, out, err);
   CHECK(ok == 0);
   CHECK(out.str().find("DP x TP x PP x CP") != std::string::npos);
   CHECK(out.str().find("16x1x1x1") != std::string::npos);
   std::ostringstream out2, err2;
   const int infeasible = dtsim::cli::run_cli(
-      {"compare", "--format", "json", dir + "default.json", dir + "gpt3-175b-data-parallel-only.json"}, in, out2, err2);
+      {"compare", "--format", "json", dir + "default.json", dir + "gpt3-175b-data-parallel-only.json"}, in,
+      out2, err2);
   CHECK(infeasible == 3);
   const auto j = nlohmann::json::parse(out2.str());
   REQUIRE(j.size() == 2);
@@ -240,8 +217,8 @@ TEST_CASE("sweep: every combination, weak scaling keeps the batch per GPU, threa
   std::string text;
   // default.json: 2 nodes, data 16, global batch 512. Weak scaling over 1, 2, 4 nodes: data 8, 16, 32
   // and global batch 256, 512, 1024 (32 sequences per GPU each time), times 2 fabrics = 6 points.
-  REQUIRE(run({"sweep", scenario, "--set", "/cluster/nodes=1,2,4", "--set", "cluster.network.fabric=efa,infiniband",
-               "--scaling", "weak", "--jobs", "2", "--no-timing"},
+  REQUIRE(run({"sweep", scenario, "--set", "/cluster/nodes=1,2,4", "--set",
+               "cluster.network.fabric=efa,infiniband", "--scaling", "weak", "--jobs", "2", "--no-timing"},
               text) == 0);
   // The point lines, between the sweep's first line ({"sweep": ...}) and its last ({"sweep_complete": ...}).
   std::map<int, nlohmann::json> by_index;
@@ -260,8 +237,8 @@ TEST_CASE("sweep: every combination, weak scaling keeps the batch per GPU, threa
   }
   // One thread gives the same results.
   std::string single;
-  REQUIRE(run({"sweep", scenario, "--set", "/cluster/nodes=1,2,4", "--set", "cluster.network.fabric=efa,infiniband",
-               "--scaling", "weak", "--jobs", "1", "--no-timing"},
+  REQUIRE(run({"sweep", scenario, "--set", "/cluster/nodes=1,2,4", "--set",
+               "cluster.network.fabric=efa,infiniband", "--scaling", "weak", "--jobs", "1", "--no-timing"},
               single) == 0);
   std::istringstream first(single);
   for (std::string line; std::getline(first, line);) {
@@ -283,8 +260,11 @@ TEST_CASE("sweep shards merged give the same lines as one run") {
   fs::remove_all(dir);
   fs::create_directories(dir);
   std::istringstream in;
-  const std::vector<std::string> base{"sweep", scenario, "--set", "cluster.nodes=1,2,4", "--set",
-                                      "cluster.network.fabric=efa,infiniband", "--scaling", "weak", "--no-timing"};
+  const std::vector<std::string> base{"sweep",      scenario,
+                                      "--set",      "cluster.nodes=1,2,4",
+                                      "--set",      "cluster.network.fabric=efa,infiniband",
+                                      "--scaling",  "weak",
+                                      "--no-timing"};
   std::vector<std::string> shard_files;
   for (const char* shard : {"1/2", "2/2"}) {
     auto args = base;
@@ -320,8 +300,8 @@ TEST_CASE("sweep: lines leave in point order, the same bytes for any --jobs") {
       std::string(DTSIM_SOURCE_DIR) + "/scenarios/ps-vs-allreduce/resnet50-64gpu-allreduce-sync.json";
   std::string first;
   for (const char* jobs : {"1", "4"}) {
-    const Outcome o = run({"sweep", scenario, "--set", "/cluster/nodes=64,1,2,4", "--scaling", "weak",
-                           "--jobs", jobs, "--no-timing"});
+    const Outcome o = run_dtsim({"sweep", scenario, "--set", "/cluster/nodes=64,1,2,4", "--scaling", "weak",
+                                 "--jobs", jobs, "--no-timing"});
     REQUIRE(o.status == 0);
     if (first.empty()) {
       first = o.out;
@@ -349,7 +329,7 @@ TEST_CASE("outputs that cannot be written are errors (exit 1), never a silent ex
         dtsim::cli::kExitInternal);
   CHECK(err.str().find("error: cannot write to standard output") != std::string::npos);
   // The real process, standard output on /dev/full: exit status 1 and the message.
-  const auto dir = scratch_dir("dev_full");
+  const auto dir = scratch_dir("cli_dev_full");
   const std::string command =
       std::string(DTSIM_EXE) + " run " + kDefaultScenario + " > /dev/full 2> " + (dir / "err.txt").string();
   const int status = std::system(command.c_str());
@@ -357,10 +337,10 @@ TEST_CASE("outputs that cannot be written are errors (exit 1), never a silent ex
   CHECK(WEXITSTATUS(status) == dtsim::cli::kExitInternal);
   CHECK(read_file(dir / "err.txt").find("cannot write to standard output") != std::string::npos);
   // An import that cannot write its profile says so and does not claim to have written it.
-  const Outcome import =
-      run({"import", "nccl-tests",
-           std::string(DTSIM_SOURCE_DIR) + "/tests/validation/nccl_logs/aws_p4de_2node_efa400_allreduce.log",
-           "--node", "aws-p4d", "--nodes", "2", "--id", "x", "--out", "/dev/full"});
+  const Outcome import = run_dtsim(
+      {"import", "nccl-tests",
+       std::string(DTSIM_SOURCE_DIR) + "/tests/validation/nccl_logs/aws_p4de_2node_efa400_allreduce.log",
+       "--node", "aws-p4d", "--nodes", "2", "--id", "x", "--out", "/dev/full"});
   CHECK(import.status == dtsim::cli::kExitInternal);
   CHECK(import.out.find("wrote") == std::string::npos);
   CHECK(import.err.find("cannot write /dev/full") != std::string::npos);
@@ -368,24 +348,24 @@ TEST_CASE("outputs that cannot be written are errors (exit 1), never a silent ex
 }
 
 TEST_CASE("an output that names an input, or another output, is refused before anything runs") {
-  const auto dir = scratch_dir("same_file");
+  const auto dir = scratch_dir("cli_same_file");
   const auto copy = dir / "scenario.json";
   std::filesystem::copy_file(kDefaultScenario, copy);
   const std::string before = read_file(copy);
   // The same file by another path (a link): refused, and the scenario is untouched.
   std::filesystem::create_symlink(copy, dir / "link.json");
-  Outcome o = run({"run", copy.string(), "--out", (dir / "link.json").string()});
+  Outcome o = run_dtsim({"run", copy.string(), "--out", (dir / "link.json").string()});
   CHECK(o.status == dtsim::cli::kExitBadInput);
   CHECK(o.err.find("/out: got \"") != std::string::npos);
   CHECK(o.err.find("the same file as the input") != std::string::npos);
   CHECK(read_file(copy) == before);
-  o = run(
+  o = run_dtsim(
       {"run", copy.string(), "--out", (dir / "a.json").string(), "--trace", (dir / "." / "a.json").string()});
   CHECK(o.status == dtsim::cli::kExitBadInput);
   CHECK(o.err.find("the same file as --out") != std::string::npos);
   CHECK_FALSE(std::filesystem::exists(dir / "a.json"));
   // Devices may repeat: both outputs to /dev/null.
-  CHECK(run({"run", copy.string(), "--out", "/dev/null", "--trace", "/dev/null"}).status ==
+  CHECK(run_dtsim({"run", copy.string(), "--out", "/dev/null", "--trace", "/dev/null"}).status ==
         dtsim::cli::kExitOk);
   std::filesystem::remove_all(dir);
 }

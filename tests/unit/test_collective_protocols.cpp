@@ -22,7 +22,6 @@ using dtsim::network::Algorithm;
 using dtsim::network::Protocol;
 
 namespace {
-dtsim::network::PathParams path() { return dtsim::network::path_params(dtsim::testing::fixture_scenario()); }
 // Times in microseconds: doctest::Approx's tolerance has an absolute part of its epsilon (scale 1).
 double us(double seconds) { return seconds * 1e6; }
 double time_us(const CommOp& op, const dtsim::network::PathParams& p) {
@@ -58,14 +57,14 @@ TEST_CASE("automatic choice: LL for tiny messages, Simple for large ones, across
   //   ring LL: (62 - 6) x 0.6 + 6 x 2.7 = 49.8 us; tree Simple: 2 (7 x 1 + 2 x 5) = 34 us;
   //   tree LL: 2 (7 x 0.6 + log2(4) x 5) = 28.4 us (+ bytes: negligible): the fastest.
   const CommOp tiny{CollectiveKind::all_reduce, 8, CommGroup{32, 4, 1}};
-  const auto small = dtsim::network::collective_cost(tiny, path());
+  const auto small = dtsim::network::collective_cost(tiny, dtsim::testing::fixture_path());
   CHECK(small.algorithm == Algorithm::tree);
   CHECK(small.protocol == Protocol::ll);
   CHECK(us(small.time_s) == doctest::Approx(28.4).epsilon(1e-4));
   // 1 GB: tree Simple max(2 x 7/8 x 1e9 / 200e9, 2 x 3/4 x 1e9 / 100e9) = 15 ms + 34 us; LL128 saves
   // no latency here (2 (7 x 1 + 2 x 5) = 34 us) and moves at 0.92 of the bandwidth.
   const CommOp large{CollectiveKind::all_reduce, 1e9, CommGroup{32, 4, 1}};
-  const auto big = dtsim::network::collective_cost(large, path());
+  const auto big = dtsim::network::collective_cost(large, dtsim::testing::fixture_path());
   CHECK(big.algorithm == Algorithm::tree);
   CHECK(big.protocol == Protocol::simple);
   CHECK(us(big.time_s) == doctest::Approx(us(15e-3 + 34e-6)));
@@ -74,19 +73,19 @@ TEST_CASE("automatic choice: LL for tiny messages, Simple for large ones, across
 TEST_CASE("automatic choice inside a node: LL for tiny messages, Simple for large ones") {
   // 8 ranks, 8 B: ring LL 14 x 0.6 us = 8.4 us + 2 x 7/8 x 8 / (0.5 x 200e9) = 0.14 ns; Simple 14 us.
   const CommOp tiny{CollectiveKind::all_reduce, 8, CommGroup{8, 1, 1}};
-  const auto small = dtsim::network::collective_cost(tiny, path());
+  const auto small = dtsim::network::collective_cost(tiny, dtsim::testing::fixture_path());
   CHECK(small.protocol == Protocol::ll);
   CHECK(us(small.time_s) == doctest::Approx(8.4 + 0.14e-3));
   const CommOp large{CollectiveKind::all_reduce, 1e9, CommGroup{8, 1, 1}};
-  CHECK(dtsim::network::collective_cost(large, path()).protocol == Protocol::simple);
+  CHECK(dtsim::network::collective_cost(large, dtsim::testing::fixture_path()).protocol == Protocol::simple);
   // All-gather of 8 B: ring LL 7 x 0.6 us = 4.2 us.
   const CommOp ag{CollectiveKind::all_gather, 8, CommGroup{8, 1, 1}};
-  CHECK(dtsim::network::collective_cost(ag, path()).protocol == Protocol::ll);
-  CHECK(time_us(ag, path()) == doctest::Approx(4.2).epsilon(1e-4));
+  CHECK(dtsim::network::collective_cost(ag, dtsim::testing::fixture_path()).protocol == Protocol::ll);
+  CHECK(time_us(ag, dtsim::testing::fixture_path()) == doctest::Approx(4.2).epsilon(1e-4));
 }
 
 TEST_CASE("forced protocols: bandwidth fraction and hop latency") {
-  auto p = path();
+  auto p = dtsim::testing::fixture_path();
   const CommOp op{CollectiveKind::all_reduce, 1e9, CommGroup{8, 1, 1}};
   // Ring LL: 2 x 7/8 x 1e9 / (0.5 x 200e9) = 17.5 ms + 14 x 0.6 us.
   p.forced_protocol = Protocol::ll;
@@ -109,7 +108,7 @@ TEST_CASE("forced protocols: bandwidth fraction and hop latency") {
 }
 
 TEST_CASE("tree, hierarchical and halving-doubling all-reduces as forced") {
-  auto p = path();
+  auto p = dtsim::testing::fixture_path();
   p.forced_protocol = Protocol::simple;
   const CommOp op{CollectiveKind::all_reduce, 1e9, CommGroup{32, 4, 1}};
   // Tree: max(8.75 ms, 15 ms) + 2 (7 x 1 + log2(4) x 5) us = 15 ms + 34 us.

@@ -15,6 +15,7 @@
 
 #include <doctest/doctest.h>
 
+#include "cli_fixture.hpp"
 #include "core/atomic_files.hpp"
 #include "core/errors.hpp"
 #include "core/parallel_for.hpp"
@@ -22,18 +23,10 @@
 namespace {
 
 namespace fs = std::filesystem;
+using dtsim::testing::scratch_dir;
 
-fs::path scratch(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / ("dtsim_test_core_" + name);
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
-std::string slurp(const fs::path& path) {
-  std::ifstream f(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
-}
+// A file's bytes.
+std::string slurp(const fs::path& path) { return dtsim::testing::read_file(path); }
 
 }  // namespace
 
@@ -78,7 +71,7 @@ TEST_CASE("parallel_for: jobs that throw on several threads; the lowest index's 
 }
 
 TEST_CASE("write_files replaces files whole, keeps permissions, and leaves nothing behind on failure") {
-  const fs::path dir = scratch("atomic");
+  const fs::path dir = scratch_dir("core_atomic");
   const fs::path a = dir / "a.txt";
   const fs::path b = dir / "b.txt";
   dtsim::core::write_files({{a.string(), "first\n"}});

@@ -8,6 +8,7 @@
 #include "models/transformer/transformer.hpp"
 #include "parallel/lower.hpp"
 #include "results/evaluate.hpp"
+#include "scenario_fixture.hpp"
 
 namespace {
 
@@ -21,12 +22,6 @@ json base_scenario() {
     "parallelism": {"data": 4, "tensor": 2, "pipeline": 2},
     "training": {"global_batch_size": 32, "micro_batch_size": 1, "precision": "bf16"}
   })");
-}
-
-dtsim::results::Result evaluate(const json& s, bool trace = false) {
-  const auto scenario =
-      dtsim::config::load_scenario_text(s.dump(), "test", dtsim::config::default_data_paths());
-  return dtsim::results::evaluate(scenario, dtsim::results::EvaluateOptions{trace});
 }
 
 // Trace spans and their total length on each track named `stream`, by the rank of the track.
@@ -82,9 +77,9 @@ TEST_CASE("symmetric and every-rank simulations agree when nothing breaks the sy
   for (auto s : cases) {
     CAPTURE(s.dump());
     s["simulation"] = {{"ranks", "symmetric"}};
-    const auto symmetric = evaluate(s);
+    const auto symmetric = dtsim::testing::evaluate_json(s);
     s["simulation"] = {{"ranks", "all"}};
-    const auto all = evaluate(s);
+    const auto all = dtsim::testing::evaluate_json(s);
     REQUIRE(symmetric.status == dtsim::results::Status::ok);
     CHECK(all.engine.simulated_ranks == 16);
     CHECK(symmetric.iteration_time_s == doctest::Approx(all.iteration_time_s).epsilon(1e-12));
@@ -102,9 +97,9 @@ TEST_CASE("every-rank traces: a collective on every member's track, fused kernel
   // compute track of each rank busy as long as its stage's, in fewer spans.
   json s = base_scenario();
   s["simulation"] = {{"ranks", "symmetric"}};
-  const auto symmetric = evaluate(s, true);
+  const auto symmetric = dtsim::testing::evaluate_json(s, true);
   s["simulation"] = {{"ranks", "all"}};
-  const auto all = evaluate(s, true);
+  const auto all = dtsim::testing::evaluate_json(s, true);
   REQUIRE(symmetric.trace.has_value());
   REQUIRE(all.trace.has_value());
   const auto sym_tensor = load_by_rank(*symmetric.trace, "tensor_comm");
@@ -125,7 +120,7 @@ TEST_CASE("every-rank traces: a collective on every member's track, fused kernel
 }
 
 TEST_CASE("the breakdown sums to the iteration time") {
-  const auto r = evaluate(base_scenario());
+  const auto r = dtsim::testing::evaluate_json(base_scenario());
   CHECK(breakdown_sum(r.breakdown) == doctest::Approx(r.iteration_time_s).epsilon(1e-9));
 }
 
@@ -147,11 +142,11 @@ TEST_CASE("hardware FLOPs equal model FLOPs without recompute, and include the r
   // Without recompute every executed FLOP is a model FLOP; full recompute replays each layer's forward:
   // layers count 4 times instead of 3 (logits 3 times in both).
   json s = base_scenario();
-  const auto plain = evaluate(s);
+  const auto plain = dtsim::testing::evaluate_json(s);
   CHECK(plain.flops.hardware_tflops_per_gpu ==
         doctest::Approx(plain.flops.model_tflops_per_gpu).epsilon(1e-9));
   s["training"]["activation_recompute"] = "full";
-  const auto full = evaluate(s);
+  const auto full = dtsim::testing::evaluate_json(s);
   const auto f = forward_flops_per_token(s);
   const double expected_ratio = (f.model() + f.layers * f.layer) / f.model();
   CHECK(full.flops.hfu / full.flops.mfu == doctest::Approx(expected_ratio).epsilon(1e-9));
@@ -163,7 +158,7 @@ TEST_CASE("selective recompute reruns the attention core, fused or not") {
   // more in hardware FLOPs, and the recompute time is not zero.
   json s = base_scenario();
   s["training"]["activation_recompute"] = "selective";
-  const auto r = evaluate(s);
+  const auto r = dtsim::testing::evaluate_json(s);
   REQUIRE(
       dtsim::config::load_scenario_text(s.dump(), "t", dtsim::config::default_data_paths()).model.attention ==
       dtsim::config::AttentionKind::flash);
@@ -174,8 +169,8 @@ TEST_CASE("selective recompute reruns the attention core, fused or not") {
 }
 
 TEST_CASE("same scenario, same numbers") {
-  const auto a = evaluate(base_scenario());
-  const auto b = evaluate(base_scenario());
+  const auto a = dtsim::testing::evaluate_json(base_scenario());
+  const auto b = dtsim::testing::evaluate_json(base_scenario());
   CHECK(a.iteration_time_s == b.iteration_time_s);
   CHECK(a.engine.events == b.engine.events);
   CHECK(a.breakdown.exposed_data_comm_s == b.breakdown.exposed_data_comm_s);
@@ -184,14 +179,14 @@ TEST_CASE("same scenario, same numbers") {
 TEST_CASE("indivisible dimensions are an infeasible result with the reason") {
   json s = base_scenario();
   s["training"]["global_batch_size"] = 30;  // not divisible by data 4 x micro-batch 1
-  const auto r = evaluate(s);
+  const auto r = dtsim::testing::evaluate_json(s);
   CHECK(r.status == dtsim::results::Status::infeasible);
   CHECK(r.reason.find("global_batch_size 30 is not divisible") != std::string::npos);
   json t = base_scenario();
   t["parallelism"] = {{"tensor", 16}, {"data", 1}};  // 2 nodes hold 16 GPUs
   t["model"]["heads"] = 8;                           // 8 heads over 16 tensor ranks is not
   t["model"]["kv_heads"] = 8;
-  const auto u = evaluate(t);
+  const auto u = dtsim::testing::evaluate_json(t);
   CHECK(u.status == dtsim::results::Status::infeasible);
   CHECK(u.reason.find("heads 8 are not divisible by tensor parallel 16") != std::string::npos);
 }
@@ -201,13 +196,13 @@ TEST_CASE("plans whose products pass 64 bits are infeasible results, not crashes
   json s = base_scenario();
   s["parallelism"]["virtual_stages"] = huge;  // pipeline 2 x 2^62 chunks passes 64 bits
   s["parallelism"]["schedule"] = "interleaved";
-  const auto r = evaluate(s);
+  const auto r = dtsim::testing::evaluate_json(s);
   CHECK(r.status == dtsim::results::Status::infeasible);
   CHECK(r.reason ==
         "layers 24 are fewer than pipeline x virtual_stages = 2 x 4611686018427387904 model chunks");
   json t = base_scenario();
   t["training"]["micro_batch_size"] = huge;  // data 4 x 2^62 passes 64 bits
-  const auto u = evaluate(t);
+  const auto u = dtsim::testing::evaluate_json(t);
   CHECK(u.status == dtsim::results::Status::infeasible);
   CHECK(
       u.reason ==
@@ -219,7 +214,7 @@ TEST_CASE("plans whose products pass 64 bits are infeasible results, not crashes
   v["model"]["seq_length"] = std::int64_t{1} << 30;
   v["training"]["micro_batch_size"] = std::int64_t{1} << 34;
   v["training"]["global_batch_size"] = std::int64_t{1} << 36;  // data 4 x micro-batch
-  const auto w = evaluate(v);
+  const auto w = dtsim::testing::evaluate_json(v);
   CHECK(w.status == dtsim::results::Status::infeasible);
   CHECK(w.reason.find("one operation would take") == 0);
   CHECK_FALSE(w.memory.fits);
@@ -231,7 +226,7 @@ TEST_CASE("an iteration too large to simulate is an infeasible result with the s
   // over the limit of 2e8, refused before anything is built.
   json s = base_scenario();
   s["training"]["global_batch_size"] = std::int64_t{1} << 31;
-  const auto r = evaluate(s);
+  const auto r = dtsim::testing::evaluate_json(s);
   CHECK(r.status == dtsim::results::Status::infeasible);
   CHECK(r.reason ==
         "too large to simulate: 2.58e+10 layer passes (536870912 micro-batches x 24 layers x forward and "
@@ -242,7 +237,7 @@ TEST_CASE("an iteration too large to simulate is an infeasible result with the s
   // = 1536 passes, within the limit.
   json t = base_scenario();
   t["simulation"] = {{"ranks", "all"}};
-  CHECK(evaluate(t).status == dtsim::results::Status::ok);
+  CHECK(dtsim::testing::evaluate_json(t).status == dtsim::results::Status::ok);
 }
 
 TEST_CASE("a flow-level plan past the flow level's size limit is an infeasible result with the reason") {
@@ -252,7 +247,7 @@ TEST_CASE("a flow-level plan past the flow level's size limit is an infeasible r
   s["parallelism"]["data"] = 8192;
   s["training"]["global_batch_size"] = 8192;
   s["simulation"] = {{"network", "flow"}};
-  const auto r = evaluate(s);
+  const auto r = dtsim::testing::evaluate_json(s);
   CHECK(r.status == dtsim::results::Status::infeasible);
   CHECK(r.reason.find("too large to simulate on the flow level: 32768 GPUs (4096 nodes x 8 GPUs)") == 0);
   CHECK(r.engine.tasks == 0);
@@ -276,7 +271,7 @@ TEST_CASE("a duration beyond the engine's clock is an infeasible result") {
   // 1e-12 Gb/s NICs: a data-parallel all-reduce of megabytes would take ~1e19 s, beyond 2^56 ns.
   json s = base_scenario();
   s["cluster"]["network"] = {{"nic_gbps", 1e-12}};
-  const auto r = evaluate(s);
+  const auto r = dtsim::testing::evaluate_json(s);
   CHECK(r.status == dtsim::results::Status::infeasible);
   CHECK(r.reason.find("one operation would take") == 0);
   CHECK(r.reason.find("beyond the 7.21e+07 s (about 2.3 years) dtsim can time") != std::string::npos);
@@ -288,7 +283,7 @@ TEST_CASE("GPT-3 175B without model parallelism does not fit on 80 GB GPUs") {
   s["cluster"]["nodes"] = 8;
   s["parallelism"] = {{"data", 64}};
   s["training"] = {{"global_batch_size", 64}, {"activation_recompute", "full"}};
-  const auto r = evaluate(s);
+  const auto r = dtsim::testing::evaluate_json(s);
   CHECK(r.status == dtsim::results::Status::infeasible);
   CHECK_FALSE(r.memory.fits);
   CHECK(r.reason.find("out of memory") != std::string::npos);
@@ -300,9 +295,9 @@ TEST_CASE("more pipeline micro-batches shrink the bubble: (p - 1) / m") {
   // 1F1B over p = 2 stages: the idle share falls as the number of micro-batches grows.
   json s = base_scenario();
   s["training"]["global_batch_size"] = 8;  // m = 2 per replica
-  const auto few = evaluate(s);
+  const auto few = dtsim::testing::evaluate_json(s);
   s["training"]["global_batch_size"] = 64;  // m = 16
-  const auto many = evaluate(s);
+  const auto many = dtsim::testing::evaluate_json(s);
   CHECK(few.breakdown.pipeline_bubble_s / few.iteration_time_s >
         2 * many.breakdown.pipeline_bubble_s / many.iteration_time_s);
 }
@@ -315,14 +310,15 @@ TEST_CASE("rank placement: tensor groups spread over nodes pay for the network")
   json s = base_scenario();
   s["parallelism"] = {{"data", 1}, {"tensor", 8}, {"pipeline", 2}};
   s["training"]["micro_batch_size"] = 8;
-  const auto inside = evaluate(s);
+  const auto inside = dtsim::testing::evaluate_json(s);
   s["parallelism"]["order"] = "pp-tp-cp-dp";
-  const auto spread = evaluate(s);
+  const auto spread = dtsim::testing::evaluate_json(s);
   CHECK(spread.breakdown.exposed_tensor_comm_s > inside.breakdown.exposed_tensor_comm_s);
   CHECK(spread.iteration_time_s > inside.iteration_time_s);
   // Every-rank mode follows the same placement.
   s["simulation"] = {{"ranks", "all"}};
-  CHECK(evaluate(s).iteration_time_s == doctest::Approx(spread.iteration_time_s).epsilon(1e-12));
+  CHECK(dtsim::testing::evaluate_json(s).iteration_time_s ==
+        doctest::Approx(spread.iteration_time_s).epsilon(1e-12));
 }
 
 TEST_CASE("blocking pipeline transfers hold the sender back; every schedule stays free of deadlock") {
@@ -331,13 +327,14 @@ TEST_CASE("blocking pipeline transfers hold the sender back; every schedule stay
     json s = base_scenario();
     s["parallelism"] = {{"data", 2}, {"tensor", 2}, {"pipeline", 4}, {"schedule", schedule}};
     if (std::string(schedule) == "interleaved") s["parallelism"]["virtual_stages"] = 2;
-    const auto overlapped = evaluate(s);
+    const auto overlapped = dtsim::testing::evaluate_json(s);
     s["parallelism"]["pipeline_comm"] = "blocking";
-    const auto blocking = evaluate(s);
+    const auto blocking = dtsim::testing::evaluate_json(s);
     REQUIRE(blocking.status == dtsim::results::Status::ok);
     CHECK(blocking.iteration_time_s >= overlapped.iteration_time_s);
     s["simulation"] = {{"ranks", "all"}};
-    CHECK(evaluate(s).iteration_time_s == doctest::Approx(blocking.iteration_time_s).epsilon(1e-12));
+    CHECK(dtsim::testing::evaluate_json(s).iteration_time_s ==
+          doctest::Approx(blocking.iteration_time_s).epsilon(1e-12));
   }
 }
 
@@ -351,15 +348,16 @@ TEST_CASE("backward tensor-parallel collectives beside the GEMMs hide behind the
     json s = base_scenario();
     s["parallelism"]["sequence_parallel"] = sp;
     s["parallelism"]["tp_comm_overlap"] = false;
-    const auto beside = evaluate(s);
+    const auto beside = dtsim::testing::evaluate_json(s);
     s["parallelism"]["tp_backward_overlap"] = false;
-    const auto blocking = evaluate(s);
+    const auto blocking = dtsim::testing::evaluate_json(s);
     REQUIRE(beside.status == dtsim::results::Status::ok);
     CHECK(beside.iteration_time_s <= blocking.iteration_time_s);
     CHECK(beside.breakdown.exposed_tensor_comm_s < blocking.breakdown.exposed_tensor_comm_s);
     s["parallelism"]["tp_backward_overlap"] = true;
     s["simulation"] = {{"ranks", "all"}};
-    CHECK(evaluate(s).iteration_time_s == doctest::Approx(beside.iteration_time_s).epsilon(1e-12));
+    CHECK(dtsim::testing::evaluate_json(s).iteration_time_s ==
+          doctest::Approx(beside.iteration_time_s).epsilon(1e-12));
   }
 }
 

@@ -9,12 +9,8 @@ using dtsim::graph::CollectiveKind;
 using dtsim::graph::CommGroup;
 using dtsim::graph::CommOp;
 
-namespace {
-dtsim::network::PathParams path() { return dtsim::network::path_params(dtsim::testing::fixture_scenario()); }
-}  // namespace
-
 TEST_CASE("path parameters come from node, NICs and fabric") {
-  const auto p = path();
+  const auto p = dtsim::testing::fixture_path();
   CHECK(p.intra_bytes_per_s == doctest::Approx(200e9));
   CHECK(p.node_inter_bytes_per_s == doctest::Approx(100e9));
   CHECK(p.inter_latency_s == doctest::Approx(5e-6));
@@ -23,7 +19,8 @@ TEST_CASE("path parameters come from node, NICs and fabric") {
 TEST_CASE("ring all-reduce inside a node: 2(n-1)/n S / B + 2(n-1) alpha") {
   // n = 8, S = 1e9: 2*7/8*1e9/200e9 = 8.75 ms; latency 14 * 1 us.
   const CommOp op{CollectiveKind::all_reduce, 1e9, CommGroup{8, 1, 1}};
-  CHECK(dtsim::network::collective_time_s(op, path()) == doctest::Approx(8.75e-3 + 14e-6));
+  CHECK(dtsim::network::collective_time_s(op, dtsim::testing::fixture_path()) ==
+        doctest::Approx(8.75e-3 + 14e-6));
 }
 
 TEST_CASE("all-reduce across nodes: NCCL's tree beats the ring when nodes hold many ranks") {
@@ -32,36 +29,40 @@ TEST_CASE("all-reduce across nodes: NCCL's tree beats the ring when nodes hold m
   // Tree: max(intra 2*7/8*1e9/200e9 = 8.75 ms, inter 2*3/4*1e9/100e9 = 15 ms) + latency
   // 2 (7 x 1 us + log2(4) x 5 us) = 34 us: 15.034 ms, the faster one.
   const CommOp op{CollectiveKind::all_reduce, 1e9, CommGroup{32, 4, 1}};
-  const auto cost = dtsim::network::collective_cost(op, path());
+  const auto cost = dtsim::network::collective_cost(op, dtsim::testing::fixture_path());
   CHECK(cost.algorithm == dtsim::network::Algorithm::tree);
   CHECK(cost.time_s == doctest::Approx(15e-3 + 34e-6));
   // Same group but 8 such groups per node (one rank per node each): 100e9 / 8 per group.
   const CommOp rail{CollectiveKind::all_reduce, 1e9, CommGroup{4, 4, 8}};
   // 2*3/4*1e9/12.5e9 = 120 ms; 6 steps all inter-node: 30 us.
-  CHECK(dtsim::network::collective_time_s(rail, path()) == doctest::Approx(0.120 + 30e-6));
+  CHECK(dtsim::network::collective_time_s(rail, dtsim::testing::fixture_path()) ==
+        doctest::Approx(0.120 + 30e-6));
 }
 
 TEST_CASE("all-gather and reduce-scatter move half an all-reduce") {
   const CommOp ag{CollectiveKind::all_gather, 1e9, CommGroup{8, 1, 1}};
   const CommOp rs{CollectiveKind::reduce_scatter, 1e9, CommGroup{8, 1, 1}};
   // 7/8 * 1e9 / 200e9 + 7 * 1 us
-  CHECK(dtsim::network::collective_time_s(ag, path()) == doctest::Approx(4.375e-3 + 7e-6));
-  CHECK(dtsim::network::collective_time_s(rs, path()) == doctest::Approx(4.375e-3 + 7e-6));
+  CHECK(dtsim::network::collective_time_s(ag, dtsim::testing::fixture_path()) ==
+        doctest::Approx(4.375e-3 + 7e-6));
+  CHECK(dtsim::network::collective_time_s(rs, dtsim::testing::fixture_path()) ==
+        doctest::Approx(4.375e-3 + 7e-6));
 }
 
 TEST_CASE("point-to-point across nodes uses the rank's share of the NICs") {
   // 8 senders per node share 100e9: 12.5e9 each; 100 MB -> 8 ms + 5 us.
   const CommOp op{CollectiveKind::send_recv, 100e6, CommGroup{2, 2, 8}};
-  CHECK(dtsim::network::collective_time_s(op, path()) == doctest::Approx(8e-3 + 5e-6));
+  CHECK(dtsim::network::collective_time_s(op, dtsim::testing::fixture_path()) ==
+        doctest::Approx(8e-3 + 5e-6));
 }
 
 TEST_CASE("a group of one costs nothing") {
   const CommOp op{CollectiveKind::all_reduce, 1e9, CommGroup{1, 1, 1}};
-  CHECK(dtsim::network::collective_time_s(op, path()) == 0.0);
+  CHECK(dtsim::network::collective_time_s(op, dtsim::testing::fixture_path()) == 0.0);
 }
 
 TEST_CASE("a forced all-reduce algorithm is used where it applies, else the ring") {
-  auto p = path();
+  auto p = dtsim::testing::fixture_path();
   p.forced_all_reduce = dtsim::network::Algorithm::ring;
   const CommOp across{CollectiveKind::all_reduce, 1e9, CommGroup{32, 4, 1}};
   // Ring across 4 nodes (see above): 19.375 ms + 56 x 1 us + 6 x 5 us.

@@ -8,6 +8,7 @@
 
 #include <doctest/doctest.h>
 
+#include "cli_fixture.hpp"
 #include "reports/svg_chart.hpp"
 #include "results/report_data.hpp"
 #include "xml_check.hpp"
@@ -17,12 +18,7 @@ namespace {
 namespace svg = dtsim::reports::svg;
 using dtsim::results::ReportData;
 using dtsim::results::Result;
-
-std::size_t occurrences(const std::string& text, const std::string& what) {
-  std::size_t n = 0;
-  for (std::size_t pos = text.find(what); pos != std::string::npos; pos = text.find(what, pos + 1)) ++n;
-  return n;
-}
+using dtsim::testing::occurrences;
 
 // A feasible result on `nodes` 8-GPU nodes with the given throughput.
 Result result_on(std::int64_t nodes, double samples_per_s) {

@@ -12,48 +12,34 @@
 #include <doctest/doctest.h>
 
 #include "cli/cli.hpp"
+#include "cli_fixture.hpp"
 #include "reports/report_writer.hpp"
 #include "xml_check.hpp"
 
 namespace {
 
-int run(const std::vector<std::string>& args, std::string* err_text = nullptr) {
-  std::istringstream in;
-  std::ostringstream out, err;
-  const int status = dtsim::cli::run_cli(args, in, out, err);
-  if (err_text) *err_text = err.str();
-  return status;
-}
-
-std::string read_file(const std::filesystem::path& path) {
-  std::ifstream f(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
-}
-
-std::size_t occurrences(const std::string& text, const std::string& what) {
-  std::size_t n = 0;
-  for (std::size_t pos = text.find(what); pos != std::string::npos; pos = text.find(what, pos + 1)) ++n;
-  return n;
-}
-
-std::filesystem::path scratch_dir(const std::string& name) {
-  const auto dir = std::filesystem::temp_directory_path() / ("dtsim_test_report_" + name);
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
-}
-
+using dtsim::testing::kDefaultScenario;
+using dtsim::testing::occurrences;
+using dtsim::testing::read_file;
+using dtsim::testing::scratch_dir;
 const std::string kSource = DTSIM_SOURCE_DIR;
-const std::string kDefault = kSource + "/scenarios/default.json";
+
+// The exit status of dtsim with `args`; its standard error into *err_text when given.
+int run_status(const std::vector<std::string>& args, std::string* err_text = nullptr) {
+  const dtsim::testing::CliOutcome o = dtsim::testing::run_dtsim(args);
+  if (err_text) *err_text = o.err;
+  return o.status;
+}
 
 }  // namespace
 
 TEST_CASE("sweep --report .html: a weak-scaling report with one line per fabric, well-formed, no NaN") {
-  const auto dir = scratch_dir("sweep");
+  const auto dir = scratch_dir("report_sweep");
   const std::string html = (dir / "weak.html").string();
-  const int status = run({"sweep", kDefault, "--set", "/cluster/nodes=1,2,4", "--set",
-                          "/cluster/network/fabric=tcp,efa,infiniband", "--scaling", "weak", "--jobs", "2",
-                          "--no-timing", "--report", html, "--out", (dir / "points.jsonl").string()});
+  const int status =
+      run_status({"sweep", kDefaultScenario, "--set", "/cluster/nodes=1,2,4", "--set",
+                  "/cluster/network/fabric=tcp,efa,infiniband", "--scaling", "weak", "--jobs", "2",
+                  "--no-timing", "--report", html, "--out", (dir / "points.jsonl").string()});
   REQUIRE(status == dtsim::cli::kExitOk);
   const std::string text = read_file(html);
   CHECK(dtsim::test::xml_error(text).empty());
@@ -75,19 +61,19 @@ TEST_CASE("sweep --report .html: a weak-scaling report with one line per fabric,
 
   // Deterministic: one worker thread gives the same bytes as two.
   const std::string again = (dir / "again.html").string();
-  REQUIRE(run({"sweep", kDefault, "--set", "/cluster/nodes=1,2,4", "--set",
-               "/cluster/network/fabric=tcp,efa,infiniband", "--scaling", "weak", "--jobs", "1", "--report",
-               again, "--out", (dir / "p1.jsonl").string()}) == dtsim::cli::kExitOk);
+  REQUIRE(run_status({"sweep", kDefaultScenario, "--set", "/cluster/nodes=1,2,4", "--set",
+                      "/cluster/network/fabric=tcp,efa,infiniband", "--scaling", "weak", "--jobs", "1",
+                      "--report", again, "--out", (dir / "p1.jsonl").string()}) == dtsim::cli::kExitOk);
   CHECK(read_file(again) == text);
 
   // The same sweep as Markdown and CSV: the rows of every point, in index order.
   const std::string md = (dir / "weak.md").string(), csv = (dir / "weak.csv").string();
-  REQUIRE(run({"sweep", kDefault, "--set", "/cluster/nodes=1,2,4", "--set",
-               "/cluster/network/fabric=tcp,efa,infiniband", "--scaling", "weak", "--no-timing", "--report",
-               md, "--out", (dir / "p2.jsonl").string()}) == 0);
-  REQUIRE(run({"sweep", kDefault, "--set", "/cluster/nodes=1,2,4", "--set",
-               "/cluster/network/fabric=tcp,efa,infiniband", "--scaling", "weak", "--no-timing", "--report",
-               csv, "--out", (dir / "p3.jsonl").string()}) == 0);
+  REQUIRE(run_status({"sweep", kDefaultScenario, "--set", "/cluster/nodes=1,2,4", "--set",
+                      "/cluster/network/fabric=tcp,efa,infiniband", "--scaling", "weak", "--no-timing",
+                      "--report", md, "--out", (dir / "p2.jsonl").string()}) == 0);
+  REQUIRE(run_status({"sweep", kDefaultScenario, "--set", "/cluster/nodes=1,2,4", "--set",
+                      "/cluster/network/fabric=tcp,efa,infiniband", "--scaling", "weak", "--no-timing",
+                      "--report", csv, "--out", (dir / "p3.jsonl").string()}) == 0);
   const std::string md_text = read_file(md);
   CHECK(md_text.find("## Scaling") != std::string::npos);
   CHECK(md_text.find("## Memory per GPU") != std::string::npos);
@@ -100,10 +86,11 @@ TEST_CASE("sweep --report .html: a weak-scaling report with one line per fabric,
 }
 
 TEST_CASE("compare --report .html: one bar per plan in the strategy chart; run --report has a timeline") {
-  const auto dir = scratch_dir("compare");
+  const auto dir = scratch_dir("report_compare");
   const std::string html = (dir / "compare.html").string();
   const std::string other = kSource + "/scenarios/llama3-8b-h100-64.json";
-  REQUIRE(run({"compare", kDefault, other, "--no-timing", "--report", html}) == dtsim::cli::kExitOk);
+  REQUIRE(run_status({"compare", kDefaultScenario, other, "--no-timing", "--report", html}) ==
+          dtsim::cli::kExitOk);
   const std::string text = read_file(html);
   CHECK(dtsim::test::xml_error(text).empty());
   CHECK(text.find("id=\"strategies\"") != std::string::npos);
@@ -119,7 +106,7 @@ TEST_CASE("compare --report .html: one bar per plan in the strategy chart; run -
   CHECK(text.find("nan") == std::string::npos);
 
   const std::string run_html = (dir / "run.html").string();
-  REQUIRE(run({"run", kDefault, "--no-timing", "--report", run_html}) == dtsim::cli::kExitOk);
+  REQUIRE(run_status({"run", kDefaultScenario, "--no-timing", "--report", run_html}) == dtsim::cli::kExitOk);
   const std::string run_text = read_file(run_html);
   CHECK(dtsim::test::xml_error(run_text).empty());
   CHECK(run_text.find("id=\"timeline\"") != std::string::npos);
@@ -127,11 +114,11 @@ TEST_CASE("compare --report .html: one bar per plan in the strategy chart; run -
 }
 
 TEST_CASE("search --report .html: one bar per ranked plan, the plans' degrees as table columns") {
-  const auto dir = scratch_dir("search");
+  const auto dir = scratch_dir("report_search");
   const std::string html = (dir / "search.html").string();
   const std::string scenario = kSource + "/scenarios/llama2-7b-h100-32.json";
-  REQUIRE(run({"search", scenario, "--top", "3", "--max-micro-batch", "1", "--max-virtual-stages", "1",
-               "--keep-sharding", "--keep-recompute", "--no-timing", "--report", html}) ==
+  REQUIRE(run_status({"search", scenario, "--top", "3", "--max-micro-batch", "1", "--max-virtual-stages", "1",
+                      "--keep-sharding", "--keep-recompute", "--no-timing", "--report", html}) ==
           dtsim::cli::kExitOk);
   const std::string text = read_file(html);
   CHECK(dtsim::test::xml_error(text).empty());
@@ -146,24 +133,25 @@ TEST_CASE("search --report .html: one bar per ranked plan, the plans' degrees as
 }
 
 TEST_CASE("--report with another extension is a usage error and writes nothing") {
-  const auto dir = scratch_dir("bad");
+  const auto dir = scratch_dir("report_bad");
   const std::string bad = (dir / "report.txt").string();
   std::string err;
-  CHECK(run({"run", kDefault, "--report", bad}, &err) == dtsim::cli::kExitBadInput);
+  CHECK(run_status({"run", kDefaultScenario, "--report", bad}, &err) == dtsim::cli::kExitBadInput);
   CHECK(err.find(".html, .md or .csv") != std::string::npos);
-  CHECK(run({"sweep", kDefault, "--set", "/cluster/nodes=1,2", "--report", bad}, &err) ==
+  CHECK(run_status({"sweep", kDefaultScenario, "--set", "/cluster/nodes=1,2", "--report", bad}, &err) ==
         dtsim::cli::kExitBadInput);
-  CHECK(run({"compare", kDefault, "--report", (dir / "x").string()}, &err) == dtsim::cli::kExitBadInput);
+  CHECK(run_status({"compare", kDefaultScenario, "--report", (dir / "x").string()}, &err) ==
+        dtsim::cli::kExitBadInput);
   CHECK_FALSE(std::filesystem::exists(bad));
 }
 
 TEST_CASE("sweep --report into a missing folder stops before any point is written") {
-  const auto dir = scratch_dir("missing");
+  const auto dir = scratch_dir("report_missing");
   const std::string points = (dir / "points.jsonl").string();
   std::string err;
-  CHECK(run({"sweep", kDefault, "--set", "/cluster/nodes=1,2", "--scaling", "weak", "--out", points,
-             "--report", (dir / "no" / "such" / "r.html").string()},
-            &err) == dtsim::cli::kExitBadInput);
+  CHECK(run_status({"sweep", kDefaultScenario, "--set", "/cluster/nodes=1,2", "--scaling", "weak", "--out",
+                    points, "--report", (dir / "no" / "such" / "r.html").string()},
+                   &err) == dtsim::cli::kExitBadInput);
   CHECK(err.find("folder does not exist") != std::string::npos);
   CHECK_FALSE(std::filesystem::exists(points));
 }

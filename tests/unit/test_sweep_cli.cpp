@@ -12,44 +12,13 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/cli.hpp"
+#include "cli_fixture.hpp"
 #include "config/sweep_points.hpp"
 #include "core/errors.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
-
-struct Outcome {
-  int status = -1;
-  std::string out;
-  std::string err;
-};
-
-Outcome run(const std::vector<std::string>& args) {
-  std::istringstream in;
-  std::ostringstream out, err;
-  Outcome o;
-  o.status = dtsim::cli::run_cli(args, in, out, err);
-  o.out = out.str();
-  o.err = err.str();
-  return o;
-}
-
-std::string read_file(const fs::path& path) {
-  std::ifstream f(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
-}
-
-void write_file(const fs::path& path, const std::string& text) {
-  std::ofstream(path, std::ios::binary) << text;
-}
-
-fs::path scratch(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / ("dtsim_test_sweep_" + name);
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
 
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> lines;
@@ -58,9 +27,14 @@ std::vector<std::string> lines_of(const std::string& text) {
   return lines;
 }
 
-const std::string kDefault = std::string(DTSIM_SOURCE_DIR) + "/scenarios/default.json";
+using Outcome = dtsim::testing::CliOutcome;
+using dtsim::testing::kDefaultScenario;
+using dtsim::testing::read_file;
+using dtsim::testing::run_dtsim;
+using dtsim::testing::scratch_dir;
+using dtsim::testing::write_file;
 // Six cheap points of the demo: 3 node counts x 2 fabrics, weak scaling.
-const std::vector<std::string> kSweep{"sweep",      kDefault,
+const std::vector<std::string> kSweep{"sweep",      kDefaultScenario,
                                       "--set",      "/cluster/nodes=1,2,4",
                                       "--set",      "cluster.network.fabric=efa,infiniband",
                                       "--scaling",  "weak",
@@ -104,9 +78,9 @@ TEST_CASE("a sweep's point count is checked, never wrapped around") {
 }
 
 TEST_CASE("sweep --out: FILE.partial while running, FILE once complete, with a first and a last line") {
-  const fs::path dir = scratch("out");
+  const fs::path dir = scratch_dir("sweep_out");
   const fs::path file = dir / "s.jsonl";
-  const Outcome o = run(with(kSweep, {"--out", file.string()}));
+  const Outcome o = run_dtsim(with(kSweep, {"--out", file.string()}));
   REQUIRE(o.status == 0);
   CHECK_FALSE(fs::exists(dir / "s.jsonl.partial"));
   const std::vector<std::string> lines = lines_of(read_file(file));
@@ -118,17 +92,17 @@ TEST_CASE("sweep --out: FILE.partial while running, FILE once complete, with a f
   CHECK(header["sweep"]["axes"][1]["values"] == nlohmann::json::array({"efa", "infiniband"}));
   CHECK(nlohmann::json::parse(lines.back()) == nlohmann::json{{"sweep_complete", true}, {"points", 6}});
   // The same bytes as on the output stream.
-  CHECK(read_file(file) == run(kSweep).out);
+  CHECK(read_file(file) == run_dtsim(kSweep).out);
   // CSV: the header row, a row per point and the closing comment.
-  const std::vector<std::string> csv = lines_of(run(with(kSweep, {"--format", "csv"})).out);
+  const std::vector<std::string> csv = lines_of(run_dtsim(with(kSweep, {"--format", "csv"})).out);
   REQUIRE(csv.size() == 8);
   CHECK(csv.back() == "# sweep complete: 6 points");
   fs::remove_all(dir);
 }
 
 TEST_CASE("sweep --resume carries on from FILE.partial and gives the bytes of one run") {
-  const fs::path dir = scratch("resume");
-  const std::string whole = run(kSweep).out;
+  const fs::path dir = scratch_dir("sweep_resume");
+  const std::string whole = run_dtsim(kSweep).out;
   const std::vector<std::string> lines = lines_of(whole);
   REQUIRE(lines.size() == 8);
   const fs::path file = dir / "s.jsonl";
@@ -136,16 +110,16 @@ TEST_CASE("sweep --resume carries on from FILE.partial and gives the bytes of on
   write_file(dir / "s.jsonl.partial",
              lines[0] + "\n" + lines[1] + "\n" + lines[2] + "\n" + lines[3].substr(0, lines[3].size() / 2));
   // Without --resume the unfinished sweep is not overwritten.
-  Outcome o = run(with(kSweep, {"--out", file.string()}));
+  Outcome o = run_dtsim(with(kSweep, {"--out", file.string()}));
   CHECK(o.status == 2);
   CHECK(o.err.find("an unfinished sweep is in this file; pass --resume") != std::string::npos);
-  o = run(with(kSweep, {"--out", file.string(), "--resume", "--jobs", "2"}));
+  o = run_dtsim(with(kSweep, {"--out", file.string(), "--resume", "--jobs", "2"}));
   REQUIRE(o.status == 0);
   CHECK(read_file(file) == whole);
   CHECK_FALSE(fs::exists(dir / "s.jsonl.partial"));
   // --resume with nothing to resume runs the whole sweep.
   fs::remove(file);
-  REQUIRE(run(with(kSweep, {"--out", file.string(), "--resume"})).status == 0);
+  REQUIRE(run_dtsim(with(kSweep, {"--out", file.string(), "--resume"})).status == 0);
   CHECK(read_file(file) == whole);
 
   // Another sweep's partial file (other values on the second axis) is refused and left as it was.
@@ -153,31 +127,31 @@ TEST_CASE("sweep --resume carries on from FILE.partial and gives the bytes of on
   write_file(dir / "s.jsonl.partial", other);
   auto changed = kSweep;
   changed[5] = "cluster.network.fabric=efa,tcp";
-  o = run(with(changed, {"--out", file.string(), "--resume"}));
+  o = run_dtsim(with(changed, {"--out", file.string(), "--resume"}));
   CHECK(o.status == 2);
   CHECK(o.err.find("another sweep (its \"axes\" differs") != std::string::npos);
   CHECK(read_file(dir / "s.jsonl.partial") == other);
   // A point line that is not the sweep's next point is refused too.
   write_file(dir / "s.jsonl.partial", lines[0] + "\n" + lines[2] + "\n");
-  o = run(with(kSweep, {"--out", file.string(), "--resume"}));
+  o = run_dtsim(with(kSweep, {"--out", file.string(), "--resume"}));
   CHECK(o.status == 2);
   CHECK(o.err.find("line 2: not this sweep's point 1 (index 0") != std::string::npos);
   fs::remove_all(dir);
 }
 
 TEST_CASE("merge refuses unfinished sweeps and missing shards unless --allow-incomplete") {
-  const fs::path dir = scratch("merge");
+  const fs::path dir = scratch_dir("sweep_merge");
   const fs::path one = dir / "1.jsonl", two = dir / "2.jsonl";
-  REQUIRE(run(with(kSweep, {"--shard", "1/2", "--out", one.string()})).status == 0);
-  REQUIRE(run(with(kSweep, {"--shard", "2/2", "--out", two.string()})).status == 0);
+  REQUIRE(run_dtsim(with(kSweep, {"--shard", "1/2", "--out", one.string()})).status == 0);
+  REQUIRE(run_dtsim(with(kSweep, {"--shard", "2/2", "--out", two.string()})).status == 0);
   // Both shards: the lines of one run, first and last line included.
-  CHECK(run({"merge", one.string(), two.string()}).out == run(kSweep).out);
+  CHECK(run_dtsim({"merge", one.string(), two.string()}).out == run_dtsim(kSweep).out);
   // One shard alone: points 1, 3 and 5 are in no file.
-  Outcome o = run({"merge", one.string()});
+  Outcome o = run_dtsim({"merge", one.string()});
   CHECK(o.status == 2);
   CHECK(o.err.find("the files hold 3 of the sweep's 6 points (point 1 is in none of them") !=
         std::string::npos);
-  o = run({"merge", one.string(), "--allow-incomplete"});
+  o = run_dtsim({"merge", one.string(), "--allow-incomplete"});
   CHECK(o.status == 0);
   CHECK(lines_of(o.out).back() == R"({"sweep_complete":false,"points":3})");
   // A shard without its last line (a sweep stopped early).
@@ -186,13 +160,13 @@ TEST_CASE("merge refuses unfinished sweeps and missing shards unless --allow-inc
   std::string cut;
   for (const std::string& l : lines) cut += l + "\n";
   write_file(two, cut);
-  o = run({"merge", one.string(), two.string(), "--out", (dir / "m.jsonl").string()});
+  o = run_dtsim({"merge", one.string(), two.string(), "--out", (dir / "m.jsonl").string()});
   CHECK(o.status == 2);
   CHECK(o.err.find("2.jsonl: an unfinished sweep") != std::string::npos);
   CHECK_FALSE(fs::exists(dir / "m.jsonl"));
   // A number beyond a double is bad input naming the file and line, not an internal error.
   write_file(two, lines[0] + "\n" + R"({"index":1,"set":[],"result":{"x":1e400}})" + "\n");
-  o = run({"merge", one.string(), two.string()});
+  o = run_dtsim({"merge", one.string(), two.string()});
   CHECK(o.status == 2);
   CHECK(o.err.find("2.jsonl: line 2: not a JSON object") != std::string::npos);
   fs::remove_all(dir);
@@ -203,8 +177,9 @@ TEST_CASE("sweep --report is refused for more points than a report holds, before
   std::string a = "/name=0", b = "/simulation/seed=0";
   for (int i = 1; i <= 100; ++i) a.append(",").append(std::to_string(i));
   for (int i = 1; i < 100; ++i) b.append(",").append(std::to_string(i));
-  const fs::path dir = scratch("report");
-  const Outcome o = run({"sweep", kDefault, "--set", a, "--set", b, "--report", (dir / "r.html").string()});
+  const fs::path dir = scratch_dir("sweep_report");
+  const Outcome o =
+      run_dtsim({"sweep", kDefaultScenario, "--set", a, "--set", b, "--report", (dir / "r.html").string()});
   CHECK(o.status == 2);
   CHECK(o.err.find("has 10100 points; a report keeps and charts every point, at most 10000") !=
         std::string::npos);

@@ -46,12 +46,6 @@ json zero3_scenario() {
   })");
 }
 
-dtsim::results::Result evaluate(const json& s, bool trace = false) {
-  const auto scenario =
-      dtsim::config::load_scenario_text(s.dump(), "test", dtsim::config::default_data_paths());
-  return dtsim::results::evaluate(scenario, dtsim::results::EvaluateOptions{trace});
-}
-
 // Total span time per label, over the trace of rank 0.
 std::map<std::string, double> seconds_by_label(const dtsim::results::Result& r) {
   REQUIRE(r.trace.has_value());
@@ -136,9 +130,9 @@ TEST_CASE("gathered parameters: two layers when prefetching, the largest tensor 
 
 TEST_CASE("an explicit default zero3 block is the same as none") {
   json s = zero3_scenario();
-  const auto without = evaluate(s);
+  const auto without = dtsim::testing::evaluate_json(s);
   s["parallelism"]["zero3"] = {{"fetch", "prefetch"}, {"granularity", "layer"}, {"buffers", "flat"}};
-  const auto with = evaluate(s);
+  const auto with = dtsim::testing::evaluate_json(s);
   REQUIRE(without.status == dtsim::results::Status::ok);
   CHECK(with.iteration_time_s == without.iteration_time_s);
   CHECK(with.engine.tasks == without.engine.tasks);
@@ -150,9 +144,9 @@ TEST_CASE("on-demand fetching serializes every gather with the compute and the r
   //   compute + gathers <= iteration <= compute + gathers + reductions.
   // Prefetching hides gathers behind the previous layer, so it is never slower.
   json s = zero3_scenario();
-  const auto prefetch = evaluate(s);
+  const auto prefetch = dtsim::testing::evaluate_json(s);
   s["parallelism"]["zero3"] = {{"fetch", "on_demand"}};
-  const auto on_demand = evaluate(s, true);
+  const auto on_demand = dtsim::testing::evaluate_json(s, true);
   REQUIRE(on_demand.status == dtsim::results::Status::ok);
   const auto by_label = seconds_by_label(on_demand);
   const double gathers = by_label.at("zero3_param_all_gather");
@@ -170,9 +164,9 @@ TEST_CASE(
     "tensor granularity pays one collective latency per tensor; list buffers one copy kernel per rank") {
   json s = zero3_scenario();
   s["parallelism"]["zero3"] = {{"fetch", "on_demand"}};
-  const auto layer = evaluate(s, true);
+  const auto layer = dtsim::testing::evaluate_json(s, true);
   s["parallelism"]["zero3"]["granularity"] = "tensor";
-  const auto tensor = evaluate(s, true);
+  const auto tensor = dtsim::testing::evaluate_json(s, true);
   REQUIRE(tensor.status == dtsim::results::Status::ok);
   // GPT-1.3B layers (h = 2048, GELU) have four weights above 1e5 elements: four gathers where there was
   // one, the same bytes, so more ring latency: (gathers) grows, and the iteration with it.
@@ -181,7 +175,7 @@ TEST_CASE(
   CHECK(tensor.iteration_time_s > layer.iteration_time_s);
 
   s["parallelism"]["zero3"]["buffers"] = "list";
-  const auto list = evaluate(s, true);
+  const auto list = dtsim::testing::evaluate_json(s, true);
   REQUIRE(list.status == dtsim::results::Status::ok);
   // Each gather and each reduce-scatter copies its bytes once through HBM (read and write) in one kernel
   // per rank of the 16, inside the call. With the A100 profile (hardware_profiles/gpus/a100-sxm4-80gb:
@@ -210,9 +204,9 @@ TEST_CASE(
 TEST_CASE("per-parameter buffers (FSDP2): one copy kernel per call, moving the bytes once") {
   json s = zero3_scenario();
   s["parallelism"]["zero3"] = {{"fetch", "on_demand"}, {"granularity", "tensor"}};
-  const auto flat = evaluate(s, true);
+  const auto flat = dtsim::testing::evaluate_json(s, true);
   s["parallelism"]["zero3"]["buffers"] = "per_parameter";
-  const auto fsdp2 = evaluate(s, true);
+  const auto fsdp2 = dtsim::testing::evaluate_json(s, true);
   REQUIRE(fsdp2.status == dtsim::results::Status::ok);
   // A gather's copy-out reads and writes the gathered weights (2 x 2 bytes x params); a reduction's
   // copy-in reads the fp16 gradients and writes the fp16 buffer (2 + 2 bytes x params): 4 bytes per
@@ -244,12 +238,12 @@ TEST_CASE("on demand, a full recompute gathers the weights again; a selective on
   };
   json s = zero3_scenario();
   s["parallelism"]["zero3"] = {{"fetch", "on_demand"}, {"granularity", "tensor"}};
-  CHECK(gathers(evaluate(s, true)) == 576);
+  CHECK(gathers(dtsim::testing::evaluate_json(s, true)) == 576);
   s["training"]["activation_recompute"] = "selective";
-  CHECK(gathers(evaluate(s, true)) == 384);
+  CHECK(gathers(dtsim::testing::evaluate_json(s, true)) == 384);
   s["training"]["activation_recompute"] = "full";
   s["parallelism"]["zero3"]["fetch"] = "prefetch";
-  CHECK(gathers(evaluate(s, true)) == 384);
+  CHECK(gathers(dtsim::testing::evaluate_json(s, true)) == 384);
 }
 
 TEST_CASE("reports name a ZeRO-3 implementation only when it is not the default") {

@@ -22,7 +22,7 @@ namespace {
 
 using nlohmann::json;
 
-json scenario_for(const json& table, const json& row) {
+json torchtitan_scenario(const json& table, const json& row) {
   const int gpus = row["gpus"];
   const int local_batch = row["local_batch"];
   return {{"schema_version", 1},
@@ -45,7 +45,7 @@ TEST_CASE("validation: torchtitan FSDP2 on 64 A100 (tokens/s per GPU)" * doctest
   const auto paths = dtsim::config::default_data_paths();
   std::vector<dtsim::testing::ValidationRow> rows;
   for (const auto& row : table["rows"]) {
-    const json s = scenario_for(table, row);
+    const json s = torchtitan_scenario(table, row);
     const auto scenario = dtsim::config::load_scenario_text(s.dump(), s["name"].get<std::string>(), paths);
     const auto result = dtsim::results::evaluate(scenario, {});
     REQUIRE(result.status == dtsim::results::Status::ok);
