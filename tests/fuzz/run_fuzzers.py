@@ -1,19 +1,21 @@
 #!/usr/bin/env python3
 """Runs the libFuzzer targets of the input readers (tests/fuzz/README.md).
 
-    tests/fuzz/run_fuzzers.py BUILD_DIR [--seconds S | --runs N] [--only NAME ...] [--jobs J]
+    tests/fuzz/run_fuzzers.py BUILD_DIR [--seconds S | --runs N | --replay] [--only NAME ...] [--corpus DIR]
 
 Each target starts from seeds made from the repository's own files (scenarios, plans, hardware profiles,
 nccl-tests logs, profiler traces, sweep lines, and the invalid-input cases), in BUILD_DIR/fuzz/corpus/NAME,
-which keeps what the fuzzer adds between runs. A crash, a sanitizer report, a timeout or an input that
-runs out of memory stops the target with its reproducer in BUILD_DIR/fuzz/findings/; the script then
-exits 1. It prints, per target, the executions run and their rate (libFuzzer's "Done N runs" line).
+which keeps what the fuzzer adds between runs. Targets run one after another; to use several cores, run
+the script once per core with different --only targets. A crash, a sanitizer report, a timeout or an
+input that runs out of memory stops the target with its reproducer in BUILD_DIR/fuzz/findings/; the
+script then exits 1. It prints, per target, the executions run and their rate (libFuzzer's "Done N runs" line).
+--replay runs every input of the corpus once and stops: a corpus grown by a long campaign in the fast
+`fuzz` build (no AddressSanitizer) is replayed in the `sanitize` build with --corpus pointing at it.
 """
 import argparse
 import json
 import pathlib
 import re
-import shutil
 import subprocess
 import sys
 
@@ -61,8 +63,9 @@ def main():
     limit = parser.add_mutually_exclusive_group()
     limit.add_argument("--seconds", type=int, default=10, help="time per target (default 10)")
     limit.add_argument("--runs", type=int, help="executions per target instead of a time")
+    limit.add_argument("--replay", action="store_true", help="run each corpus input once")
+    parser.add_argument("--corpus", type=pathlib.Path, help="corpus folder (default BUILD_DIR/fuzz/corpus)")
     parser.add_argument("--only", nargs="*", help="targets to run (default: all built)")
-    parser.add_argument("--jobs", type=int, default=1, help="parallel fuzzing processes per target")
     args = parser.parse_args()
 
     args.build_dir = args.build_dir.resolve()
@@ -77,15 +80,16 @@ def main():
         if not exe.exists():
             print(f"{name}: {exe} not built, skipped")
             continue
-        corpus = work / "corpus" / name
+        corpus = (args.corpus.resolve() if args.corpus else work / "corpus") / name
         corpus.mkdir(parents=True, exist_ok=True)
         for seed_name, content in make_seeds():
             (corpus / f"seed-{seed_name}").write_bytes(content)
         command = [str(exe), str(corpus), f"-artifact_prefix={findings}/{name}-", "-timeout=20",
                    "-rss_limit_mb=2560", "-max_len=65536", "-print_final_stats=1"]
-        command.append(f"-runs={args.runs}" if args.runs else f"-max_total_time={args.seconds}")
-        if args.jobs > 1:
-            command += [f"-jobs={args.jobs}", f"-workers={args.jobs}"]
+        if args.replay:
+            command.append("-runs=0")
+        else:
+            command.append(f"-runs={args.runs}" if args.runs else f"-max_total_time={args.seconds}")
         result = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                 errors="replace", cwd=work)
         runs = sum(int(m) for m in re.findall(r"stat::number_of_executed_units:\s*(\d+)", result.stdout))
