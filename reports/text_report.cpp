@@ -48,8 +48,11 @@ void write_setup(std::ostream& out, const config::Scenario& s) {
 
   const config::NetworkSpec& n = s.cluster.network;
   line(out, "cluster",
-       fmt::format("{} x {} = {} GPUs ({}), {} {} x {} Gb/s per node, {} {}:1", s.cluster.nodes,
-                   s.cluster.node_id, s.gpu_count(), s.gpu.id, n.fabric, n.nics_per_node, n.nic_gbps,
+       fmt::format("{} x {}{} = {} GPUs ({}), {} {} x {} Gb/s per node, {} {}:1", s.cluster.nodes,
+                   s.cluster.node_id,
+                   s.cluster.gpus ? fmt::format(" ({} of its {} GPUs)", s.node.gpus_per_node, s.cluster.node_gpus)
+                                  : std::string{},
+                   s.gpu_count(), s.gpu.id, n.fabric, n.nics_per_node, n.nic_gbps,
                    config::to_string(n.topology), n.oversubscription));
 
   const config::ParallelismSpec& p = s.parallelism;

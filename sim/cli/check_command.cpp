@@ -29,8 +29,12 @@ int check_command(const CheckOptions& options, std::istream& in, std::ostream& o
                         config::to_string(s.data_parallel.sync));
     layers = s.layer_model->layers.size();
   }
-  out << fmt::format("ok: {}: {}: {} GPUs ({} x {}, {}), DP {} x TP {} x PP {} x CP {}, {} ({} layers)\n",
-                     options.scenario, s.name, s.gpu_count(), s.cluster.nodes, s.cluster.node_id, s.gpu.id,
+  const std::string nodes =
+      s.cluster.gpus ? fmt::format("{} x {} of {} GPUs of {}", s.cluster.nodes, s.node.gpus_per_node,
+                                   s.cluster.node_gpus, s.cluster.node_id)
+                     : fmt::format("{} x {}", s.cluster.nodes, s.cluster.node_id);
+  out << fmt::format("ok: {}: {}: {} GPUs ({}, {}), DP {} x TP {} x PP {} x CP {}, {} ({} layers)\n",
+                     options.scenario, s.name, s.gpu_count(), nodes, s.gpu.id,
                      p.data, p.tensor, p.pipeline, p.context, model, layers);
   return kExitOk;
 }

@@ -74,9 +74,15 @@ struct NetworkSpec {
   CollectiveProtocol protocol = CollectiveProtocol::automatic;
 };
 
+// A cluster of `nodes` nodes of one profile. `gpus` (optional) uses part of each node: gpus / nodes GPUs
+// of every node, as single-GPU and single-node studies need (2 or 4 GPUs of an 8-GPU node). The loader
+// then narrows Scenario::node to the GPUs in use (gpus_per_node, and the NICs those GPUs reach: the
+// profile's NICs per GPU, at least one), so every later stage sees a node of that many GPUs.
 struct ClusterSpec {
   std::string node_id;
   std::int64_t nodes = 0;
+  std::optional<std::int64_t> gpus;   // as given; absent: every GPU of every node
+  std::int64_t node_gpus = 0;         // GPUs of the node profile, used or not
   NetworkSpec network;
 };
 

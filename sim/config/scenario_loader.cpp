@@ -1,5 +1,6 @@
 #include "config/scenario_loader.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstdlib>
 #include <filesystem>
@@ -91,17 +92,35 @@ void read_topology(ObjectReader& topology, NetworkSpec& net) {
       topology.optional<double>("core_oversubscription", 1.0, NumberRule::at_least(1.0));
 }
 
+// The node as a job using `gpus` of its GPUs sees it: NVLink/NVSwitch bandwidth per GPU is unchanged,
+// the NICs are those of the GPUs in use (the profile's NICs per GPU, rounded up, at least one: NCCL
+// gives each GPU the NICs nearest to it), host memory stays the whole node's.
+void narrow_node(NodeProfile& node, std::int64_t gpus) {
+  const std::int64_t nics = (std::int64_t{node.nics_per_node} * gpus + node.gpus_per_node - 1) / node.gpus_per_node;
+  node.nics_per_node = static_cast<int>(std::max<std::int64_t>(1, nics));
+  node.gpus_per_node = static_cast<int>(gpus);
+}
+
 // Reads "cluster" and resolves the node, GPU and fabric profiles into `scenario`.
 void read_cluster(ObjectReader& top, const DataPaths& data, Scenario& scenario) {
   ObjectReader cluster = top.child("cluster");
-  cluster.expect_keys({"node", "nodes", "network"});
+  cluster.expect_keys({"node", "nodes", "gpus", "network"});
   ClusterSpec& spec = scenario.cluster;
   spec.node_id = cluster.required<std::string>("node");
   scenario.node = load_node_profile(data.hardware_profiles, spec.node_id,
                                     IdLocation{cluster.file(), pointer_append(cluster.pointer(), "node")});
   spec.nodes = cluster.required<std::int64_t>("nodes", IntRule::positive());
-  if (!core::checked_mul(spec.nodes, scenario.node.gpus_per_node)) {
-    throw cluster.mismatch("nodes", "a node count whose GPU total fits in a 64-bit integer");
+  spec.node_gpus = scenario.node.gpus_per_node;
+  const std::optional<std::int64_t> total = core::checked_mul(spec.nodes, spec.node_gpus);
+  if (!total) throw cluster.mismatch("nodes", "a node count whose GPU total fits in a 64-bit integer");
+  spec.gpus = cluster.maybe<std::int64_t>("gpus", IntRule::positive());
+  if (spec.gpus) {
+    if (*spec.gpus > *total || *spec.gpus % spec.nodes != 0) {
+      throw cluster.mismatch(
+          "gpus", fmt::format("a multiple of the {} node(s) up to {} ({} GPUs per {} node)", spec.nodes, *total,
+                              spec.node_gpus, spec.node_id));
+    }
+    narrow_node(scenario.node, *spec.gpus / spec.nodes);
   }
 
   const json empty = json::object();
