@@ -65,6 +65,8 @@ const std::vector<Row>& rows() {
        [](const Result& r) { return share(r.breakdown.exposed_comm_s(), r.iteration_time_s); }, true},
       {"  pipeline bubble",
        [](const Result& r) { return share(r.breakdown.pipeline_bubble_s, r.iteration_time_s); }, true},
+      {"  waiting for the host",
+       [](const Result& r) { return share(r.breakdown.host_wait_s, r.iteration_time_s); }, true},
       {"memory/GPU (GiB)",
        [](const Result& r) {
          return fmt::format("{:.1f} of {:.0f}", r.memory.peak_bytes_per_gpu / core::kGiB,

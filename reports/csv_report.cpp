@@ -90,6 +90,7 @@ constexpr std::array kColumns = {
            [](const Result& r) { return num(r.breakdown.exposed_pipeline_comm_s); }},
     Column{"exposed_data_comm_s", [](const Result& r) { return num(r.breakdown.exposed_data_comm_s); }},
     Column{"pipeline_bubble_s", [](const Result& r) { return num(r.breakdown.pipeline_bubble_s); }},
+    Column{"host_wait_s", [](const Result& r) { return num(r.breakdown.host_wait_s); }},
     Column{"compute_s", [](const Result& r) { return num(r.breakdown.compute_s()); }},
     Column{"exposed_comm_s", [](const Result& r) { return num(r.breakdown.exposed_comm_s()); }},
     Column{"peak_bytes_per_gpu", [](const Result& r) { return num(r.memory.peak_bytes_per_gpu); }},

@@ -40,6 +40,7 @@ nlohmann::ordered_json breakdown_json(const results::Breakdown& b) {
   j["exposed_pipeline_comm"] = b.exposed_pipeline_comm_s;
   j["exposed_data_comm"] = b.exposed_data_comm_s;
   j["pipeline_bubble"] = b.pipeline_bubble_s;
+  j["host_wait"] = b.host_wait_s;
   j["compute"] = b.compute_s();
   j["exposed_comm"] = b.exposed_comm_s();
   return j;

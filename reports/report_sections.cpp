@@ -161,7 +161,8 @@ ReportSection breakdown_section(const ReportData& data) {
                   .note = "mean over the simulated ranks; the parts sum to the iteration time"};
   const std::vector<std::string> parts = {"forward",         "backward",        "recompute",
                                           "optimizer",       "exposed TP comm", "exposed CP comm",
-                                          "exposed PP comm", "exposed DP comm", "pipeline bubble"};
+                                          "exposed PP comm", "exposed DP comm", "pipeline bubble",
+                                          "waiting for the host"};
   svg::StackedBarChart chart{.title = "Where an iteration's time goes", .y_label = "seconds"};
   for (const std::string& p : parts) chart.stacks.push_back({.name = p});
   s.table.header = {"entry"};
@@ -177,7 +178,8 @@ ReportSection breakdown_section(const ReportData& data) {
                                         b.exposed_context_comm_s,
                                         b.exposed_pipeline_comm_s,
                                         b.exposed_data_comm_s,
-                                        b.pipeline_bubble_s};
+                                        b.pipeline_bubble_s,
+                                        b.host_wait_s};
     chart.categories.push_back(bar_label(e));
     std::vector<std::string> row{e.label};
     for (std::size_t i = 0; i < values.size(); ++i) {

@@ -124,6 +124,7 @@ void write_breakdown(std::ostream& out, const results::Result& r) {
   row("exposed pipeline comm", b.exposed_pipeline_comm_s);
   row("exposed data comm", b.exposed_data_comm_s);
   row("pipeline bubble", b.pipeline_bubble_s);
+  if (b.host_wait_s > 0.0) row("waiting for the host", b.host_wait_s);
   out << fmt::format("  {:-<{}}\n", "", kPartWidth + 21);
   row("compute", b.compute_s());
   row("exposed comm", b.exposed_comm_s());

@@ -184,6 +184,13 @@ struct TrainingSpec {
   double bucket_bytes = 40e6;  // gradient bucket size for the overlapped reduction
   Optimizer optimizer = Optimizer::adam;
   std::optional<MeasuredSingleGpu> measured_single_gpu;
+  // The host that issues each rank's kernels (engine/simulate.hpp, "Host"): its cost per kernel launch
+  // (framework dispatch, Python and cudaLaunchKernel), 0 when not simulated; and whether it reads a
+  // value of the gradients before the optimizer step (loss-scale inf/NaN flag, gradient norm), which
+  // makes it wait for the backward pass and the reductions. The defaults are megatron-core-2024's
+  // (hardware_profiles/software/, with their sources): an eager PyTorch host, measured.
+  double host_issue_us_per_kernel = 40.0;
+  bool host_sync_before_optimizer = true;
 };
 
 enum class NetworkFidelity { analytic, flow, packet };
@@ -210,6 +217,8 @@ struct SoftwareStack {
   std::optional<Zero3Spec> zero3;
   std::optional<bool> overlap_grad_reduce;
   std::optional<bool> overlap_param_gather;
+  std::optional<double> host_issue_us_per_kernel;
+  std::optional<bool> host_sync_before_optimizer;
 };
 
 // A validated scenario with its hardware resolved.

@@ -166,7 +166,8 @@ TrainingSpec read_training(ObjectReader& top, const DataPaths& data, const Softw
   r.expect_keys({"global_batch_size", "micro_batch_size", "precision", "activation_recompute",
                  "overlap_grad_reduce", "overlap_param_gather", "bucket_mb", "optimizer", "architecture",
                  "sync", "staleness_bound", "parameter_server", "compute_variability", "stragglers",
-                 "simulated_steps", "fusion_mb", "staleness_penalty", "measured_single_gpu"});
+                 "simulated_steps", "fusion_mb", "staleness_penalty", "measured_single_gpu",
+                 "host_issue_us_per_kernel", "host_sync_before_optimizer"});
   if (scenario.layer_model) {
     scenario.data_parallel = read_data_parallel(r, data.hardware_profiles);
   } else {
@@ -195,6 +196,10 @@ TrainingSpec read_training(ObjectReader& top, const DataPaths& data, const Softw
   t.overlap_param_gather =
       r.optional<bool>("overlap_param_gather", software.overlap_param_gather.value_or(true));
   t.bucket_bytes = r.optional<double>("bucket_mb", 40.0, NumberRule::positive()) * core::kBytesPerMb;
+  t.host_issue_us_per_kernel = r.optional<double>(
+      "host_issue_us_per_kernel", software.host_issue_us_per_kernel.value_or(TrainingSpec{}.host_issue_us_per_kernel), NumberRule{0.0, false, 1e6, false});
+  t.host_sync_before_optimizer =
+      r.optional<bool>("host_sync_before_optimizer", software.host_sync_before_optimizer.value_or(TrainingSpec{}.host_sync_before_optimizer));
   t.optimizer = r.optional_enum<Optimizer>("optimizer", Optimizer::adam,
                                            named_choices(std::array{Optimizer::adam, Optimizer::sgd}));
   if (std::optional<ObjectReader> m = r.optional_child("measured_single_gpu")) {

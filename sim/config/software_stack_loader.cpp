@@ -39,9 +39,13 @@ SoftwareStack load_software_stack(const std::string& hardware_profiles, const st
     p->finish();
   }
   if (std::optional<ObjectReader> t = settings.optional_child("training")) {
-    t->expect_keys({"overlap_grad_reduce", "overlap_param_gather"});
+    t->expect_keys({"overlap_grad_reduce", "overlap_param_gather", "host_issue_us_per_kernel",
+                    "host_sync_before_optimizer"});
     stack.overlap_grad_reduce = t->maybe<bool>("overlap_grad_reduce");
     stack.overlap_param_gather = t->maybe<bool>("overlap_param_gather");
+    stack.host_issue_us_per_kernel =
+        t->maybe<double>("host_issue_us_per_kernel", NumberRule{0.0, false, 1e6, false});
+    stack.host_sync_before_optimizer = t->maybe<bool>("host_sync_before_optimizer");
     t->finish();
   }
   settings.finish();

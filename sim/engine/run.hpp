@@ -21,9 +21,14 @@ using core::TimeNs;
 using graph::StreamId;
 using graph::TaskId;
 
-// Accounting slots of a rank: busy_ns[c] at c, exposed_ns[c] at kCategoryCount + c, idle last.
-inline constexpr int kSlotsPerRank = 2 * graph::kCategoryCount + 1;
-inline constexpr std::uint8_t kIdleSlot = 2 * graph::kCategoryCount;
+// Accounting slots of a rank: busy_ns[c] at c, exposed_ns[c] at kCategoryCount + c, then waiting for
+// the host, then idle.
+inline constexpr int kSlotsPerRank = 2 * graph::kCategoryCount + 2;
+inline constexpr std::uint8_t kHostWaitSlot = 2 * graph::kCategoryCount;
+inline constexpr std::uint8_t kIdleSlot = 2 * graph::kCategoryCount + 1;
+// An event payload with this bit wakes a stream whose head task the host has just issued (the rest is
+// the stream); without it, the payload is the stream whose running task ends.
+inline constexpr std::uint32_t kWakeBit = 1U << 31;
 inline constexpr TimeNs kNotCosted = -1;
 inline constexpr std::uint32_t kWordBits = 64;
 
@@ -61,6 +66,7 @@ static_assert(sizeof(Node) == 16);
 // task, copied from the task's node when it starts so that its completion reads the stream only.
 struct alignas(64) StreamState {
   TimeNs start = 0;              // of the running task
+  TimeNs host_clock = 0;         // compute streams with a host: when the host issued its last kernel
   TimeNs expected_end = 0;       // completion event that is current (earlier pushes are stale)
   TaskId head = kNoTask;         // the running task, or the next to run; kNoTask past the end
   TaskId after = kNoTask;        // the task after the running one
@@ -90,6 +96,7 @@ struct RateState {
 struct RankState {
   TimeNs last_change = 0;
   std::uint32_t comm_running = 0;  // tasks with a non-zero duration running on its comm streams
+  std::uint32_t host_waiting = 0;  // ready compute tasks waiting for the host to issue them
   std::uint64_t compute_bits = 0;
   std::uint64_t comm_bits = 0;
   std::uint32_t stream_begin = 0;  // into Run::running_category_ and Run::rank_streams_
@@ -105,6 +112,13 @@ struct Kernel {
   TimeNs slowed = 0;  // round(plain * overlap_slowdown), as a kernel started slowed would take
   TimeNs tail_plain = 0;
   TimeNs tail_slowed = 0;
+};
+
+// What the host spends on an op: issuing its first kernel (before which it cannot start) and all of
+// its kernels (before the host moves on to the next task).
+struct HostCost {
+  TimeNs first = 0;
+  TimeNs total = 0;
 };
 
 // A gang task: its op and its member streams, TaskGraph::gang_streams()[begin .. begin + size).
@@ -124,6 +138,7 @@ class Run {
   // ---- setup and costing (run_setup.cpp) ----
   void setup_nodes();
   void setup_streams();
+  void setup_host(double ns_per_kernel);
   TimeNs cost(std::uint32_t op);
   TimeNs cost_fused(std::uint32_t op, const graph::FusedOp& fused);
   [[noreturn]] void throw_deadlock(std::uint64_t events) const;
@@ -131,10 +146,14 @@ class Run {
 
   // ---- the event loop (simulate.cpp) ----
   void enqueue(StreamId s, StreamState& st);
+  void issue(StreamId s, StreamState& st);
+  void wake(StreamId s);
+  void set_host_waiting(RankState& rank, bool waiting);
   void arrive(StreamId s, StreamState& st);
   void start_ready();
   void start(StreamId s);
   void start_gang(StreamId first_stream, StreamState& first);
+  bool stale(const Event& e) const;
   bool superseded(const Event& e) const;
   void schedule_compute(StreamId s, StreamState& st, const RateState& rate);
   void rerate_compute(RankState& rank, bool slowed);
@@ -159,6 +178,7 @@ class Run {
   const bool record_spans_;
   const double overlap_slowdown_;
   const bool slowed_;
+  const bool host_;  // a host issues the compute streams' tasks
 
   TimeNs now_ = 0;
   EventQueue queue_;
@@ -179,6 +199,8 @@ class Run {
   std::vector<StreamId> ready_comm_;
   std::vector<StreamId> ready_compute_;
   std::vector<Span> spans_;
+  std::vector<HostCost> host_cost_;     // per op, with a host
+  std::vector<bool> host_waits_;        // per task, with a host: TaskGraph::host_waits()
 };
 
 }  // namespace dtsim::engine::detail

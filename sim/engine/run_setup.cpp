@@ -21,13 +21,18 @@ Run::Run(const graph::TaskGraph& graph, const compute::ComputeModel& compute,
       network_(network),
       record_spans_(options.record_spans),
       overlap_slowdown_(options.overlap_slowdown),
-      slowed_(options.overlap_slowdown != 1.0) {
+      slowed_(options.overlap_slowdown != 1.0),
+      host_(options.host_issue_ns_per_kernel > 0.0) {
   DTSIM_CHECK(graph.finalized(), "simulate() needs a finalized task graph");
+  DTSIM_CHECK(std::isfinite(options.host_issue_ns_per_kernel) && options.host_issue_ns_per_kernel >= 0.0,
+              fmt::format("host_issue_ns_per_kernel must be finite and not negative, got {}",
+                          options.host_issue_ns_per_kernel));
   DTSIM_CHECK(std::isfinite(overlap_slowdown_) && overlap_slowdown_ > 0.0,
               fmt::format("overlap_slowdown must be a positive factor, got {}", overlap_slowdown_));
   setup_nodes();
   setup_streams();
-  queue_.reserve(streams_.size() + 1);  // at most one running task per stream
+  if (host_) setup_host(options.host_issue_ns_per_kernel);
+  queue_.reserve(streams_.size() + 1);  // at most one running task or wake-up per stream
   ready_comm_.reserve(streams_.size());
   ready_compute_.reserve(streams_.size());
   if (record_spans_) spans_.reserve(graph.tasks().size());
@@ -135,6 +140,44 @@ void Run::setup_streams() {
   }
 }
 
+// Issue costs per op (compute ops only: communication tasks are not gated) and the tasks whose issue
+// waits for their dependencies. A fused op's kernels, issued one after another while the earlier ones
+// run, end at max(S + G, from + max_j (H_j + G_j)) for a start S, the host's time `from` before the op,
+// H_j the issue of kernel j's first launch after `from` and G_j the GPU time of kernels j and later
+// (G = G_1): the end of the same kernels as separate tasks. Starting the fused op at from + max_j (H_j +
+// G_j) - G at the earliest gives that end with its kernels run back to back (HostCost::first).
+void Run::setup_host(double ns_per_kernel) {
+  const auto& ops = graph_.ops();
+  const auto issue = [&](std::int64_t launches) {
+    return round_to_ns(static_cast<double>(launches) * ns_per_kernel);
+  };
+  host_cost_.assign(ops.size(), HostCost{});
+  for (std::size_t o = 0; o < ops.size(); ++o) {
+    if (const auto* c = std::get_if<graph::ComputeOp>(&ops[o])) {
+      host_cost_[o] = HostCost{issue(std::min(c->kernels, 1)), issue(c->kernels)};
+    } else if (const auto* f = std::get_if<graph::FusedOp>(&ops[o])) {
+      std::int64_t launches = 0;
+      TimeNs gpu = 0;
+      TimeNs span = 0;  // max_j (H_j + G_j), from the last kernel back
+      std::vector<std::int64_t> first_launch(f->kernels.size());
+      for (std::size_t j = 0; j < f->kernels.size(); ++j) {
+        first_launch[j] = launches + std::min(f->kernels[j].kernels, 1);
+        launches += f->kernels[j].kernels;
+      }
+      for (std::size_t j = f->kernels.size(); j-- > 0;) {
+        gpu += compute_.duration(f->kernels[j]);
+        span = std::max(span, issue(first_launch[j]) + gpu);
+      }
+      host_cost_[o] = HostCost{span - gpu, issue(launches)};
+    }
+  }
+  host_waits_.assign(graph_.tasks().size(), false);
+  for (const TaskId t : graph_.host_waits()) {
+    DTSIM_CHECK(t < host_waits_.size(), fmt::format("host wait on task {} of {}", t, host_waits_.size()));
+    host_waits_[t] = true;
+  }
+}
+
 TimeNs Run::cost(std::uint32_t op) {
   const graph::Op& o = graph_.ops()[op];
   TimeNs duration = 0;
@@ -190,6 +233,7 @@ EngineResult Run::result(std::uint64_t events) {
       rt.busy_ns[c] = rank.acc[c];
       rt.exposed_ns[c] = rank.acc[graph::kCategoryCount + c];
     }
+    rt.host_wait_ns = rank.acc[kHostWaitSlot];
     rt.idle_ns = rank.acc[kIdleSlot];
   }
   out.spans = std::move(spans_);

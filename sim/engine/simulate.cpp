@@ -15,18 +15,24 @@ EngineResult Run::run() {
   start_ready();
   std::uint64_t events = 0;
   while (!queue_.empty()) {
-    const Event first = queue_.pop();
-    if (slowed_ && superseded(first)) continue;
-    now_ = first.time;
-    finish(first.payload);  // the stream whose running task ends
-    ++events;
-    // Every completion at this instant first, then the starts they allow: streams of one rank that
-    // start together see each other, whatever the order of the completions.
-    while (queue_.more_at(now_)) {
-      const Event e = queue_.pop();
-      if (slowed_ && superseded(e)) continue;
-      finish(e.payload);
-      ++events;
+    Event e = queue_.pop();
+    if (stale(e)) continue;
+    now_ = e.time;
+    // Every completion and wake-up at this instant first, then the starts they allow: streams of one
+    // rank that start together see each other, whatever the order of the events.
+    bool more = true;
+    while (more) {
+      if ((e.payload & kWakeBit) != 0) [[unlikely]] {
+        wake(e.payload & ~kWakeBit);
+      } else {
+        finish(e.payload);  // the stream whose running task ends
+        ++events;
+      }
+      more = false;
+      while (!more && queue_.more_at(now_)) {
+        e = queue_.pop();
+        more = !stale(e);
+      }
     }
     start_ready();
   }
@@ -36,7 +42,38 @@ EngineResult Run::run() {
 
 inline void Run::enqueue(StreamId s, StreamState& st) {
   st.queued = true;
+  if (host_ && !st.comm) [[unlikely]] {
+    issue(s, st);
+    return;
+  }
   (st.comm ? ready_comm_ : ready_compute_).push_back(s);
+}
+
+// Compute stream s's head task is ready: the host issues it (simulate.hpp, "Host"): at once if the
+// host's issue of its first kernel is past, else when it comes (a wake-up event).
+void Run::issue(StreamId s, StreamState& st) {
+  const HostCost& cost = host_cost_[nodes_[st.head].op_word >> kOpShift];
+  const TimeNs from = host_waits_[st.head] ? std::max(st.host_clock, now_) : st.host_clock;
+  const TimeNs issued = from + cost.first;
+  st.host_clock = from + cost.total;
+  if (issued <= now_) {
+    ready_compute_.push_back(s);
+    return;
+  }
+  set_host_waiting(ranks_[st.rank], true);
+  queue_.push(issued, s | kWakeBit);
+}
+
+void Run::wake(StreamId s) {
+  set_host_waiting(ranks_[streams_[s].rank], false);
+  ready_compute_.push_back(s);
+}
+
+void Run::set_host_waiting(RankState& rank, bool waiting) {
+  rank.acc[rank.slot] += now_ - rank.last_change;
+  rank.last_change = now_;
+  rank.host_waiting += waiting ? 1 : -1;
+  rank.slot = current_slot(rank);
 }
 
 // Stream s (not busy) has reached its next task: enqueue it if ready. A gang task counts the members
@@ -130,6 +167,11 @@ void Run::start_gang(StreamId first_stream, StreamState& first) {
   }
   first.expected_end = now_ + duration;
   queue_.push(first.expected_end, first_stream);
+}
+
+// A completion event superseded by a re-rating (below); wake-ups never are.
+inline bool Run::stale(const Event& e) const {
+  return slowed_ && (e.payload & kWakeBit) == 0 && superseded(e);
 }
 
 // A completion event pushed before its task was re-rated (only with a slowdown). One that falls at the
@@ -262,7 +304,7 @@ inline std::uint8_t Run::current_slot(const RankState& rank) const {
                                        category[lowest(rank, w, extra_comm_bits_[w])]);
     }
   }
-  return kIdleSlot;
+  return rank.host_waiting != 0 ? kHostWaitSlot : kIdleSlot;
 }
 
 }  // namespace detail

@@ -22,9 +22,20 @@
 // communication starts or stops, running compute tasks are re-rated and their completions rescheduled
 // (the superseded completion events are discarded when they surface).
 //
+// Host: with host_issue_ns_per_kernel > 0, each rank's host issues the tasks of its compute stream in
+// program order, each at that cost per kernel launch (ComputeOp::kernels; a fused op's kernels summed),
+// without waiting for the GPU: a task cannot start before its first kernel is issued, and the host
+// issues the rest while it runs. Issue times are the running sum of those costs from time 0, except
+// that a task with Task::host_waits is issued only after its dependencies are done and it heads its
+// stream (the host waited for the GPU). When kernels are shorter than their issue, the GPU waits for
+// the host (the host_wait_ns state below). Communication tasks are not gated: their dependencies are.
+// The CUDA launch queue's depth (about a thousand kernels) is not modelled: it only bounds how far
+// ahead of the GPU the host may run, which changes no time unless a synchronization follows.
+//
 // The engine accumulates, per simulated rank, the time spent in each state over [0, makespan]: a
 // compute-kind stream busy -> busy_ns[category of its task]; else a communication stream busy ->
-// exposed_ns[category of its task]; else idle. When several streams qualify, the lowest stream id
+// exposed_ns[category of its task]; else, while a ready compute task waits to be issued, host_wait_ns;
+// else idle. When several streams qualify, the lowest stream id
 // decides. The parts of every rank sum exactly to the makespan.
 //
 // Throws InternalError when the graph is not finalized or when tasks remain that can never start
@@ -53,12 +64,14 @@ struct Span {
 struct RankTime {
   std::array<core::TimeNs, graph::kCategoryCount> busy_ns{};     // compute categories: compute stream busy
   std::array<core::TimeNs, graph::kCategoryCount> exposed_ns{};  // comm categories with compute idle
-  core::TimeNs idle_ns = 0;                                      // nothing running
+  core::TimeNs host_wait_ns = 0;  // nothing running, a ready compute task waiting for the host
+  core::TimeNs idle_ns = 0;       // nothing running
 };
 
 struct EngineOptions {
   bool record_spans = false;
   double overlap_slowdown = 1.0;
+  double host_issue_ns_per_kernel = 0.0;  // 0: the host is never the bottleneck (not simulated)
 };
 
 struct EngineResult {

@@ -107,6 +107,12 @@ class TaskGraph {
   // collective's, never slowed.
   TaskId add_gang_task(const Task& task, std::span<const StreamId> members);
   // `after` cannot start before `before` has finished. Duplicates are kept (each counts once more).
+  // The host reads a value that `task`'s inputs produce before it issues `task` (a synchronization:
+  // `.item()` of the loss scale's inf/NaN flag or of the gradient norm before the optimizer step,
+  // torch.cuda.synchronize() after a blocking pipeline transfer): on a compute stream, the task is
+  // issued only once its dependencies are done (engine/simulate.hpp, "Host"). Ids in any order.
+  void add_host_wait(TaskId task) { host_waits_.push_back(task); }
+  const std::vector<TaskId>& host_waits() const { return host_waits_; }
   void add_dependency(TaskId before, TaskId after);
 
   // Builds successor lists and predecessor counts; call once after the last add_*. Throws
@@ -175,6 +181,7 @@ class TaskGraph {
   std::vector<std::uint32_t> succ_begin_;
   std::vector<TaskId> successors_;
   std::vector<std::uint32_t> pred_count_;
+  std::vector<TaskId> host_waits_;
   bool finalized_ = false;
 };
 

@@ -427,9 +427,14 @@ void Lowering::connect_stages(std::int64_t r) {
     wait(send, to.first);
     if (config::pipeline_comm_in_effect(s_.parallelism) == config::PipelineComm::blocking) {
       // Megatron-LM's batched send/recv waits for its requests and synchronizes the device: the
-      // sender's next step starts only when the transfer has completed.
+      // sender's next step starts only when the transfer has completed, and both hosts issue their
+      // next step only then.
       const std::size_t from_index = step_index(r, step.chunk, step.micro_batch, step.pass);
-      if (step_after_[from_index]) wait(send, *step_after_[from_index]);
+      if (step_after_[from_index]) {
+        wait(send, *step_after_[from_index]);
+        out_.graph.add_host_wait(*step_after_[from_index]);
+      }
+      out_.graph.add_host_wait(to.first);
     }
   }
 }

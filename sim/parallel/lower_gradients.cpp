@@ -62,6 +62,7 @@ void Lowering::emit_gradient_sync_and_optimizer(std::int64_t r) {
       add_task(r, StreamKind::compute, optimizer_ops_[stage], Category::optimizer, optimizer_label_, -1);
   wait(backward_end, opt);
   for (TaskId t : reductions) wait(t, opt);
+  if (s_.training.host_sync_before_optimizer) out_.graph.add_host_wait(opt);
 
   if (sharded && par.zero_stage < 3 && dp > 1) {
     if (s_.training.overlap_param_gather) {

@@ -68,8 +68,13 @@ Breakdown breakdown_of(const engine::EngineResult& r) {
   b.exposed_pipeline_comm_s = exposed(graph::Category::pipeline_comm);
   b.exposed_data_comm_s = exposed(graph::Category::data_comm);
   double idle = 0;
-  for (const auto& rank : r.ranks) idle += core::ns_to_seconds(rank.idle_ns);
+  double host = 0;
+  for (const auto& rank : r.ranks) {
+    idle += core::ns_to_seconds(rank.idle_ns);
+    host += core::ns_to_seconds(rank.host_wait_ns);
+  }
   b.pipeline_bubble_s = idle / static_cast<double>(r.ranks.size());
+  b.host_wait_s = host / static_cast<double>(r.ranks.size());
   return b;
 }
 
@@ -121,6 +126,8 @@ Result evaluate_transformer(const config::Scenario& scenario, const EvaluateOpti
   engine::EngineOptions engine_options;
   engine_options.record_spans = options.trace;
   engine_options.overlap_slowdown = scenario.gpu.overlap_slowdown;
+  // A measured one-GPU rate scales the host's issue with the kernels (compute_model.hpp, duration_scale).
+  engine_options.host_issue_ns_per_kernel = scenario.training.host_issue_us_per_kernel * 1e3 * compute_scale;
   const engine::EngineResult run = engine::simulate(lowered.graph, compute, *network, engine_options);
 
   const double t = core::ns_to_seconds(run.makespan);

@@ -42,6 +42,7 @@ struct Breakdown {
   double exposed_pipeline_comm_s = 0.0;
   double exposed_data_comm_s = 0.0;
   double pipeline_bubble_s = 0.0;  // idle: nothing to run (pipeline fill/drain, waiting on peers)
+  double host_wait_s = 0.0;        // idle: the next kernel not yet issued by the host
   double compute_s() const { return forward_s + backward_s + recompute_s; }
   double exposed_comm_s() const {
     return exposed_tensor_comm_s + exposed_context_comm_s + exposed_pipeline_comm_s + exposed_data_comm_s;

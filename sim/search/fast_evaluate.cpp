@@ -55,6 +55,7 @@ results::Breakdown combine_breakdown(const std::array<results::Result, 4>& r,
   b.exposed_pipeline_comm_s = combine(r, w, [](const B& x) { return x.breakdown.exposed_pipeline_comm_s; });
   b.exposed_data_comm_s = combine(r, w, [](const B& x) { return x.breakdown.exposed_data_comm_s; });
   b.pipeline_bubble_s = combine(r, w, [](const B& x) { return x.breakdown.pipeline_bubble_s; });
+  b.host_wait_s = combine(r, w, [](const B& x) { return x.breakdown.host_wait_s; });
   return b;
 }
 

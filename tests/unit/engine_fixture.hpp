@@ -93,7 +93,7 @@ inline engine::Span span_of(const engine::EngineResult& r, TaskId t) {
 }
 
 inline TimeNs total(const engine::RankTime& rt) {
-  TimeNs sum = rt.idle_ns;
+  TimeNs sum = rt.idle_ns + rt.host_wait_ns;
   for (const TimeNs v : rt.busy_ns) sum += v;
   for (const TimeNs v : rt.exposed_ns) sum += v;
   return sum;

@@ -53,7 +53,7 @@ json interleaved_scenario() {
 }
 
 double breakdown_sum(const dtsim::results::Breakdown& b) {
-  return b.compute_s() + b.optimizer_s + b.exposed_comm_s() + b.pipeline_bubble_s;
+  return b.compute_s() + b.optimizer_s + b.exposed_comm_s() + b.pipeline_bubble_s + b.host_wait_s;
 }
 
 }  // namespace

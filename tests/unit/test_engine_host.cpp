@@ -1,0 +1,110 @@
+// The host that issues a rank's compute tasks (engine/simulate.hpp, "Host"). Memory-class ops of B
+// bytes take B ns on the fixture's GPU; the host spends h ns per kernel launch.
+#include <doctest/doctest.h>
+
+#include "engine_fixture.hpp"
+
+using namespace dtsim::testing::engine_fixture;
+
+namespace {
+
+engine::EngineResult run_with_host(graph::TaskGraph& g, const Models& m, double host_ns_per_kernel) {
+  g.finalize();
+  g.validate();
+  engine::EngineOptions options;
+  options.record_spans = true;
+  options.host_issue_ns_per_kernel = host_ns_per_kernel;
+  return engine::simulate(g, m.compute, m.network, options);
+}
+
+// Five kernels of `gpu_ns` one after another on one compute stream.
+std::vector<TaskId> chain(graph::TaskGraph& g, double gpu_ns) {
+  const auto s = g.add_stream(0, StreamKind::compute);
+  std::vector<TaskId> tasks;
+  for (int i = 0; i < 5; ++i) tasks.push_back(add(g, s, memory(gpu_ns), Category::forward, "k"));
+  return tasks;
+}
+
+}  // namespace
+
+TEST_CASE("short kernels wait for the host: the iteration is the host's issue time") {
+  // h = 100 > g = 10: kernel i is issued at 100 (i + 1) and ends 10 later; the last at 510. The GPU is
+  // busy 5 x 10 = 50 ns and waits for the host the other 460 ns (100 before the first, 90 between).
+  Models m;
+  graph::TaskGraph g(1);
+  const auto tasks = chain(g, 10);
+  const auto r = run_with_host(g, m, 100.0);
+  CHECK(r.makespan == 510);
+  CHECK(span_of(r, tasks[2]).start == 300);
+  CHECK(busy(r.ranks[0], Category::forward) == 50);
+  CHECK(r.ranks[0].host_wait_ns == 460);
+  CHECK(r.ranks[0].idle_ns == 0);
+  CHECK(total(r.ranks[0]) == r.makespan);
+}
+
+TEST_CASE("long kernels hide the host behind them but the first issue") {
+  // h = 10 < g = 100: the first kernel starts at 10, the others back to back: 10 + 5 x 100 = 510.
+  Models m;
+  graph::TaskGraph g(1);
+  chain(g, 100);
+  const auto r = run_with_host(g, m, 10.0);
+  CHECK(r.makespan == 510);
+  CHECK(r.ranks[0].host_wait_ns == 10);
+  CHECK(total(r.ranks[0]) == r.makespan);
+}
+
+TEST_CASE("without a host cost the engine runs as before") {
+  Models m;
+  graph::TaskGraph g(1);
+  chain(g, 10);
+  const auto r = run_with_host(g, m, 0.0);
+  CHECK(r.makespan == 50);
+  CHECK(r.ranks[0].host_wait_ns == 0);
+}
+
+TEST_CASE("a task the host waits for is issued after its dependencies") {
+  // A (100 ns) issued at 10 runs 10-110; the all-reduce C (1000 ns) follows it, 110-1110; B needs C.
+  // The host has issued B at 20 (no wait) and D at 30: B runs 1110-1210, D 1210-1310. When the host
+  // waits for B's inputs (an .item()), it issues B at 1110 + 10 and D at 1130: B runs 1120-1220, D
+  // 1220-1320.
+  for (const bool waits : {false, true}) {
+    CAPTURE(waits);
+    Models m;
+    graph::TaskGraph g(1);
+    const auto compute = g.add_stream(0, StreamKind::compute);
+    const auto comm_stream = g.add_stream(0, StreamKind::data_comm);
+    const TaskId a = add(g, compute, memory(100), Category::backward, "a");
+    const TaskId c = add(g, comm_stream, comm(1000), Category::data_comm, "c", {a});
+    const TaskId b = add(g, compute, memory(100), Category::optimizer, "b", {c});
+    const TaskId d = add(g, compute, memory(100), Category::forward, "d");
+    if (waits) g.add_host_wait(b);
+    const auto r = run_with_host(g, m, 10.0);
+    CHECK(span_of(r, b).start == (waits ? 1120 : 1110));
+    CHECK(span_of(r, d).end == (waits ? 1320 : 1310));
+    CHECK(total(r.ranks[0]) == r.makespan);
+  }
+}
+
+TEST_CASE("a fused op ends when its kernels as separate tasks would, with a host") {
+  // Kernels of 10, 300 and 10 ns, issued 100 ns apart: as tasks, 100-110, 200-500, 500-510. Fused,
+  // the op starts at max_j (H_j + G_j) - G = max(100 + 320, 200 + 310, 300 + 10) - 320 = 190 and ends
+  // at 510; a kernel after it is issued at 400 either way and runs 510-520.
+  for (const bool fused : {false, true}) {
+    CAPTURE(fused);
+    Models m;
+    graph::TaskGraph g(1);
+    const auto s = g.add_stream(0, StreamKind::compute);
+    const std::vector<double> ns = {10, 300, 10};
+    if (fused) {
+      graph::FusedOp op;
+      for (const double v : ns) op.kernels.push_back(std::get<graph::ComputeOp>(memory(v)));
+      add(g, s, graph::Op{op}, Category::forward, "fused");
+    } else {
+      for (const double v : ns) add(g, s, memory(v), Category::forward, "k");
+    }
+    const TaskId last = add(g, s, memory(10), Category::forward, "after");
+    const auto r = run_with_host(g, m, 100.0);
+    CHECK(span_of(r, last).start == 510);
+    CHECK(r.makespan == 520);
+  }
+}
