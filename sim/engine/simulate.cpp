@@ -72,7 +72,11 @@ void Run::wake(StreamId s) {
 void Run::set_host_waiting(RankState& rank, bool waiting) {
   rank.acc[rank.slot] += now_ - rank.last_change;
   rank.last_change = now_;
-  rank.host_waiting += waiting ? 1 : -1;
+  if (waiting) {
+    ++rank.host_waiting;
+  } else {
+    --rank.host_waiting;
+  }
   rank.slot = current_slot(rank);
 }
 

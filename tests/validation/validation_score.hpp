@@ -20,6 +20,10 @@ struct ValidationRow {
 struct ValidationScore {
   double mape = 0.0;
   double constant_mape = 0.0;
+  // Median of (predicted - measured) / measured, in %: for times, negative means predicted faster than
+  // measured; for rates (throughput, TFLOP/s, MFU), positive does. A model that is always optimistic is
+  // wrong even at a small MAPE.
+  double median_signed = 0.0;
   int pairs = 0;
   int ordered = 0;
   double order_fraction() const { return pairs == 0 ? 1.0 : static_cast<double>(ordered) / pairs; }
@@ -34,6 +38,10 @@ inline ValidationScore score(const std::vector<ValidationRow>& rows) {
     measured.push_back(r.measured);
   }
   s.mape *= 100.0 / static_cast<double>(rows.size());
+  std::vector<double> signed_errors;
+  for (const auto& r : rows) signed_errors.push_back(100.0 * (r.predicted - r.measured) / r.measured);
+  std::sort(signed_errors.begin(), signed_errors.end());
+  s.median_signed = signed_errors[signed_errors.size() / 2];
   std::sort(measured.begin(), measured.end());
   const double median = measured[measured.size() / 2];
   for (double m : measured) s.constant_mape += std::abs(median - m) / std::abs(m);
@@ -56,8 +64,8 @@ inline void print_rows(const std::string& title, const std::vector<ValidationRow
     std::printf("  %-44s %12.4g %12.4g %7.1f%%\n", r.name.c_str(), r.measured, r.predicted,
                 100.0 * (r.predicted - r.measured) / r.measured);
   }
-  std::printf("  MAPE %.1f%% (constant guess %.1f%%), pairs ordered %d/%d\n", s.mape, s.constant_mape, s.ordered,
-              s.pairs);
+  std::printf("  MAPE %.1f%%, median signed error %+.1f%% (constant guess %.1f%%), pairs ordered %d/%d\n", s.mape,
+              s.median_signed, s.constant_mape, s.ordered, s.pairs);
 }
 
 }  // namespace dtsim::testing
