@@ -1,7 +1,7 @@
 // Validation of the compute model on convolutional networks, one GPU at a time: the prediction is the
 // one-GPU copy of a one-node scenario (results/compute_calibration.hpp), which runs the layer table
 // alone on one GPU, as the measurements did. Bound for each table: MAPE <= 10% and >= 80% of the row
-// pairs (measurements more than 5% apart) ordered. Both miss it (printed, marked may_fail): dtsim
+// pairs (measurements more than 5% apart) ordered. Both miss it (printed; the bounds are warnings, the fidelity record binds): dtsim
 // costs a convolution as its implicit GEMM at the GPU's GEMM curve and batch norm as bandwidth-bound
 // passes, see README "Data-parallel classics".
 //
@@ -50,8 +50,7 @@ double one_gpu_images_per_s(const std::string& model, const std::string& node, c
 
 }  // namespace
 
-TEST_CASE("validation: one P100 on CNNs against TensorFlow's 2017 benchmarks (images/s)" *
-          doctest::may_fail()) {
+TEST_CASE("validation: one P100 on CNNs against TensorFlow's 2017 benchmarks (images/s)") {
   const auto table = dtsim::testing::validation_data("tf_benchmarks_p100_2017.json");
   std::vector<dtsim::testing::ValidationRow> rows;
   for (const auto& row : table["rows"]) {
@@ -61,14 +60,13 @@ TEST_CASE("validation: one P100 on CNNs against TensorFlow's 2017 benchmarks (im
                     one_gpu_images_per_s(model, table["node"], table["precision"], batch)});
   }
   const auto score = dtsim::testing::score(rows);
-  dtsim::testing::print_rows("TensorFlow benchmarks 2017, one P100 SXM2 (images/s)", rows, score);
-  CHECK(score.mape <= 10.0);
-  CHECK(score.order_fraction() >= 0.8);
+  dtsim::testing::report_group("TensorFlow benchmarks 2017, one P100 SXM2 (images/s)", rows, score);
+  WARN(score.mape <= 10.0);
+  WARN(score.order_fraction() >= 0.8);
 }
 
 TEST_CASE(
-    "validation: one H100 on CNNs against this project's PyTorch measurement (images per GPU-busy second)" *
-    doctest::may_fail()) {
+    "validation: one H100 on CNNs against this project's PyTorch measurement (images per GPU-busy second)") {
   const auto table = dtsim::testing::validation_data("h100_cnn_pytorch.json");
   std::vector<dtsim::testing::ValidationRow> rows;
   for (const auto& row : table["rows"]) {
@@ -80,7 +78,7 @@ TEST_CASE(
                     one_gpu_images_per_s(model, table["node"], precision, batch)});
   }
   const auto score = dtsim::testing::score(rows);
-  dtsim::testing::print_rows("PyTorch on one H100 SXM (images per second of GPU busy time)", rows, score);
-  CHECK(score.mape <= 10.0);
-  CHECK(score.order_fraction() >= 0.8);
+  dtsim::testing::report_group("PyTorch on one H100 SXM (images per second of GPU busy time)", rows, score);
+  WARN(score.mape <= 10.0);
+  WARN(score.order_fraction() >= 0.8);
 }

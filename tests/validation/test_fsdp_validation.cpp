@@ -6,7 +6,7 @@
 //
 // The data file names the runs' software stack, torchtitan-2024, which ran its norms, rotary
 // embeddings and SwiGLU as eager PyTorch kernels (torch.compile off). Known gap, reported with its
-// error and marked may_fail: dtsim predicts 14-17% more tokens/s than torchtitan measured (README,
+// error; its bounds are warnings (the fidelity record binds): dtsim predicts 14-17% more tokens/s than torchtitan measured (README,
 // "Accuracy today").
 #include <doctest/doctest.h>
 
@@ -40,7 +40,7 @@ json torchtitan_scenario(const json& table, const json& row) {
 
 }  // namespace
 
-TEST_CASE("validation: torchtitan FSDP2 on 64 A100 (tokens/s per GPU)" * doctest::may_fail()) {
+TEST_CASE("validation: torchtitan FSDP2 on 64 A100 (tokens/s per GPU)") {
   const json table = dtsim::testing::validation_data("torchtitan_fsdp2_a100.json");
   const auto paths = dtsim::config::default_data_paths();
   std::vector<dtsim::testing::ValidationRow> rows;
@@ -56,7 +56,7 @@ TEST_CASE("validation: torchtitan FSDP2 on 64 A100 (tokens/s per GPU)" * doctest
          row["measured_tokens_per_s_per_gpu"].get<double>(), per_gpu});
   }
   const auto s = dtsim::testing::score(rows);
-  dtsim::testing::print_rows("torchtitan FSDP2, 64 A100 (tokens/s per GPU)", rows, s);
-  CHECK(s.mape <= 10.0);
-  CHECK(s.order_fraction() >= 0.8);
+  dtsim::testing::report_group("torchtitan FSDP2, 64 A100 (tokens/s per GPU)", rows, s);
+  WARN(s.mape <= 10.0);
+  WARN(s.order_fraction() >= 0.8);
 }

@@ -59,7 +59,7 @@ TEST_CASE("validation: one H100's GPT compute against this project's PyTorch mea
                     result.breakdown.forward_s + result.breakdown.backward_s});
   }
   const auto score = dtsim::testing::score(rows);
-  dtsim::testing::print_rows("GPT forward + backward on one H100 SXM (GPU busy s per micro-batch)", rows,
+  dtsim::testing::report_group("GPT forward + backward on one H100 SXM (GPU busy s per micro-batch)", rows,
                              score);
   CHECK(score.mape <= 10.0);
   CHECK(score.order_fraction() >= 0.8);

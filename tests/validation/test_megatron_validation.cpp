@@ -93,15 +93,21 @@ std::vector<dtsim::testing::ValidationRow> run_table(const json& table, const st
 }
 
 // Runs, prints and checks one table; returns its rows in file order.
+// A known gap's bounds are warnings (printed when missed); the fidelity record's check binds either way.
 std::vector<dtsim::testing::ValidationRow> check_table(const std::string& file, const std::string& group,
-                                                       const std::string& measured_key) {
+                                                       const std::string& measured_key, bool known_gap = false) {
   const json table = dtsim::testing::validation_data(file);
   auto rows = run_table(table, group, measured_key);
   REQUIRE(!rows.empty());
   const auto s = dtsim::testing::score(rows);
-  dtsim::testing::print_rows(group + " (" + table["metric"].get<std::string>() + ")", rows, s);
-  CHECK(s.mape <= 10.0);
-  CHECK(s.order_fraction() >= 0.8);
+  dtsim::testing::report_group(group + " (" + table["metric"].get<std::string>() + ")", rows, s);
+  if (known_gap) {
+    WARN(s.mape <= 10.0);
+    WARN(s.order_fraction() >= 0.8);
+  } else {
+    CHECK(s.mape <= 10.0);
+    CHECK(s.order_fraction() >= 0.8);
+  }
   return rows;
 }
 
@@ -138,22 +144,22 @@ TEST_CASE("validation: Korthikanti et al. 2022 Table 5 (full vs selective recomp
                         pair.first->predicted / pair.second->predicted});
   }
   const auto s = dtsim::testing::score(speedups);
-  dtsim::testing::print_rows(group + " speedup of SP + selective over full recompute", speedups, s);
+  dtsim::testing::report_group(group + " speedup of SP + selective over full recompute", speedups, s);
   CHECK(s.mape <= 10.0);
 }
 
-// Known gaps, reported on every run with their errors and marked may_fail until the model meets the
-// bound (README, "Accuracy today"):
+// Known gaps, reported on every run with their errors; their bounds are warnings until the model meets
+// them (README, "Accuracy today"):
 //  - Table 2: the ZeRO-3 rows run DeepSpeed's 2021 stage 3 as the data file states (per-parameter,
 //    blocking, list-based collectives) and are still 26-74% fast: the measured iterations leave a
 //    time roughly proportional to the parameters and flat in the GPU count unexplained. The PTD-P rows
 //    are within 8.5-12.5%.
 //  - 2024 H100: the small models (1.7B, 7.1B) run 22-31% slower than dtsim predicts; host and
 //    framework overheads that dominate small layers on H100 are not modeled.
-TEST_CASE("validation: Megatron SC'21 Table 2 (PTD-P vs ZeRO-3, 175B and 530B)" * doctest::may_fail()) {
-  check_table("megatron_sc21.json", "sc21-table2", "measured_tflops_per_gpu");
+TEST_CASE("validation: Megatron SC'21 Table 2 (PTD-P vs ZeRO-3, 175B and 530B)") {
+  check_table("megatron_sc21.json", "sc21-table2", "measured_tflops_per_gpu", true);
 }
 
-TEST_CASE("validation: Megatron-LM 2024 H100 table (MFU)" * doctest::may_fail()) {
-  check_table("megatron_h100_2024.json", "megatron-2024-h100", "measured_mfu");
+TEST_CASE("validation: Megatron-LM 2024 H100 table (MFU)") {
+  check_table("megatron_h100_2024.json", "megatron-2024-h100", "measured_mfu", true);
 }

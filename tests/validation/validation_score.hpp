@@ -6,8 +6,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <string>
 #include <vector>
+
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
 
 namespace dtsim::testing {
 
@@ -57,7 +62,11 @@ inline ValidationScore score(const std::vector<ValidationRow>& rows) {
   return s;
 }
 
-inline void print_rows(const std::string& title, const std::vector<ValidationRow>& rows, const ValidationScore& s) {
+// Prints a group's rows and score, and checks its MAPE against the record of every group's figures
+// (tests/validation/fidelity_record.json): a change that makes a group's MAPE grow by more than one
+// point fails, and a new group must be recorded. An intended change updates the record in the same
+// commit: DTSIM_UPDATE_FIDELITY=1 build/tests/dtsim_tests -tc='validation*' rewrites it (one process).
+inline void report_group(const std::string& title, const std::vector<ValidationRow>& rows, const ValidationScore& s) {
   std::printf("\n%s\n", title.c_str());
   std::printf("  %-44s %12s %12s %8s\n", "row", "measured", "predicted", "error");
   for (const auto& r : rows) {
@@ -66,6 +75,30 @@ inline void print_rows(const std::string& title, const std::vector<ValidationRow
   }
   std::printf("  MAPE %.1f%%, median signed error %+.1f%% (constant guess %.1f%%), pairs ordered %d/%d\n", s.mape,
               s.median_signed, s.constant_mape, s.ordered, s.pairs);
+
+  const std::string path = std::string(DTSIM_TESTS_DIR) + "/validation/fidelity_record.json";
+  nlohmann::ordered_json record;
+  {
+    std::ifstream in(path);
+    REQUIRE_MESSAGE(in, "cannot read " << path);
+    record = nlohmann::ordered_json::parse(in);
+  }
+  const auto round1 = [](double v) { return std::round(v * 10.0) / 10.0; };
+  if (std::getenv("DTSIM_UPDATE_FIDELITY") != nullptr) {
+    record["groups"][title] = {{"n", rows.size()},
+                               {"mape_pct", round1(s.mape)},
+                               {"median_signed_pct", round1(s.median_signed)},
+                               {"constant_guess_mape_pct", round1(s.constant_mape)},
+                               {"pairs_ordered", s.ordered},
+                               {"pairs", s.pairs}};
+    std::ofstream(path) << record.dump(1) << "\n";
+    return;
+  }
+  const auto& groups = record["groups"];
+  REQUIRE_MESSAGE(groups.contains(title), "group '" << title << "' is not in " << path);
+  const double recorded = groups[title]["mape_pct"].get<double>();
+  INFO("group '" << title << "': MAPE " << s.mape << "%, recorded " << recorded << "%");
+  CHECK(s.mape <= recorded + 1.0);
 }
 
 }  // namespace dtsim::testing
