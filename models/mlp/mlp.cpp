@@ -2,17 +2,19 @@
 
 #include <string_view>
 
+#include "models/transformer/linear.hpp"
+
 namespace dtsim::models {
 
 namespace {
 
 enum class LinearRole { input, hidden, output };
 
-LayerProgram linear(double in, double out, const ShardConfig& sh, LinearRole role) {
+LayerProgram linear_layer(double in, double out, const ShardConfig& sh, LinearRole role) {
   const double a = activation_bytes_per_element(sh.precision);
   const double b = static_cast<double>(sh.micro_batch);
   LayerProgram p;
-  p.forward.push_back(gemm_op("mlp_linear", b, out, in, a));
+  p.forward.push_back(linear::gemm("mlp_linear", b, out, in, a));
   if (role == LinearRole::output) {
     p.forward.push_back(memory_op("mlp_bias", 2 * b * out * a));
     p.forward.push_back(memory_op("mse_loss", 3 * b * out * a));
@@ -20,9 +22,9 @@ LayerProgram linear(double in, double out, const ShardConfig& sh, LinearRole rol
     p.forward.push_back(memory_op("mlp_bias_relu", 2 * b * out * a));
     p.backward.push_back(memory_op("mlp_relu_bwd", 3 * b * out * a));
   }
-  p.backward.push_back(gemm_op("mlp_linear_wgrad", in, out, b, a));
+  p.backward.push_back(linear::gemm("mlp_linear_wgrad", in, out, b, a));
   p.backward.push_back(memory_op("mlp_bias_grad", b * out * a));
-  if (role != LinearRole::input) p.backward.push_back(gemm_op("mlp_linear_dgrad", b, in, out, a));
+  if (role != LinearRole::input) p.backward.push_back(linear::gemm("mlp_linear_dgrad", b, in, out, a));
   return p;
 }
 
@@ -31,15 +33,15 @@ double h_of(const config::TransformerSpec& m) { return static_cast<double>(m.hid
 }  // namespace
 
 LayerProgram mlp_hidden_layer(const config::TransformerSpec& m, const ShardConfig& sh) {
-  return linear(h_of(m), h_of(m), sh, LinearRole::hidden);
+  return linear_layer(h_of(m), h_of(m), sh, LinearRole::hidden);
 }
 
 LayerProgram mlp_input_layer(const config::TransformerSpec& m, const ShardConfig& sh) {
-  return linear(static_cast<double>(m.input_size), h_of(m), sh, LinearRole::input);
+  return linear_layer(static_cast<double>(m.input_size), h_of(m), sh, LinearRole::input);
 }
 
 LayerProgram mlp_output_layer(const config::TransformerSpec& m, const ShardConfig& sh) {
-  return linear(h_of(m), static_cast<double>(m.output_size), sh, LinearRole::output);
+  return linear_layer(h_of(m), static_cast<double>(m.output_size), sh, LinearRole::output);
 }
 
 double mlp_parameters_per_layer(const config::TransformerSpec& m) { return h_of(m) * h_of(m) + h_of(m); }

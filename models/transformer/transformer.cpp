@@ -6,6 +6,7 @@
 #include "core/checked_math.hpp"
 #include "models/mlp/mlp.hpp"
 #include "models/transformer/elementwise.hpp"
+#include "models/transformer/linear.hpp"
 
 namespace dtsim::models {
 
@@ -35,6 +36,7 @@ struct Dims {
   bool swiglu = false;
   bool sp = false;
   bool backward_overlap = true;  // column-parallel backward collectives beside the GEMMs
+  bool fp8 = false;              // FP8 linear layers (linear.hpp)
   double scores = 0;             // attention score elements on this rank: b * heads * sq * s
   elementwise::Kernels kernels;
 };
@@ -42,6 +44,7 @@ struct Dims {
 Dims dims_of(const config::TransformerSpec& m, const ShardConfig& sh) {
   Dims d;
   d.a = activation_bytes_per_element(sh.precision);
+  d.fp8 = sh.precision == config::Precision::fp8;
   d.b = static_cast<double>(sh.micro_batch);
   d.s = static_cast<double>(m.seq_length);
   d.sq = d.s / static_cast<double>(sh.context);
@@ -258,21 +261,25 @@ LayerProgram transformer_layer(const config::TransformerSpec& m, const ShardConf
   const auto& k = d.kernels;
   fw.push_back(elementwise::norm_forward("input_norm", k, he));
   enter_tp_region(fw, d, "attention_all_gather");
-  fw.push_back(gemm_op("qkv_projection", d.tokens, d.n_qkv, d.h, a));
+  linear::input_cast_forward(fw, "qkv_input_fp8_cast", d.tokens * d.h, true, d.fp8);
+  fw.push_back(linear::gemm("qkv_projection", d.tokens, d.n_qkv, d.h, a));
   // Llama-style models rotate queries and keys (RoPE, Su et al. 2021).
   const double rotated = d.tokens * (d.heads + d.kv) * d.d;
   if (d.swiglu) fw.push_back(elementwise::rotary("rotary_embedding", k, rotated));
   elementwise::repeat_kv(fw, "repeat_kv", k, d.tokens, d.heads, d.kv, d.d);
   attention_forward(fw, m, d, sh);
   elementwise::attention_output_layout(fw, "attention_output_layout", k, d.tokens * d.heads * d.d);
-  fw.push_back(gemm_op("attention_projection", d.tokens, d.h, d.heads * d.d, a));
+  linear::input_cast_forward(fw, "attention_projection_input_fp8_cast", d.tokens * d.heads * d.d, false, d.fp8);
+  fw.push_back(linear::gemm("attention_projection", d.tokens, d.h, d.heads * d.d, a));
   leave_tp_region(fw, d, "attention_tp_reduce");
   fw.push_back(elementwise::residual_forward("attention_residual", k, he));
   fw.push_back(elementwise::norm_forward("mlp_norm", k, he));
   enter_tp_region(fw, d, "mlp_all_gather");
-  fw.push_back(gemm_op("mlp_up", d.tokens, d.n_up, d.h, a));
+  linear::input_cast_forward(fw, "mlp_up_input_fp8_cast", d.tokens * d.h, true, d.fp8);
+  fw.push_back(linear::gemm("mlp_up", d.tokens, d.n_up, d.h, a));
   fw.push_back(elementwise::activation_forward(k, d.tokens * d.f));
-  fw.push_back(gemm_op("mlp_down", d.tokens, d.h, d.f, a));
+  linear::input_cast_forward(fw, "mlp_down_input_fp8_cast", d.tokens * d.f, false, d.fp8);
+  fw.push_back(linear::gemm("mlp_down", d.tokens, d.h, d.f, a));
   leave_tp_region(fw, d, "mlp_tp_reduce");
   fw.push_back(elementwise::residual_forward("mlp_residual", k, he));
 
@@ -282,11 +289,14 @@ LayerProgram transformer_layer(const config::TransformerSpec& m, const ShardConf
     bw.push_back(
         comm("mlp_grad_all_gather", CommRole::tensor_all_gather, d.tokens * d.h * a, GemmOverlap::with_next));
   }
-  bw.push_back(gemm_op("mlp_down_dgrad", d.tokens, d.f, d.h, a));
-  bw.push_back(gemm_op("mlp_down_wgrad", d.f, d.h, d.tokens, a));
+  linear::grad_cast_backward(bw, "mlp_down_grad_fp8_cast", d.tokens * d.h, d.fp8);
+  bw.push_back(linear::gemm("mlp_down_dgrad", d.tokens, d.f, d.h, a));
+  bw.push_back(linear::gemm("mlp_down_wgrad", d.f, d.h, d.tokens, a));
   bw.push_back(elementwise::activation_backward(k, d.tokens * d.f));
-  column_parallel_backward(bw, d, gemm_op("mlp_up_dgrad", d.tokens, d.h, d.n_up, a),
-                           gemm_op("mlp_up_wgrad", d.h, d.n_up, d.tokens, a), "mlp_input_regather",
+  linear::grad_cast_backward(bw, "mlp_up_grad_fp8_cast", d.tokens * d.n_up, d.fp8);
+  linear::input_transpose_backward(bw, "mlp_up_input_fp8_transpose", d.tokens * d.h, d.fp8);
+  column_parallel_backward(bw, d, linear::gemm("mlp_up_dgrad", d.tokens, d.h, d.n_up, a),
+                           linear::gemm("mlp_up_wgrad", d.h, d.n_up, d.tokens, a), "mlp_input_regather",
                            "mlp_grad_tp_reduce");
   elementwise::up_projection_grad_sum(bw, k, d.tokens * d.h);
   bw.push_back(elementwise::norm_backward("mlp_norm_bwd", k, he));
@@ -295,14 +305,17 @@ LayerProgram transformer_layer(const config::TransformerSpec& m, const ShardConf
     bw.push_back(comm("attention_grad_all_gather", CommRole::tensor_all_gather, d.tokens * d.h * a,
                       GemmOverlap::with_next));
   }
-  bw.push_back(gemm_op("attention_projection_dgrad", d.tokens, d.heads * d.d, d.h, a));
-  bw.push_back(gemm_op("attention_projection_wgrad", d.heads * d.d, d.h, d.tokens, a));
+  linear::grad_cast_backward(bw, "attention_projection_grad_fp8_cast", d.tokens * d.h, d.fp8);
+  bw.push_back(linear::gemm("attention_projection_dgrad", d.tokens, d.heads * d.d, d.h, a));
+  bw.push_back(linear::gemm("attention_projection_wgrad", d.heads * d.d, d.h, d.tokens, a));
   elementwise::attention_output_layout(bw, "attention_output_layout_bwd", k, d.tokens * d.heads * d.d);
   attention_backward(bw, m, d, sh);
   elementwise::repeat_kv(bw, "repeat_kv_bwd", k, d.tokens, d.heads, d.kv, d.d);
   if (d.swiglu) bw.push_back(elementwise::rotary("rotary_embedding_bwd", k, rotated));
-  column_parallel_backward(bw, d, gemm_op("qkv_projection_dgrad", d.tokens, d.h, d.n_qkv, a),
-                           gemm_op("qkv_projection_wgrad", d.h, d.n_qkv, d.tokens, a),
+  linear::grad_cast_backward(bw, "qkv_grad_fp8_cast", d.tokens * d.n_qkv, d.fp8);
+  linear::input_transpose_backward(bw, "qkv_input_fp8_transpose", d.tokens * d.h, d.fp8);
+  column_parallel_backward(bw, d, linear::gemm("qkv_projection_dgrad", d.tokens, d.h, d.n_qkv, a),
+                           linear::gemm("qkv_projection_wgrad", d.h, d.n_qkv, d.tokens, a),
                            "attention_input_regather", "attention_grad_tp_reduce");
   bw.push_back(elementwise::norm_backward("input_norm_bwd", k, he));
   return p;

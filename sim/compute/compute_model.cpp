@@ -22,6 +22,9 @@ ComputeModel::ComputeModel(const config::GpuProfile& gpu, config::Precision prec
     : gpu_(&gpu),
       curve_(&gpu.gemm_curve(precision)),
       peak_flops_per_s_(peak_for(gpu, precision)),
+      other_curve_(precision == config::Precision::fp8 ? &gpu.gemm_curve(config::Precision::bf16) : curve_),
+      other_peak_flops_per_s_(precision == config::Precision::fp8 ? peak_for(gpu, config::Precision::bf16)
+                                                                  : peak_flops_per_s_),
       memory_bytes_per_s_(gpu.hbm_bandwidth_gbytes_per_s * core::kGiga * gpu.memory_efficiency),
       duration_scale_(duration_scale) {
   DTSIM_CHECK(duration_scale > 0.0, "a compute duration scale must be positive");
@@ -32,10 +35,12 @@ double ComputeModel::duration_s(const graph::ComputeOp& op) const {
   const double executed = op.flops * op.executed_fraction;
   switch (op.cls) {
     case graph::ComputeClass::gemm:
-      flop_time = executed / (peak_flops_per_s_ * gemm_efficiency(op.gemm, *curve_, gpu_->sm_count));
+      flop_time = op.linear_layer
+                      ? executed / (peak_flops_per_s_ * gemm_efficiency(op.gemm, *curve_, gpu_->sm_count))
+                      : executed / (other_peak_flops_per_s_ * gemm_efficiency(op.gemm, *other_curve_, gpu_->sm_count));
       break;
     case graph::ComputeClass::attention:
-      flop_time = executed / (peak_flops_per_s_ * attention_efficiency(op.gemm, *gpu_));
+      flop_time = executed / (other_peak_flops_per_s_ * attention_efficiency(op.gemm, *gpu_));
       break;
     case graph::ComputeClass::memory:
     case graph::ComputeClass::optimizer:

@@ -3,6 +3,9 @@
 //   t = max( flops / (peak(precision) * efficiency(op)),  bytes / (hbm_bandwidth * memory_efficiency) )
 //       + kernels * kernel_launch
 //
+// peak and efficiency are those of the run's precision; in an FP8 run only the linear layers' GEMMs
+// (ComputeOp::linear_layer, models/transformer/linear.hpp) use FP8's, every other GEMM and attention
+// BF16's (Transformer Engine's recipe). peak_flops_per_s() is the run's precision's peak (MFU).
 // efficiency(op) is the GEMM efficiency curve of gemm_efficiency.hpp for gemm ops, the profile's
 // attention efficiency for attention ops (attention_efficiency.hpp: the profile's rate, reduced when the
 // op's heads and query tiles fill the SMs for few waves), and irrelevant for memory-bound ops (they have no
@@ -33,6 +36,9 @@ class ComputeModel {
   const config::GpuProfile* gpu_;
   const config::GemmCurve* curve_;
   double peak_flops_per_s_;
+  // The rates of GEMMs that are not a linear layer's, and of attention: BF16's in an FP8 run.
+  const config::GemmCurve* other_curve_;
+  double other_peak_flops_per_s_;
   double memory_bytes_per_s_;
   double duration_scale_;
 };

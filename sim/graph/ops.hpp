@@ -37,6 +37,9 @@ struct ComputeOp {
   double bytes = 0.0;  // bytes read and written in HBM
   GemmShape gemm;      // meaningful for gemm and attention
   int kernels = 1;     // kernel launches it takes
+  // A linear layer's GEMM (models/transformer/linear.hpp): in an FP8 run the only kind that runs in
+  // FP8; every other GEMM and attention then runs at the BF16 rates.
+  bool linear_layer = false;
 };
 
 // Compute kernels that run back to back on one stream, as one task: its time is that of the kernels

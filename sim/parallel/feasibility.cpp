@@ -41,6 +41,11 @@ std::optional<std::string> infeasibility(const config::Scenario& s) {
     return fmt::format("{} has no {} support (no peak in its profile)", s.gpu.id,
                        config::to_string(t.precision));
   }
+  if (t.precision == config::Precision::fp8 && !s.gpu.peak_tflops[static_cast<int>(config::Precision::bf16)]) {
+    return fmt::format("{} has no bf16 peak in its profile, which an fp8 run needs for everything but its "
+                       "linear layers' GEMMs",
+                       s.gpu.id);
+  }
   if (m.kind == config::ModelKind::mlp && (p.tensor > 1 || p.context > 1 || p.expert > 1)) {
     return fmt::format(
         "the mlp model supports data and pipeline parallelism only (tensor {}, context {}, expert {})",
