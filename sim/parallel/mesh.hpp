@@ -37,6 +37,8 @@ class Mesh {
   std::int64_t stride(config::MeshDim d) const { return stride_[static_cast<int>(d)]; }
   std::int64_t size() const;
   std::int64_t gpus_per_node() const { return gpus_per_node_; }
+  // Two meshes with the same degrees, strides and node size place every rank alike.
+  friend auto operator<=>(const Mesh&, const Mesh&) = default;
   std::int64_t node_of(std::int64_t rank) const { return rank / gpus_per_node_; }
 
   std::int64_t rank_of(const Coord& c) const;

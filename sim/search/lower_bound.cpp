@@ -136,9 +136,20 @@ struct LayerCost {
   TimeNs chain = 0;
 };
 
-double iteration_lower_bound_s(const config::Scenario& scenario) {
-  const parallel::Mesh mesh = parallel::Mesh::of(scenario);
+const std::vector<parallel::LayerGroups>& StageGroupsCache::of(const parallel::Mesh& mesh) {
+  const auto found = by_mesh_.find(mesh);
+  if (found != by_mesh_.end()) return found->second;
   const parallel::GroupLayouts layouts(mesh, false);
+  std::vector<parallel::LayerGroups> stages;
+  for (std::int64_t s = 0; s < mesh.degree(config::MeshDim::pipeline); ++s) {
+    stages.push_back(
+        parallel::LayerGroups{layouts.stage_group(s, parallel::GroupKind::tensor), layouts.stage_exchange(s)});
+  }
+  return by_mesh_.emplace(mesh, std::move(stages)).first->second;
+}
+
+double iteration_lower_bound_s(const config::Scenario& scenario, StageGroupsCache& cache) {
+  const std::vector<parallel::LayerGroups>& stage_groups = cache.of(parallel::Mesh::of(scenario));
   graph::TaskGraph graph(1);  // only its op table is used
   parallel::LabelTable labels;
   parallel::CommOpTable comm_ops;
@@ -150,8 +161,7 @@ double iteration_lower_bound_s(const config::Scenario& scenario) {
   {
     const Costs cost(scenario, graph);
     for (std::int64_t s = 0; s < scenario.parallelism.pipeline; ++s) {
-      const parallel::LayerGroups groups{layouts.stage_group(s, parallel::GroupKind::tensor),
-                                         layouts.stage_exchange(s)};
+      const parallel::LayerGroups& groups = stage_groups[static_cast<std::size_t>(s)];
       const auto same = [&](const auto& entry) { return entry.first == groups; };
       const auto it = std::find_if(costs.begin(), costs.end(), same);
       cost_of_stage.push_back(static_cast<std::size_t>(it - costs.begin()));

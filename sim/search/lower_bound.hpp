@@ -24,10 +24,30 @@
 // tests/unit/test_search.cpp checks the bound against estimates and full simulations.
 #pragma once
 
+#include <map>
+#include <vector>
+
 #include "config/scenario.hpp"
+#include "parallel/layer_ops.hpp"
+#include "parallel/mesh.hpp"
 
 namespace dtsim::search {
 
-double iteration_lower_bound_s(const config::Scenario& scenario);
+// Each stage's layer groups (parallel/group_layouts.hpp) depend on the rank mesh only; a search bounds
+// thousands of plans over a few hundred meshes, so it keeps them here, once per mesh. Not thread-safe:
+// one per thread.
+class StageGroupsCache {
+ public:
+  const std::vector<parallel::LayerGroups>& of(const parallel::Mesh& mesh);
+
+ private:
+  std::map<parallel::Mesh, std::vector<parallel::LayerGroups>> by_mesh_;
+};
+
+double iteration_lower_bound_s(const config::Scenario& scenario, StageGroupsCache& cache);
+inline double iteration_lower_bound_s(const config::Scenario& scenario) {
+  StageGroupsCache cache;
+  return iteration_lower_bound_s(scenario, cache);
+}
 
 }  // namespace dtsim::search

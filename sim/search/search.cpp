@@ -77,8 +77,9 @@ BoundedEvaluation evaluate_bounded(const std::vector<Candidate>& candidates, std
   out.results.resize(candidates.size());
   const double bound_start = thread_cpu_s();
   std::vector<double> bound(candidates.size());
+  StageGroupsCache stage_groups;
   for (std::size_t i = 0; i < candidates.size(); ++i)
-    bound[i] = iteration_lower_bound_s(candidates[i].scenario);
+    bound[i] = iteration_lower_bound_s(candidates[i].scenario, stage_groups);
   out.bound_cpu_s = thread_cpu_s() - bound_start;
   std::vector<std::size_t> order(candidates.size());
   std::iota(order.begin(), order.end(), std::size_t{0});
