@@ -152,8 +152,8 @@ ParallelismSpec read_parallelism(ObjectReader& top, const Scenario& scenario, co
 
   const std::int64_t gpus = scenario.gpu_count();
   const std::string gpu_text =
-      fmt::format("{} GPUs ({} nodes x {} GPUs per {} node)", gpus, scenario.cluster.nodes,
-                  scenario.node.gpus_per_node, scenario.node.id);
+      fmt::format("{} GPUs ({} nodes x {} GPUs {} {} node)", gpus, scenario.cluster.nodes,
+                  scenario.node.gpus_per_node, scenario.cluster.gpus ? "in use of each" : "per", scenario.node.id);
   std::optional<std::int64_t> tpc = core::checked_mul(p.tensor, p.pipeline);
   if (tpc) tpc = core::checked_mul(*tpc, p.context);
   if (!data) {

@@ -46,7 +46,9 @@ inline ValidationScore score(const std::vector<ValidationRow>& rows) {
   std::vector<double> signed_errors;
   for (const auto& r : rows) signed_errors.push_back(100.0 * (r.predicted - r.measured) / r.measured);
   std::sort(signed_errors.begin(), signed_errors.end());
-  s.median_signed = signed_errors[signed_errors.size() / 2];
+  const std::size_t half = signed_errors.size() / 2;  // an even count: the mean of the two middle ones
+  s.median_signed = signed_errors.size() % 2 == 1 ? signed_errors[half]
+                                                  : (signed_errors[half - 1] + signed_errors[half]) / 2.0;
   std::sort(measured.begin(), measured.end());
   const double median = measured[measured.size() / 2];
   for (double m : measured) s.constant_mape += std::abs(median - m) / std::abs(m);
