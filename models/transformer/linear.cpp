@@ -8,10 +8,8 @@ LayerOp gemm(std::string_view name, double m, double n, double k, double a) {
   return op;
 }
 
-void input_cast_forward(std::vector<LayerOp>& ops, std::string_view name, double elements, bool fused_with_norm,
-                        bool fp8) {
-  if (!fp8 || fused_with_norm) return;
-  ops.push_back(memory_op(name, 4 * elements));
+void input_cast_forward(std::vector<LayerOp>& ops, std::string_view name, double elements, bool fp8) {
+  if (fp8) ops.push_back(memory_op(name, 4 * elements));
 }
 
 void input_transpose_backward(std::vector<LayerOp>& ops, std::string_view name, double elements, bool fp8) {

@@ -30,11 +30,11 @@ namespace dtsim::models::linear {
 // A linear layer's GEMM: gemm_op marked as one that runs in FP8 in an FP8 run.
 LayerOp gemm(std::string_view name, double m, double n, double k, double a);
 
-// In an FP8 run (`fp8`), the cast of a linear layer's input of `elements` elements in the forward
-// pass (fused_with_norm: the norm before it writes FP8, and the transpose runs in the backward pass
-// instead, through input_transpose_backward).
-void input_cast_forward(std::vector<LayerOp>& ops, std::string_view name, double elements, bool fused_with_norm,
-                        bool fp8);
+// In an FP8 run (`fp8`), the fused cast-transpose of a linear layer's input of `elements` elements in
+// the forward pass (the attention output and the down projection, whose inputs no norm writes).
+void input_cast_forward(std::vector<LayerOp>& ops, std::string_view name, double elements, bool fp8);
+// In an FP8 run, the transpose in the backward pass of an input its norm wrote in FP8 (QKV and the up
+// projection).
 void input_transpose_backward(std::vector<LayerOp>& ops, std::string_view name, double elements, bool fp8);
 // In an FP8 run, the cast of a linear layer's output gradient (`elements` elements) in the backward pass.
 void grad_cast_backward(std::vector<LayerOp>& ops, std::string_view name, double elements, bool fp8);

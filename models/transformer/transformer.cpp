@@ -261,7 +261,6 @@ LayerProgram transformer_layer(const config::TransformerSpec& m, const ShardConf
   const auto& k = d.kernels;
   fw.push_back(elementwise::norm_forward("input_norm", k, he));
   enter_tp_region(fw, d, "attention_all_gather");
-  linear::input_cast_forward(fw, "qkv_input_fp8_cast", d.tokens * d.h, true, d.fp8);
   fw.push_back(linear::gemm("qkv_projection", d.tokens, d.n_qkv, d.h, a));
   // Llama-style models rotate queries and keys (RoPE, Su et al. 2021).
   const double rotated = d.tokens * (d.heads + d.kv) * d.d;
@@ -269,16 +268,15 @@ LayerProgram transformer_layer(const config::TransformerSpec& m, const ShardConf
   elementwise::repeat_kv(fw, "repeat_kv", k, d.tokens, d.heads, d.kv, d.d);
   attention_forward(fw, m, d, sh);
   elementwise::attention_output_layout(fw, "attention_output_layout", k, d.tokens * d.heads * d.d);
-  linear::input_cast_forward(fw, "attention_projection_input_fp8_cast", d.tokens * d.heads * d.d, false, d.fp8);
+  linear::input_cast_forward(fw, "attention_projection_input_fp8_cast", d.tokens * d.heads * d.d, d.fp8);
   fw.push_back(linear::gemm("attention_projection", d.tokens, d.h, d.heads * d.d, a));
   leave_tp_region(fw, d, "attention_tp_reduce");
   fw.push_back(elementwise::residual_forward("attention_residual", k, he));
   fw.push_back(elementwise::norm_forward("mlp_norm", k, he));
   enter_tp_region(fw, d, "mlp_all_gather");
-  linear::input_cast_forward(fw, "mlp_up_input_fp8_cast", d.tokens * d.h, true, d.fp8);
   fw.push_back(linear::gemm("mlp_up", d.tokens, d.n_up, d.h, a));
   fw.push_back(elementwise::activation_forward(k, d.tokens * d.f));
-  linear::input_cast_forward(fw, "mlp_down_input_fp8_cast", d.tokens * d.f, false, d.fp8);
+  linear::input_cast_forward(fw, "mlp_down_input_fp8_cast", d.tokens * d.f, d.fp8);
   fw.push_back(linear::gemm("mlp_down", d.tokens, d.h, d.f, a));
   leave_tp_region(fw, d, "mlp_tp_reduce");
   fw.push_back(elementwise::residual_forward("mlp_residual", k, he));

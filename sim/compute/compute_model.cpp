@@ -34,11 +34,12 @@ double ComputeModel::duration_s(const graph::ComputeOp& op) const {
   double flop_time = 0.0;
   const double executed = op.flops * op.executed_fraction;
   switch (op.cls) {
-    case graph::ComputeClass::gemm:
-      flop_time = op.linear_layer
-                      ? executed / (peak_flops_per_s_ * gemm_efficiency(op.gemm, *curve_, gpu_->sm_count))
-                      : executed / (other_peak_flops_per_s_ * gemm_efficiency(op.gemm, *other_curve_, gpu_->sm_count));
+    case graph::ComputeClass::gemm: {
+      const double peak = op.linear_layer ? peak_flops_per_s_ : other_peak_flops_per_s_;
+      const config::GemmCurve& curve = op.linear_layer ? *curve_ : *other_curve_;
+      flop_time = executed / (peak * gemm_efficiency(op.gemm, curve, gpu_->sm_count));
       break;
+    }
     case graph::ComputeClass::attention:
       flop_time = executed / (other_peak_flops_per_s_ * attention_efficiency(op.gemm, *gpu_));
       break;

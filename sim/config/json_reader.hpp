@@ -77,6 +77,7 @@ struct NumberRule {
   static NumberRule positive() { return {0.0, true, std::nullopt, false}; }
   static NumberRule non_negative() { return {0.0, false, std::nullopt, false}; }
   static NumberRule at_least(double lo) { return {lo, false, std::nullopt, false}; }
+  static NumberRule between(double lo, double hi) { return {lo, false, hi, false}; }  // [lo, hi]
   // (0, 1]: efficiencies and other fractions.
   static NumberRule fraction() { return {0.0, true, 1.0, false}; }
 

@@ -192,6 +192,8 @@ struct TrainingSpec {
   double host_issue_us_per_kernel = 40.0;
   bool host_sync_before_optimizer = true;
 };
+// The largest host_issue_us_per_kernel a scenario or a stack may state (one second per kernel).
+inline constexpr double kMaxHostIssueUsPerKernel = 1e6;
 
 enum class NetworkFidelity { analytic, flow, packet };
 enum class RankMode { symmetric, all };

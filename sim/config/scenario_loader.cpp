@@ -96,7 +96,8 @@ void read_topology(ObjectReader& topology, NetworkSpec& net) {
 // the NICs are those of the GPUs in use (the profile's NICs per GPU, rounded up, at least one: NCCL
 // gives each GPU the NICs nearest to it), host memory stays the whole node's.
 void narrow_node(NodeProfile& node, std::int64_t gpus) {
-  const std::int64_t nics = (std::int64_t{node.nics_per_node} * gpus + node.gpus_per_node - 1) / node.gpus_per_node;
+  const std::int64_t nics =
+      (std::int64_t{node.nics_per_node} * gpus + node.gpus_per_node - 1) / node.gpus_per_node;
   node.nics_per_node = static_cast<int>(std::max<std::int64_t>(1, nics));
   node.gpus_per_node = static_cast<int>(gpus);
 }
@@ -117,8 +118,8 @@ void read_cluster(ObjectReader& top, const DataPaths& data, Scenario& scenario) 
   if (spec.gpus) {
     if (*spec.gpus > *total || *spec.gpus % spec.nodes != 0) {
       throw cluster.mismatch(
-          "gpus", fmt::format("a multiple of the {} node(s) up to {} ({} GPUs per {} node)", spec.nodes, *total,
-                              spec.node_gpus, spec.node_id));
+          "gpus", fmt::format("a multiple of the {} node(s) up to {} ({} GPUs per {} node)", spec.nodes,
+                              *total, spec.node_gpus, spec.node_id));
     }
     narrow_node(scenario.node, *spec.gpus / spec.nodes);
   }
@@ -196,10 +197,13 @@ TrainingSpec read_training(ObjectReader& top, const DataPaths& data, const Softw
   t.overlap_param_gather =
       r.optional<bool>("overlap_param_gather", software.overlap_param_gather.value_or(true));
   t.bucket_bytes = r.optional<double>("bucket_mb", 40.0, NumberRule::positive()) * core::kBytesPerMb;
-  t.host_issue_us_per_kernel = r.optional<double>(
-      "host_issue_us_per_kernel", software.host_issue_us_per_kernel.value_or(TrainingSpec{}.host_issue_us_per_kernel), NumberRule{0.0, false, 1e6, false});
-  t.host_sync_before_optimizer =
-      r.optional<bool>("host_sync_before_optimizer", software.host_sync_before_optimizer.value_or(TrainingSpec{}.host_sync_before_optimizer));
+  t.host_issue_us_per_kernel =
+      r.optional<double>("host_issue_us_per_kernel",
+                         software.host_issue_us_per_kernel.value_or(TrainingSpec{}.host_issue_us_per_kernel),
+                         NumberRule::between(0.0, kMaxHostIssueUsPerKernel));
+  t.host_sync_before_optimizer = r.optional<bool>(
+      "host_sync_before_optimizer",
+      software.host_sync_before_optimizer.value_or(TrainingSpec{}.host_sync_before_optimizer));
   t.optimizer = r.optional_enum<Optimizer>("optimizer", Optimizer::adam,
                                            named_choices(std::array{Optimizer::adam, Optimizer::sgd}));
   if (std::optional<ObjectReader> m = r.optional_child("measured_single_gpu")) {

@@ -44,7 +44,7 @@ SoftwareStack load_software_stack(const std::string& hardware_profiles, const st
     stack.overlap_grad_reduce = t->maybe<bool>("overlap_grad_reduce");
     stack.overlap_param_gather = t->maybe<bool>("overlap_param_gather");
     stack.host_issue_us_per_kernel =
-        t->maybe<double>("host_issue_us_per_kernel", NumberRule{0.0, false, 1e6, false});
+        t->maybe<double>("host_issue_us_per_kernel", NumberRule::between(0.0, kMaxHostIssueUsPerKernel));
     stack.host_sync_before_optimizer = t->maybe<bool>("host_sync_before_optimizer");
     t->finish();
   }

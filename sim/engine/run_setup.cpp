@@ -156,17 +156,19 @@ void Run::setup_host(double ns_per_kernel) {
     if (const auto* c = std::get_if<graph::ComputeOp>(&ops[o])) {
       host_cost_[o] = HostCost{issue(std::min(c->kernels, 1)), issue(c->kernels)};
     } else if (const auto* f = std::get_if<graph::FusedOp>(&ops[o])) {
+      // The engine's own costing of the op (memoized, its kernels' times in kernels_): G = G_1.
+      const TimeNs gpu = cost(static_cast<std::uint32_t>(o));
+      const Kernel* const kernel = &kernels_[kernel_begin_[o]];
       std::int64_t launches = 0;
-      TimeNs gpu = 0;
-      TimeNs span = 0;  // max_j (H_j + G_j), from the last kernel back
-      std::vector<std::int64_t> first_launch(f->kernels.size());
-      for (std::size_t j = 0; j < f->kernels.size(); ++j) {
-        first_launch[j] = launches + std::min(f->kernels[j].kernels, 1);
-        launches += f->kernels[j].kernels;
-      }
+      for (const graph::ComputeOp& k : f->kernels) launches += k.kernels;
+      // From the last kernel back: launches after kernel j's first, and G_j = plain_j + tail_plain_j.
+      std::int64_t after = 0;
+      TimeNs span = 0;  // max_j (H_j + G_j)
       for (std::size_t j = f->kernels.size(); j-- > 0;) {
-        gpu += compute_.duration(f->kernels[j]);
-        span = std::max(span, issue(first_launch[j]) + gpu);
+        const int count = f->kernels[j].kernels;
+        after += std::max(count - 1, 0);
+        span = std::max(span, issue(launches - after) + kernel[j].plain + kernel[j].tail_plain);
+        after += std::min(count, 1);
       }
       host_cost_[o] = HostCost{span - gpu, issue(launches)};
     }

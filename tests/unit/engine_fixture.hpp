@@ -16,11 +16,10 @@
 namespace dtsim::testing::engine_fixture {
 
 using namespace dtsim;
+using core::TimeNs;
 using graph::Category;
 using graph::StreamKind;
 using graph::TaskId;
-using core::TimeNs;
-
 
 // Communication op durations: `bytes` nanoseconds. Counts its calls to check memoization.
 class FakeNetwork : public network::NetworkModel {
@@ -68,26 +67,28 @@ inline graph::Op memory(double ns) {  // a memory-class kernel
   return op;
 }
 
-inline TaskId add(graph::TaskGraph& g, graph::StreamId stream, graph::OpId op, Category category, const std::string& label,
-           std::initializer_list<TaskId> deps = {}) {
+inline TaskId add(graph::TaskGraph& g, graph::StreamId stream, graph::OpId op, Category category,
+                  const std::string& label, std::initializer_list<TaskId> deps = {}) {
   const TaskId t = g.add_task(graph::Task{op, stream, category, g.add_label(label), -1});
   for (const TaskId d : deps) g.add_dependency(d, t);
   return t;
 }
 
 inline TaskId add(graph::TaskGraph& g, graph::StreamId stream, const graph::Op& op, Category category,
-           const std::string& label, std::initializer_list<TaskId> deps = {}) {
+                  const std::string& label, std::initializer_list<TaskId> deps = {}) {
   return add(g, stream, g.add_op(op), category, label, deps);
 }
 
-inline engine::EngineResult run(graph::TaskGraph& g, const Models& m, double slowdown = 1.0) {
+inline engine::EngineResult run(graph::TaskGraph& g, const Models& m, double slowdown = 1.0,
+                                double host_ns_per_kernel = 0.0) {
   g.finalize();
   g.validate();
-  return engine::simulate(g, m.compute, m.network, engine::EngineOptions{true, slowdown});
+  return engine::simulate(g, m.compute, m.network, engine::EngineOptions{true, slowdown, host_ns_per_kernel});
 }
 
 inline engine::Span span_of(const engine::EngineResult& r, TaskId t) {
-  const auto it = std::find_if(r.spans.begin(), r.spans.end(), [&](const engine::Span& s) { return s.task == t; });
+  const auto it =
+      std::find_if(r.spans.begin(), r.spans.end(), [&](const engine::Span& s) { return s.task == t; });
   REQUIRE(it != r.spans.end());
   return *it;
 }
@@ -101,6 +102,5 @@ inline TimeNs total(const engine::RankTime& rt) {
 
 inline TimeNs busy(const engine::RankTime& rt, Category c) { return rt.busy_ns[static_cast<int>(c)]; }
 inline TimeNs exposed(const engine::RankTime& rt, Category c) { return rt.exposed_ns[static_cast<int>(c)]; }
-
 
 }  // namespace dtsim::testing::engine_fixture

@@ -8,15 +8,6 @@ using namespace dtsim::testing::engine_fixture;
 
 namespace {
 
-engine::EngineResult run_with_host(graph::TaskGraph& g, const Models& m, double host_ns_per_kernel) {
-  g.finalize();
-  g.validate();
-  engine::EngineOptions options;
-  options.record_spans = true;
-  options.host_issue_ns_per_kernel = host_ns_per_kernel;
-  return engine::simulate(g, m.compute, m.network, options);
-}
-
 // Five kernels of `gpu_ns` one after another on one compute stream.
 std::vector<TaskId> chain(graph::TaskGraph& g, double gpu_ns) {
   const auto s = g.add_stream(0, StreamKind::compute);
@@ -33,7 +24,7 @@ TEST_CASE("short kernels wait for the host: the iteration is the host's issue ti
   Models m;
   graph::TaskGraph g(1);
   const auto tasks = chain(g, 10);
-  const auto r = run_with_host(g, m, 100.0);
+  const auto r = run(g, m, 1.0, 100.0);
   CHECK(r.makespan == 510);
   CHECK(span_of(r, tasks[2]).start == 300);
   CHECK(busy(r.ranks[0], Category::forward) == 50);
@@ -47,7 +38,7 @@ TEST_CASE("long kernels hide the host behind them but the first issue") {
   Models m;
   graph::TaskGraph g(1);
   chain(g, 100);
-  const auto r = run_with_host(g, m, 10.0);
+  const auto r = run(g, m, 1.0, 10.0);
   CHECK(r.makespan == 510);
   CHECK(r.ranks[0].host_wait_ns == 10);
   CHECK(total(r.ranks[0]) == r.makespan);
@@ -57,7 +48,7 @@ TEST_CASE("without a host cost the engine runs as before") {
   Models m;
   graph::TaskGraph g(1);
   chain(g, 10);
-  const auto r = run_with_host(g, m, 0.0);
+  const auto r = run(g, m, 1.0, 0.0);
   CHECK(r.makespan == 50);
   CHECK(r.ranks[0].host_wait_ns == 0);
 }
@@ -78,7 +69,7 @@ TEST_CASE("a task the host waits for is issued after its dependencies") {
     const TaskId b = add(g, compute, memory(100), Category::optimizer, "b", {c});
     const TaskId d = add(g, compute, memory(100), Category::forward, "d");
     if (waits) g.add_host_wait(b);
-    const auto r = run_with_host(g, m, 10.0);
+    const auto r = run(g, m, 1.0, 10.0);
     CHECK(span_of(r, b).start == (waits ? 1120 : 1110));
     CHECK(span_of(r, d).end == (waits ? 1320 : 1310));
     CHECK(total(r.ranks[0]) == r.makespan);
@@ -103,7 +94,7 @@ TEST_CASE("a fused op ends when its kernels as separate tasks would, with a host
       for (const double v : ns) add(g, s, memory(v), Category::forward, "k");
     }
     const TaskId last = add(g, s, memory(10), Category::forward, "after");
-    const auto r = run_with_host(g, m, 100.0);
+    const auto r = run(g, m, 1.0, 100.0);
     CHECK(span_of(r, last).start == 510);
     CHECK(r.makespan == 520);
   }
