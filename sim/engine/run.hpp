@@ -89,6 +89,13 @@ struct RateState {
   std::uint32_t kernel = kNoKernel;  // fused: the running kernel (Run::kernels_), else kNoKernel
   std::uint32_t kernel_last = 0;     // fused: its last kernel
   bool slowed = false;               // progressing at 1 / overlap_slowdown
+  // Fused, with a host: the host's clock before it issued the op (its kernels are issued at
+  // issue_base + Run::kernel_issue_), the last kernel of the run scheduled now (the one before the
+  // first kernel whose issue is later than its predecessor's end, else kernel_last), and whether the
+  // op is waiting for the host to issue its next kernel (a pause: the stream is not busy).
+  TimeNs issue_base = 0;
+  std::uint32_t segment_last = 0;
+  bool paused = false;
 };
 
 // A rank's busy flags (bit = local stream index; streams beyond 64 in extra words), where the
@@ -155,11 +162,14 @@ class Run {
   void start_gang(StreamId first_stream, StreamState& first);
   bool stale(const Event& e) const;
   bool superseded(const Event& e) const;
-  void schedule_compute(StreamId s, StreamState& st, const RateState& rate);
+  void schedule_compute(StreamId s, StreamState& st, RateState& rate);
   void rerate_compute(RankState& rank, bool slowed);
   void rerate(StreamId s, bool slowed);
   void advance_kernels(RateState& rate) const;
-  void finish(StreamId s);
+  TimeNs segment_end(RateState& rate, TimeNs first_end) const;
+  bool finish(StreamId s);
+  void pause(StreamId s, StreamState& st);
+  void resume(StreamId s, StreamState& st);
   void finish_gang(StreamState& first);
   void release_successors(std::uint32_t begin, std::uint32_t end);
   void set_busy(RankState& rank, StreamState& st, bool busy);
@@ -200,6 +210,7 @@ class Run {
   std::vector<StreamId> ready_compute_;
   std::vector<Span> spans_;
   std::vector<HostCost> host_cost_;     // per op, with a host
+  std::vector<TimeNs> kernel_issue_;    // per fused kernel, with a host: its first launch after the op's base
   std::vector<bool> host_waits_;        // per task, with a host: TaskGraph::host_waits()
 };
 

@@ -141,36 +141,29 @@ void Run::setup_streams() {
 }
 
 // Issue costs per op (compute ops only: communication tasks are not gated) and the tasks whose issue
-// waits for their dependencies. A fused op's kernels, issued one after another while the earlier ones
-// run, end at max(S + G, from + max_j (H_j + G_j)) for a start S, the host's time `from` before the op,
-// H_j the issue of kernel j's first launch after `from` and G_j the GPU time of kernels j and later
-// (G = G_1): the end of the same kernels as separate tasks. Starting the fused op at from + max_j (H_j +
-// G_j) - G at the earliest gives that end with its kernels run back to back (HostCost::first).
+// waits for their dependencies. A fused op's kernel j is issued H_j after the host's time before the op
+// (its first launch, kernel_issue_): the engine starts it no earlier, pausing the op in between as
+// separate tasks would wait (simulate.cpp, Run::segment_end).
 void Run::setup_host(double ns_per_kernel) {
   const auto& ops = graph_.ops();
   const auto issue = [&](std::int64_t launches) {
     return round_to_ns(static_cast<double>(launches) * ns_per_kernel);
   };
   host_cost_.assign(ops.size(), HostCost{});
+  kernel_issue_.assign(kernels_.size(), 0);
   for (std::size_t o = 0; o < ops.size(); ++o) {
     if (const auto* c = std::get_if<graph::ComputeOp>(&ops[o])) {
       host_cost_[o] = HostCost{issue(std::min(c->kernels, 1)), issue(c->kernels)};
     } else if (const auto* f = std::get_if<graph::FusedOp>(&ops[o])) {
-      // The engine's own costing of the op (memoized, its kernels' times in kernels_): G = G_1.
-      const TimeNs gpu = cost(static_cast<std::uint32_t>(o));
-      const Kernel* const kernel = &kernels_[kernel_begin_[o]];
-      std::int64_t launches = 0;
-      for (const graph::ComputeOp& k : f->kernels) launches += k.kernels;
-      // From the last kernel back: launches after kernel j's first, and G_j = plain_j + tail_plain_j.
-      std::int64_t after = 0;
-      TimeNs span = 0;  // max_j (H_j + G_j)
-      for (std::size_t j = f->kernels.size(); j-- > 0;) {
+      // Each kernel's launches cost what they would as a task of their own (rounded alike).
+      TimeNs before = 0;  // the host's time on the kernels before j
+      for (std::size_t j = 0; j < f->kernels.size(); ++j) {
         const int count = f->kernels[j].kernels;
-        after += std::max(count - 1, 0);
-        span = std::max(span, issue(launches - after) + kernel[j].plain + kernel[j].tail_plain);
-        after += std::min(count, 1);
+        kernel_issue_[kernel_begin_[o] + j] = before + issue(std::min(count, 1));
+        before += issue(count);
       }
-      host_cost_[o] = HostCost{span - gpu, issue(launches)};
+      const TimeNs first = f->kernels.empty() ? 0 : kernel_issue_[kernel_begin_[o]];
+      host_cost_[o] = HostCost{first, before};
     }
   }
   host_waits_.assign(graph_.tasks().size(), false);

@@ -24,8 +24,7 @@ EngineResult Run::run() {
     while (more) {
       if ((e.payload & kWakeBit) != 0) [[unlikely]] {
         wake(e.payload & ~kWakeBit);
-      } else {
-        finish(e.payload);  // the stream whose running task ends
+      } else if (finish(e.payload)) {  // the stream whose running task ends (or pauses)
         ++events;
       }
       more = false;
@@ -56,6 +55,7 @@ void Run::issue(StreamId s, StreamState& st) {
   const TimeNs from = host_waits_[st.head] ? std::max(st.host_clock, now_) : st.host_clock;
   const TimeNs issued = from + cost.first;
   st.host_clock = from + cost.total;
+  rates_[s].issue_base = from;
   if (issued <= now_) {
     ready_compute_.push_back(s);
     return;
@@ -104,6 +104,10 @@ inline void Run::start_ready() {
 [[gnu::always_inline]] inline void Run::start(StreamId s) {
   StreamState& st = streams_[s];
   st.queued = false;
+  if (host_ && rates_[s].paused) [[unlikely]] {
+    resume(s, st);
+    return;
+  }
   const Node& node = nodes_[st.head];
   const std::uint32_t word = node.op_word;
   st.word = word;
@@ -128,14 +132,16 @@ inline void Run::start_ready() {
   st.start = now_;
   running_category_[rank.stream_begin + st.local] = static_cast<std::uint8_t>(word & kCategoryMask);
   set_busy(rank, st, true);
-  if (slowed_ && !st.comm && (word & kComputeOpFlag) != 0) {
+  const bool fused = (word & kFusedFlag) != 0;
+  if ((slowed_ || (host_ && fused)) && !st.comm && (word & kComputeOpFlag) != 0) {
     // Compute progresses at 1 / overlap_slowdown while communication of its rank runs; a fused op
-    // kernel by kernel.
+    // kernel by kernel, each no earlier than the host issues it.
     RateState& rate = rates_[s];
     rate.kernel = kNoKernel;
-    if ((word & kFusedFlag) != 0) [[unlikely]] {
+    if (fused) [[unlikely]] {
       rate.kernel = kernel_begin_[op];
       rate.kernel_last = kernel_begin_[op + 1] - 1;
+      rate.segment_last = rate.kernel_last;
       duration = kernels_[rate.kernel].plain;
     }
     rate.remaining = static_cast<double>(duration);
@@ -185,13 +191,61 @@ inline bool Run::superseded(const Event& e) const {
   return !st.busy || st.expected_end != e.time;
 }
 
-inline void Run::schedule_compute(StreamId s, StreamState& st, const RateState& rate) {
+inline void Run::schedule_compute(StreamId s, StreamState& st, RateState& rate) {
   const double left = rate.slowed ? rate.remaining * overlap_slowdown_ : rate.remaining;
   st.expected_end = now_ + round_to_ns(left);
   if (rate.kernel != kNoKernel) [[unlikely]] {
-    st.expected_end += rate.slowed ? kernels_[rate.kernel].tail_slowed : kernels_[rate.kernel].tail_plain;
+    if (host_) {
+      st.expected_end = segment_end(rate, st.expected_end);
+    } else {
+      st.expected_end += rate.slowed ? kernels_[rate.kernel].tail_slowed : kernels_[rate.kernel].tail_plain;
+    }
   }
   queue_.push(st.expected_end, s);
+}
+
+// A fused op with a host: from its running kernel, which ends at `first_end`, the kernels that follow
+// back to back at the current rate, up to the first one the host has not issued by its predecessor's
+// end (separate tasks would wait there for the host). Sets rate.segment_last; returns its end.
+TimeNs Run::segment_end(RateState& rate, TimeNs first_end) const {
+  TimeNs end = first_end;
+  std::uint32_t j = rate.kernel;
+  while (j != rate.kernel_last && rate.issue_base + kernel_issue_[j + 1] <= end) {
+    ++j;
+    end += rate.slowed ? kernels_[j].slowed : kernels_[j].plain;
+  }
+  rate.segment_last = j;
+  return end;
+}
+
+// The fused op on stream s ran its kernels up to rate.segment_last: it waits for the host to issue the
+// next, not busy, as a task that is issued late waits (Run::issue). A trace shows each part of the op
+// that ran as a span of its own.
+void Run::pause(StreamId s, StreamState& st) {
+  RateState& rate = rates_[s];
+  RankState& rank = ranks_[st.rank];
+  rate.kernel = rate.segment_last + 1;
+  rate.remaining = static_cast<double>(kernels_[rate.kernel].plain);
+  rate.paused = true;
+  st.slowable = false;
+  if (record_spans_) spans_.push_back(Span{st.head, st.start, now_});  // the kernels run so far
+  set_busy(rank, st, false);
+  set_host_waiting(rank, true);
+  queue_.push(rate.issue_base + kernel_issue_[rate.kernel], s | kWakeBit);
+}
+
+// The host has issued the paused fused op's next kernel (Run::wake put the stream in the ready list):
+// it runs on from there.
+void Run::resume(StreamId s, StreamState& st) {
+  RateState& rate = rates_[s];
+  RankState& rank = ranks_[st.rank];
+  rate.paused = false;
+  st.start = now_;
+  set_busy(rank, st, true);
+  rate.since = now_;
+  rate.slowed = rank.comm_running > 0;
+  st.slowable = true;
+  schedule_compute(s, st, rate);
 }
 
 // The rank's communication started or stopped: bring its running compute tasks' remaining work up to
@@ -227,7 +281,7 @@ inline void Run::rerate(StreamId s, bool slowed) {
 // ended. Leaves `remaining` and `since` as of the kernel still running.
 void Run::advance_kernels(RateState& rate) const {
   TimeNs end = rate.since + round_to_ns(rate.slowed ? rate.remaining * overlap_slowdown_ : rate.remaining);
-  while (end <= now_ && rate.kernel != rate.kernel_last) {
+  while (end <= now_ && rate.kernel != rate.segment_last) {
     const Kernel& k = kernels_[++rate.kernel];
     rate.since = end;
     rate.remaining = static_cast<double>(k.plain);
@@ -235,12 +289,19 @@ void Run::advance_kernels(RateState& rate) const {
   }
 }
 
-// Stream s's running task ends now.
-[[gnu::always_inline]] inline void Run::finish(StreamId s) {
+// Stream s's running task ends now (true), or a fused one pauses for the host (false).
+[[gnu::always_inline]] inline bool Run::finish(StreamId s) {
   StreamState& st = streams_[s];
   if ((st.word & kGangFlag) != 0) [[unlikely]] {
     finish_gang(st);
-    return;
+    return true;
+  }
+  if (host_ && st.slowable) [[unlikely]] {
+    const RateState& rate = rates_[s];
+    if (rate.kernel != kNoKernel && rate.segment_last != rate.kernel_last) {
+      pause(s, st);
+      return false;
+    }
   }
   if (record_spans_) spans_.push_back(Span{st.head, st.start, now_});
   RankState& rank = ranks_[st.rank];
@@ -249,6 +310,7 @@ void Run::advance_kernels(RateState& rate) const {
   advance(st);
   release_successors(st.succ_begin, st.succ_end);
   arrive(s, st);
+  return true;
 }
 
 void Run::finish_gang(StreamState& first) {

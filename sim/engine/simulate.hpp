@@ -28,7 +28,11 @@
 // issues the rest while it runs. Issue times are the running sum of those costs from time 0, except
 // that a task with Task::host_waits is issued only after its dependencies are done and it heads its
 // stream (the host waited for the GPU). When kernels are shorter than their issue, the GPU waits for
-// the host (the host_wait_ns state below). Communication tasks are not gated: their dependencies are.
+// the host (the host_wait_ns state below). A fused op's kernels are gated one by one, as separate tasks
+// would be: where the host has not issued the next kernel by the end of the one before, the op pauses
+// (its stream not busy, the rank waiting for the host) and goes on when it is issued, so fused and
+// separate tasks start and end every kernel at the same times, slowdown included.
+// Communication tasks are not gated: their dependencies are.
 // The CUDA launch queue's depth (about a thousand kernels) is not modelled: it only bounds how far
 // ahead of the GPU the host may run, which changes no time unless a synchronization follows.
 //

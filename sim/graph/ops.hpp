@@ -44,8 +44,9 @@ struct ComputeOp {
 
 // Compute kernels that run back to back on one stream, as one task: its time is that of the kernels
 // run one after another, each costed and rounded to whole ns by the compute model on its own, exactly
-// as separate tasks would be; the engine also applies the overlap slowdown kernel by kernel
-// (engine/simulate.hpp). Lets a simulation of every rank keep its task count down.
+// as separate tasks would be; the engine also applies the overlap slowdown and the host's issue of
+// each kernel kernel by kernel (engine/simulate.hpp). Lets a simulation of every rank keep its task
+// count down.
 struct FusedOp {
   std::vector<ComputeOp> kernels;
 };

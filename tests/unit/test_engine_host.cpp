@@ -76,15 +76,53 @@ TEST_CASE("a task the host waits for is issued after its dependencies") {
   }
 }
 
-TEST_CASE("a fused op ends when its kernels as separate tasks would, with a host") {
-  // Kernels of 10, 300 and 10 ns, issued 100 ns apart: as tasks, 100-110, 200-500, 500-510. Fused,
-  // the op starts at max_j (H_j + G_j) - G = max(100 + 320, 200 + 310, 300 + 10) - 320 = 190 and ends
-  // at 510; a kernel after it is issued at 400 either way and runs 510-520.
+TEST_CASE("a fused op runs its kernels when separate tasks would, pausing for the host") {
+  // Kernels of 10, 300 and 10 ns, issued 100 ns apart: as tasks, 100-110, 200-500, 500-510, the GPU
+  // waiting for the host 0-100 and 110-200. Fused, the op runs its first kernel 100-110, pauses (not
+  // busy, waiting for the host) until the second is issued at 200, and runs on to 510: two spans, the
+  // same books. A kernel after it is issued at 400 either way and runs 510-520.
   for (const bool fused : {false, true}) {
     CAPTURE(fused);
     Models m;
     graph::TaskGraph g(1);
     const auto s = g.add_stream(0, StreamKind::compute);
+    const std::vector<double> ns = {10, 300, 10};
+    TaskId first = 0;
+    if (fused) {
+      graph::FusedOp op;
+      for (const double v : ns) op.kernels.push_back(std::get<graph::ComputeOp>(memory(v)));
+      first = add(g, s, graph::Op{op}, Category::forward, "fused");
+    } else {
+      for (const double v : ns) add(g, s, memory(v), Category::forward, "k");
+    }
+    const TaskId last = add(g, s, memory(10), Category::forward, "after");
+    const auto r = run(g, m, 1.0, 100.0);
+    CHECK(span_of(r, last).start == 510);
+    CHECK(r.makespan == 520);
+    CHECK(r.ranks[0].host_wait_ns == 190);
+    CHECK(busy(r.ranks[0], Category::forward) == 330);
+    CHECK(total(r.ranks[0]) == r.makespan);
+    if (fused) {
+      CHECK(r.spans.size() == 3);  // the op's two parts and the kernel after it
+      CHECK(span_of(r, first).start == 100);
+      CHECK(span_of(r, first).end == 110);
+    }
+  }
+}
+
+TEST_CASE("a fused op paused for the host is slowed by communication as its kernels as tasks are") {
+  // Slowdown 2; an all-reduce of 150 ns on the rank's communication stream from 0. Kernels of 10, 300
+  // and 10 ns, issued 100 ns apart: the first runs 100-120 beside the all-reduce (10 ns at half speed),
+  // the second, issued at 200 after the all-reduce ended, 200-500, the third 500-510, whether they are
+  // three tasks or one fused op. (Starting the fused op late so that it ran back to back, 190-510,
+  // would miss the all-reduce and end at 510 with other books.)
+  for (const bool fused : {false, true}) {
+    CAPTURE(fused);
+    Models m;
+    graph::TaskGraph g(1);
+    const auto s = g.add_stream(0, StreamKind::compute);
+    const auto c = g.add_stream(0, StreamKind::data_comm);
+    add(g, c, comm(150), Category::data_comm, "all-reduce");
     const std::vector<double> ns = {10, 300, 10};
     if (fused) {
       graph::FusedOp op;
@@ -93,9 +131,13 @@ TEST_CASE("a fused op ends when its kernels as separate tasks would, with a host
     } else {
       for (const double v : ns) add(g, s, memory(v), Category::forward, "k");
     }
-    const TaskId last = add(g, s, memory(10), Category::forward, "after");
-    const auto r = run(g, m, 1.0, 100.0);
-    CHECK(span_of(r, last).start == 510);
-    CHECK(r.makespan == 520);
+    const auto r = run(g, m, 2.0, 100.0);
+    CHECK(r.makespan == 510);
+    CHECK(busy(r.ranks[0], Category::forward) == 20 + 300 + 10);
+    // Books: the all-reduce exposed 0-100 and 120-150 (communication before waiting for the host), the
+    // host waited 150-200.
+    CHECK(exposed(r.ranks[0], Category::data_comm) == 130);
+    CHECK(r.ranks[0].host_wait_ns == 50);
+    CHECK(total(r.ranks[0]) == r.makespan);
   }
 }
