@@ -13,7 +13,10 @@ LayerOp pass(std::string_view name, double bytes, int kernels) {
   return op;
 }
 
-bool eager_rms(const Kernels& k) { return k.eager && k.rms_norm; }
+bool eager_rms(const Kernels& k) { return k.eager() && k.rms_norm; }
+
+// apex's LayerNorm under Megatron-LM of 2020-2022 (scripted, GPT-style layers).
+bool apex_layer_norm(const Kernels& k) { return k.scripted() && !k.rms_norm; }
 
 }  // namespace
 
@@ -24,53 +27,73 @@ LayerOp norm_forward(std::string_view name, const Kernels& k, double elements) {
 
 LayerOp norm_backward(std::string_view name, const Kernels& k, double elements) {
   if (eager_rms(k)) return pass(name, (8 * k.a + 68) * elements, 12);
+  if (apex_layer_norm(k)) return pass(name, 5 * k.a * elements, 3);
   return pass(name, 3 * k.a * elements, 1);
 }
 
 LayerOp rotary(std::string_view name, const Kernels& k, double rotated_elements) {
   // Queries and keys: three kernels for each eagerly.
-  if (k.eager) return pass(name, (16 + 2 * k.a) * rotated_elements, 6);
+  if (k.eager()) return pass(name, (16 + 2 * k.a) * rotated_elements, 6);
   return pass(name, 2 * k.a * rotated_elements, 1);
 }
 
 LayerOp activation_forward(const Kernels& k, double intermediate_elements) {
   if (!k.rms_norm) return pass("gelu", 2 * k.a * intermediate_elements, 1);
-  if (k.eager) return pass("swiglu", 5 * k.a * intermediate_elements, 2);
+  if (k.eager()) return pass("swiglu", 5 * k.a * intermediate_elements, 2);
   return pass("swiglu", 3 * k.a * intermediate_elements, 1);
 }
 
 LayerOp activation_backward(const Kernels& k, double intermediate_elements) {
   if (!k.rms_norm) return pass("gelu_bwd", 3 * k.a * intermediate_elements, 1);
-  if (k.eager) return pass("swiglu_bwd", 9 * k.a * intermediate_elements, 3);
+  if (k.eager()) return pass("swiglu_bwd", 9 * k.a * intermediate_elements, 3);
   return pass("swiglu_bwd", 5 * k.a * intermediate_elements, 1);
 }
 
 LayerOp residual_forward(std::string_view name, const Kernels& k, double elements) {
-  if (!k.eager) return pass(name, (3 * k.a + 1) * elements, 1);
+  if (!k.eager()) return pass(name, (3 * k.a + 1) * elements, 1);
   if (k.rms_norm) return pass(name, 3 * k.a * elements, 1);
   return pass(name, (5 * k.a + 1) * elements, 2);
 }
 
 LayerOp residual_backward(std::string_view name, const Kernels& k, double elements) {
-  if (!k.eager) return pass(name, (2 * k.a + 1) * elements, 1);
+  if (!k.eager()) return pass(name, (2 * k.a + 1) * elements, 1);
   if (k.rms_norm) return pass(name, 3 * k.a * elements, 1);
   return pass(name, (5 * k.a + 1) * elements, 2);
 }
 
 void repeat_kv(std::vector<LayerOp>& ops, std::string_view name, const Kernels& k, double tokens,
                double heads, double kv_heads, double head_dim) {
-  if (!k.eager || kv_heads >= heads) return;
+  if (!k.eager() || kv_heads >= heads) return;
   // K and V: forward read the kv heads and write every query head's copy, backward the reverse.
   ops.push_back(pass(name, 2 * k.a * tokens * (kv_heads + heads) * head_dim, 2));
 }
 
 void attention_output_layout(std::vector<LayerOp>& ops, std::string_view name, const Kernels& k,
                              double elements) {
-  if (k.eager) ops.push_back(pass(name, 2 * k.a * elements, 1));
+  if (k.eager() || k.scripted()) ops.push_back(pass(name, 2 * k.a * elements, 1));
 }
 
 void up_projection_grad_sum(std::vector<LayerOp>& ops, const Kernels& k, double elements) {
-  if (k.eager && k.rms_norm) ops.push_back(pass("mlp_up_grad_sum", 3 * k.a * elements, 1));
+  if (eager_rms(k)) ops.push_back(pass("mlp_up_grad_sum", 3 * k.a * elements, 1));
+}
+
+void bias_add(std::vector<LayerOp>& ops, std::string_view name, const Kernels& k, double elements) {
+  if (k.scripted() && !k.rms_norm) ops.push_back(pass(name, 2 * k.a * elements, 1));
+}
+
+void bias_grad(std::vector<LayerOp>& ops, std::string_view name, const Kernels& k, double elements) {
+  if ((k.scripted() || k.eager()) && !k.rms_norm) ops.push_back(pass(name, k.a * elements, 1));
+}
+
+void residual_grad_sum(std::vector<LayerOp>& ops, std::string_view name, const Kernels& k, double elements) {
+  if (k.scripted()) ops.push_back(pass(name, 3 * k.a * elements, 1));
+}
+
+void attention_core_grad_extras(std::vector<LayerOp>& ops, const Kernels& k, double qk_elements,
+                                double qkv_elements) {
+  if (!k.scripted()) return;
+  ops.push_back(pass("attention_scores_grad_scale", 2 * 2 * k.a * qk_elements, 2));
+  ops.push_back(pass("qkv_split_grad", 2 * k.a * qkv_elements, 1));
 }
 
 }  // namespace dtsim::models::elementwise

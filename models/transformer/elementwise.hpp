@@ -29,6 +29,24 @@
 //                  each way (the attention backward takes its gradient contiguous), 1 kernel.
 //   repeat_kv      with grouped-query attention, K and V are repeated to every query head before the
 //                  attention kernel: forward a(kv + heads)d per token for each, backward the sum back.
+//   bias grads     GPT-style linears (nn.Linear, addmm) sum their output gradient over the tokens for the
+//                  bias gradient in a reduction of its own: aN for an N-element output, 1 kernel each.
+//
+// scripted (Megatron-LM of 2020-2022: megatron/model/transformer.py, megatron/mpu/layers.py,
+// megatron/model/fused_bias_gelu.py, megatron/model/fused_layer_norm.py): apex's fused LayerNorm, one
+// kernel forward, three backward (partial and final weight and bias gradients, input gradient:
+// apex csrc/layer_norm_cuda_kernel.cu), (2a + 3a)E backward; bias-GELU and bias-dropout-add fused by
+// TorchScript, one kernel each way as fused; everything around them one PyTorch kernel per operation:
+//   qkv bias       the fused QKV linear adds its bias after the GEMM (output = output + bias): 2aN.
+//   bias grads     the bias gradient of each linear a reduction over the tokens (grad_output.sum(0) for
+//                  the QKV bias; autograd's sum to the bias's shape after the fused bias-GELU and
+//                  bias-dropout-add backward passes): aN, 1 kernel per linear.
+//   residual sum   autograd sums the two gradients of each block's input (the residual path and the
+//                  norm's): 3aE, 1 kernel, twice a layer.
+//   attention      the context's permute(2, 0, 1, 3).contiguous() copy, 2a per element each way;
+//                  backward, baddbmm's gradients of queries and keys multiplied by alpha = 1/sqrt(d) in
+//                  a kernel each (PyTorch derivatives.yaml, maybe_multiply), 2a per element, and the
+//                  split of the fused QKV output joined back (cat): 2a per element of the QKV output.
 #pragma once
 
 #include <string_view>
@@ -39,9 +57,11 @@
 namespace dtsim::models::elementwise {
 
 struct Kernels {
-  bool eager = false;
-  bool rms_norm = false;  // RMSNorm and SwiGLU (Llama-style), else LayerNorm and GELU with dropout
+  config::ElementwiseKernels style = config::ElementwiseKernels::fused;
+  bool rms_norm = false;  // RMSNorm and SwiGLU (Llama-style), else LayerNorm and GELU with dropout and biases
   double a = 2;           // bytes per activation element
+  bool eager() const { return style == config::ElementwiseKernels::eager; }
+  bool scripted() const { return style == config::ElementwiseKernels::scripted; }
 };
 
 LayerOp norm_forward(std::string_view name, const Kernels& k, double elements);
@@ -52,14 +72,27 @@ LayerOp activation_backward(const Kernels& k, double intermediate_elements);
 LayerOp residual_forward(std::string_view name, const Kernels& k, double elements);
 LayerOp residual_backward(std::string_view name, const Kernels& k, double elements);
 
-// Ops only eager stacks run (nothing is appended for fused kernels), each the same bytes forward and
-// backward (`name` tells which): K and V repeated to every query head before the attention kernel
-// (grouped-query attention) and summed back; the attention output's layout copy; and, backward only,
-// the two up-projection input gradients summed.
+// Ops only eager or scripted stacks run (nothing is appended for fused kernels), each the same bytes
+// forward and backward (`name` tells which): K and V repeated to every query head before the attention
+// kernel (grouped-query attention, eager) and summed back; the attention output's layout copy (eager,
+// scripted); and, backward only, the two up-projection input gradients summed (eager SwiGLU).
 void repeat_kv(std::vector<LayerOp>& ops, std::string_view name, const Kernels& k, double tokens,
                double heads, double kv_heads, double head_dim);
 void attention_output_layout(std::vector<LayerOp>& ops, std::string_view name, const Kernels& k,
                              double elements);
 void up_projection_grad_sum(std::vector<LayerOp>& ops, const Kernels& k, double elements);
+
+// The kernels of linears with biases (GPT-style layers) outside their GEMMs: the bias added after the
+// QKV GEMM (scripted), and each bias gradient's reduction over the tokens (eager, scripted), for an
+// output of `elements` elements.
+void bias_add(std::vector<LayerOp>& ops, std::string_view name, const Kernels& k, double elements);
+void bias_grad(std::vector<LayerOp>& ops, std::string_view name, const Kernels& k, double elements);
+// Autograd's sum of a block input's two gradients (scripted; eager counts it in residual_backward).
+void residual_grad_sum(std::vector<LayerOp>& ops, std::string_view name, const Kernels& k, double elements);
+// The unfused attention core's backward kernels beside its GEMMs (scripted): the queries' and keys'
+// gradients scaled by alpha, and the QKV split joined back; `qk_elements` are the elements of the
+// queries (as many as the keys without grouped-query attention), `qkv_elements` of the QKV output.
+void attention_core_grad_extras(std::vector<LayerOp>& ops, const Kernels& k, double qk_elements,
+                                double qkv_elements);
 
 }  // namespace dtsim::models::elementwise

@@ -64,7 +64,7 @@ Dims dims_of(const config::TransformerSpec& m, const ShardConfig& sh) {
   d.vocab = static_cast<double>(m.vocab_size) / d.t;
   d.scores = d.b * d.heads * d.sq * d.s;
   d.kernels = {
-      .eager = m.elementwise_kernels == config::ElementwiseKernels::eager, .rms_norm = d.swiglu, .a = d.a};
+      .style = m.elementwise_kernels, .rms_norm = d.swiglu, .a = d.a};
   return d;
 }
 
@@ -230,6 +230,30 @@ void cross_entropy(LayerProgram& p, const Dims& d) {
   if (cast) bw.push_back(memory_op("logits_grad_from_fp32", logits * (4 + d.a)));
 }
 
+// The layer's parameter gradients accumulated by kernels of their own (config::GradAccumulation), after
+// the layer's backward pass: one add per parameter tensor into its FP32 gradient (Megatron's main_grad,
+// megatron/model/distributed.py: param.main_grad.add_(param.grad.data) in a hook on each parameter),
+// 4 + a + 4 bytes per element on this rank. The tensors: the norms' weights (and LayerNorm biases,
+// replicated over the tensor-parallel group), the linears' biases (QKV and MLP-up split over it, the
+// output projections' replicated), and, unfused, the four weights (split).
+void grad_accumulation(std::vector<LayerOp>& bw, const Dims& d, config::GradAccumulation how) {
+  if (how == config::GradAccumulation::none) return;
+  const double norm_tensors = d.swiglu ? 2 : 4;
+  double tensors = norm_tensors;
+  double elements = norm_tensors * d.h;
+  if (!d.swiglu) {
+    tensors += 4;
+    elements += d.n_qkv + d.h + d.f + d.h;
+  }
+  if (how == config::GradAccumulation::unfused) {
+    tensors += 4;
+    elements += d.h * d.n_qkv + d.heads * d.d * d.h + d.h * d.n_up + d.f * d.h;
+  }
+  LayerOp op = memory_op("grad_accumulation", (8 + d.a) * elements);
+  op.compute.kernels = static_cast<int>(tensors);
+  bw.push_back(op);
+}
+
 double norm_params(const config::TransformerSpec& m) {
   // LayerNorm (weight and bias) for GPT-style models, RMSNorm (weight) for SwiGLU (Llama-style) ones.
   const double h = static_cast<double>(m.hidden_size);
@@ -262,6 +286,7 @@ LayerProgram transformer_layer(const config::TransformerSpec& m, const ShardConf
   fw.push_back(elementwise::norm_forward("input_norm", k, he));
   enter_tp_region(fw, d, "attention_all_gather");
   fw.push_back(linear::gemm("qkv_projection", d.tokens, d.n_qkv, d.h, a));
+  elementwise::bias_add(fw, "qkv_bias_add", k, d.tokens * d.n_qkv);
   // Llama-style models rotate queries and keys (RoPE, Su et al. 2021).
   const double rotated = d.tokens * (d.heads + d.kv) * d.d;
   if (d.swiglu) fw.push_back(elementwise::rotary("rotary_embedding", k, rotated));
@@ -283,6 +308,7 @@ LayerProgram transformer_layer(const config::TransformerSpec& m, const ShardConf
 
   auto& bw = p.backward;
   bw.push_back(elementwise::residual_backward("mlp_residual_bwd", k, he));
+  elementwise::bias_grad(bw, "mlp_down_bias_grad", k, he);
   if (d.sp) {
     bw.push_back(
         comm("mlp_grad_all_gather", CommRole::tensor_all_gather, d.tokens * d.h * a, GemmOverlap::with_next));
@@ -291,6 +317,7 @@ LayerProgram transformer_layer(const config::TransformerSpec& m, const ShardConf
   bw.push_back(linear::gemm("mlp_down_dgrad", d.tokens, d.f, d.h, a));
   bw.push_back(linear::gemm("mlp_down_wgrad", d.f, d.h, d.tokens, a));
   bw.push_back(elementwise::activation_backward(k, d.tokens * d.f));
+  elementwise::bias_grad(bw, "mlp_up_bias_grad", k, d.tokens * d.n_up);
   linear::grad_cast_backward(bw, "mlp_up_grad_fp8_cast", d.tokens * d.n_up, d.fp8);
   linear::input_transpose_backward(bw, "mlp_up_input_fp8_transpose", d.tokens * d.h, d.fp8);
   column_parallel_backward(bw, d, linear::gemm("mlp_up_dgrad", d.tokens, d.h, d.n_up, a),
@@ -298,7 +325,9 @@ LayerProgram transformer_layer(const config::TransformerSpec& m, const ShardConf
                            "mlp_grad_tp_reduce");
   elementwise::up_projection_grad_sum(bw, k, d.tokens * d.h);
   bw.push_back(elementwise::norm_backward("mlp_norm_bwd", k, he));
+  elementwise::residual_grad_sum(bw, "mlp_input_grad_sum", k, he);
   bw.push_back(elementwise::residual_backward("attention_residual_bwd", k, he));
+  elementwise::bias_grad(bw, "attention_projection_bias_grad", k, he);
   if (d.sp) {
     bw.push_back(comm("attention_grad_all_gather", CommRole::tensor_all_gather, d.tokens * d.h * a,
                       GemmOverlap::with_next));
@@ -308,14 +337,19 @@ LayerProgram transformer_layer(const config::TransformerSpec& m, const ShardConf
   bw.push_back(linear::gemm("attention_projection_wgrad", d.heads * d.d, d.h, d.tokens, a));
   elementwise::attention_output_layout(bw, "attention_output_layout_bwd", k, d.tokens * d.heads * d.d);
   attention_backward(bw, m, d, sh);
+  if (m.attention == config::AttentionKind::standard)
+    elementwise::attention_core_grad_extras(bw, k, d.tokens * d.heads * d.d, d.tokens * d.n_qkv);
   elementwise::repeat_kv(bw, "repeat_kv_bwd", k, d.tokens, d.heads, d.kv, d.d);
   if (d.swiglu) bw.push_back(elementwise::rotary("rotary_embedding_bwd", k, rotated));
   linear::grad_cast_backward(bw, "qkv_grad_fp8_cast", d.tokens * d.n_qkv, d.fp8);
+  elementwise::bias_grad(bw, "qkv_bias_grad", k, d.tokens * d.n_qkv);
   linear::input_transpose_backward(bw, "qkv_input_fp8_transpose", d.tokens * d.h, d.fp8);
   column_parallel_backward(bw, d, linear::gemm("qkv_projection_dgrad", d.tokens, d.h, d.n_qkv, a),
                            linear::gemm("qkv_projection_wgrad", d.h, d.n_qkv, d.tokens, a),
                            "attention_input_regather", "attention_grad_tp_reduce");
   bw.push_back(elementwise::norm_backward("input_norm_bwd", k, he));
+  elementwise::residual_grad_sum(bw, "attention_input_grad_sum", k, he);
+  grad_accumulation(bw, d, sh.grad_accumulation);
   return p;
 }
 

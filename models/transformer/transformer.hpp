@@ -38,6 +38,7 @@ struct ShardConfig {
   std::int64_t micro_batch = 1;
   config::Precision precision = config::Precision::bf16;
   bool backward_overlap = true;  // config::ParallelismSpec::tp_backward_overlap
+  config::GradAccumulation grad_accumulation = config::GradAccumulation::none;
 };
 
 // Communication a layer needs inside its tensor- or context-parallel group.

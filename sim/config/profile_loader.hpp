@@ -43,7 +43,9 @@ FabricProfile load_fabric_profile(const std::string& hardware_profiles, const st
 // A software stack (<hardware_profiles>/software/<id>.json, scenario.hpp): "settings" holds the
 // scenario keys it gives defaults to, under their sections: model.attention, model.elementwise_kernels,
 // parallelism.pipeline_comm, parallelism.tp_backward_overlap, parallelism.tp_comm_overlap,
-// parallelism.zero3, training.overlap_grad_reduce, training.overlap_param_gather; each with a source.
+// parallelism.zero3, training.overlap_grad_reduce, training.overlap_param_gather,
+// training.host_issue_us_per_kernel, training.host_sync_before_optimizer, training.grad_accumulation;
+// each with a source.
 // A stack whose backward collectives block (tp_backward_overlap false) must say tp_comm_overlap false.
 SoftwareStack load_software_stack(const std::string& hardware_profiles, const std::string& id,
                                   const IdLocation& where);

@@ -48,10 +48,24 @@ const char* to_string(ElementwiseKernels k) {
   switch (k) {
     case ElementwiseKernels::fused:
       return "fused";
+    case ElementwiseKernels::scripted:
+      return "scripted";
     case ElementwiseKernels::eager:
       return "eager";
   }
   throw core::InternalError("to_string: invalid ElementwiseKernels value");
+}
+
+const char* to_string(GradAccumulation g) {
+  switch (g) {
+    case GradAccumulation::fused:
+      return "fused";
+    case GradAccumulation::unfused:
+      return "unfused";
+    case GradAccumulation::none:
+      return "none";
+  }
+  throw core::InternalError("to_string: invalid GradAccumulation value");
 }
 
 const char* to_string(Schedule s) {

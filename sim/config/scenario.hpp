@@ -19,14 +19,26 @@ enum class MlpKind { gelu, swiglu };
 // uses layers, hidden_size, input_size and output_size (its other fields are neutral placeholders).
 enum class ModelKind { transformer, mlp };
 enum class AttentionKind { standard, flash };
-// How the elementwise work of a layer (norms, rotary embeddings, activation, residual additions) runs:
-// fused kernels (Megatron-Core, Transformer Engine, torch.compile), or one eager PyTorch kernel per
-// operation (models/transformer/elementwise.hpp has the passes).
-enum class ElementwiseKernels { fused, eager };
+// How the memory-bound work of a layer (norms, rotary embeddings, activation, biases, residual additions,
+// layout copies) runs: fused kernels (Megatron-Core, Transformer Engine, torch.compile); the TorchScript-
+// and apex-fused kernels of Megatron-LM of 2020-2022 beside the bias, gradient and layout kernels it ran
+// unfused (scripted); or one eager PyTorch kernel per operation (models/transformer/elementwise.hpp has
+// the passes and their sources).
+enum class ElementwiseKernels { fused, scripted, eager };
 // Every value of each, in the order error messages list them (the readers of scenarios and software
 // stacks choose among these).
 inline constexpr std::array kAttentionKinds{AttentionKind::standard, AttentionKind::flash};
-inline constexpr std::array kElementwiseKernels{ElementwiseKernels::fused, ElementwiseKernels::eager};
+// How a layer's parameter gradients are accumulated over the micro-batches of an iteration, besides the
+// GEMMs that compute them (models/transformer/transformer.hpp, grad_accumulation_op): fused, each linear
+// weight's gradient accumulated by its weight-gradient GEMM (Megatron's gradient_accumulation_fusion)
+// and every other tensor (norm weights, biases) added into its gradient by a kernel of its own each
+// micro-batch; unfused, every tensor so; none, no kernel of its own (one micro-batch per step, or a
+// stack that reduces each micro-batch's gradients instead).
+enum class GradAccumulation { fused, unfused, none };
+inline constexpr std::array kGradAccumulations{GradAccumulation::fused, GradAccumulation::unfused,
+                                               GradAccumulation::none};
+inline constexpr std::array kElementwiseKernels{ElementwiseKernels::fused, ElementwiseKernels::scripted,
+                                                ElementwiseKernels::eager};
 
 struct TransformerSpec {
   std::string preset;  // preset id it came from, "" when given inline
@@ -191,6 +203,7 @@ struct TrainingSpec {
   // (hardware_profiles/software/, with their sources): an eager PyTorch host, measured.
   double host_issue_us_per_kernel = 40.0;
   bool host_sync_before_optimizer = true;
+  GradAccumulation grad_accumulation = GradAccumulation::fused;
 };
 // The largest host_issue_us_per_kernel a scenario or a stack may state (one second per kernel).
 inline constexpr double kMaxHostIssueUsPerKernel = 1e6;
@@ -221,6 +234,7 @@ struct SoftwareStack {
   std::optional<bool> overlap_param_gather;
   std::optional<double> host_issue_us_per_kernel;
   std::optional<bool> host_sync_before_optimizer;
+  std::optional<GradAccumulation> grad_accumulation;
 };
 
 // A validated scenario with its hardware resolved.
@@ -246,6 +260,7 @@ struct Scenario {
 const char* to_string(Precision p);
 const char* to_string(MlpKind m);
 const char* to_string(ElementwiseKernels k);
+const char* to_string(GradAccumulation g);
 const char* to_string(AttentionKind a);
 const char* to_string(Schedule s);
 const char* to_string(Recompute r);

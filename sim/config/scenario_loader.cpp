@@ -168,7 +168,7 @@ TrainingSpec read_training(ObjectReader& top, const DataPaths& data, const Softw
                  "overlap_grad_reduce", "overlap_param_gather", "bucket_mb", "optimizer", "architecture",
                  "sync", "staleness_bound", "parameter_server", "compute_variability", "stragglers",
                  "simulated_steps", "fusion_mb", "staleness_penalty", "measured_single_gpu",
-                 "host_issue_us_per_kernel", "host_sync_before_optimizer"});
+                 "host_issue_us_per_kernel", "host_sync_before_optimizer", "grad_accumulation"});
   if (scenario.layer_model) {
     scenario.data_parallel = read_data_parallel(r, data.hardware_profiles);
   } else {
@@ -204,6 +204,9 @@ TrainingSpec read_training(ObjectReader& top, const DataPaths& data, const Softw
   t.host_sync_before_optimizer = r.optional<bool>(
       "host_sync_before_optimizer",
       software.host_sync_before_optimizer.value_or(TrainingSpec{}.host_sync_before_optimizer));
+  t.grad_accumulation = r.optional_enum<GradAccumulation>(
+      "grad_accumulation", software.grad_accumulation.value_or(TrainingSpec{}.grad_accumulation),
+      named_choices(kGradAccumulations));
   t.optimizer = r.optional_enum<Optimizer>("optimizer", Optimizer::adam,
                                            named_choices(std::array{Optimizer::adam, Optimizer::sgd}));
   if (std::optional<ObjectReader> m = r.optional_child("measured_single_gpu")) {

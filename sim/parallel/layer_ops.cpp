@@ -124,7 +124,8 @@ LayerOps intern_layer_ops(const config::Scenario& s, const LayerGroups& groups, 
                                   .context = par.context,
                                   .micro_batch = s.training.micro_batch_size,
                                   .precision = s.training.precision,
-                                  .backward_overlap = par.tp_backward_overlap};
+                                  .backward_overlap = par.tp_backward_overlap,
+                                  .grad_accumulation = s.training.grad_accumulation};
   Interner interner(s, groups, graph, labels, comm_ops);
   LayerOps out;
   out.layer = interner.program(models::transformer_layer(s.model, shard));

@@ -391,6 +391,13 @@ TEST_CASE("fused kernels in symmetric mode: the same iteration, breakdown and FL
   json context = base_scenario();
   context["parallelism"] = {{"data", 2}, {"tensor", 2}, {"context", 2}, {"pipeline", 2}};
   cases.push_back(context);
+  // Small kernels the host cannot issue as fast as they run (Megatron-DeepSpeed's scripted kernels
+  // and per-tensor gradient additions): fused runs pause for the host inside.
+  json host_bound = base_scenario();
+  host_bound["software"] = "megatron-deepspeed-2023";
+  host_bound["parallelism"] = {{"data", 4}, {"tensor", 2}, {"pipeline", 2}};
+  host_bound["training"]["activation_recompute"] = "full";
+  cases.push_back(host_bound);
   for (const auto& s : cases) {
     CAPTURE(s.dump());
     const auto scenario =

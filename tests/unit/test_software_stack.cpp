@@ -94,7 +94,28 @@ TEST_CASE("megatron-core-2024 states dtsim's defaults") {
     CHECK(stack.parallelism.tp_comm_overlap == none.parallelism.tp_comm_overlap);
     CHECK(stack.training.overlap_grad_reduce == none.training.overlap_grad_reduce);
     CHECK(stack.training.overlap_param_gather == none.training.overlap_param_gather);
+    CHECK(stack.training.grad_accumulation == none.training.grad_accumulation);
   }
+}
+
+TEST_CASE("the Megatron-LM stacks of 2021-2023 state their kernels and gradient accumulation") {
+  using dtsim::config::ElementwiseKernels;
+  using dtsim::config::GradAccumulation;
+  // Megatron-LM of 2021 and 2022 and Megatron-DeepSpeed run the same TorchScript- and apex-fused
+  // layer; the 2021 hook adds every gradient, 2022's fuses the weights' into their GEMMs, and under
+  // DeepSpeed autograd adds every gradient into .grad.
+  for (const char* id : {"megatron-lm-2021", "megatron-lm-2022", "megatron-deepspeed-2023"}) {
+    CAPTURE(id);
+    CHECK(load(id).model.elementwise_kernels == ElementwiseKernels::scripted);
+  }
+  CHECK(load("megatron-lm-2021").training.grad_accumulation == GradAccumulation::unfused);
+  CHECK(load("megatron-lm-2022").training.grad_accumulation == GradAccumulation::fused);
+  CHECK(load("megatron-deepspeed-2023").training.grad_accumulation == GradAccumulation::unfused);
+  CHECK(load("torchtitan-2024").training.grad_accumulation == GradAccumulation::none);
+  // A scenario's own key wins over its stack's.
+  const Scenario own =
+      load("megatron-deepspeed-2023", [](json& j) { j["training"]["grad_accumulation"] = "none"; });
+  CHECK(own.training.grad_accumulation == GradAccumulation::none);
 }
 
 TEST_CASE("Megatron-Core overlaps pipeline transfers only with the interleaved schedule") {

@@ -186,6 +186,77 @@ TEST_CASE("eager elementwise kernels: the extra HBM passes of elementwise.hpp, p
   CHECK(flops(eager.backward) == doctest::Approx(flops(fused.backward)));
 }
 
+TEST_CASE("Megatron-LM of 2020-2022's scripted kernels: the bias, gradient and layout kernels beside the fused ones") {
+  // GPT-style layer (LayerNorm, GELU, biases, standard attention), h = 2048, b s = 2048 tokens, a = 2,
+  // tensor parallel 1: E = T h residual elements, F = 4 E MLP elements, the QKV output 3 E.
+  // Forward (models/transformer/elementwise.hpp, "scripted"): the QKV bias added after the GEMM, 2a 3E,
+  // and the context's permute copy, 2a E: 2 kernels, 8a E = 16 E.
+  // Backward: bias gradients of the four linears a (E + F + E + 3E) = 9a E; apex LayerNorm's three
+  // kernels, (5a - 3a) E more each for two norms = 4a E; autograd's two residual-gradient sums 2 x 3a E;
+  // the permute copy back 2a E; baddbmm's two alpha scalings 2 x 2a E; the QKV split joined 2a 3E:
+  // 9 + 4 + 6 + 2 + 4 + 6 = 31a E = 62 E, in 4 + 2 x 2 + 2 + 1 + 2 + 1 = 14 more kernels: 15 forward and
+  // 33 backward in all.
+  const auto m = gpt(24, 2048, 16, 2048, 51200);
+  dtsim::models::ShardConfig one;
+  const auto fused = dtsim::models::transformer_layer(m, one);
+  auto scripted_model = m;
+  scripted_model.elementwise_kernels = dtsim::config::ElementwiseKernels::scripted;
+  const auto scripted = dtsim::models::transformer_layer(scripted_model, one);
+  const auto bytes = [](const std::vector<LayerOp>& ops) {
+    double sum = 0;
+    for (const auto& op : ops)
+      if (op.compute.cls == dtsim::graph::ComputeClass::memory) sum += op.compute.bytes;
+    return sum;
+  };
+  const auto kernels = [](const std::vector<LayerOp>& ops) {
+    int sum = 0;
+    for (const auto& op : ops)
+      if (op.role == dtsim::models::CommRole::none) sum += op.compute.kernels;
+    return sum;
+  };
+  const double E = 2048.0 * 2048;
+  CHECK(bytes(scripted.forward) - bytes(fused.forward) == doctest::Approx(16 * E));
+  CHECK(bytes(scripted.backward) - bytes(fused.backward) == doctest::Approx(62 * E));
+  CHECK(kernels(scripted.forward) == 15);
+  CHECK(kernels(scripted.backward) == 33);
+  CHECK(kernels(scripted.forward) - kernels(fused.forward) == 2);
+  CHECK(kernels(scripted.backward) - kernels(fused.backward) == 14);
+  CHECK(flops(scripted.backward) == doctest::Approx(flops(fused.backward)));
+}
+
+TEST_CASE("gradient accumulation kernels: one add per parameter tensor outside the fused weight GEMMs") {
+  // models/transformer/transformer.hpp: per micro-batch, (4 + a + 4) bytes per element of every tensor
+  // added into its FP32 main gradient. GPT-style, h = 1024, tensor parallel 1: fused adds the two
+  // LayerNorms' weights and biases (4h) and the four biases (3h + h + 4h + h): 8 kernels over 13h
+  // elements; unfused adds the four weights too (12 h^2): 12 kernels over all the layer's parameters.
+  // Llama-style (RMSNorm, no biases), fused: the two norm weights, 2 kernels over 2h.
+  auto m = gpt(24, 1024, 16, 1024, 51200);
+  const auto accumulation = [](const dtsim::models::LayerProgram& p) {
+    for (const auto& op : p.backward)
+      if (op.name == "grad_accumulation") return op.compute;
+    dtsim::graph::ComputeOp none;
+    none.kernels = 0;
+    return none;
+  };
+  const double h = 1024, per_element = 4 + 2 + 4;
+  dtsim::models::ShardConfig sh;
+  sh.grad_accumulation = dtsim::config::GradAccumulation::none;
+  CHECK(accumulation(dtsim::models::transformer_layer(m, sh)).kernels == 0);
+  sh.grad_accumulation = dtsim::config::GradAccumulation::fused;
+  const auto fused = accumulation(dtsim::models::transformer_layer(m, sh));
+  CHECK(fused.kernels == 8);
+  CHECK(fused.bytes == doctest::Approx(per_element * 13 * h));
+  sh.grad_accumulation = dtsim::config::GradAccumulation::unfused;
+  const auto unfused = accumulation(dtsim::models::transformer_layer(m, sh));
+  CHECK(unfused.kernels == 12);
+  CHECK(unfused.bytes == doctest::Approx(per_element * dtsim::models::parameters_per_layer(m)));
+  m.mlp = dtsim::config::MlpKind::swiglu;
+  sh.grad_accumulation = dtsim::config::GradAccumulation::fused;
+  const auto llama = accumulation(dtsim::models::transformer_layer(m, sh));
+  CHECK(llama.kernels == 2);
+  CHECK(llama.bytes == doctest::Approx(per_element * 2 * h));
+}
+
 TEST_CASE("parameter count matches Megatron's 12 l h^2 (1 + 13/(12h) + (V+s)/(12 l h))") {
   const auto m = gpt(96, 12288, 96, 2048, 51200);
   const double l = 96, h = 12288, V = 51200, s = 2048;
