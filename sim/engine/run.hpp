@@ -3,6 +3,7 @@
 // allocates nothing. Internal to the engine.
 #pragma once
 
+#include <array>
 #include <bit>
 #include <cstdint>
 #include <limits>
@@ -210,8 +211,10 @@ class Run {
   std::vector<StreamId> ready_compute_;
   std::vector<Span> spans_;
   std::vector<HostCost> host_cost_;     // per op, with a host
-  std::vector<TimeNs> kernel_issue_;    // per fused kernel, with a host: its first launch after the op's base
+  std::vector<TimeNs> kernel_issue_;    // per fused kernel, with a host: its first launch's issue
   std::vector<bool> host_waits_;        // per task, with a host: TaskGraph::host_waits()
+  std::vector<std::uint8_t> host_calls_;  // per task, with a host: TaskGraph::host_calls(), saturated
+  std::array<TimeNs, 256> call_issue_{};  // the host's time for n collective calls
 };
 
 }  // namespace dtsim::engine::detail

@@ -166,6 +166,14 @@ void Run::setup_host(double ns_per_kernel) {
       host_cost_[o] = HostCost{first, before};
     }
   }
+  host_calls_.assign(graph_.tasks().size(), 0);
+  for (std::size_t n = 0; n < call_issue_.size(); ++n) call_issue_[n] = issue(static_cast<std::int64_t>(n));
+  for (const graph::TaskGraph::HostCalls& c : graph_.host_calls()) {
+    DTSIM_CHECK(c.task < host_calls_.size(),
+                fmt::format("host calls before task {} of {}", c.task, host_calls_.size()));
+    const std::uint32_t calls = c.calls + host_calls_[c.task];
+    host_calls_[c.task] = static_cast<std::uint8_t>(std::min<std::uint32_t>(calls, 255));
+  }
   host_waits_.assign(graph_.tasks().size(), false);
   for (const TaskId t : graph_.host_waits()) {
     DTSIM_CHECK(t < host_waits_.size(), fmt::format("host wait on task {} of {}", t, host_waits_.size()));

@@ -52,7 +52,8 @@ inline void Run::enqueue(StreamId s, StreamState& st) {
 // host's issue of its first kernel is past, else when it comes (a wake-up event).
 void Run::issue(StreamId s, StreamState& st) {
   const HostCost& cost = host_cost_[nodes_[st.head].op_word >> kOpShift];
-  const TimeNs from = host_waits_[st.head] ? std::max(st.host_clock, now_) : st.host_clock;
+  const TimeNs from = (host_waits_[st.head] ? std::max(st.host_clock, now_) : st.host_clock) +
+                     call_issue_[host_calls_[st.head]];
   const TimeNs issued = from + cost.first;
   st.host_clock = from + cost.total;
   rates_[s].issue_base = from;

@@ -113,6 +113,15 @@ class TaskGraph {
   // issued only once its dependencies are done (engine/simulate.hpp, "Host"). Ids in any order.
   void add_host_wait(TaskId task) { host_waits_.push_back(task); }
   const std::vector<TaskId>& host_waits() const { return host_waits_; }
+  // The host calls `calls` collectives (NCCL launches on their streams) between the compute task
+  // before `task` on its stream and `task`, each at the cost of one kernel launch: `task` is issued
+  // that much later (engine/simulate.hpp, "Host"). On a compute stream; ids in any order.
+  struct HostCalls {
+    TaskId task = 0;
+    std::uint32_t calls = 0;
+  };
+  void add_host_calls(TaskId task, std::uint32_t calls) { host_calls_.push_back({task, calls}); }
+  const std::vector<HostCalls>& host_calls() const { return host_calls_; }
   void add_dependency(TaskId before, TaskId after);
 
   // Builds successor lists and predecessor counts; call once after the last add_*. Throws
@@ -182,6 +191,7 @@ class TaskGraph {
   std::vector<TaskId> successors_;
   std::vector<std::uint32_t> pred_count_;
   std::vector<TaskId> host_waits_;
+  std::vector<HostCalls> host_calls_;
   bool finalized_ = false;
 };
 

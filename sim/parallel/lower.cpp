@@ -160,6 +160,7 @@ Lowering::Programs Lowering::intern_program(const LayerGroups& groups) {
 // order of kinds is the same either way.
 void Lowering::add_streams(std::int64_t ranks) {
   streams_.assign(static_cast<std::size_t>(ranks), {});
+  collective_calls_.assign(static_cast<std::size_t>(ranks), 0);
   const auto add = [&](std::int64_t r, int k) {
     streams_[static_cast<std::size_t>(r)][k] =
         out_.graph.add_stream(static_cast<graph::RankId>(r), static_cast<StreamKind>(k));
@@ -182,15 +183,18 @@ void Lowering::add_rank(std::int64_t r) {
                                         : fmt::format("stage {} (x{} GPUs)", c.stage, replicas_));
 }
 
-// Appends ops as a dependency chain; compute ops get `compute_category`.
+// Appends ops as a dependency chain; compute ops get `compute_category`. The host calls each collective
+// once (one call for the chunks of a pipelined one) before it issues the compute task after it.
 void Lowering::emit(std::int64_t r, const std::vector<OpRef>& ops, Category compute_category, std::int32_t mb,
                     Chain& chain) {
+  std::uint32_t& calls = collective_calls_[static_cast<std::size_t>(r)];
   for (std::size_t i = 0; i < ops.size();) {
     const OpRef& op = ops[i];
     const EmitPattern pattern = pattern_at(ops, i);
     switch (pattern) {
       case EmitPattern::gather_gemm: {
         // All-gather feeding a GEMM: the first chunk, then the GEMM beside the remaining chunks.
+        ++calls;
         emit_comm(r, op, op.chunk_op, mb, chain);
         Chain side = chain;
         emit_compute(r, ops[i + 1], compute_category, mb, chain);
@@ -203,6 +207,7 @@ void Lowering::emit(std::int64_t r, const std::vector<OpRef>& ops, Category comp
         const OpRef& scatter = ops[i + 1];
         Chain side = chain;
         emit_compute(r, op, compute_category, mb, chain);
+        ++calls;
         emit_comm(r, scatter, scatter.rest_op, mb, side);
         chain.also = side.last;
         emit_comm(r, scatter, scatter.chunk_op, mb, chain);
@@ -211,6 +216,7 @@ void Lowering::emit(std::int64_t r, const std::vector<OpRef>& ops, Category comp
       case EmitPattern::beside_gemm: {
         // A collective beside the GEMM after it, which does not need it; the next op waits for both.
         Chain side = chain;
+        ++calls;
         emit_comm(r, op, op.op, mb, side);
         emit_compute(r, ops[i + 1], compute_category, mb, chain);
         chain.also = side.last;
@@ -220,6 +226,7 @@ void Lowering::emit(std::int64_t r, const std::vector<OpRef>& ops, Category comp
         emit_compute(r, op, compute_category, mb, chain);
         break;
       case EmitPattern::comm:
+        ++calls;
         emit_comm(r, op, op.op, mb, chain);
         break;
     }
@@ -229,8 +236,12 @@ void Lowering::emit(std::int64_t r, const std::vector<OpRef>& ops, Category comp
 
 void Lowering::emit_compute(std::int64_t r, const OpRef& op, Category category, std::int32_t mb,
                             Chain& chain) {
-  link(chain, add_task(r, op.stream, op.op, category, op.label, mb));
+  const TaskId task = add_task(r, op.stream, op.op, category, op.label, mb);
+  link(chain, task);
   out_.hardware_flops += op.flops * static_cast<double>(replicas_);
+  std::uint32_t& calls = collective_calls_[static_cast<std::size_t>(r)];
+  if (calls > 0) out_.graph.add_host_calls(task, calls);
+  calls = 0;
 }
 
 void Lowering::emit_comm(std::int64_t r, const OpRef& op, graph::OpId which, std::int32_t mb, Chain& chain) {

@@ -141,3 +141,20 @@ TEST_CASE("a fused op paused for the host is slowed by communication as its kern
     CHECK(total(r.ranks[0]) == r.makespan);
   }
 }
+
+TEST_CASE("the host calls collectives before it issues the compute task after them") {
+  // h = 100 ns per launch; kernels of 10 ns. The first is issued at 100 and runs 100-110; the host
+  // then calls two collectives (200 ns) and issues the second kernel at 100 + 200 + 100 = 400: it runs
+  // 400-410. The GPU waits for the host 100 + 290 = 390 ns.
+  Models m;
+  graph::TaskGraph g(1);
+  const auto s = g.add_stream(0, StreamKind::compute);
+  add(g, s, memory(10), Category::forward, "k");
+  const TaskId second = add(g, s, memory(10), Category::forward, "k");
+  g.add_host_calls(second, 2);
+  const auto r = run(g, m, 1.0, 100.0);
+  CHECK(span_of(r, second).start == 400);
+  CHECK(r.makespan == 410);
+  CHECK(r.ranks[0].host_wait_ns == 390);
+  CHECK(busy(r.ranks[0], Category::forward) == 20);
+}

@@ -267,6 +267,23 @@ TEST_CASE("a task graph that passes its task limit while it is built is infeasib
   CHECK(dtsim::parallel::lower(scenario, limited).graph.tasks().size() == full.graph.tasks().size());
 }
 
+TEST_CASE("the host calls each tensor-parallel collective of the layer programs once") {
+  // gpt-1.3b (24 layers), tensor parallel 2 without sequence parallelism, one micro-batch per rank:
+  // per layer two all-reduces forward and two backward (attention and MLP; each column-parallel
+  // backward reduction beside its weight-gradient GEMM is one call), the embedding's all-reduce, the
+  // cross-entropy's three and the logits' gradient reduction: 4 x 24 + 1 + 3 + 1 = 101 calls, each
+  // before the compute task after it (none ends a step).
+  json s = base_scenario();
+  s["parallelism"] = {{"data", 8}, {"tensor", 2}, {"sequence_parallel", false}};
+  s["training"]["global_batch_size"] = 8;
+  const auto scenario =
+      dtsim::config::load_scenario_text(s.dump(), "test", dtsim::config::default_data_paths());
+  const auto lowered = dtsim::parallel::lower(scenario);
+  std::uint32_t calls = 0;
+  for (const auto& c : lowered.graph.host_calls()) calls += c.calls;
+  CHECK(calls == 101);
+}
+
 TEST_CASE("a duration beyond the engine's clock is an infeasible result") {
   // 1e-12 Gb/s NICs: a data-parallel all-reduce of megabytes would take ~1e19 s, beyond 2^56 ns.
   json s = base_scenario();

@@ -186,7 +186,7 @@ TEST_CASE("eager elementwise kernels: the extra HBM passes of elementwise.hpp, p
   CHECK(flops(eager.backward) == doctest::Approx(flops(fused.backward)));
 }
 
-TEST_CASE("Megatron-LM of 2020-2022's scripted kernels: the bias, gradient and layout kernels beside the fused ones") {
+TEST_CASE("Megatron-LM of 2020-2022's scripted kernels: bias, gradient and layout kernels beside the fused") {
   // GPT-style layer (LayerNorm, GELU, biases, standard attention), h = 2048, b s = 2048 tokens, a = 2,
   // tensor parallel 1: E = T h residual elements, F = 4 E MLP elements, the QKV output 3 E.
   // Forward (models/transformer/elementwise.hpp, "scripted"): the QKV bias added after the GEMM, 2a 3E,

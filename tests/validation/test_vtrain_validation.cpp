@@ -7,10 +7,10 @@
 //
 // Known gap, reported on every run with its error; the bounds are warnings until the model meets them
 // (the fidelity record's check binds):
-// dtsim is about 10% fast on the one-node runs (13-15% at tensor parallel 2 and 4, 6% at 1) and 13% on
-// the 64-GPU ones. The host issues what the stack launches (its scripted kernels and per-tensor gradient
-// additions, README "The host"); NCCL's launches on the host, four to six all-reduces per layer and
-// micro-batch under tensor parallelism, are not charged yet.
+// dtsim is 7% fast (median) on the one-node runs, most at micro-batch 2, and 13% on the 64-GPU ones
+// (27% at tensor parallel 16 across two nodes, where the network sets the pace). The host issues what
+// the stack launches (its scripted kernels, per-tensor gradient additions and tensor-parallel
+// collective calls: README "The host").
 #include <doctest/doctest.h>
 
 #include <fmt/format.h>
