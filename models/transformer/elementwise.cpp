@@ -15,8 +15,8 @@ LayerOp pass(std::string_view name, double bytes, int kernels) {
 
 bool eager_rms(const Kernels& k) { return k.eager() && k.rms_norm; }
 
-// apex's LayerNorm under Megatron-LM of 2020-2022 (scripted, GPT-style layers).
-bool apex_layer_norm(const Kernels& k) { return k.scripted() && !k.rms_norm; }
+// Megatron-LM of 2020-2022's GPT-style layer (scripted): apex's LayerNorm, biases.
+bool scripted_gpt(const Kernels& k) { return k.scripted() && !k.rms_norm; }
 
 }  // namespace
 
@@ -27,7 +27,7 @@ LayerOp norm_forward(std::string_view name, const Kernels& k, double elements) {
 
 LayerOp norm_backward(std::string_view name, const Kernels& k, double elements) {
   if (eager_rms(k)) return pass(name, (8 * k.a + 68) * elements, 12);
-  if (apex_layer_norm(k)) return pass(name, 5 * k.a * elements, 3);
+  if (scripted_gpt(k)) return pass(name, 5 * k.a * elements, 3);
   return pass(name, 3 * k.a * elements, 1);
 }
 
@@ -78,7 +78,7 @@ void up_projection_grad_sum(std::vector<LayerOp>& ops, const Kernels& k, double 
 }
 
 void bias_add(std::vector<LayerOp>& ops, std::string_view name, const Kernels& k, double elements) {
-  if (k.scripted() && !k.rms_norm) ops.push_back(pass(name, 2 * k.a * elements, 1));
+  if (scripted_gpt(k)) ops.push_back(pass(name, 2 * k.a * elements, 1));
 }
 
 void bias_grad(std::vector<LayerOp>& ops, std::string_view name, const Kernels& k, double elements) {

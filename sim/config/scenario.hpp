@@ -29,7 +29,7 @@ enum class ElementwiseKernels { fused, scripted, eager };
 // stacks choose among these).
 inline constexpr std::array kAttentionKinds{AttentionKind::standard, AttentionKind::flash};
 // How a layer's parameter gradients are accumulated over the micro-batches of an iteration, besides the
-// GEMMs that compute them (models/transformer/transformer.hpp, grad_accumulation_op): fused, each linear
+// GEMMs that compute them (models/transformer/transformer.cpp, grad_accumulation): fused, each linear
 // weight's gradient accumulated by its weight-gradient GEMM (Megatron's gradient_accumulation_fusion)
 // and every other tensor (norm weights, biases) added into its gradient by a kernel of its own each
 // micro-batch; unfused, every tensor so; none, no kernel of its own (one micro-batch per step, or a

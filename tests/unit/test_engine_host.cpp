@@ -16,6 +16,21 @@ std::vector<TaskId> chain(graph::TaskGraph& g, double gpu_ns) {
   return tasks;
 }
 
+// Memory-class kernels of `ns` on stream s, as one fused op or as a task each; returns the first task.
+TaskId kernels(graph::TaskGraph& g, graph::StreamId s, const std::vector<double>& ns, bool fused) {
+  if (fused) {
+    graph::FusedOp op;
+    for (const double v : ns) op.kernels.push_back(std::get<graph::ComputeOp>(memory(v)));
+    return add(g, s, graph::Op{op}, Category::forward, "fused");
+  }
+  TaskId first = 0;
+  for (std::size_t i = 0; i < ns.size(); ++i) {
+    const TaskId t = add(g, s, memory(ns[i]), Category::forward, "k");
+    if (i == 0) first = t;
+  }
+  return first;
+}
+
 }  // namespace
 
 TEST_CASE("short kernels wait for the host: the iteration is the host's issue time") {
@@ -86,15 +101,7 @@ TEST_CASE("a fused op runs its kernels when separate tasks would, pausing for th
     Models m;
     graph::TaskGraph g(1);
     const auto s = g.add_stream(0, StreamKind::compute);
-    const std::vector<double> ns = {10, 300, 10};
-    TaskId first = 0;
-    if (fused) {
-      graph::FusedOp op;
-      for (const double v : ns) op.kernels.push_back(std::get<graph::ComputeOp>(memory(v)));
-      first = add(g, s, graph::Op{op}, Category::forward, "fused");
-    } else {
-      for (const double v : ns) add(g, s, memory(v), Category::forward, "k");
-    }
+    const TaskId first = kernels(g, s, {10, 300, 10}, fused);
     const TaskId last = add(g, s, memory(10), Category::forward, "after");
     const auto r = run(g, m, 1.0, 100.0);
     CHECK(span_of(r, last).start == 510);
@@ -123,14 +130,7 @@ TEST_CASE("a fused op paused for the host is slowed by communication as its kern
     const auto s = g.add_stream(0, StreamKind::compute);
     const auto c = g.add_stream(0, StreamKind::data_comm);
     add(g, c, comm(150), Category::data_comm, "all-reduce");
-    const std::vector<double> ns = {10, 300, 10};
-    if (fused) {
-      graph::FusedOp op;
-      for (const double v : ns) op.kernels.push_back(std::get<graph::ComputeOp>(memory(v)));
-      add(g, s, graph::Op{op}, Category::forward, "fused");
-    } else {
-      for (const double v : ns) add(g, s, memory(v), Category::forward, "k");
-    }
+    kernels(g, s, {10, 300, 10}, fused);
     const auto r = run(g, m, 2.0, 100.0);
     CHECK(r.makespan == 510);
     CHECK(busy(r.ranks[0], Category::forward) == 20 + 300 + 10);

@@ -33,6 +33,21 @@ double flops(const std::vector<LayerOp>& ops) {
   return sum;
 }
 
+// HBM bytes of the memory-bound ops, and kernel launches of the compute ops.
+double bytes(const std::vector<LayerOp>& ops) {
+  double sum = 0;
+  for (const auto& op : ops)
+    if (op.compute.cls == dtsim::graph::ComputeClass::memory) sum += op.compute.bytes;
+  return sum;
+}
+
+int kernels(const std::vector<LayerOp>& ops) {
+  int sum = 0;
+  for (const auto& op : ops)
+    if (op.role == dtsim::models::CommRole::none) sum += op.compute.kernels;
+  return sum;
+}
+
 }  // namespace
 
 TEST_CASE("layer forward FLOPs are 24 b s h^2 + 4 b s^2 h (Narayanan et al. SC'21)") {
@@ -165,18 +180,6 @@ TEST_CASE("eager elementwise kernels: the extra HBM passes of elementwise.hpp, p
   const auto fused = dtsim::models::transformer_layer(m, one);
   m.elementwise_kernels = dtsim::config::ElementwiseKernels::eager;
   const auto eager = dtsim::models::transformer_layer(m, one);
-  const auto bytes = [](const std::vector<LayerOp>& ops) {
-    double sum = 0;
-    for (const auto& op : ops)
-      if (op.compute.cls == dtsim::graph::ComputeClass::memory) sum += op.compute.bytes;
-    return sum;
-  };
-  const auto kernels = [](const std::vector<LayerOp>& ops) {
-    int sum = 0;
-    for (const auto& op : ops)
-      if (op.role == dtsim::models::CommRole::none) sum += op.compute.kernels;
-    return sum;
-  };
   const double E = 4096.0 * 4096, F = 4096.0 * 14336, R = 4096.0 * (32 + 8) * 128;
   CHECK(bytes(eager.forward) - bytes(fused.forward) == doctest::Approx(58 * E + 20 * R + 4 * F));
   CHECK(bytes(eager.backward) - bytes(fused.backward) == doctest::Approx(168 * E + 20 * R + 8 * F));
@@ -202,18 +205,6 @@ TEST_CASE("Megatron-LM of 2020-2022's scripted kernels: bias, gradient and layou
   auto scripted_model = m;
   scripted_model.elementwise_kernels = dtsim::config::ElementwiseKernels::scripted;
   const auto scripted = dtsim::models::transformer_layer(scripted_model, one);
-  const auto bytes = [](const std::vector<LayerOp>& ops) {
-    double sum = 0;
-    for (const auto& op : ops)
-      if (op.compute.cls == dtsim::graph::ComputeClass::memory) sum += op.compute.bytes;
-    return sum;
-  };
-  const auto kernels = [](const std::vector<LayerOp>& ops) {
-    int sum = 0;
-    for (const auto& op : ops)
-      if (op.role == dtsim::models::CommRole::none) sum += op.compute.kernels;
-    return sum;
-  };
   const double E = 2048.0 * 2048;
   CHECK(bytes(scripted.forward) - bytes(fused.forward) == doctest::Approx(16 * E));
   CHECK(bytes(scripted.backward) - bytes(fused.backward) == doctest::Approx(62 * E));
