@@ -2,11 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include <fmt/format.h>
 
 #include "core/errors.hpp"
 #include "core/units.hpp"
+#include "network/analytic_model.hpp"
+#include "network/collective_cost.hpp"
 
 namespace dtsim::calibration {
 
@@ -41,43 +44,139 @@ AffineFit fit_affine(const std::vector<std::pair<double, double>>& points, doubl
   return fit;
 }
 
-LinkFit fit_all_reduce(const std::vector<NcclLog>& logs, const config::Scenario& cluster, int ranks_per_node,
-                       double min_bytes) {
+namespace {
+
+// (size, seconds) of every row: the faster of the out-of-place and in-place runs.
+std::vector<std::pair<double, double>> row_times(const std::vector<NcclLog>& logs) {
   std::vector<std::pair<double, double>> points;
   for (const auto& log : logs) {
-    for (const auto& row : log.rows) points.emplace_back(row.size_bytes, row.out_of_place.time_us * 1e-6);
+    for (const auto& row : log.rows) {
+      double t = row.out_of_place.time_us;
+      if (row.in_place && row.in_place->time_us > 0.0 && (t <= 0.0 || row.in_place->time_us < t))
+        t = row.in_place->time_us;
+      points.emplace_back(row.size_bytes, t * 1e-6);
+    }
   }
+  return points;
+}
+
+// The network model's all-reduce time for the log's layout with the fabric at (efficiency, latency).
+class FabricModel {
+ public:
+  FabricModel(const config::Scenario& cluster, int ranks_per_node) : cluster_(cluster) {
+    cluster_.fabric.per_message_overhead_us = 0.0;
+    op_.kind = graph::CollectiveKind::all_reduce;
+    op_.group = graph::CommGroup{cluster.cluster.nodes * ranks_per_node, cluster.cluster.nodes, 1};
+  }
+  network::CollectiveCost cost(double efficiency, double latency_us, double bytes) {
+    cluster_.fabric.efficiency = efficiency;
+    cluster_.fabric.latency_us = latency_us;
+    op_.bytes = bytes;
+    return network::collective_cost(op_, network::path_params(cluster_));
+  }
+  // Sum of squared relative errors over the rows in [lo, hi] bytes, and their count.
+  std::pair<double, int> error(double efficiency, double latency_us,
+                               const std::vector<std::pair<double, double>>& points, double lo, double hi) {
+    double sum = 0.0;
+    int rows = 0;
+    for (const auto& [size, t] : points) {
+      if (size < lo || size > hi || size <= 0.0 || t <= 0.0) continue;
+      const double e = (cost(efficiency, latency_us, size).time_s - t) / t;
+      sum += e * e;
+      ++rows;
+    }
+    return {sum, rows};
+  }
+
+ private:
+  config::Scenario cluster_;
+  graph::CommOp op_;
+};
+
+// The x in [lo, hi] (searched on a log scale) minimizing f: golden-section search.
+template <typename F>
+double minimize_log(F f, double lo, double hi) {
+  const double g = (std::sqrt(5.0) - 1.0) / 2.0;
+  double a = std::log(lo);
+  double b = std::log(hi);
+  for (int i = 0; i < 80; ++i) {
+    const double c = b - g * (b - a);
+    const double d = a + g * (b - a);
+    if (f(std::exp(c)) <= f(std::exp(d))) {
+      b = d;
+    } else {
+      a = c;
+    }
+  }
+  return std::exp((a + b) / 2.0);
+}
+
+double mape(FabricModel& model, double efficiency, double latency_us,
+            const std::vector<std::pair<double, double>>& points, double lo, double hi) {
+  double sum = 0.0;
+  int rows = 0;
+  for (const auto& [size, t] : points) {
+    if (size < lo || size > hi || size <= 0.0 || t <= 0.0) continue;
+    sum += std::abs(model.cost(efficiency, latency_us, size).time_s - t) / t;
+    ++rows;
+  }
+  return rows > 0 ? 100.0 * sum / rows : 0.0;
+}
+
+constexpr double kLatencyBoundBytes = 64.0 * 1024;
+
+}  // namespace
+
+LinkFit fit_all_reduce(const std::vector<NcclLog>& logs, const config::Scenario& cluster, int ranks_per_node,
+                       double min_bytes) {
+  const std::vector<std::pair<double, double>> points = row_times(logs);
   LinkFit out;
-  out.fit = fit_affine(points, min_bytes);
-  if (out.fit.beta_s_per_byte <= 0) {
-    throw core::InputError(logs.front().file, "", "the times do not grow with the size: nothing to fit");
-  }
   const double nodes = static_cast<double>(cluster.cluster.nodes);
   const double r = static_cast<double>(ranks_per_node);
   const double n = nodes * r;
-  const double beta = out.fit.beta_s_per_byte;
-  const double alpha = out.fit.alpha_s;
   if (nodes <= 1) {
+    out.fit = fit_affine(points, min_bytes);
+    if (out.fit.beta_s_per_byte <= 0) {
+      throw core::InputError(logs.front().file, "", "the times do not grow with the size: nothing to fit");
+    }
     out.target = FitTarget::intra_node;
     out.algorithm = "ring";
-    const double bw = 2 * (n - 1) / n / beta;
+    const double bw = 2 * (n - 1) / n / out.fit.beta_s_per_byte;
     out.efficiency = bw / (cluster.node.intra_gbytes_per_s * core::kGiga);
-    out.latency_us = alpha / (2 * (n - 1)) * 1e6;
+    const double base_s = network::nccl_base_latency_us(network::AlgorithmFamily::ring, network::Protocol::simple) * 1e-6;
+    out.latency_us = std::max(0.0, out.fit.alpha_s - base_s) / (2 * (n - 1)) * 1e6;
     return out;
   }
   out.target = FitTarget::fabric;
-  const double line =
-      core::gbps_to_bytes_per_s(cluster.cluster.network.nic_gbps) * cluster.cluster.network.nics_per_node;
-  if (r <= 1) {
-    out.algorithm = "ring";
-    out.efficiency = 2 * (n - 1) / n / beta / line;
-    out.latency_us = alpha / (2 * (n - 1)) * 1e6;
-  } else {
-    out.algorithm = "tree";
-    out.efficiency = 2 * (nodes - 1) / nodes / beta / line;
-    const double intra_part = (r - 1) * cluster.node.intra_latency_us * 1e-6;
-    out.latency_us = std::max(0.0, (alpha / 2 - intra_part) / std::log2(nodes)) * 1e6;
+  FabricModel model(cluster, ranks_per_node);
+  constexpr double kMax = std::numeric_limits<double>::infinity();
+  const int bandwidth_rows = model.error(1.0, 1.0, points, std::max(min_bytes, 1.0), kMax).second;
+  if (bandwidth_rows < 2) {
+    throw core::InputError(
+        "", "",
+        fmt::format("need at least 2 rows of {:.0f} bytes or more to fit, got {}", min_bytes, bandwidth_rows));
   }
+  out.latency_rows = model.error(1.0, 1.0, points, 1.0, kLatencyBoundBytes).second;
+  double efficiency = cluster.fabric.efficiency;
+  double latency_us = cluster.fabric.latency_us + cluster.fabric.per_message_overhead_us;
+  for (int round = 0; round < 3; ++round) {
+    if (out.latency_rows > 0) {
+      latency_us = minimize_log(
+          [&](double l) { return model.error(efficiency, l, points, 1.0, kLatencyBoundBytes).first; }, 0.01,
+          10000.0);
+    }
+    efficiency = minimize_log(
+        [&](double e) { return model.error(e, latency_us, points, std::max(min_bytes, 1.0), kMax).first; },
+        1e-4, 1.0);
+  }
+  out.efficiency = efficiency;
+  out.latency_us = latency_us;
+  out.fit.rows = bandwidth_rows;
+  out.fit.mape = mape(model, efficiency, latency_us, points, std::max(min_bytes, 1.0), kMax);
+  out.latency_mape = out.latency_rows > 0 ? mape(model, efficiency, latency_us, points, 1.0, kLatencyBoundBytes) : 0.0;
+  double largest = 0.0;
+  for (const auto& point : points) largest = std::max(largest, point.first);
+  out.algorithm = network::to_string(model.cost(efficiency, latency_us, largest).algorithm);
   return out;
 }
 

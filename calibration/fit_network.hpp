@@ -1,12 +1,17 @@
-// Fitting a link's achievable efficiency and per-step latency to measured nccl-tests all-reduce times.
+// Fitting a link's achievable efficiency and hop latency to measured nccl-tests all-reduce times.
 //
-// Times of one algorithm are affine in the size: t = alpha + beta S (collective_cost.hpp). A weighted
-// least-squares fit minimizing the relative error over the rows of at least `min_bytes` gives alpha and
-// beta; the algorithm NCCL runs for the log's layout turns them into link parameters:
-//   one node (n ranks)            ring: beta = 2(n-1)/n / intra_bw, alpha = 2(n-1) intra_lat
-//   N nodes, 1 rank per node      ring: beta = 2(n-1)/n / node_nic_bw, alpha = 2(n-1) inter_lat
-//   N nodes, r > 1 ranks per node tree (NCCL's), bound by the NICs: beta = 2(N-1)/N / node_nic_bw,
-//                                 alpha = 2((r-1) intra_lat + log2(N) inter_lat)
+// A fabric (logs that span nodes) is fitted through the network model itself (collective_cost.hpp:
+// NCCL's algorithms and protocols, base latency, pipeline fill), two physical parameters, each on the
+// rows that measure it:
+//   latency_us   the hop latency across nodes (Simple protocol; the model derives LL's and LL128's
+//                from it), on the latency-bound rows, 1 B to 64 KiB, where NCCL runs LL
+//   efficiency   the NICs' achievable fraction of the line rate, on the rows of at least `min_bytes`
+// each minimizing the squared relative error of the predicted time, the other held, three rounds.
+// A row's time is the faster of its out-of-place and in-place runs (single-row spikes of one of them
+// are common in published logs). Without latency-bound rows the profile's latency is kept.
+// One node (an intra-node link): times of the ring are affine in the size, t = alpha + beta S; a
+// weighted least-squares fit minimizing the relative error over the rows of at least `min_bytes` gives
+// beta = 2(n-1)/n / intra_bw and alpha = NCCL's base latency + 2(n-1) intra_lat.
 // efficiency = fitted bandwidth / line rate (intra link, or NICs x line rate per node).
 #pragma once
 
@@ -34,10 +39,12 @@ enum class FitTarget { intra_node, fabric };
 
 struct LinkFit {
   FitTarget target = FitTarget::fabric;
-  std::string algorithm;  // "ring" or "tree"
+  std::string algorithm;  // the all-reduce algorithm at the largest fitted size
   double efficiency = 0.0;
   double latency_us = 0.0;
-  AffineFit fit;
+  AffineFit fit;             // the bandwidth rows: how many, and the fit's error on them (percent)
+  int latency_rows = 0;      // fabric: the latency-bound rows the latency was fitted on (0: kept)
+  double latency_mape = 0.0;  // and the fit's error on them (percent)
 };
 
 // `cluster` gives the node and NICs the log ran on (its cluster.nodes = nodes in the log) and

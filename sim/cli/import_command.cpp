@@ -62,11 +62,17 @@ int import_nccl_command(const ImportNcclOptions& o, std::ostream& out) {
   }
   std::string files;
   for (const auto& path : o.logs) files += (files.empty() ? "" : ", ") + std::filesystem::path(path).filename().string();
+  const std::string latency_how =
+      fit.target == calibration::FitTarget::intra_node
+          ? std::string()
+          : (fit.latency_rows > 0 ? fmt::format("; latency on the {} rows of 1 B-64 KiB, fit error {:.1f}%",
+                                                fit.latency_rows, fit.latency_mape)
+                                  : std::string("; no rows of 1 B-64 KiB: latency kept from the fabric profile"));
   const std::string how = fmt::format(
       "fitted by dtsim import nccl-tests to {} ({} ranks: {} x {}, {} per node; {} all-reduce; {} rows of at least {} "
-      "bytes, weighted least squares on relative time, fit error {:.1f}%)",
+      "bytes, least squares on relative time through the network model, fit error {:.1f}%{})",
       files, per_node * cluster.cluster.nodes, cluster.cluster.nodes, cluster.node.id, per_node, fit.algorithm,
-      fit.fit.rows, o.min_bytes, fit.fit.mape);
+      fit.fit.rows, o.min_bytes, fit.fit.mape, latency_how);
 
   nlohmann::ordered_json profile;
   if (fit.target == calibration::FitTarget::fabric) {
@@ -80,7 +86,7 @@ int import_nccl_command(const ImportNcclOptions& o, std::ostream& out) {
     reports::Sources sources{{"efficiency", how + fmt::format("; relative to {} x {:g} Gb/s per node",
                                                             cluster.cluster.network.nics_per_node,
                                                             cluster.cluster.network.nic_gbps)},
-                             {"latency_us", how + "; per network step, message overhead included"},
+                             {"latency_us", how + "; per network hop (Simple protocol), message overhead included"},
                              {"per_message_overhead_us", "0: folded into latency_us by the fit"}};
     profile = reports::fabric_profile_json(fabric, sources);
   } else {
@@ -97,10 +103,14 @@ int import_nccl_command(const ImportNcclOptions& o, std::ostream& out) {
     profile = reports::node_profile_json(node, sources);
   }
   write_files({{o.out_path, profile.dump(2) + "\n"}});  // "wrote" only once the file is complete
-  out << fmt::format("wrote {} ({} profile \"{}\"): efficiency {:.3f}, latency {:.2f} us per step ({}; fit error {:.1f}% "
-                     "over {} rows)\n",
+  out << fmt::format("wrote {} ({} profile \"{}\"): efficiency {:.3f}, latency {:.2f} us per {} ({}; fit error {:.1f}% "
+                     "over {} rows{})\n",
                      o.out_path, fit.target == calibration::FitTarget::fabric ? "fabric" : "node", o.id, fit.efficiency,
-                     fit.latency_us, fit.algorithm, fit.fit.mape, fit.fit.rows);
+                     fit.latency_us, fit.target == calibration::FitTarget::fabric ? "hop" : "step", fit.algorithm,
+                     fit.fit.mape, fit.fit.rows,
+                     fit.latency_rows > 0 ? fmt::format(", latency {:.1f}% over {} rows", fit.latency_mape,
+                                                        fit.latency_rows)
+                                          : std::string());
   return kExitOk;
 }
 

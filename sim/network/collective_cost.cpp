@@ -43,11 +43,18 @@ std::vector<Protocol> protocols_for(Algorithm a, const PathParams& path) {
   return out;
 }
 
-// Ring of `steps` steps of which `inter_steps` cross nodes, moving `bus_bytes` per rank.
-double ring_time(double steps, double inter_steps, double bus_bytes, double bus_bw, const HopLatencies& hop,
+// `bw` under protocol `p`: its fraction of Simple's, and LL's cap across nodes (nccl_protocol.hpp).
+double protocol_rate(double bw, AlgorithmFamily family, Protocol p, std::int64_t nodes) {
+  const double rate = bw * protocol_bandwidth_fraction(family, p);
+  return p == Protocol::ll ? std::min(rate, nccl_ll_max_bytes_per_s(nodes)) : rate;
+}
+
+// Ring of `steps` steps of which `inter_steps` cross nodes, moving `bus_bytes` per rank at `rate`
+// (the protocol's), NCCL's base latency included.
+double ring_time(double steps, double inter_steps, double bus_bytes, double rate, const HopLatencies& hop,
                  Protocol p) {
-  return (steps - inter_steps) * hop.intra_s + inter_steps * hop.inter_s +
-         bus_bytes / (bus_bw * protocol_bandwidth_fraction(AlgorithmFamily::ring, p));
+  const double hops = (steps - inter_steps) * hop.intra_s + inter_steps * hop.inter_s;
+  return nccl_base_latency_us(AlgorithmFamily::ring, p) * 1e-6 + hops + bus_bytes / rate;
 }
 
 // Time of `a` under `p` for an all-reduce; negative when `a` does not apply to the group.
@@ -57,11 +64,11 @@ double all_reduce_time(const graph::CommOp& op, const PathParams& path, Algorith
   const double r = static_cast<double>(op.group.ranks_per_node());  // on the busiest node
   const double s = op.bytes;
   const HopLatencies hop = hop_latencies(path, a, p, r <= 1.0);
-  const double fraction = protocol_bandwidth_fraction(family_of(a), p);
+  const auto rate = [&](double bw) { return protocol_rate(bw, family_of(a), p, op.group.nodes); };
   switch (a) {
     case Algorithm::ring:
       return ring_time(2 * (n - 1), nodes > 1 ? 2 * (nodes - 1) : 0.0, 2 * (n - 1) / n * s,
-                       ring_bus_bandwidth(op, path), hop, p);
+                       rate(ring_bus_bandwidth(op, path)), hop, p);
     case Algorithm::nvls:
       if (nodes > 1 || path.nvls_bytes_per_s <= 0.0) return -1.0;
       return hop.intra_s + 2 * (n - 1) / n * s / path.nvls_bytes_per_s;
@@ -71,16 +78,21 @@ double all_reduce_time(const graph::CommOp& op, const PathParams& path, Algorith
       // NVLink SHARP inside the node (NCCL's NVLS-tree) runs Simple only.
       const bool nvls = path.nvls_bytes_per_s > 0.0 && p == Protocol::simple;
       const double intra_bw = nvls ? path.nvls_bytes_per_s : path.intra_bytes_per_s;
-      const double intra = 2 * (r - 1) / r * s / (intra_bw * fraction);
-      const double inter = 2 * (nodes - 1) / nodes * s / (node_share(op, path) * fraction);
-      const double inter_hops = a == Algorithm::tree ? std::log2(nodes) : nodes - 1;
-      return 2 * ((r - 1) * hop.intra_s + inter_hops * hop.inter_s) + std::max(intra, inter);
+      const double intra = 2 * (r - 1) / r * s / rate(intra_bw);
+      const double inter_rate = rate(node_share(op, path));
+      const double inter = tree_inter_bytes(a, nodes, s) / inter_rate;
+      const double net_hops = 2 * (a == Algorithm::tree ? std::log2(nodes) : nodes - 1);
+      const double pace = std::max(intra, inter);
+      const double fill = pipeline_fill_s(pace, net_hops * hop.inter_s, net_hops, kPipelineChunkBytes / inter_rate);
+      return nccl_base_latency_us(AlgorithmFamily::tree, p) * 1e-6 + 2 * (r - 1) * hop.intra_s +
+             net_hops * hop.inter_s + pace + fill;
     }
     case Algorithm::halving_doubling: {
       if (!is_power_of_two(op.group.size) || !is_power_of_two(op.group.nodes) || op.group.uneven) return -1.0;
-      const double intra = 2 * (r - 1) / r * s / (path.intra_bytes_per_s * fraction);
-      const double inter = nodes > 1 ? 2 * (nodes - 1) / nodes * s / (node_share(op, path) * fraction) : 0.0;
-      return 2 * (std::log2(r) * hop.intra_s + std::log2(nodes) * hop.inter_s) + intra + inter;
+      const double intra = 2 * (r - 1) / r * s / rate(path.intra_bytes_per_s);
+      const double inter = nodes > 1 ? 2 * (nodes - 1) / nodes * s / rate(node_share(op, path)) : 0.0;
+      return nccl_base_latency_us(AlgorithmFamily::ring, p) * 1e-6 +
+             2 * (std::log2(r) * hop.intra_s + std::log2(nodes) * hop.inter_s) + intra + inter;
     }
     case Algorithm::direct:
       return -1.0;
@@ -117,14 +129,29 @@ CollectiveCost ring_collective(const graph::CommOp& op, const PathParams& path, 
   CollectiveCost best{-1.0, Algorithm::ring, Protocol::simple};
   for (const Protocol p : protocols_for(Algorithm::ring, path)) {
     const HopLatencies hop = hop_latencies(path, Algorithm::ring, p, op.group.nodes == op.group.size);
-    const double t =
-        ring_time(n - 1, nodes > 1 ? nodes - 1 : 0.0, bus_bytes, ring_bus_bandwidth(op, path), hop, p);
+    const double rate = protocol_rate(ring_bus_bandwidth(op, path), AlgorithmFamily::ring, p, op.group.nodes);
+    double t = ring_time(n - 1, nodes > 1 ? nodes - 1 : 0.0, bus_bytes, rate, hop, p);
+    if (pipelined) {  // a chain of n - 1 stages
+      const double inter_steps = nodes > 1 ? nodes - 1 : 0.0;
+      const double chain_latency = (n - 1 - inter_steps) * hop.intra_s + inter_steps * hop.inter_s;
+      t += pipeline_fill_s(bus_bytes / rate, chain_latency, n - 1, kPipelineChunkBytes / rate);
+    }
     if (best.time_s < 0.0 || t < best.time_s) best = {t, Algorithm::ring, p};
   }
   return best;
 }
 
 }  // namespace
+
+double tree_inter_bytes(Algorithm a, double nodes, double bytes) {
+  if (a == Algorithm::hierarchical) return 2 * (nodes - 1) / nodes * bytes;
+  return nodes <= 2 ? bytes : 2 * bytes;
+}
+
+double pipeline_fill_s(double pace_s, double net_latency_s, double net_stages, double chunk_s) {
+  if (pace_s <= 0.0 || net_latency_s <= 0.0) return 0.0;
+  return std::min(2 * std::sqrt(pace_s * net_latency_s), 2 * net_stages * chunk_s);
+}
 
 AlgorithmFamily family_of(Algorithm a) {
   return a == Algorithm::tree || a == Algorithm::hierarchical ? AlgorithmFamily::tree : AlgorithmFamily::ring;

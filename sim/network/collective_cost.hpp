@@ -17,17 +17,23 @@
 //                 t = 2(n-1)/n S / min(intra, node_nic / concurrent) + ring latency
 //   tree          (N > 1, r > 1; NCCL's Tree, a chain inside the node and a double binary tree across
 //                 nodes, and its NVLS-tree) pipelined, the slower part sets the pace: inside the node
-//                 2(r-1)/r S / intra', across nodes 2(N-1)/N S / (node_nic/concurrent) (the bytes an
-//                 average node of the two trees sends: each tree carries S/2 up and down its N-1
-//                 edges); latency of NCCL's tree 2((r-1) intra_lat + log2(N) inter_lat); intra' is the
-//                 NVLink SHARP bandwidth when the node has it (Simple only, as NCCL's NVLS-tree), else
-//                 the ring's intra bandwidth
+//                 2(r-1)/r S / intra', across nodes B_tree / (node_nic/concurrent), B_tree the bytes the
+//                 busiest node sends per direction: with two nodes S (each tree has one edge and carries
+//                 S/2 up and down it), with more 2S (in two binary trees with the roles swapped, a node
+//                 inner in one tree with two children receives 2 x S/2 and sends S/2 up, S/2 and 2 x S/2
+//                 down, and as a leaf of the other sends S/2 up and receives S/2: 2S each way; Sanders,
+//                 Speck & Traeff, "Two-tree algorithms for full bandwidth broadcast, reduction and scan",
+//                 Parallel Computing 35(12), 2009; NCCL's own model gives Tree the ring's algorithm
+//                 bandwidth, half its bus bandwidth, and NVLS-tree twice the inter-node bandwidth at
+//                 N <= 2, tuning.cc); latency of NCCL's tree 2((r-1) intra_lat + log2(N) inter_lat); intra'
+//                 is the NVLink SHARP bandwidth when the node has it (Simple only, as NCCL's NVLS-tree),
+//                 else the ring's intra bandwidth; plus the pipeline's fill (below)
 //   nvls          (N = 1, NVLink SHARP nodes, Simple only) t = 2(n-1)/n S / nvls + intra latency
 // and, forced only (not NCCL's, so never chosen automatically):
 //   hierarchical  (N > 1, r > 1) reduce-scatter inside the node, ring all-reduce of S/r per GPU across
-//                 nodes, all-gather inside the node (network_collectives reference Sec. 5.4): the same
-//                 bytes as the tree, pipelined likewise, with ring latency across nodes:
-//                 2((r-1) intra_lat + (N-1) inter_lat)
+//                 nodes, all-gather inside the node (network_collectives reference Sec. 5.4): the
+//                 bytes of a ring across nodes (2(N-1)/N S per node), pipelined likewise, with ring
+//                 latency across nodes: 2((r-1) intra_lat + (N-1) inter_lat), and the pipeline's fill
 //   halving_doubling  (Rabenseifner; Thakur, Rabenseifner & Gropp, IJHPCA 2005; n a power of two)
 //                 recursive-halving reduce-scatter then recursive-doubling all-gather, partners at
 //                 distance 1, 2, 4, ... (inside the node first): log2 r steps inside the node and
@@ -39,7 +45,17 @@
 // scenario may force either. all_gather, reduce_scatter, broadcast, reduce: the ring under the fastest
 // protocol. all_to_all and send_recv: Simple.
 // ring latency (NCCL tuning.cc): (steps - inter_steps) intra_lat + inter_steps inter_lat with steps
-// 2(n-1), inter steps 2(N-1); all_gather/reduce_scatter: n-1 and N-1.
+// 2(n-1), inter steps 2(N-1); all_gather/reduce_scatter: n-1 and N-1. Every ring- and tree-family
+// algorithm also pays NCCL's base latency once (nccl_protocol.hpp).
+// Pipeline fill: a pipelined algorithm (the tree, hierarchical, the broadcast/reduce chain) cuts the
+// buffer into chunks that cross its H network stages one after another. With chunks of c bytes moving
+// at the pace's rate b and a per-chunk cost of one hop latency a per stage, the time is
+// (S/c + H - 1)(a + c/b); the best c gives S/b + (H-1)a + 2 sqrt(S/b x (H-1)a), the classical
+// pipelined-broadcast time (sqrt((H-1)a) + sqrt(S/b))^2 (Chan, Heimlich, Purkayastha & van de Geijn,
+// "Collective communication: theory, practice, and experience", CCPE 19(13), 2007, Sec. 5). The fill
+// 2 sqrt(pace x network latency) stops growing once a chunk reaches what NCCL keeps in flight per stage,
+// kPipelineChunkBytes over all channels: 2 H chunk/b (then the per-chunk costs overlap with the
+// transfers of the chunks in flight). Rings pay no fill: their steps already cost one latency each.
 // all_to_all: each rank sends (n-1)/n S; the (n-r)/n part leaving the node shares the node's NICs.
 // send_recv: one transfer over the link joining the two ranks.
 // A scenario may force the all-reduce algorithm; where the forced one does not apply to a group
@@ -102,6 +118,19 @@ struct HopLatencies {
 };
 HopLatencies hop_latencies(const PathParams& path, Algorithm algorithm, Protocol protocol, bool one_per_node);
 AlgorithmFamily family_of(Algorithm a);
+
+// What NCCL keeps in flight per pipeline stage, all channels together. Fitted jointly with each
+// fabric's hop latency and efficiency on three two-node all-reduce logs of three fabrics and NCCL
+// versions (InfiniBand NDR, EFA and EFAv2, tests/validation/nccl_logs_scale/manifest.json); it matches
+// NCCL's Simple step of 512 KiB (4 MiB buffer / 8 steps) on 24 channels.
+inline constexpr double kPipelineChunkBytes = 32.0 * 1024 * 1024;
+
+// The fill of a pipeline (see above): min(2 sqrt(pace_s x net_latency_s), 2 net_stages chunk_s), where
+// chunk_s is one kPipelineChunkBytes at the rate of the pace.
+double pipeline_fill_s(double pace_s, double net_latency_s, double net_stages, double chunk_s);
+
+// Bytes the busiest node of a tree (or of the hierarchical ring) sends per direction across nodes.
+double tree_inter_bytes(Algorithm a, double nodes, double bytes);
 
 CollectiveCost collective_cost(const graph::CommOp& op, const PathParams& path);
 inline double collective_time_s(const graph::CommOp& op, const PathParams& path) {

@@ -78,7 +78,8 @@ FlowJob make_flow_job(const Topology& topology, const std::vector<FlowPhase>& ph
   std::vector<bool> link_listed(topology.link_count(), false);
   for (const FlowPhase& phase : phases) {
     double slowest = 0.0;
-    double sum = 0.0;
+    double sum[2] = {0.0, 0.0};    // route latencies, inside a node and between nodes
+    double count[2] = {0.0, 0.0};  // transfers, each spread one counted once
     std::vector<FlowTransfer>& transfers = job.phases.emplace_back();
     for (const Transfer& t : phase.transfers) {
       const FlowEndpoint a{t.src_node, t.src_gpu, t.port};
@@ -99,11 +100,14 @@ FlowJob make_flow_job(const Topology& topology, const std::vector<FlowPhase>& ph
         route_latency.push_back(latency);
       }
       slowest = std::max(slowest, route_latency[it->second]);
-      sum += route_latency[it->second];
+      const int between = t.src_node != t.dst_node ? 1 : 0;
+      sum[between] += t.share * route_latency[it->second];
+      count[between] += t.share;
       transfers.push_back({it->second, t.bytes});
     }
-    const double mean = phase.transfers.empty() ? 0.0 : sum / static_cast<double>(phase.transfers.size());
-    job.phase_latency_s.push_back(phase.ring ? mean : slowest);
+    const auto mean = [&](int k) { return count[k] > 0.0 ? sum[k] / count[k] : 0.0; };
+    job.phase_latency_s.push_back(phase.ring ? mean(0) : slowest);
+    job.phase_inter_latency_s.push_back(phase.ring ? mean(1) : 0.0);
   }
   return job;
 }

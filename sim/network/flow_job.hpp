@@ -8,8 +8,10 @@
 // transfer (0: none) and the sum of its links' latencies. The helper creates SimGrid's hosts, links and
 // routes in exactly that order (routes in `routes` order, links at their first use), so that the
 // platform, and the numbers, are those of building it while walking the transfers.
-// phase_latency_s: per phase, the largest route latency among its transfers, or their mean for a ring
-// phase (added to the SimGrid transfer time outside SimGrid; simgrid_flows.hpp says why).
+// phase_latency_s: per phase, the largest route latency among its transfers, or for a ring phase the
+// mean over its transfers inside a node, and phase_inter_latency_s the mean over those between nodes
+// (a transfer spread over several NICs counts once); added to the SimGrid transfer time outside
+// SimGrid (simgrid_flows.hpp says why).
 #pragma once
 
 #include <cstddef>
@@ -47,6 +49,7 @@ struct FlowJob {
   std::vector<FlowRoute> routes;                  // one per host pair, by first use
   std::vector<std::vector<FlowTransfer>> phases;  // the transfers of each phase, which run at once
   std::vector<double> phase_latency_s;            // kept by the caller; not encoded
+  std::vector<double> phase_inter_latency_s;      // likewise
 };
 
 FlowJob make_flow_job(const Topology& topology, const std::vector<FlowPhase>& phases);

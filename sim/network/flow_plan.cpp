@@ -127,11 +127,14 @@ FlowPlan build_plan(const graph::CommOp& op, Algorithm algorithm, const Topology
       (algorithm == Algorithm::tree || algorithm == Algorithm::hierarchical) && g.nodes > 1 && r > 1) {
     plan.pipelined = true;
     const double inter_hops = algorithm == Algorithm::tree ? 2 * std::log2(nodes) : 2 * (nodes - 1);
-    FlowPhase inter{2 * (nodes - 1), inter_hops, {}, true};
+    FlowPhase inter{2 * (nodes - 1), inter_hops, {}, true, inter_hops};
+    const double node_bytes = tree_inter_bytes(algorithm, nodes, s);
     for (const GroupPlacement& p : groups) {
       for (const std::int64_t l : p.locals)
-        add_rings(p.nodes, {l}, 1, s / (rd * nodes), cap / rd, inter.transfers);
+        add_rings(p.nodes, {l}, 1, node_bytes / (2 * (nodes - 1) * rd), cap / rd, inter.transfers);
     }
+    plan.fill_stages = inter_hops;
+    plan.fill_bytes = node_bytes / rd;
     if (path.nvls_bytes_per_s > 0.0 && protocol == Protocol::simple) {  // NVLS-tree: Simple only
       plan.fixed_time_s = 2 * (rd - 1) / rd * s / (path.nvls_bytes_per_s * fraction);
     } else {
@@ -143,6 +146,7 @@ FlowPlan build_plan(const graph::CommOp& op, Algorithm algorithm, const Topology
       }
       plan.phases.push_back(std::move(intra));
     }
+    plan.fill_phase = static_cast<int>(plan.phases.size());
     plan.phases.push_back(std::move(inter));
     return plan;
   }
@@ -157,10 +161,17 @@ FlowPlan build_plan(const graph::CommOp& op, Algorithm algorithm, const Topology
       const bool pipeline =
           op.kind == graph::CollectiveKind::broadcast || op.kind == graph::CollectiveKind::reduce;
       const double steps = pipeline ? 1.0 : (all_reduce ? 2 * (n - 1) : n - 1);
-      FlowPhase phase{steps, pipeline ? n - 1 : steps, {}, true};
+      const double inter_steps = nodes > 1 ? (all_reduce ? 2 * (nodes - 1) : nodes - 1) : 0.0;
+      FlowPhase phase{steps, pipeline ? n - 1 : steps, {}, true, inter_steps};
       const double chunk = pipeline ? s / chans : s / (n * chans);
       for (const GroupPlacement& p : groups)
         add_rings(p.nodes, p.locals, channels, chunk, cap / chans, phase.transfers);
+      if (pipeline) {  // a chain of n - 1 stages fills the pipeline
+        plan.pipelined = true;
+        plan.fill_phase = 0;
+        plan.fill_stages = n - 1;
+        plan.fill_bytes = s;
+      }
       plan.phases.push_back(std::move(phase));
       return plan;
     }
@@ -214,9 +225,17 @@ FlowPlan plan_collective(const graph::CommOp& op, const CollectiveCost& choice, 
                               : protocol_bandwidth_fraction(family_of(choice.algorithm), choice.protocol);
   FlowPlan plan = build_plan(op, choice.algorithm, shape, path, choice.protocol, fraction);
   plan.bandwidth_fraction = fraction;
+  if (choice.algorithm != Algorithm::nvls && choice.algorithm != Algorithm::direct && !plan.phases.empty())
+    plan.base_latency_s = nccl_base_latency_us(family_of(choice.algorithm), choice.protocol) * 1e-6;
   const HopLatencies hop =
       hop_latencies(path, choice.algorithm, choice.protocol, op.group.nodes == op.group.size);
-  for (FlowPhase& phase : plan.phases) phase.latency_scale = latency_scale(phase, hop, path);
+  for (FlowPhase& phase : plan.phases) {
+    phase.latency_scale = latency_scale(phase, hop, path);
+    if (path.intra_latency_s > 0.0) phase.intra_scale = hop.intra_s / path.intra_latency_s;
+    // A route between nodes also crosses the GPU's link (topology.hpp): NCCL counts one network hop.
+    const double route_s = path.inter_latency_s + path.intra_latency_s;
+    if (route_s > 0.0) phase.inter_scale = hop.inter_s / route_s;
+  }
   const std::int64_t ports =
       std::max<std::int64_t>(1, shape.nics_per_node / std::max<std::int64_t>(1, shape.gpus_per_node));
   if (ports == 1) return plan;
@@ -233,6 +252,7 @@ FlowPlan plan_collective(const graph::CommOp& op, const CollectiveCost& choice, 
         part.bytes = t.bytes / static_cast<double>(ports);
         part.rate_cap_bytes_per_s = t.rate_cap_bytes_per_s / static_cast<double>(ports);
         part.port = port;
+        part.share = t.share / static_cast<double>(ports);
         spread.push_back(part);
       }
     }
@@ -247,13 +267,27 @@ double plan_time_s(const FlowPlan& plan, const std::vector<PhaseTime>& measured)
   // as in collective_cost.hpp's tree; otherwise the phases follow each other.
   double transfer = plan.fixed_time_s;
   double latency = 0.0;
+  double fill_latency = 0.0;
+  double fill_time = 0.0;
   for (std::size_t i = 0; i < plan.phases.size(); ++i) {
     const FlowPhase& phase = plan.phases[i];
     const double t = phase.steps * measured[i].transfer_s / plan.bandwidth_fraction;
     transfer = plan.pipelined ? std::max(transfer, t) : transfer + t;
-    latency += phase.latency_hops * measured[i].latency_s * phase.latency_scale;
+    const double phase_latency =
+        phase.ring ? (phase.latency_hops - phase.inter_hops) * measured[i].latency_s * phase.intra_scale +
+                         phase.inter_hops * measured[i].inter_latency_s * phase.inter_scale
+                   : phase.latency_hops * measured[i].latency_s * phase.latency_scale;
+    latency += phase_latency;
+    if (static_cast<int>(i) == plan.fill_phase) {
+      fill_latency = phase_latency;
+      fill_time = t;
+    }
   }
-  return transfer + latency;
+  const double fill = plan.fill_phase >= 0 && plan.fill_bytes > 0.0
+                          ? pipeline_fill_s(transfer, fill_latency, plan.fill_stages,
+                                            kPipelineChunkBytes * fill_time / plan.fill_bytes)
+                          : 0.0;
+  return plan.base_latency_s + transfer + latency + fill;
 }
 
 }  // namespace dtsim::network

@@ -18,9 +18,10 @@
 //   tree, hierarchical  inside the node: a ring of the r members, 2(r-1) steps of S/r (NVLink SHARP
 //                 nodes: the in-switch reduction at its bus bandwidth, costed as in collective_cost.hpp);
 //                 across nodes: r rings of N nodes (one per member, each through its own NIC), 2(N-1)
-//                 steps of S/(rN), the bytes of either (collective_cost.hpp), with the latency of
+//                 steps of B/(2(N-1)r), B the bytes the busiest node sends (collective_cost.hpp's
+//                 tree_inter_bytes: the tree's busiest node, or the ring's), with the latency of
 //                 NCCL's tree (2 log2 N hops) or of the ring (2(N-1) hops); the two are pipelined: the
-//                 slower sets the pace
+//                 slower sets the pace; the inter-node phase fills the pipeline (collective_cost.hpp)
 //   halving_doubling  rank i = node x r + local; for distance d = 1, 2, 4, ... n/2 one phase in which
 //                 every rank sends S/(2d) to rank i xor d, twice (reduce-scatter, then all-gather in
 //                 reverse order), phases one after another
@@ -54,25 +55,31 @@ struct Transfer {
   double bytes = 0.0;
   double rate_cap_bytes_per_s = 0.0;  // 0: none
   std::int64_t port = 0;              // which of the GPU's NICs, counted from its nearest (topology.hpp)
+  double share = 1.0;                 // the part of one transfer this is (a transfer spread over ports)
 };
 
 // Transfers that run at once. One step costs the time they take sharing the links; the phase takes
 // `steps` of them plus `latency_hops` route latencies. A ring's data cross its hops one after another,
-// so its hop latency is the mean route latency of its transfers (NCCL's latency model: intra-node
-// steps at the intra-node latency, inter-node steps at the network's); a one-step phase waits for its
-// slowest route.
+// as NCCL's latency model counts them: its latency_hops - inter_hops steps inside a node at the mean
+// route latency of its transfers inside a node, its inter_hops steps across nodes at the mean of those
+// between nodes; a one-step phase waits for its slowest route.
 struct FlowPhase {
   double steps = 1.0;
   double latency_hops = 1.0;
   std::vector<Transfer> transfers;
   bool ring = false;
-  double latency_scale = 1.0;  // the protocol's hop latency over the profile's
+  double inter_hops = 0.0;     // ring: of latency_hops, the steps that cross nodes
+  double latency_scale = 1.0;  // the protocol's hop latency over the profile's (slowest route)
+  double intra_scale = 1.0;    // ring: likewise, inside a node
+  double inter_scale = 1.0;    // ring: NCCL's network hop over the profile's route between nodes
 };
 
-// What SimGrid measured for one phase: one step's transfer time and the hop latency.
+// What SimGrid measured for one phase: one step's transfer time and the hop latency (a ring's: inside
+// a node and across nodes).
 struct PhaseTime {
   double transfer_s = 0.0;
   double latency_s = 0.0;
+  double inter_latency_s = 0.0;
 };
 
 struct FlowPlan {
@@ -80,6 +87,12 @@ struct FlowPlan {
   bool pipelined = false;     // transfers of the phases overlap (the slowest sets the pace), latencies add
   double fixed_time_s = 0.0;  // a part costed outside the flows (in-switch reduction), pipelined likewise
   double bandwidth_fraction = 1.0;  // the protocol's (nccl_protocol.hpp)
+  double base_latency_s = 0.0;      // NCCL's base latency of the algorithm and protocol
+  // A pipelined plan's fill (collective_cost.hpp): the phase whose stages fill the pipeline, how many,
+  // and the bytes one member sends through it (for the time of one chunk at its rate). No fill: -1.
+  int fill_phase = -1;
+  double fill_stages = 0.0;
+  double fill_bytes = 0.0;
 };
 
 // The plan of `op` with the algorithm and protocol of `choice` (collective_cost's).

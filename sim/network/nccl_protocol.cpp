@@ -1,6 +1,7 @@
 #include "network/nccl_protocol.hpp"
 
 #include <algorithm>
+#include <limits>
 
 #include "core/errors.hpp"
 
@@ -14,6 +15,21 @@ double nccl_hop_latency_us(HopClass hw, AlgorithmFamily family, Protocol protoco
       {{5.0, 8.5, 14.0}, {2.7, 4.0, 14.0}},  // NET
   };
   return kTable[static_cast<int>(hw)][static_cast<int>(family)][static_cast<int>(protocol)];
+}
+
+double nccl_base_latency_us(AlgorithmFamily family, Protocol protocol) {
+  // baseLat[algorithm][protocol], NCCL 2.30.7 src/graph/tuning.cc (reference Sec. 1.3).
+  static constexpr double kTable[2][3] = {
+      {6.8, 14.0, 8.4},  // Tree
+      {6.6, 14.0, 8.4},  // Ring
+  };
+  return kTable[static_cast<int>(family)][static_cast<int>(protocol)];
+}
+
+double nccl_ll_max_bytes_per_s(std::int64_t nodes) {
+  // llMaxBws row 0 (Intel hosts across nodes), columns N2 and N>=3, NCCL 2.30.7 src/graph/tuning.cc.
+  if (nodes <= 1) return std::numeric_limits<double>::infinity();
+  return (nodes == 2 ? 39.0 : 20.4) * 1e9;
 }
 
 double protocol_bandwidth_fraction(AlgorithmFamily family, Protocol protocol) {

@@ -19,13 +19,22 @@
 //                PCI     Tree   1.0   1.9    4.0    Ring 1.0  2.5  5.7
 //                NET     Tree   5.0   8.5   14.0    Ring 2.7  4.0 14.0
 // The difference, not the ratio, is carried over: a fitted hop latency also holds start-up costs that
-// the protocol does not change. Not represented: NCCL's base latency per (algorithm, protocol), the
-// LL bandwidth cap llMaxBw, the tree correction factor by message size (the profiles' figures were
-// fitted without them).
+// the protocol does not change.
+// Base latency: every collective of NCCL's ring or tree family also pays NCCL's base latency
+// baseLat[a][p] once (launch and the kernel's setup):
+//                         LL    LL128  Simple  (us)
+//                Tree     6.8   14.0   8.4
+//                Ring     6.6   14.0   8.4
+// LL's bus bandwidth is capped across nodes (NCCL's llMaxBw, whole communicator): 39.0 GB/s on two
+// nodes, 20.4 GB/s on three or more (the Intel-host row; AMD hosts 22.5 and 19.0, not distinguished).
+// Inside one node the cap depends on the GPU generation (39-282 GB/s) and is not represented.
+// Not represented: NCCL's tree correction factor by message size (collective_cost.hpp models the
+// mid-size regime by the pipeline's fill instead).
 // LL128 needs NVLink inside the node (NCCL enables it only for intra paths through NVLink).
 // Algorithms that are not NCCL's (halving-doubling) use the Ring rows; NVLS runs Simple only.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 
 namespace dtsim::network {
@@ -40,6 +49,12 @@ enum class AlgorithmFamily { tree, ring };
 
 // NCCL's per-hop latency (us), hwLat[hw][family][protocol].
 double nccl_hop_latency_us(HopClass hw, AlgorithmFamily family, Protocol protocol);
+
+// NCCL's base latency (us) of a collective, baseLat[family][protocol].
+double nccl_base_latency_us(AlgorithmFamily family, Protocol protocol);
+
+// LL's bus bandwidth cap on a communicator spanning `nodes` nodes (infinite on one node).
+double nccl_ll_max_bytes_per_s(std::int64_t nodes);
 
 // Achievable bandwidth of `protocol` as a fraction of Simple's.
 double protocol_bandwidth_fraction(AlgorithmFamily family, Protocol protocol);

@@ -16,7 +16,7 @@ std::vector<PhaseTime> simulate_phases(const Topology& topology, const std::vect
   }
   std::vector<PhaseTime> steps;
   steps.reserve(phases.size());
-  for (std::size_t i = 0; i < phases.size(); ++i) steps.push_back({transfer_s[i], job.phase_latency_s[i]});
+  for (std::size_t i = 0; i < phases.size(); ++i) steps.push_back({transfer_s[i], job.phase_latency_s[i], job.phase_inter_latency_s[i]});
   return steps;
 }
 
