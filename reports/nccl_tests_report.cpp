@@ -20,7 +20,9 @@ std::string fit_number(double v, int width) {
 }  // namespace
 
 void write_nccl_tests_text(std::ostream& out, const NcclTestsTable& table) {
-  out << "# " << table.title << "\n#\n";
+  out << "# " << table.title << "\n";
+  if (!table.note.empty()) out << "# " << table.note << "\n";
+  out << "#\n";
   out << "#                                                              out-of-place                       in-place"
          "          \n";
   out << "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw"
@@ -44,6 +46,7 @@ void write_nccl_tests_json(std::ostream& out, const NcclTestsTable& table) {
   nlohmann::ordered_json j;
   j["schema_version"] = 1;
   j["title"] = table.title;
+  if (!table.note.empty()) j["note"] = table.note;
   j["op"] = table.op;
   j["type"] = table.type;
   j["ranks"] = table.ranks;

@@ -12,6 +12,7 @@ namespace dtsim::reports {
 
 struct NcclTestsTable {
   std::string title;   // one comment line describing the setup
+  std::string note;    // a second one when not empty (e.g. the fabric's fit is extrapolated)
   std::string op;      // "all_reduce", ...
   std::string type;    // "float", ...
   std::string redop;   // "sum", or "none"

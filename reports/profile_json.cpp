@@ -25,6 +25,12 @@ nlohmann::ordered_json fabric_profile_json(const config::FabricProfile& f, const
   j["latency_us"] = f.latency_us;
   j["per_message_overhead_us"] = f.per_message_overhead_us;
   if (f.per_flow_gbps) j["per_flow_gbps"] = *f.per_flow_gbps;
+  if (f.fitted_on) {
+    j["fitted_on"] = {{"min_nodes", f.fitted_on->min_nodes},
+                      {"max_nodes", f.fitted_on->max_nodes},
+                      {"min_bytes", f.fitted_on->min_bytes},
+                      {"max_bytes", f.fitted_on->max_bytes}};
+  }
   j["sources"] = sources_json(sources);
   return j;
 }

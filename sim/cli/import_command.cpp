@@ -1,6 +1,7 @@
 // dtsim import nccl-tests LOG... : fit a link's efficiency and latency to measured nccl-tests
 // all-reduce logs and write a hardware profile that scenarios can use: a fabric profile for logs that
 // span nodes, a node profile (the given node with its intra-node link refitted) for one-node logs.
+#include <algorithm>
 #include <filesystem>
 #include <sstream>
 
@@ -83,11 +84,24 @@ int import_nccl_command(const ImportNcclOptions& o, std::ostream& out) {
     fabric.latency_us = fit.latency_us;
     fabric.per_message_overhead_us = 0.0;
     fabric.per_flow_gbps.reset();
+    double smallest = 0.0;
+    double largest = 0.0;
+    for (const auto& log : logs) {
+      for (const auto& row : log.rows) {
+        if (row.size_bytes <= 0.0) continue;
+        smallest = smallest > 0.0 ? std::min(smallest, row.size_bytes) : row.size_bytes;
+        largest = std::max(largest, row.size_bytes);
+      }
+    }
+    fabric.fitted_on = config::FittedRange{cluster.cluster.nodes, cluster.cluster.nodes, smallest, largest};
     reports::Sources sources{{"efficiency", how + fmt::format("; relative to {} x {:g} Gb/s per node",
                                                             cluster.cluster.network.nics_per_node,
                                                             cluster.cluster.network.nic_gbps)},
                              {"latency_us", how + "; per network hop (Simple protocol), message overhead included"},
-                             {"per_message_overhead_us", "0: folded into latency_us by the fit"}};
+                             {"per_message_overhead_us", "0: folded into latency_us by the fit"},
+                             {"fitted_on", fmt::format("the node count and message sizes of {}: predictions at other "
+                                                       "node counts or sizes extrapolate the per-hop model",
+                                                       files)}};
     profile = reports::fabric_profile_json(fabric, sources);
   } else {
     config::NodeProfile node = cluster.node;

@@ -109,6 +109,15 @@ struct NodeProfile {
 // nodes 1; the flow level splits each transfer over a GPU's NICs, so the bound also bounds its flows.
 inline constexpr int kMaxNicsPerGpu = 8;
 
+// What a fitted fabric profile was fitted on (`dtsim import nccl-tests`): the node counts and message
+// sizes of the logs. Predictions outside it extrapolate the per-hop model.
+struct FittedRange {
+  std::int64_t min_nodes = 0;
+  std::int64_t max_nodes = 0;
+  double min_bytes = 0.0;
+  double max_bytes = 0.0;
+};
+
 struct FabricProfile {
   std::string id;
   std::string name;
@@ -116,6 +125,12 @@ struct FabricProfile {
   double latency_us = 0.0;               // one-way latency of a network hop (per ring step)
   double per_message_overhead_us = 0.0;  // host/NIC software cost per message
   std::optional<double> per_flow_gbps;   // cap on one flow (kernel TCP); none for RDMA/SRD
+  std::optional<FittedRange> fitted_on;  // fitted profiles: the logs' node counts and sizes
 };
+
+// Where a prediction for `nodes` nodes and sizes [min_bytes, max_bytes] leaves what `fabric` was
+// fitted on, as one sentence ("" when inside it, or when the profile states no fitted range).
+std::string extrapolation_note(const FabricProfile& fabric, std::int64_t nodes, double min_bytes,
+                               double max_bytes);
 
 }  // namespace dtsim::config

@@ -218,7 +218,7 @@ FabricProfile load_fabric_profile(const std::string& hardware_profiles, const st
   const std::string& path = file.path;
   ObjectReader r(file.doc, path, "");
   r.expect_keys({"schema_version", "id", "name", "sources", "efficiency", "latency_us",
-                 "per_message_overhead_us", "per_flow_gbps"});
+                 "per_message_overhead_us", "per_flow_gbps", "fitted_on"});
   FabricProfile fabric;
   fabric.id = id;
   fabric.name = read_header(r, id);
@@ -226,6 +226,16 @@ FabricProfile load_fabric_profile(const std::string& hardware_profiles, const st
   fabric.latency_us = r.required<double>("latency_us", NumberRule::positive());
   fabric.per_message_overhead_us = r.required<double>("per_message_overhead_us", NumberRule::non_negative());
   fabric.per_flow_gbps = r.maybe<double>("per_flow_gbps", NumberRule::positive());
+  if (auto fitted = r.optional_child("fitted_on")) {
+    fitted->expect_keys({"min_nodes", "max_nodes", "min_bytes", "max_bytes"});
+    FittedRange range;
+    range.min_nodes = fitted->required<std::int64_t>("min_nodes", IntRule::positive());
+    range.max_nodes = fitted->required<std::int64_t>("max_nodes", IntRule::at_least(range.min_nodes));
+    range.min_bytes = fitted->required<double>("min_bytes", NumberRule::positive());
+    range.max_bytes = fitted->required<double>("max_bytes", NumberRule::at_least(range.min_bytes));
+    fitted->finish();
+    fabric.fitted_on = range;
+  }
   check_sources(r);
   r.finish();
   return fabric;

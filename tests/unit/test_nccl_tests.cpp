@@ -115,5 +115,18 @@ TEST_CASE("an imported fabric profile loads and reproduces its log") {
   const auto rows = dtsim::network::predict_nccl_tests(*model, CollectiveKind::all_reduce, dtsim::graph::CommGroup{16, 2, 1},
                                                        {1073741824.0}, 4.0);
   CHECK(rows.front().busbw_gbps == doctest::Approx(76.79).epsilon(0.10));  // the log's 1 GiB row
+  // The profile records what it was fitted on: 2 nodes, the log's 8 B to 2 GiB rows; a prediction
+  // inside that says nothing, one at 128 nodes or past 2 GiB says it extrapolates.
+  REQUIRE(cluster.fabric.fitted_on);
+  CHECK(cluster.fabric.fitted_on->min_nodes == 2);
+  CHECK(cluster.fabric.fitted_on->max_nodes == 2);
+  CHECK(cluster.fabric.fitted_on->min_bytes == 8.0);
+  CHECK(cluster.fabric.fitted_on->max_bytes == 2147483648.0);
+  CHECK(dtsim::config::extrapolation_note(cluster.fabric, 2, 1024.0, 1073741824.0).empty());
+  CHECK(dtsim::config::extrapolation_note(cluster.fabric, 128, 1024.0, 1073741824.0) ==
+        "extrapolated: fabric efa-p4de was fitted on 2 nodes and 8 B to 2 GiB; 128 nodes leave that range");
+  CHECK(dtsim::config::extrapolation_note(cluster.fabric, 2, 1024.0, 8589934592.0) ==
+        "extrapolated: fabric efa-p4de was fitted on 2 nodes and 8 B to 2 GiB; sizes 1 KiB to 8 GiB leave that "
+        "range");
   fs::remove_all(root);
 }
