@@ -97,6 +97,10 @@ struct RateState {
   TimeNs issue_base = 0;
   std::uint32_t segment_last = 0;
   bool paused = false;
+  // A communication task through its node's NICs (on a gang's first member for the gang): how many
+  // tasks share them now (it progresses at 1 / nic_share; simulate.hpp, "Shared NICs"), 0 for any
+  // other task. `remaining` and `since` then hold its work at the full share.
+  std::uint32_t nic_share = 0;
 };
 
 // A rank's busy flags (bit = local stream index; streams beyond 64 in extra words), where the
@@ -105,6 +109,7 @@ struct RankState {
   TimeNs last_change = 0;
   std::uint32_t comm_running = 0;  // tasks with a non-zero duration running on its comm streams
   std::uint32_t host_waiting = 0;  // ready compute tasks waiting for the host to issue them
+  std::uint32_t nic_users = 0;     // running communication tasks through the node's NICs
   std::uint64_t compute_bits = 0;
   std::uint64_t comm_bits = 0;
   std::uint32_t stream_begin = 0;  // into Run::running_category_ and Run::rank_streams_
@@ -172,6 +177,12 @@ class Run {
   void pause(StreamId s, StreamState& st);
   void resume(StreamId s, StreamState& st);
   void finish_gang(StreamState& first);
+  void start_nic_task(StreamId s, StreamState& st, RankState& rank, TimeNs duration);
+  void start_nic_gang(StreamId first_stream, StreamState& first, const GangRun& gang, TimeNs duration);
+  void finish_nic_task(StreamId holder, RankState* rank, const GangRun* gang);
+  void rerate_nics(const RankState& rank);
+  void rerate_nic_task(StreamId holder);
+  std::uint32_t nic_share_of(StreamId holder) const;
   void release_successors(std::uint32_t begin, std::uint32_t end);
   void set_busy(RankState& rank, StreamState& st, bool busy);
   std::uint8_t current_slot(const RankState& rank) const;
@@ -190,11 +201,13 @@ class Run {
   const double overlap_slowdown_;
   const bool slowed_;
   const bool host_;  // a host issues the compute streams' tasks
+  bool share_nics_ = false;  // some communication op crosses nodes (simulate.hpp, "Shared NICs")
 
   TimeNs now_ = 0;
   EventQueue queue_;
   std::vector<Node> nodes_;  // one per task
   std::vector<TimeNs> memo_;
+  std::vector<std::uint8_t> nic_op_;  // per op: a communication op whose group spans nodes
   std::vector<std::uint32_t> kernel_begin_;  // per op: its kernels are kernels_[begin[op] .. begin[op + 1])
   std::vector<Kernel> kernels_;
   std::vector<GangRun> gangs_;

@@ -72,6 +72,12 @@ void Run::setup_nodes() {
     nodes_.push_back(Node{pred[t], task.stream, task.op << kOpShift | kind[task.op] | category, kNoTask});
   }
   memo_.assign(ops.size(), kNotCosted);
+  nic_op_.assign(ops.size(), 0);
+  for (std::size_t o = 0; o < ops.size(); ++o) {
+    const auto* comm = std::get_if<graph::CommOp>(&ops[o]);
+    nic_op_[o] = comm != nullptr && comm->group.nodes > 1 ? 1 : 0;
+    share_nics_ = share_nics_ || nic_op_[o] != 0;
+  }
   kernel_begin_.assign(ops.size() + 1, 0);
   for (std::size_t o = 0; o < ops.size(); ++o) {
     const auto* fused = std::get_if<graph::FusedOp>(&ops[o]);

@@ -154,6 +154,10 @@ inline void Run::start_ready() {
   }
   st.slowable = false;
   if (st.comm && duration > 0 && slowed_ && rank.comm_running++ == 0) rerate_compute(rank, true);
+  if (share_nics_ && duration > 0 && nic_op_[op] != 0) [[unlikely]] {
+    start_nic_task(s, st, rank, duration);
+    return;
+  }
   st.expected_end = now_ + duration;
   queue_.push(st.expected_end, s);
 }
@@ -169,6 +173,7 @@ void Run::start_gang(StreamId first_stream, StreamState& first) {
     StreamState& st = streams_[gang_streams_[gang.begin + j]];
     RankState& rank = ranks_[st.rank];
     st.start = now_;
+    st.word = first.word;  // each member names the gang (Run::rerate_nics finds it from any member)
     st.expected_end = -1;  // the gang's completion event carries its first member only
     st.slowable = false;
     st.after = gang_next_[gang.begin + j];
@@ -176,13 +181,103 @@ void Run::start_gang(StreamId first_stream, StreamState& first) {
     set_busy(rank, st, true);
     if (st.comm && duration > 0 && slowed_ && rank.comm_running++ == 0) rerate_compute(rank, true);
   }
+  if (share_nics_ && duration > 0 && nic_op_[gang.op] != 0) [[unlikely]] {
+    start_nic_gang(first_stream, first, gang, duration);
+    return;
+  }
   first.expected_end = now_ + duration;
   queue_.push(first.expected_end, first_stream);
 }
 
+// Shared NICs (simulate.hpp): a task through its node's NICs starts, the other tasks on them slow.
+void Run::start_nic_task(StreamId s, StreamState& st, RankState& rank, TimeNs duration) {
+  ++rank.nic_users;
+  RateState& rate = rates_[s];
+  rate.remaining = static_cast<double>(duration);
+  rate.since = now_;
+  rate.nic_share = rank.nic_users;
+  st.expected_end = now_ + round_to_ns(rate.remaining * rate.nic_share);
+  queue_.push(st.expected_end, s);
+  if (rank.nic_users > 1) rerate_nics(rank);
+}
+
+void Run::start_nic_gang(StreamId first_stream, StreamState& first, const GangRun& gang, TimeNs duration) {
+  const StreamId* const members = gang_streams_ + gang.begin;
+  for (std::uint32_t j = 0; j < gang.size; ++j) ++ranks_[streams_[members[j]].rank].nic_users;
+  RateState& rate = rates_[first_stream];
+  rate.remaining = static_cast<double>(duration);
+  rate.since = now_;
+  rate.nic_share = nic_share_of(first_stream);
+  first.expected_end = now_ + round_to_ns(rate.remaining * rate.nic_share);
+  queue_.push(first.expected_end, first_stream);
+  for (std::uint32_t j = 0; j < gang.size; ++j) {
+    const RankState& rank = ranks_[streams_[members[j]].rank];
+    if (rank.nic_users > 1) rerate_nics(rank);
+  }
+}
+
+// A task through the NICs ended (its streams no longer busy): the others on them speed up.
+void Run::finish_nic_task(StreamId holder, RankState* rank, const GangRun* gang) {
+  rates_[holder].nic_share = 0;
+  if (gang == nullptr) {
+    if (--rank->nic_users > 0) rerate_nics(*rank);
+    return;
+  }
+  const StreamId* const members = gang_streams_ + gang->begin;
+  for (std::uint32_t j = 0; j < gang->size; ++j) --ranks_[streams_[members[j]].rank].nic_users;
+  for (std::uint32_t j = 0; j < gang->size; ++j) {
+    const RankState& member = ranks_[streams_[members[j]].rank];
+    if (member.nic_users > 0) rerate_nics(member);
+  }
+}
+
+// Every task through the rank's NICs (its busy communication streams'; a gang's on its first member).
+void Run::rerate_nics(const RankState& rank) {
+  const auto holder = [&](std::uint32_t local) {
+    const StreamId s = rank_streams_[rank.stream_begin + local];
+    const std::uint32_t word = streams_[s].word;
+    return (word & kGangFlag) != 0 ? gang_streams_[gangs_[word >> kOpShift].begin] : s;
+  };
+  for (std::uint64_t bits = rank.comm_bits; bits != 0; bits &= bits - 1) {
+    rerate_nic_task(holder(static_cast<std::uint32_t>(std::countr_zero(bits))));
+  }
+  for (std::uint32_t w = rank.extra_begin; w < rank.extra_end; ++w) {
+    for (std::uint64_t bits = extra_comm_bits_[w]; bits != 0; bits &= bits - 1) {
+      rerate_nic_task(holder(lowest(rank, w, bits)));
+    }
+  }
+}
+
+// Brings the task's work at the full share up to date at its old share and reschedules its completion
+// at the new one.
+void Run::rerate_nic_task(StreamId holder) {
+  RateState& rate = rates_[holder];
+  if (rate.nic_share == 0) return;
+  const std::uint32_t share = nic_share_of(holder);
+  if (share == rate.nic_share) return;
+  const double elapsed = static_cast<double>(now_ - rate.since);
+  rate.remaining = std::max(0.0, rate.remaining - elapsed / rate.nic_share);
+  rate.since = now_;
+  rate.nic_share = share;
+  StreamState& st = streams_[holder];
+  st.expected_end = now_ + round_to_ns(rate.remaining * share);
+  queue_.push(st.expected_end, holder);
+}
+
+// A task's share: the tasks on its rank's NICs; a gang's, the most on any member's.
+std::uint32_t Run::nic_share_of(StreamId holder) const {
+  const StreamState& st = streams_[holder];
+  if ((st.word & kGangFlag) == 0) return ranks_[st.rank].nic_users;
+  const GangRun& gang = gangs_[st.word >> kOpShift];
+  std::uint32_t most = 1;
+  for (std::uint32_t j = 0; j < gang.size; ++j)
+    most = std::max(most, ranks_[streams_[gang_streams_[gang.begin + j]].rank].nic_users);
+  return most;
+}
+
 // A completion event superseded by a re-rating (below); wake-ups never are.
 inline bool Run::stale(const Event& e) const {
-  return slowed_ && (e.payload & kWakeBit) == 0 && superseded(e);
+  return (slowed_ || share_nics_) && (e.payload & kWakeBit) == 0 && superseded(e);
 }
 
 // A completion event pushed before its task was re-rated (only with a slowdown). One that falls at the
@@ -308,6 +403,8 @@ void Run::advance_kernels(RateState& rate) const {
   RankState& rank = ranks_[st.rank];
   set_busy(rank, st, false);
   if (st.comm && slowed_ && now_ > st.start && --rank.comm_running == 0) rerate_compute(rank, false);
+  if (rates_[s].nic_share != 0) [[unlikely]]
+    finish_nic_task(s, &rank, nullptr);
   advance(st);
   release_successors(st.succ_begin, st.succ_end);
   arrive(s, st);
@@ -326,6 +423,8 @@ void Run::finish_gang(StreamState& first) {
     if (st.comm && slowed_ && now_ > st.start && --rank.comm_running == 0) rerate_compute(rank, false);
     advance(st);
   }
+  if (rates_[*members].nic_share != 0) [[unlikely]]
+    finish_nic_task(*members, nullptr, &gang);
   release_successors(first.succ_begin, first.succ_end);
   for (const StreamId* m = members; m != last; ++m) arrive(*m, streams_[*m]);
 }

@@ -22,6 +22,15 @@
 // communication starts or stops, running compute tasks are re-rated and their completions rescheduled
 // (the superseded completion events are discarded when they surface).
 //
+// Shared NICs: a communication op whose group spans nodes uses its ranks' NICs. The network model costs
+// it alone (with the groups of its own kind that share the node's NICs counted in); while several such
+// tasks run on one rank (a data-parallel reduce-scatter beside a pipeline send, a context-parallel ring
+// beside a ZeRO-3 gather), they share its NICs equally: each progresses at 1 / k of its speed, k the
+// number running on the rank (for a gang task, the most on any of its member ranks), and every start
+// and end re-rates the others (processor sharing of the whole duration, latency included: an
+// approximation that overstates the slowdown of latency-bound transfers). Two equal all-reduces that
+// start together on one rank's NICs each take twice as long as one alone.
+//
 // Host: with host_issue_ns_per_kernel > 0, each rank's host issues the tasks of its compute stream in
 // program order, each at that cost per kernel launch (ComputeOp::kernels; a fused op's kernels summed),
 // without waiting for the GPU: a task cannot start before its first kernel is issued, and the host
