@@ -1,9 +1,15 @@
 // The engine's shared NICs (engine/simulate.hpp, "Shared NICs"): communication tasks whose groups span
 // nodes share their rank's NICs equally (processor sharing), re-rated at every start and end; tasks
-// inside a node do not. The fake network's op of B bytes takes B ns alone (engine_fixture.hpp).
+// inside a node do not. The fake network's op of B bytes takes B ns alone (engine_fixture.hpp); the last
+// case checks the sharing against the SimGrid flow level, the reference for contention.
 #include <doctest/doctest.h>
 
 #include "engine_fixture.hpp"
+#include "network/flow_model.hpp"
+#include "network/flow_plan.hpp"
+#include "network/simgrid_flows.hpp"
+#include "network/topology.hpp"
+#include "scenario_fixture.hpp"
 
 using namespace dtsim::testing::engine_fixture;
 
@@ -89,4 +95,40 @@ TEST_CASE("engine: a gang task shares the NICs of every member rank") {
   CHECK(span_of(r, gang).end == 160);
   CHECK(exposed(r.ranks[0], Category::data_comm) == 160);
   CHECK(total(r.ranks[1]) == r.makespan);
+}
+
+TEST_CASE("engine: its shared NICs against the flow level's two transfers through one NIC") {
+  // The reference (SimGrid, max-min fair sharing): on two nodes with one NIC each, one 1 GB transfer from
+  // GPU 0 of node 0 to GPU 0 of node 1 alone, then beside a second one from GPU 1 to GPU 1 through the
+  // same NICs: the two take twice as long as one. The engine, costing each send with the flow level
+  // alone and sharing the rank's NICs, ends both at twice that: within 10% of the reference.
+  auto s = dtsim::testing::fixture_scenario();
+  s.cluster.nodes = 2;
+  s.cluster.network.nics_per_node = 1;
+  s.simulation.network = dtsim::config::NetworkFidelity::flow;
+  const dtsim::network::Topology topology(dtsim::network::topology_shape(s));
+  dtsim::network::FlowPhase one;
+  one.transfers.push_back({0, 0, 1, 0, 1e9, 0.0, 0});
+  dtsim::network::FlowPhase two = one;
+  two.transfers.push_back({0, 1, 1, 1, 1e9, 0.0, 0});
+  const auto alone = dtsim::network::simulate_phases(topology, {one});
+  const auto together = dtsim::network::simulate_phases(topology, {two});
+  CHECK(together[0].transfer_s / alone[0].transfer_s == doctest::Approx(2.0).epsilon(0.02));
+
+  const dtsim::network::FlowModel flow(s);
+  graph::CommOp send;
+  send.kind = graph::CollectiveKind::send_recv;
+  send.bytes = 1e9;
+  send.group = graph::CommGroup{2, 2, 1};
+  const compute::ComputeModel compute(s.gpu, config::Precision::bf16);
+  graph::TaskGraph g(1);
+  const auto data = g.add_stream(0, StreamKind::data_comm);
+  const auto pipe = g.add_stream(0, StreamKind::pipeline_send);
+  const TaskId a = add(g, data, send, Category::data_comm, "A");
+  const TaskId b = add(g, pipe, send, Category::pipeline_comm, "B");
+  g.finalize();
+  const auto r = engine::simulate(g, compute, flow, engine::EngineOptions{true, 1.0, 0.0});
+  const double reference_s = together[0].transfer_s + together[0].latency_s;
+  CHECK(static_cast<double>(span_of(r, a).end) * 1e-9 == doctest::Approx(reference_s).epsilon(0.10));
+  CHECK(span_of(r, b).end == span_of(r, a).end);
 }
