@@ -35,4 +35,9 @@ std::string extrapolation_note(const FabricProfile& fabric, std::int64_t nodes, 
                      fabric.id, fitted_nodes, bytes_text(f.min_bytes), bytes_text(f.max_bytes), outside);
 }
 
+std::string extrapolation_note(const FabricProfile& fabric, std::int64_t nodes) {
+  if (!fabric.fitted_on) return "";
+  return extrapolation_note(fabric, nodes, fabric.fitted_on->min_bytes, fabric.fitted_on->max_bytes);
+}
+
 }  // namespace dtsim::config

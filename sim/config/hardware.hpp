@@ -132,5 +132,7 @@ struct FabricProfile {
 // fitted on, as one sentence ("" when inside it, or when the profile states no fitted range).
 std::string extrapolation_note(const FabricProfile& fabric, std::int64_t nodes, double min_bytes,
                                double max_bytes);
+// The same for the node count alone (a training run's collectives have many sizes).
+std::string extrapolation_note(const FabricProfile& fabric, std::int64_t nodes);
 
 }  // namespace dtsim::config

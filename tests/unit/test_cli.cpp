@@ -369,3 +369,18 @@ TEST_CASE("an output that names an input, or another output, is refused before a
         dtsim::cli::kExitOk);
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("run and nccl-tests say when a fitted fabric is used past the node counts it was fitted on") {
+  // The shipped efa profile was fitted on one 2-node log (hardware_profiles/fabrics/efa.json, fitted_on).
+  const std::string scenario = std::string(DTSIM_SOURCE_DIR) + "/scenarios/llama2-13b-p4d-efa.json";
+  const Outcome run = run_dtsim({"run", scenario, "--no-timing"});
+  CHECK(run.status == dtsim::cli::kExitOk);
+  CHECK(run.out.find("extrapolated: fabric efa was fitted on 2 nodes and 8 B to 2 GiB; 16 nodes leave that range") !=
+        std::string::npos);
+  const Outcome two = run_dtsim({"nccl-tests", "--node", "aws-p4d", "--nodes", "2", "-b", "8", "-e", "1G"});
+  CHECK(two.status == dtsim::cli::kExitOk);
+  CHECK(two.out.find("extrapolated") == std::string::npos);
+  const Outcome many = run_dtsim({"nccl-tests", "--node", "aws-p4d", "--nodes", "128", "--format", "json"});
+  CHECK(many.status == dtsim::cli::kExitOk);
+  CHECK(many.out.find("\"note\": \"extrapolated: fabric efa was fitted on 2 nodes") != std::string::npos);
+}
