@@ -46,18 +46,23 @@ AffineFit fit_affine(const std::vector<std::pair<double, double>>& points, doubl
 
 namespace {
 
-// (size, seconds) of every row: the faster of the out-of-place and in-place runs.
+// (size, seconds) of every row, its time the faster of its two runs (nccl_log.hpp).
 std::vector<std::pair<double, double>> row_times(const std::vector<NcclLog>& logs) {
   std::vector<std::pair<double, double>> points;
   for (const auto& log : logs) {
-    for (const auto& row : log.rows) {
-      double t = row.out_of_place.time_us;
-      if (row.in_place && row.in_place->time_us > 0.0 && (t <= 0.0 || row.in_place->time_us < t))
-        t = row.in_place->time_us;
-      points.emplace_back(row.size_bytes, t * 1e-6);
-    }
+    for (const auto& row : log.rows) points.emplace_back(row.size_bytes, fastest_time_us(row) * 1e-6);
   }
   return points;
+}
+
+// The rows with a size in [lo, hi] and a time.
+std::vector<std::pair<double, double>> rows_between(const std::vector<std::pair<double, double>>& points,
+                                                    double lo, double hi) {
+  std::vector<std::pair<double, double>> out;
+  for (const auto& point : points) {
+    if (point.first >= lo && point.first <= hi && point.first > 0.0 && point.second > 0.0) out.push_back(point);
+  }
+  return out;
 }
 
 // The network model's all-reduce time for the log's layout with the fabric at (efficiency, latency).
@@ -74,24 +79,31 @@ class FabricModel {
     op_.bytes = bytes;
     return network::collective_cost(op_, network::path_params(cluster_));
   }
-  // Sum of squared relative errors over the rows in [lo, hi] bytes, and their count.
-  std::pair<double, int> error(double efficiency, double latency_us,
-                               const std::vector<std::pair<double, double>>& points, double lo, double hi) {
-    double sum = 0.0;
-    int rows = 0;
-    for (const auto& [size, t] : points) {
-      if (size < lo || size > hi || size <= 0.0 || t <= 0.0) continue;
-      const double e = (cost(efficiency, latency_us, size).time_s - t) / t;
-      sum += e * e;
-      ++rows;
-    }
-    return {sum, rows};
+  // The relative error of the predicted time of each row.
+  std::vector<double> errors(double efficiency, double latency_us, const std::vector<std::pair<double, double>>& rows) {
+    std::vector<double> out;
+    out.reserve(rows.size());
+    for (const auto& [size, t] : rows) out.push_back((cost(efficiency, latency_us, size).time_s - t) / t);
+    return out;
   }
 
  private:
   config::Scenario cluster_;
   graph::CommOp op_;
 };
+
+double sum_of_squares(const std::vector<double>& errors) {
+  double sum = 0.0;
+  for (const double e : errors) sum += e * e;
+  return sum;
+}
+
+// Mean absolute error, in percent.
+double mape(const std::vector<double>& errors) {
+  double sum = 0.0;
+  for (const double e : errors) sum += std::abs(e);
+  return errors.empty() ? 0.0 : 100.0 * sum / static_cast<double>(errors.size());
+}
 
 // The x in [lo, hi] (searched on a log scale) minimizing f: golden-section search.
 template <typename F>
@@ -111,18 +123,6 @@ double minimize_log(F f, double lo, double hi) {
   return std::exp((a + b) / 2.0);
 }
 
-double mape(FabricModel& model, double efficiency, double latency_us,
-            const std::vector<std::pair<double, double>>& points, double lo, double hi) {
-  double sum = 0.0;
-  int rows = 0;
-  for (const auto& [size, t] : points) {
-    if (size < lo || size > hi || size <= 0.0 || t <= 0.0) continue;
-    sum += std::abs(model.cost(efficiency, latency_us, size).time_s - t) / t;
-    ++rows;
-  }
-  return rows > 0 ? 100.0 * sum / rows : 0.0;
-}
-
 constexpr double kLatencyBoundBytes = 64.0 * 1024;
 
 }  // namespace
@@ -131,6 +131,11 @@ LinkFit fit_all_reduce(const std::vector<NcclLog>& logs, const config::Scenario&
                        double min_bytes) {
   const std::vector<std::pair<double, double>> points = row_times(logs);
   LinkFit out;
+  for (const auto& [size, t] : points) {
+    if (size <= 0.0) continue;
+    out.smallest_bytes = out.smallest_bytes > 0.0 ? std::min(out.smallest_bytes, size) : size;
+    out.largest_bytes = std::max(out.largest_bytes, size);
+  }
   const double nodes = static_cast<double>(cluster.cluster.nodes);
   const double r = static_cast<double>(ranks_per_node);
   const double n = nodes * r;
@@ -148,35 +153,31 @@ LinkFit fit_all_reduce(const std::vector<NcclLog>& logs, const config::Scenario&
     return out;
   }
   out.target = FitTarget::fabric;
-  FabricModel model(cluster, ranks_per_node);
-  constexpr double kMax = std::numeric_limits<double>::infinity();
-  const int bandwidth_rows = model.error(1.0, 1.0, points, std::max(min_bytes, 1.0), kMax).second;
-  if (bandwidth_rows < 2) {
-    throw core::InputError(
-        "", "",
-        fmt::format("need at least 2 rows of {:.0f} bytes or more to fit, got {}", min_bytes, bandwidth_rows));
+  const auto bandwidth_rows = rows_between(points, std::max(min_bytes, 1.0), std::numeric_limits<double>::infinity());
+  const auto latency_rows = rows_between(points, 1.0, kLatencyBoundBytes);
+  if (bandwidth_rows.size() < 2) {
+    throw core::InputError("", "",
+                           fmt::format("need at least 2 rows of {:.0f} bytes or more to fit, got {}", min_bytes,
+                                       bandwidth_rows.size()));
   }
-  out.latency_rows = model.error(1.0, 1.0, points, 1.0, kLatencyBoundBytes).second;
+  FabricModel model(cluster, ranks_per_node);
   double efficiency = cluster.fabric.efficiency;
   double latency_us = cluster.fabric.latency_us + cluster.fabric.per_message_overhead_us;
   for (int round = 0; round < 3; ++round) {
-    if (out.latency_rows > 0) {
+    if (!latency_rows.empty()) {
       latency_us = minimize_log(
-          [&](double l) { return model.error(efficiency, l, points, 1.0, kLatencyBoundBytes).first; }, 0.01,
-          10000.0);
+          [&](double l) { return sum_of_squares(model.errors(efficiency, l, latency_rows)); }, 0.01, 10000.0);
     }
     efficiency = minimize_log(
-        [&](double e) { return model.error(e, latency_us, points, std::max(min_bytes, 1.0), kMax).first; },
-        1e-4, 1.0);
+        [&](double e) { return sum_of_squares(model.errors(e, latency_us, bandwidth_rows)); }, 1e-4, 1.0);
   }
   out.efficiency = efficiency;
   out.latency_us = latency_us;
-  out.fit.rows = bandwidth_rows;
-  out.fit.mape = mape(model, efficiency, latency_us, points, std::max(min_bytes, 1.0), kMax);
-  out.latency_mape = out.latency_rows > 0 ? mape(model, efficiency, latency_us, points, 1.0, kLatencyBoundBytes) : 0.0;
-  double largest = 0.0;
-  for (const auto& point : points) largest = std::max(largest, point.first);
-  out.algorithm = network::to_string(model.cost(efficiency, latency_us, largest).algorithm);
+  out.fit.rows = static_cast<int>(bandwidth_rows.size());
+  out.fit.mape = mape(model.errors(efficiency, latency_us, bandwidth_rows));
+  out.latency_rows = static_cast<int>(latency_rows.size());
+  out.latency_mape = mape(model.errors(efficiency, latency_us, latency_rows));
+  out.algorithm = network::to_string(model.cost(efficiency, latency_us, out.largest_bytes).algorithm);
   return out;
 }
 

@@ -45,6 +45,8 @@ struct LinkFit {
   AffineFit fit;             // the bandwidth rows: how many, and the fit's error on them (percent)
   int latency_rows = 0;      // fabric: the latency-bound rows the latency was fitted on (0: kept)
   double latency_mape = 0.0;  // and the fit's error on them (percent)
+  double smallest_bytes = 0.0;  // the sizes of the logs' rows (above 0)
+  double largest_bytes = 0.0;
 };
 
 // `cluster` gives the node and NICs the log ran on (its cluster.nodes = nodes in the log) and

@@ -1,5 +1,6 @@
 #include "calibration/nccl_log.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <set>
@@ -145,6 +146,12 @@ NcclLog parse_nccl_log_text(const std::string& text, const std::string& file) {
   }
   if (log.rows.empty()) throw core::InputError(file, "", "no nccl-tests data rows found");
   return log;
+}
+
+double fastest_time_us(const NcclLogRow& row) {
+  const double out = row.out_of_place.time_us;
+  if (!row.in_place || row.in_place->time_us <= 0.0) return out;
+  return out <= 0.0 ? row.in_place->time_us : std::min(out, row.in_place->time_us);
 }
 
 NcclLog read_nccl_log(const std::string& path) {

@@ -38,6 +38,10 @@ struct NcclLog {
 };
 
 NcclLog parse_nccl_log_text(const std::string& text, const std::string& file);
+// The row's time in us: the faster of its out-of-place and in-place runs (single-row spikes of one of
+// them are common in published logs); a run that printed no time (0) does not count.
+double fastest_time_us(const NcclLogRow& row);
+
 // Reads the log at `path` (at most 64 MiB; a larger or unreadable file is an InputError).
 NcclLog read_nccl_log(const std::string& path);
 

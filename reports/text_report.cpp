@@ -54,10 +54,8 @@ void write_setup(std::ostream& out, const config::Scenario& s) {
                                   : std::string{},
                    s.gpu_count(), s.gpu.id, n.fabric, n.nics_per_node, n.nic_gbps,
                    config::to_string(n.topology), n.oversubscription));
-  if (s.cluster.nodes > 1) {
-    const std::string note = config::extrapolation_note(s.fabric, s.cluster.nodes);
-    if (!note.empty()) line(out, "", note);
-  }
+  if (const std::string note = config::extrapolation_note(s.fabric, s.cluster.nodes); !note.empty())
+    line(out, "", note);
 
   const config::ParallelismSpec& p = s.parallelism;
   std::string parallel =

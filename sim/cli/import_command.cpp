@@ -1,7 +1,6 @@
 // dtsim import nccl-tests LOG... : fit a link's efficiency and latency to measured nccl-tests
 // all-reduce logs and write a hardware profile that scenarios can use: a fabric profile for logs that
 // span nodes, a node profile (the given node with its intra-node link refitted) for one-node logs.
-#include <algorithm>
 #include <filesystem>
 #include <sstream>
 
@@ -84,16 +83,8 @@ int import_nccl_command(const ImportNcclOptions& o, std::ostream& out) {
     fabric.latency_us = fit.latency_us;
     fabric.per_message_overhead_us = 0.0;
     fabric.per_flow_gbps.reset();
-    double smallest = 0.0;
-    double largest = 0.0;
-    for (const auto& log : logs) {
-      for (const auto& row : log.rows) {
-        if (row.size_bytes <= 0.0) continue;
-        smallest = smallest > 0.0 ? std::min(smallest, row.size_bytes) : row.size_bytes;
-        largest = std::max(largest, row.size_bytes);
-      }
-    }
-    fabric.fitted_on = config::FittedRange{cluster.cluster.nodes, cluster.cluster.nodes, smallest, largest};
+    fabric.fitted_on =
+        config::FittedRange{cluster.cluster.nodes, cluster.cluster.nodes, fit.smallest_bytes, fit.largest_bytes};
     reports::Sources sources{{"efficiency", how + fmt::format("; relative to {} x {:g} Gb/s per node",
                                                             cluster.cluster.network.nics_per_node,
                                                             cluster.cluster.network.nic_gbps)},

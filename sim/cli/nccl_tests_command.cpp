@@ -172,7 +172,7 @@ int nccl_tests_command(const NcclTestsOptions& o, std::ostream& out) {
     table.title += fmt::format(", algorithm {}, protocol {}", o.algo, o.proto);
   table.rows = network::predict_nccl_tests(
       *model, kind, group, network::nccl_tests_sizes(min_bytes, max_bytes, o.factor, element), element);
-  if (cluster.cluster.nodes > 1 && !table.rows.empty()) {
+  if (!table.rows.empty()) {
     table.note = config::extrapolation_note(cluster.fabric, cluster.cluster.nodes, table.rows.front().size_bytes,
                                             table.rows.back().size_bytes);
   }

@@ -20,7 +20,7 @@ std::string bytes_text(double bytes) {
 
 std::string extrapolation_note(const FabricProfile& fabric, std::int64_t nodes, double min_bytes,
                                double max_bytes) {
-  if (!fabric.fitted_on) return "";
+  if (!fabric.fitted_on || nodes <= 1) return "";  // one node does not use the fabric
   const FittedRange& f = *fabric.fitted_on;
   std::string outside;
   if (nodes > f.max_nodes || nodes < f.min_nodes) outside = fmt::format("{} nodes", nodes);

@@ -129,7 +129,8 @@ struct FabricProfile {
 };
 
 // Where a prediction for `nodes` nodes and sizes [min_bytes, max_bytes] leaves what `fabric` was
-// fitted on, as one sentence ("" when inside it, or when the profile states no fitted range).
+// fitted on, as one sentence ("" when inside it, on one node (no fabric), or when the profile states no
+// fitted range).
 std::string extrapolation_note(const FabricProfile& fabric, std::int64_t nodes, double min_bytes,
                                double max_bytes);
 // The same for the node count alone (a training run's collectives have many sizes).

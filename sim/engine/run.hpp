@@ -7,6 +7,7 @@
 #include <bit>
 #include <cstdint>
 #include <limits>
+#include <span>
 #include <vector>
 
 #include "compute/compute_model.hpp"
@@ -177,12 +178,12 @@ class Run {
   void pause(StreamId s, StreamState& st);
   void resume(StreamId s, StreamState& st);
   void finish_gang(StreamState& first);
-  void start_nic_task(StreamId s, StreamState& st, RankState& rank, TimeNs duration);
-  void start_nic_gang(StreamId first_stream, StreamState& first, const GangRun& gang, TimeNs duration);
-  void finish_nic_task(StreamId holder, RankState* rank, const GangRun* gang);
+  void start_nic_task(StreamId holder, std::span<const StreamId> members, TimeNs duration);
+  void finish_nic_task(StreamId holder, std::span<const StreamId> members);
   void rerate_nics(const RankState& rank);
   void rerate_nic_task(StreamId holder);
-  std::uint32_t nic_share_of(StreamId holder) const;
+  std::uint32_t nic_share_of(std::span<const StreamId> members) const;
+  std::span<const StreamId> members_of(const StreamId& holder) const;
   void release_successors(std::uint32_t begin, std::uint32_t end);
   void set_busy(RankState& rank, StreamState& st, bool busy);
   std::uint8_t current_slot(const RankState& rank) const;

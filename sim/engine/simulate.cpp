@@ -155,7 +155,7 @@ inline void Run::start_ready() {
   st.slowable = false;
   if (st.comm && duration > 0 && slowed_ && rank.comm_running++ == 0) rerate_compute(rank, true);
   if (share_nics_ && duration > 0 && nic_op_[op] != 0) [[unlikely]] {
-    start_nic_task(s, st, rank, duration);
+    start_nic_task(s, {&s, 1}, duration);
     return;
   }
   st.expected_end = now_ + duration;
@@ -182,52 +182,38 @@ void Run::start_gang(StreamId first_stream, StreamState& first) {
     if (st.comm && duration > 0 && slowed_ && rank.comm_running++ == 0) rerate_compute(rank, true);
   }
   if (share_nics_ && duration > 0 && nic_op_[gang.op] != 0) [[unlikely]] {
-    start_nic_gang(first_stream, first, gang, duration);
+    start_nic_task(first_stream, {gang_streams_ + gang.begin, gang.size}, duration);
     return;
   }
   first.expected_end = now_ + duration;
   queue_.push(first.expected_end, first_stream);
 }
 
-// Shared NICs (simulate.hpp): a task through its node's NICs starts, the other tasks on them slow.
-void Run::start_nic_task(StreamId s, StreamState& st, RankState& rank, TimeNs duration) {
-  ++rank.nic_users;
-  RateState& rate = rates_[s];
+// Shared NICs (simulate.hpp): a task through its node's NICs starts on its member streams (a plain
+// task's own stream, or a gang's members); `holder` carries its completion event. The other tasks on
+// those ranks' NICs slow.
+void Run::start_nic_task(StreamId holder, std::span<const StreamId> members, TimeNs duration) {
+  for (const StreamId m : members) ++ranks_[streams_[m].rank].nic_users;
+  RateState& rate = rates_[holder];
   rate.remaining = static_cast<double>(duration);
   rate.since = now_;
-  rate.nic_share = rank.nic_users;
+  rate.nic_share = nic_share_of(members);
+  StreamState& st = streams_[holder];
   st.expected_end = now_ + round_to_ns(rate.remaining * rate.nic_share);
-  queue_.push(st.expected_end, s);
-  if (rank.nic_users > 1) rerate_nics(rank);
-}
-
-void Run::start_nic_gang(StreamId first_stream, StreamState& first, const GangRun& gang, TimeNs duration) {
-  const StreamId* const members = gang_streams_ + gang.begin;
-  for (std::uint32_t j = 0; j < gang.size; ++j) ++ranks_[streams_[members[j]].rank].nic_users;
-  RateState& rate = rates_[first_stream];
-  rate.remaining = static_cast<double>(duration);
-  rate.since = now_;
-  rate.nic_share = nic_share_of(first_stream);
-  first.expected_end = now_ + round_to_ns(rate.remaining * rate.nic_share);
-  queue_.push(first.expected_end, first_stream);
-  for (std::uint32_t j = 0; j < gang.size; ++j) {
-    const RankState& rank = ranks_[streams_[members[j]].rank];
+  queue_.push(st.expected_end, holder);
+  for (const StreamId m : members) {
+    const RankState& rank = ranks_[streams_[m].rank];
     if (rank.nic_users > 1) rerate_nics(rank);
   }
 }
 
 // A task through the NICs ended (its streams no longer busy): the others on them speed up.
-void Run::finish_nic_task(StreamId holder, RankState* rank, const GangRun* gang) {
+void Run::finish_nic_task(StreamId holder, std::span<const StreamId> members) {
   rates_[holder].nic_share = 0;
-  if (gang == nullptr) {
-    if (--rank->nic_users > 0) rerate_nics(*rank);
-    return;
-  }
-  const StreamId* const members = gang_streams_ + gang->begin;
-  for (std::uint32_t j = 0; j < gang->size; ++j) --ranks_[streams_[members[j]].rank].nic_users;
-  for (std::uint32_t j = 0; j < gang->size; ++j) {
-    const RankState& member = ranks_[streams_[members[j]].rank];
-    if (member.nic_users > 0) rerate_nics(member);
+  for (const StreamId m : members) --ranks_[streams_[m].rank].nic_users;
+  for (const StreamId m : members) {
+    const RankState& rank = ranks_[streams_[m].rank];
+    if (rank.nic_users > 0) rerate_nics(rank);
   }
 }
 
@@ -235,8 +221,7 @@ void Run::finish_nic_task(StreamId holder, RankState* rank, const GangRun* gang)
 void Run::rerate_nics(const RankState& rank) {
   const auto holder = [&](std::uint32_t local) {
     const StreamId s = rank_streams_[rank.stream_begin + local];
-    const std::uint32_t word = streams_[s].word;
-    return (word & kGangFlag) != 0 ? gang_streams_[gangs_[word >> kOpShift].begin] : s;
+    return members_of(s).front();  // a gang's first member, else s
   };
   for (std::uint64_t bits = rank.comm_bits; bits != 0; bits &= bits - 1) {
     rerate_nic_task(holder(static_cast<std::uint32_t>(std::countr_zero(bits))));
@@ -253,7 +238,7 @@ void Run::rerate_nics(const RankState& rank) {
 void Run::rerate_nic_task(StreamId holder) {
   RateState& rate = rates_[holder];
   if (rate.nic_share == 0) return;
-  const std::uint32_t share = nic_share_of(holder);
+  const std::uint32_t share = nic_share_of(members_of(holder));
   if (share == rate.nic_share) return;
   const double elapsed = static_cast<double>(now_ - rate.since);
   rate.remaining = std::max(0.0, rate.remaining - elapsed / rate.nic_share);
@@ -264,14 +249,19 @@ void Run::rerate_nic_task(StreamId holder) {
   queue_.push(st.expected_end, holder);
 }
 
-// A task's share: the tasks on its rank's NICs; a gang's, the most on any member's.
-std::uint32_t Run::nic_share_of(StreamId holder) const {
-  const StreamState& st = streams_[holder];
-  if ((st.word & kGangFlag) == 0) return ranks_[st.rank].nic_users;
-  const GangRun& gang = gangs_[st.word >> kOpShift];
+// The member streams of the task whose completion `holder` carries: a gang's members, else `holder`
+// itself (the span then refers to the caller's variable).
+std::span<const StreamId> Run::members_of(const StreamId& holder) const {
+  const std::uint32_t word = streams_[holder].word;
+  if ((word & kGangFlag) == 0) return {&holder, 1};
+  const GangRun& gang = gangs_[word >> kOpShift];
+  return {gang_streams_ + gang.begin, gang.size};
+}
+
+// A task's share: the most tasks on any of its member ranks' NICs.
+std::uint32_t Run::nic_share_of(std::span<const StreamId> members) const {
   std::uint32_t most = 1;
-  for (std::uint32_t j = 0; j < gang.size; ++j)
-    most = std::max(most, ranks_[streams_[gang_streams_[gang.begin + j]].rank].nic_users);
+  for (const StreamId m : members) most = std::max(most, ranks_[streams_[m].rank].nic_users);
   return most;
 }
 
@@ -404,7 +394,7 @@ void Run::advance_kernels(RateState& rate) const {
   set_busy(rank, st, false);
   if (st.comm && slowed_ && now_ > st.start && --rank.comm_running == 0) rerate_compute(rank, false);
   if (rates_[s].nic_share != 0) [[unlikely]]
-    finish_nic_task(s, &rank, nullptr);
+    finish_nic_task(s, {&s, 1});
   advance(st);
   release_successors(st.succ_begin, st.succ_end);
   arrive(s, st);
@@ -424,7 +414,7 @@ void Run::finish_gang(StreamState& first) {
     advance(st);
   }
   if (rates_[*members].nic_share != 0) [[unlikely]]
-    finish_nic_task(*members, nullptr, &gang);
+    finish_nic_task(*members, {members, gang.size});
   release_successors(first.succ_begin, first.succ_end);
   for (const StreamId* m = members; m != last; ++m) arrive(*m, streams_[*m]);
 }

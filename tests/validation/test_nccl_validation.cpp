@@ -41,12 +41,8 @@ struct MeasuredRow {
 // The rows of an nccl-tests log: size and the faster of the out-of-place and in-place times.
 std::vector<MeasuredRow> log_rows(const std::string& path) {
   std::vector<MeasuredRow> rows;
-  for (const auto& row : dtsim::calibration::read_nccl_log(path).rows) {
-    double t = row.out_of_place.time_us;
-    if (row.in_place && row.in_place->time_us > 0.0 && (t <= 0.0 || row.in_place->time_us < t))
-      t = row.in_place->time_us;
-    rows.push_back({row.size_bytes, t});
-  }
+  for (const auto& row : dtsim::calibration::read_nccl_log(path).rows)
+    rows.push_back({row.size_bytes, dtsim::calibration::fastest_time_us(row)});
   return rows;
 }
 
