@@ -183,7 +183,7 @@ TEST_CASE("nccl-tests: a collective beyond the engine's clock exits 3 with the r
   CHECK(o.err.rfind("infeasible: one operation would take", 0) == 0);
 }
 
-TEST_CASE("compare: one column per scenario; exit 3 when a plan is infeasible") {
+TEST_CASE("compare: one column per scenario - exit 3 when a plan is infeasible") {
   const std::string dir = std::string(DTSIM_SOURCE_DIR) + "/scenarios/";
   std::istringstream in;
   std::ostringstream out, err;

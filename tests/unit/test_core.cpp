@@ -39,7 +39,7 @@ TEST_CASE("parallel_for runs every job once, on as many threads as asked") {
   dtsim::core::parallel_for(0, 4, [](std::size_t) { FAIL("no job to run"); });
 }
 
-TEST_CASE("parallel_for: jobs that throw on several threads; the lowest index's error reaches the caller") {
+TEST_CASE("parallel_for: jobs that throw on several threads - the lowest index's error reaches the caller") {
   // Jobs 3, 5 and 40 throw (40 never starts on one thread: the pool stops handing out jobs after the
   // first error). Jobs are handed out in index order, so job 3 always starts, and its error is the one
   // rethrown whatever the thread count and timing: "job 3". Job 5 sleeps first so that, with several

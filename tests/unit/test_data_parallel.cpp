@@ -87,7 +87,7 @@ TEST_CASE("dp training: synchronous parameter server serializes the server's NIC
   CHECK(r.max_staleness() == 0);
 }
 
-TEST_CASE("dp training: async staleness grows with a straggler; a bound caps it") {
+TEST_CASE("dp training: async staleness grows with a straggler - a bound caps it") {
   DpTrainingSetup s = ps_setup();
   s.steps = 12;
   s.stragglers = 1;  // the last worker

@@ -67,7 +67,7 @@ TEST_CASE("flow cache: a failed simulation reaches the caller and is not kept") 
   CHECK(cache.get(key(0, 1e6), [] { return 7; }) == 7);  // simulated again, now successfully
 }
 
-TEST_CASE("flow models on one cluster share a cache; another cluster gets its own entries") {
+TEST_CASE("flow models on one cluster share a cache - another cluster gets its own entries") {
   auto s = dtsim::testing::fixture_scenario();
   s.simulation.network = dtsim::config::NetworkFidelity::flow;
   s.cluster.nodes = 2;

@@ -144,7 +144,7 @@ TEST_CASE("standard input: the same limits as a file") {
   CHECK(input_error_of([&] { parse_json_text(text, "-"); }).file() == "-");
 }
 
-TEST_CASE("duplicate keys: rejected at any depth with their pointer; the same key in two objects is fine") {
+TEST_CASE("duplicate keys: rejected at any depth with their pointer - the same key in two objects is fine") {
   const InputError e = input_error_of(
       [] { parse_json_text(R"({"a": [{"b": {}}, [], {"c": [1, {"d": 0, "d": 1}]}]})", "d.json"); });
   // a -> element 2 -> c -> element 1 -> d.

@@ -56,7 +56,7 @@ TEST_CASE("full recompute keeps the layer input: 2 sbh (/t with SP) [Table 2]") 
         doctest::Approx(2 * sbh / 8));
 }
 
-TEST_CASE("first stage under 1F1B holds L layers' worth of activations; states 18 B per parameter") {
+TEST_CASE("first stage under 1F1B holds L layers' worth of activations - states 18 B per parameter") {
   // p = 8 micro-batches in flight x L/p layers = L layers; 34 sbh / t per layer (Megatron's formula,
   // within 10%). Exactly: plus the working set of the layer in backward, whose selective recompute
   // re-creates its scores, 5as^2b / t = sbh * 5as/(ht) = 10 sbh, and the embedding output with its

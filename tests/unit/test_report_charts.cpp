@@ -107,7 +107,7 @@ TEST_CASE("scaling series: one per fabric, efficiency relative to the smallest G
   CHECK(series[0].points[2].gpus == 32);
 }
 
-TEST_CASE("scaling series: without knobs every entry is one series; one GPU count shows no scaling") {
+TEST_CASE("scaling series: without knobs every entry is one series - one GPU count shows no scaling") {
   ReportData data;
   data.entries.push_back({.label = "a", .result = result_on(2, 10.0)});
   data.entries.push_back({.label = "b", .result = result_on(2, 12.0)});

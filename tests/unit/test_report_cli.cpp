@@ -85,7 +85,7 @@ TEST_CASE("sweep --report .html: a weak-scaling report with one line per fabric,
   CHECK(csv_text.find("\n\"nodes=4, fabric=infiniband\",4,infiniband,") != std::string::npos);
 }
 
-TEST_CASE("compare --report .html: one bar per plan in the strategy chart; run --report has a timeline") {
+TEST_CASE("compare --report .html: one bar per plan in the strategy chart - run --report has a timeline") {
   const auto dir = scratch_dir("report_compare");
   const std::string html = (dir / "compare.html").string();
   const std::string other = kSource + "/scenarios/llama3-8b-h100-64.json";

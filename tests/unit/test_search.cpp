@@ -164,7 +164,7 @@ TEST_CASE("extrapolation on a slow network (BERT-large over TCP) within 0.5%" * 
   CHECK(all_within);
 }
 
-TEST_CASE("every candidate of the space obeys the rules; rejections and candidates add up to the space") {
+TEST_CASE("every candidate of the space obeys the rules - rejections and candidates add up to the space") {
   const Scenario base = shipped("llama2-7b-h100-32.json");
   dtsim::search::SpaceBounds bounds;
   bounds.max_micro_batch = 2;

@@ -38,7 +38,7 @@ Scenario load(const std::string& software, const std::function<void(json&)>& edi
 
 }  // namespace
 
-TEST_CASE("a software stack's settings are its scenario keys' defaults; the scenario's own keys win") {
+TEST_CASE("a software stack's settings are its scenario keys' defaults - the scenario's own keys win") {
   // megatron-lm-2021.json: unfused attention, blocking pipeline transfers, blocking backward
   // tensor-parallel collectives, no userbuffers overlap, the gradient reduction after the backward pass.
   const Scenario s = load("megatron-lm-2021");

@@ -60,7 +60,7 @@ TEST_CASE("task graph: dense ids, program order and CSR successors") {
   CHECK(g.task_name(c) == "c (compute stream of rank 0)");
 }
 
-TEST_CASE("task graph: a dependency may name a task added later; finalize rejects dangling ids") {
+TEST_CASE("task graph: a dependency may name a task added later - finalize rejects dangling ids") {
   TaskGraph ok(1);
   const StreamId s = ok.add_stream(0, StreamKind::compute);
   ok.add_dependency(0, 1);  // both added below
@@ -148,7 +148,7 @@ TEST_CASE("task graph: deadlock through dependencies and stream order together")
   CHECK_MESSAGE(names_cycle, what);
 }
 
-TEST_CASE("task graph: a dependency against program order deadlocks; tasks after a cycle are blocked too") {
+TEST_CASE("task graph: a dependency against program order deadlocks - tasks after a cycle are blocked too") {
   // Stream 0: x, y, z with y -> x: x can only start after y, which queues behind x. z is blocked
   // behind them but not on the cycle: 3 tasks can never start, the cycle is x -> y -> x.
   TaskGraph g(1);

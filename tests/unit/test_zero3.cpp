@@ -224,7 +224,7 @@ TEST_CASE("per-parameter buffers (FSDP2): one copy kernel per call, moving the b
   CHECK(fsdp2.iteration_time_s > flat.iteration_time_s);
 }
 
-TEST_CASE("on demand, a full recompute gathers the weights again; a selective one does not") {
+TEST_CASE("on demand, a full recompute gathers the weights again - a selective one does not") {
   // GPT-1.3B: 24 layers, 4 tensor groups per layer at tensor granularity, 2 micro-batches per rank.
   // Full recompute: forward, recompute and backward each gather: 24 x 4 x 2 x 3 = 576 gathers; selective
   // recompute (the attention core has no weights) and prefetch gather twice: 384.
