@@ -1,7 +1,10 @@
 // The elementwise work of a transformer layer (norms, rotary embeddings, MLP activation, residual
-// additions, attention-output layout) as memory-bound cost declarations, for the two ways a training
+// additions, attention-output layout) as memory-bound cost declarations, for the ways a training
 // stack runs it (config::ElementwiseKernels). Bytes are HBM bytes read plus written; `a` is bytes per
-// activation element (2 for 16-bit training); E is the elements of the tensor the op works on.
+// activation element (2 for 16-bit training); E is the elements of the tensor the op works on. Each op
+// carries its memory class (core/memory_class.hpp), whose measured rate the compute model uses: fused
+// and scripted norms norm_forward / norm_backward, eager RMSNorm norm_eager_forward / _backward, the
+// attention output's layout copy transpose, bias-gradient sums reduction, everything else streaming.
 //
 // fused (Megatron-Core with Transformer Engine, torch.compile): one kernel per op.
 //   norm           forward 2aE (read the input, write the output), backward 3aE
@@ -25,6 +28,17 @@
 //   residual       the addition, 3aE, 1 kernel (no dropout in Llama-style models; GPT-style: dropout
 //                  and addition, 2 kernels, (5a + 1)E); backward: autograd sums the two gradients of
 //                  the block input, 3aE (GPT-style: with dropout's backward, (5a + 1)E, 2 kernels).
+//   gelu (hf_eager) Hugging Face's NewGELUActivation (GPT-2's gelu_new), 0.5 x (1 + tanh(sqrt(2/pi) (x +
+//                  0.044715 x^3))) in eager operations: 8 kernels forward, 18aF (six unary passes 2aF,
+//                  two binary 3aF); backward 11 kernels, 28aF (three constant products 2aF each, pow's
+//                  gradient 3x^2 g in three kernels 7aF, tanh's 3aF, the two sums of x's gradients 3aF
+//                  each, the outer product's two gradients 3aF each): kernels as torch.profiler lists
+//                  them (calibration/torch/kernel_class_probe.py, gelu_new_eager).
+//   autocast       with an FP32 residual stream (autocast.hpp) the norms read and write FP32 (the eager
+//                  RMSNorm's two casts are then no-ops: forward 24E in 6 kernels, backward 84E in 10),
+//                  a residual addition reads the FP32 stream and the 16-bit branch and writes FP32,
+//                  (8 + a)E (mixed_add; GPT-style with its dropout, (3a + 9)E in 2 kernels), and its
+//                  backward sums the two FP32 gradients, 12E, and casts the branch's to 16 bits, (4 + a)E.
 //   attention out  output.transpose(1, 2).contiguous() before the output projection: 2a per element
 //                  each way (the attention backward takes its gradient contiguous), 1 kernel.
 //   repeat_kv      with grouped-query attention, K and V are repeated to every query head before the
@@ -35,7 +49,9 @@
 // scripted (Megatron-LM of 2020-2022: megatron/model/transformer.py, megatron/mpu/layers.py,
 // megatron/model/fused_bias_gelu.py, megatron/model/fused_layer_norm.py): apex's fused LayerNorm, one
 // kernel forward, three backward (partial and final weight and bias gradients, input gradient:
-// apex csrc/layer_norm_cuda_kernel.cu), (2a + 3a)E backward; bias-GELU and bias-dropout-add fused by
+// apex csrc/layer_norm_cuda_kernel.cu), 3aE backward at the norm_backward class's rate (which was
+// measured on the fewest bytes, the input and its gradient read and the gradient written; the second
+// read of x and dy for the weight gradients is in the rate); bias-GELU and bias-dropout-add fused by
 // TorchScript, one kernel each way as fused; everything around them one PyTorch kernel per operation:
 //   qkv bias       the fused QKV linear adds its bias after the GEMM (output = output + bias): 2aN.
 //   bias grads     the bias gradient of each linear a reduction over the tokens (grad_output.sum(0) for
@@ -60,7 +76,11 @@ struct Kernels {
   config::ElementwiseKernels style = config::ElementwiseKernels::fused;
   bool rms_norm = false;  // RMSNorm and SwiGLU (Llama-style), else LayerNorm and GELU with dropout and biases
   double a = 2;           // bytes per activation element
-  bool eager() const { return style == config::ElementwiseKernels::eager; }
+  bool autocast = false;  // FP32 residual stream (autocast.hpp): norms and residual additions in FP32
+  bool eager() const {
+    return style == config::ElementwiseKernels::eager || style == config::ElementwiseKernels::hf_eager;
+  }
+  bool hf() const { return style == config::ElementwiseKernels::hf_eager; }
   bool scripted() const { return style == config::ElementwiseKernels::scripted; }
 };
 

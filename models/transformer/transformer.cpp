@@ -5,6 +5,7 @@
 
 #include "core/checked_math.hpp"
 #include "models/mlp/mlp.hpp"
+#include "models/transformer/autocast.hpp"
 #include "models/transformer/elementwise.hpp"
 #include "models/transformer/linear.hpp"
 
@@ -39,6 +40,8 @@ struct Dims {
   bool fp8 = false;              // FP8 linear layers (linear.hpp)
   double scores = 0;             // attention score elements on this rank: b * heads * sq * s
   elementwise::Kernels kernels;
+  int attention_projections = 1;  // linears reading the attention block's input (autocast casts it for each)
+  int mlp_projections = 1;        // and the MLP block's
 };
 
 Dims dims_of(const config::TransformerSpec& m, const ShardConfig& sh) {
@@ -63,8 +66,10 @@ Dims dims_of(const config::TransformerSpec& m, const ShardConfig& sh) {
   d.n_up = d.swiglu ? 2 * d.f : d.f;
   d.vocab = static_cast<double>(m.vocab_size) / d.t;
   d.scores = d.b * d.heads * d.sq * d.s;
-  d.kernels = {
-      .style = m.elementwise_kernels, .rms_norm = d.swiglu, .a = d.a};
+  d.kernels = {.style = m.elementwise_kernels, .rms_norm = d.swiglu, .a = d.a, .autocast = sh.autocast};
+  // Eager Llama-style modules project q, k, v and gate, up separately (torchtitan, Hugging Face).
+  d.attention_projections = d.kernels.eager() && d.swiglu ? 3 : 1;
+  d.mlp_projections = d.kernels.eager() && d.swiglu ? 2 : 1;
   return d;
 }
 
@@ -85,11 +90,12 @@ LayerOp gemm_op(std::string_view name, double m, double n, double k, double a, d
   return op;
 }
 
-LayerOp memory_op(std::string_view name, double bytes, bool attention_core) {
+LayerOp memory_op(std::string_view name, double bytes, bool attention_core, core::MemoryClass memory) {
   LayerOp op;
   op.name = name;
   op.compute.cls = ComputeClass::memory;
   op.compute.bytes = bytes;
+  op.compute.memory = memory;
   op.attention_core = attention_core;
   return op;
 }
@@ -214,7 +220,20 @@ void cross_entropy(LayerProgram& p, const Dims& d) {
   const double logits = d.tokens * d.vocab;
   const bool cast = d.a < 4;
   auto& fw = p.forward;
-  if (cast) fw.push_back(memory_op("logits_to_fp32", logits * (d.a + 4)));
+  if (d.kernels.eager() && d.t == 1) {  // PyTorch's F.cross_entropy on the FP32 logits (see the header)
+    LayerOp forward = memory_op("cross_entropy", logits * ((cast ? d.a + 4 : 0) + 8), false,
+                                core::MemoryClass::cross_entropy_forward);
+    forward.compute.kernels = cast ? 3 : 2;
+    fw.push_back(forward);
+    LayerOp backward = memory_op("cross_entropy_bwd", logits * (16 + (cast ? 4 + d.a : 0)), false,
+                                 core::MemoryClass::cross_entropy_backward);
+    backward.compute.kernels = cast ? 4 : 3;
+    p.backward.push_back(backward);
+    return;
+  }
+  if (cast) {
+    fw.push_back(memory_op("logits_to_fp32", logits * (d.a + 4), false, core::MemoryClass::widening_cast));
+  }
   fw.push_back(memory_op("cross_entropy_max", logits * 4));
   if (d.t > 1) fw.push_back(comm("cross_entropy_max_tp_reduce", CommRole::tensor_all_reduce, d.tokens * 4));
   fw.push_back(memory_op("cross_entropy_shift", logits * 8));
@@ -249,7 +268,7 @@ void grad_accumulation(std::vector<LayerOp>& bw, const Dims& d, config::GradAccu
     tensors += 4;
     elements += d.h * d.n_qkv + d.heads * d.d * d.h + d.h * d.n_up + d.f * d.h;
   }
-  LayerOp op = memory_op("grad_accumulation", (8 + d.a) * elements);
+  LayerOp op = memory_op("grad_accumulation", (8 + d.a) * elements, false, core::MemoryClass::mixed_add);
   op.compute.kernels = static_cast<int>(tensors);
   bw.push_back(op);
 }
@@ -283,8 +302,14 @@ LayerProgram transformer_layer(const config::TransformerSpec& m, const ShardConf
   LayerProgram p;
   auto& fw = p.forward;
   const auto& k = d.kernels;
+  const double weights = d.h * d.n_qkv + d.heads * d.d * d.h + d.h * d.n_up + d.f * d.h;
+  const int weight_tensors = d.attention_projections + 1 + d.mlp_projections + 1;
+  if (k.autocast) fw.push_back(autocast::weight_casts("autocast_weight_casts", weights, weight_tensors, a));
   fw.push_back(elementwise::norm_forward("input_norm", k, he));
   enter_tp_region(fw, d, "attention_all_gather");
+  if (k.autocast) {
+    autocast::input_casts(fw, "autocast_attention_input_casts", d.tokens * d.h, d.attention_projections, a);
+  }
   fw.push_back(linear::gemm("qkv_projection", d.tokens, d.n_qkv, d.h, a));
   elementwise::bias_add(fw, "qkv_bias_add", k, d.tokens * d.n_qkv);
   // Llama-style models rotate queries and keys (RoPE, Su et al. 2021).
@@ -299,6 +324,7 @@ LayerProgram transformer_layer(const config::TransformerSpec& m, const ShardConf
   fw.push_back(elementwise::residual_forward("attention_residual", k, he));
   fw.push_back(elementwise::norm_forward("mlp_norm", k, he));
   enter_tp_region(fw, d, "mlp_all_gather");
+  if (k.autocast) autocast::input_casts(fw, "autocast_mlp_input_casts", d.tokens * d.h, d.mlp_projections, a);
   fw.push_back(linear::gemm("mlp_up", d.tokens, d.n_up, d.h, a));
   fw.push_back(elementwise::activation_forward(k, d.tokens * d.f));
   linear::input_cast_forward(fw, "mlp_down_input_fp8_cast", d.tokens * d.f, d.fp8);
@@ -324,6 +350,10 @@ LayerProgram transformer_layer(const config::TransformerSpec& m, const ShardConf
                            linear::gemm("mlp_up_wgrad", d.h, d.n_up, d.tokens, a), "mlp_input_regather",
                            "mlp_grad_tp_reduce");
   elementwise::up_projection_grad_sum(bw, k, d.tokens * d.h);
+  if (k.autocast) {
+    autocast::input_grad_casts(bw, "autocast_mlp_input_grad_casts", "autocast_mlp_input_grad_sum",
+                               d.tokens * d.h, d.mlp_projections, a);
+  }
   bw.push_back(elementwise::norm_backward("mlp_norm_bwd", k, he));
   elementwise::residual_grad_sum(bw, "mlp_input_grad_sum", k, he);
   bw.push_back(elementwise::residual_backward("attention_residual_bwd", k, he));
@@ -347,8 +377,13 @@ LayerProgram transformer_layer(const config::TransformerSpec& m, const ShardConf
   column_parallel_backward(bw, d, linear::gemm("qkv_projection_dgrad", d.tokens, d.h, d.n_qkv, a),
                            linear::gemm("qkv_projection_wgrad", d.h, d.n_qkv, d.tokens, a),
                            "attention_input_regather", "attention_grad_tp_reduce");
+  if (k.autocast) {
+    autocast::input_grad_casts(bw, "autocast_attention_input_grad_casts", "autocast_attention_input_grad_sum",
+                               d.tokens * d.h, d.attention_projections, a);
+  }
   bw.push_back(elementwise::norm_backward("input_norm_bwd", k, he));
   elementwise::residual_grad_sum(bw, "attention_input_grad_sum", k, he);
+  if (k.autocast) bw.push_back(autocast::weight_grad_casts("autocast_weight_grad_casts", weights, weight_tensors, a));
   grad_accumulation(bw, d, sh.grad_accumulation);
   return p;
 }
@@ -357,15 +392,17 @@ LayerProgram embedding_layer(const config::TransformerSpec& m, const ShardConfig
   if (m.kind == config::ModelKind::mlp) return mlp_input_layer(m, sh);
   const Dims d = dims_of(m, sh);
   LayerProgram p;
+  // The table's elements: FP32 with autocast (autocast.hpp), which gathers and adds in FP32.
+  const double e = d.kernels.autocast ? 4.0 : d.a;
   // Vocabulary-parallel lookup: each rank gathers the rows of its shard, partial sums are reduced.
-  p.forward.push_back(memory_op("embedding_lookup", 2 * d.tokens * d.h * d.a));
+  p.forward.push_back(memory_op("embedding_lookup", 2 * d.tokens * d.h * e));
   leave_tp_region(p.forward, d, "embedding_tp_reduce");
-  p.forward.push_back(memory_op("embedding_dropout", d.tokens_elementwise * d.h * (2 * d.a + 1)));
-  p.backward.push_back(memory_op("embedding_dropout_bwd", d.tokens_elementwise * d.h * (2 * d.a + 1)));
+  p.forward.push_back(memory_op("embedding_dropout", d.tokens_elementwise * d.h * (2 * e + 1)));
+  p.backward.push_back(memory_op("embedding_dropout_bwd", d.tokens_elementwise * d.h * (2 * e + 1)));
   if (d.sp)
     p.backward.push_back(
         comm("embedding_grad_all_gather", CommRole::tensor_all_gather, d.tokens * d.h * d.a));
-  p.backward.push_back(memory_op("embedding_grad_accumulate", 3 * d.tokens * d.h * d.a));
+  p.backward.push_back(memory_op("embedding_grad_accumulate", 3 * d.tokens * d.h * e));
   return p;
 }
 
@@ -377,12 +414,23 @@ LayerProgram head_layer(const config::TransformerSpec& m, const ShardConfig& sh)
   auto& fw = p.forward;
   fw.push_back(elementwise::norm_forward("final_norm", d.kernels, he));
   enter_tp_region(fw, d, "logits_all_gather");
+  // The output projection's FP32 weight (the embedding's when tied) and its input, cast for the GEMM.
+  const bool casts = d.kernels.autocast;
+  if (casts) {
+    fw.push_back(autocast::weight_casts("autocast_logits_weight_cast", d.h * d.vocab, 1, d.a));
+    autocast::input_casts(fw, "autocast_logits_input_cast", d.tokens * d.h, 1, d.a);
+  }
   fw.push_back(gemm_op("logits", d.tokens, d.vocab, d.h, d.a));
   cross_entropy(p, d);
   auto& bw = p.backward;
   column_parallel_backward(bw, d, gemm_op("logits_dgrad", d.tokens, d.h, d.vocab, d.a),
                            gemm_op("logits_wgrad", d.h, d.vocab, d.tokens, d.a), "logits_input_regather",
                            "logits_grad_tp_reduce");
+  if (casts) {
+    autocast::input_grad_casts(bw, "autocast_logits_input_grad_cast", "autocast_logits_input_grad_sum",
+                               d.tokens * d.h, 1, d.a);
+    bw.push_back(autocast::weight_grad_casts("autocast_logits_weight_grad_cast", d.h * d.vocab, 1, d.a));
+  }
   bw.push_back(elementwise::norm_backward("final_norm_bwd", d.kernels, he));
   return p;
 }

@@ -14,7 +14,12 @@
 // (megatron/core/tensor_parallel/cross_entropy.py, the default without --cross-entropy-loss-fusion;
 // megatron/mpu/cross_entropy.py in 2021): logits cast to FP32, then max, in-place shift, exp, sum and
 // normalize, each a pass over the logits; backward scales the saved softmax in place and casts the
-// gradient back.
+// gradient back. Eager stacks without tensor parallelism (torchtitan, Hugging Face transformers) call
+// PyTorch's F.cross_entropy on the FP32-cast logits instead: the cast, log-softmax (read FP32, write
+// FP32) and the loss, (a + 4) + 8 bytes per logit in 3 kernels forward; backward the gradient's fill,
+// the loss's and the log-softmax's backward (read the output and the gradient, write the input's
+// gradient) and the cast back, 4 + 12 + (4 + a) bytes in 4 kernels (kernels as torch.profiler lists
+// them, calibration/torch/kernel_class_probe.py), each costed at its memory class's measured rate.
 //
 // A scenario whose model is an MLP (config::ModelKind::mlp) gets the programs, parameters and FLOPs of
 // models/mlp/mlp.hpp from the same functions: its input layer stands for the embedding, its hidden
@@ -39,6 +44,7 @@ struct ShardConfig {
   config::Precision precision = config::Precision::bf16;
   bool backward_overlap = true;  // config::ParallelismSpec::tp_backward_overlap
   config::GradAccumulation grad_accumulation = config::GradAccumulation::none;
+  bool autocast = false;  // config::TrainingSpec::autocast (autocast.hpp)
 };
 
 // Communication a layer needs inside its tensor- or context-parallel group.
@@ -77,7 +83,8 @@ struct LayerOp {
 // Dimensions are rounded to whole numbers (a huge, infeasible plan's saturate at 2^63 - 1).
 LayerOp gemm_op(std::string_view name, double m, double n, double k, double a, double batch = 1,
                 bool attention_core = false);
-LayerOp memory_op(std::string_view name, double bytes, bool attention_core = false);
+LayerOp memory_op(std::string_view name, double bytes, bool attention_core = false,
+                  core::MemoryClass memory = core::MemoryClass::streaming);
 
 struct LayerProgram {
   std::vector<LayerOp> forward;

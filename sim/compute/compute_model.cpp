@@ -25,8 +25,11 @@ ComputeModel::ComputeModel(const config::GpuProfile& gpu, config::Precision prec
       other_curve_(precision == config::Precision::fp8 ? &gpu.gemm_curve(config::Precision::bf16) : curve_),
       other_peak_flops_per_s_(precision == config::Precision::fp8 ? peak_for(gpu, config::Precision::bf16)
                                                                   : peak_flops_per_s_),
-      memory_bytes_per_s_(gpu.hbm_bandwidth_gbytes_per_s * core::kGiga * gpu.memory_efficiency),
       duration_scale_(duration_scale) {
+  for (std::size_t c = 0; c < core::kMemoryClassCount; ++c) {
+    memory_bytes_per_s_[c] =
+        gpu.hbm_bandwidth_gbytes_per_s * core::kGiga * gpu.memory_efficiency_of(static_cast<core::MemoryClass>(c));
+  }
   DTSIM_CHECK(duration_scale > 0.0, "a compute duration scale must be positive");
 }
 
@@ -47,7 +50,7 @@ double ComputeModel::duration_s(const graph::ComputeOp& op) const {
     case graph::ComputeClass::optimizer:
       break;
   }
-  const double memory_time = op.bytes / memory_bytes_per_s_;
+  const double memory_time = op.bytes / memory_bytes_per_s_[static_cast<std::size_t>(op.memory)];
   return (std::max(flop_time, memory_time) + op.kernels * gpu_->kernel_launch_us * 1e-6) * duration_scale_;
 }
 

@@ -1,7 +1,10 @@
 // Duration of a compute operator on one GPU (DESIGN.md, "Compute model"):
 //
-//   t = max( flops / (peak(precision) * efficiency(op)),  bytes / (hbm_bandwidth * memory_efficiency) )
+//   t = max( flops / (peak(precision) * efficiency(op)),  bytes / (hbm_bandwidth * memory_efficiency(class)) )
 //       + kernels * kernel_launch
+//
+// memory_efficiency(class) is the profile's measured fraction of HBM bandwidth for the op's class of
+// memory-bound kernel (core/memory_class.hpp), its streaming memory_efficiency where it states none.
 //
 // peak and efficiency are those of the run's precision; in an FP8 run only the linear layers' GEMMs
 // (ComputeOp::linear_layer, models/transformer/linear.hpp) use FP8's, every other GEMM and attention
@@ -16,6 +19,8 @@
 // gives a measured one-GPU throughput (results/compute_calibration.hpp). It is the only place where
 // that calibration touches the simulation.
 #pragma once
+
+#include <array>
 
 #include "config/hardware.hpp"
 #include "core/units.hpp"
@@ -39,7 +44,7 @@ class ComputeModel {
   // The rates of GEMMs that are not a linear layer's, and of attention: BF16's in an FP8 run.
   const config::GemmCurve* other_curve_;
   double other_peak_flops_per_s_;
-  double memory_bytes_per_s_;
+  std::array<double, core::kMemoryClassCount> memory_bytes_per_s_{};  // by core::MemoryClass
   double duration_scale_;
 };
 

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "core/memory_class.hpp"
+
 namespace dtsim::config {
 
 enum class Precision { fp32, tf32, fp16, bf16, fp8 };
@@ -58,6 +60,13 @@ struct GpuProfile {
   double hbm_bytes = 0.0;
   double hbm_bandwidth_gbytes_per_s = 0.0;
   double memory_efficiency = 0.0;  // achievable fraction of HBM bandwidth for streaming kernels
+  // The fraction of HBM bandwidth each class of memory-bound kernel reaches (core/memory_class.hpp);
+  // empty for a class the profile does not state, which then streams at memory_efficiency.
+  std::array<std::optional<double>, core::kMemoryClassCount> memory_class_efficiency{};
+  double memory_efficiency_of(core::MemoryClass c) const {
+    const auto& e = memory_class_efficiency[static_cast<std::size_t>(c)];
+    return e ? *e : memory_efficiency;
+  }
   int sm_count = 0;
   GemmCurve gemm;
   // The curve for one precision when it differs (e.g. FP8 kernels), else empty.

@@ -109,7 +109,7 @@ ObjectReader::ObjectReader(const json& value, std::string file, std::string poin
 
 bool ObjectReader::has(std::string_view key) const { return value_->contains(std::string(key)); }
 
-void ObjectReader::expect_keys(std::initializer_list<std::string_view> keys) {
+void ObjectReader::expect_keys(std::span<const std::string_view> keys) {
   for (std::string_view key : keys) {
     if (std::find(known_.begin(), known_.end(), key) == known_.end()) known_.emplace_back(key);
   }

@@ -159,7 +159,10 @@ class ObjectReader {
 
   // Declares every key this object may hold and rejects at once any other key present, so that a
   // misspelt key is reported before the required key it was meant to be.
-  void expect_keys(std::initializer_list<std::string_view> keys);
+  void expect_keys(std::initializer_list<std::string_view> keys) {
+    expect_keys(std::span<const std::string_view>(keys.begin(), keys.size()));
+  }
+  void expect_keys(std::span<const std::string_view> keys);
 
   // Typed reads; T is std::int64_t, int, double, bool or std::string. Each marks the key as read.
   // required(): a missing key is an InputError ("missing required key; expected ...").

@@ -87,7 +87,7 @@ GpuProfile load_gpu_profile(const std::string& hardware_profiles, const std::str
   const std::string& path = file.path;
   ObjectReader r(file.doc, path, "");
   r.expect_keys({"schema_version", "id", "name", "sources", "peak_tflops", "hbm_bytes",
-                 "hbm_bandwidth_gbytes_per_s", "memory_efficiency", "sm_count", "gemm",
+                 "hbm_bandwidth_gbytes_per_s", "memory_efficiency", "memory_classes", "sm_count", "gemm",
                  "attention_efficiency", "attention_half_waves", "attention_half_keys", "attention_measured",
                  "kernel_launch_us", "overlap_slowdown", "spread"});
   GpuProfile gpu;
@@ -114,6 +114,15 @@ GpuProfile load_gpu_profile(const std::string& hardware_profiles, const std::str
   gpu.hbm_bytes = r.required<double>("hbm_bytes", NumberRule::positive());
   gpu.hbm_bandwidth_gbytes_per_s = r.required<double>("hbm_bandwidth_gbytes_per_s", NumberRule::positive());
   gpu.memory_efficiency = r.required<double>("memory_efficiency", NumberRule::fraction());
+  if (auto classes = r.optional_child("memory_classes")) {
+    // Streaming kernels run at memory_efficiency: the other classes are stated here.
+    classes->expect_keys(std::span(core::kMemoryClassNames).subspan(1));
+    for (std::size_t i = 1; i < core::kMemoryClassCount; ++i) {
+      gpu.memory_class_efficiency[i] = classes->maybe<double>(std::string(core::kMemoryClassNames[i]),
+                                                              NumberRule::fraction());
+    }
+    classes->finish();
+  }
   gpu.sm_count = r.required<int>("sm_count", IntRule::positive());
 
   ObjectReader gemm = r.child("gemm");

@@ -52,6 +52,8 @@ const char* to_string(ElementwiseKernels k) {
       return "scripted";
     case ElementwiseKernels::eager:
       return "eager";
+    case ElementwiseKernels::hf_eager:
+      return "hf_eager";
   }
   throw core::InternalError("to_string: invalid ElementwiseKernels value");
 }

@@ -22,9 +22,10 @@ enum class AttentionKind { standard, flash };
 // How the memory-bound work of a layer (norms, rotary embeddings, activation, biases, residual additions,
 // layout copies) runs: fused kernels (Megatron-Core, Transformer Engine, torch.compile); the TorchScript-
 // and apex-fused kernels of Megatron-LM of 2020-2022 beside the bias, gradient and layout kernels it ran
-// unfused (scripted); or one eager PyTorch kernel per operation (models/transformer/elementwise.hpp has
-// the passes and their sources).
-enum class ElementwiseKernels { fused, scripted, eager };
+// unfused (scripted); or one eager PyTorch kernel per operation (eager), as torchtitan writes its modules
+// or as Hugging Face transformers does (hf_eager: GPT-2's GELU as eager tanh arithmetic);
+// models/transformer/elementwise.hpp has the passes and their sources.
+enum class ElementwiseKernels { fused, scripted, eager, hf_eager };
 // Every value of each, in the order error messages list them (the readers of scenarios and software
 // stacks choose among these).
 inline constexpr std::array kAttentionKinds{AttentionKind::standard, AttentionKind::flash};
@@ -38,7 +39,7 @@ enum class GradAccumulation { fused, unfused, none };
 inline constexpr std::array kGradAccumulations{GradAccumulation::fused, GradAccumulation::unfused,
                                                GradAccumulation::none};
 inline constexpr std::array kElementwiseKernels{ElementwiseKernels::fused, ElementwiseKernels::scripted,
-                                                ElementwiseKernels::eager};
+                                                ElementwiseKernels::eager, ElementwiseKernels::hf_eager};
 
 struct TransformerSpec {
   std::string preset;  // preset id it came from, "" when given inline
@@ -204,6 +205,10 @@ struct TrainingSpec {
   double host_issue_us_per_kernel = 40.0;
   bool host_sync_before_optimizer = true;
   GradAccumulation grad_accumulation = GradAccumulation::fused;
+  // PyTorch autocast with FP32 parameters (models/transformer/autocast.hpp): the parameters, their
+  // gradients and the residual stream stay FP32, and each linear casts its weight and input to the
+  // 16-bit precision; false: 16-bit parameters with FP32 master weights in the optimizer (Megatron).
+  bool autocast = false;
 };
 // The largest host_issue_us_per_kernel a scenario or a stack may state (one second per kernel).
 inline constexpr double kMaxHostIssueUsPerKernel = 1e6;
@@ -235,6 +240,7 @@ struct SoftwareStack {
   std::optional<double> host_issue_us_per_kernel;
   std::optional<bool> host_sync_before_optimizer;
   std::optional<GradAccumulation> grad_accumulation;
+  std::optional<bool> autocast;
 };
 
 // A validated scenario with its hardware resolved.

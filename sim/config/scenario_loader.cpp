@@ -168,7 +168,7 @@ TrainingSpec read_training(ObjectReader& top, const DataPaths& data, const Softw
                  "overlap_grad_reduce", "overlap_param_gather", "bucket_mb", "optimizer", "architecture",
                  "sync", "staleness_bound", "parameter_server", "compute_variability", "stragglers",
                  "simulated_steps", "fusion_mb", "staleness_penalty", "measured_single_gpu",
-                 "host_issue_us_per_kernel", "host_sync_before_optimizer", "grad_accumulation"});
+                 "host_issue_us_per_kernel", "host_sync_before_optimizer", "grad_accumulation", "autocast"});
   if (scenario.layer_model) {
     scenario.data_parallel = read_data_parallel(r, data.hardware_profiles);
   } else {
@@ -207,6 +207,13 @@ TrainingSpec read_training(ObjectReader& top, const DataPaths& data, const Softw
   t.grad_accumulation = r.optional_enum<GradAccumulation>(
       "grad_accumulation", software.grad_accumulation.value_or(TrainingSpec{}.grad_accumulation),
       named_choices(kGradAccumulations));
+  t.autocast = r.optional<bool>("autocast", software.autocast.value_or(TrainingSpec{}.autocast));
+  if (t.autocast && t.precision != Precision::bf16 && t.precision != Precision::fp16) {
+    throw r.error_at(r.has("autocast") ? "autocast" : "precision",
+                     fmt::format("autocast with precision {}; expected precision \"bf16\" or \"fp16\" (autocast "
+                                 "casts FP32 parameters to 16 bits) or \"autocast\": false",
+                                 to_string(t.precision)));
+  }
   t.optimizer = r.optional_enum<Optimizer>("optimizer", Optimizer::adam,
                                            named_choices(std::array{Optimizer::adam, Optimizer::sgd}));
   if (std::optional<ObjectReader> m = r.optional_child("measured_single_gpu")) {

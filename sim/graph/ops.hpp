@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "core/memory_class.hpp"
+
 namespace dtsim::graph {
 
 enum class ComputeClass : std::uint8_t {
@@ -40,6 +42,9 @@ struct ComputeOp {
   // A linear layer's GEMM (models/transformer/linear.hpp): in an FP8 run the only kind that runs in
   // FP8; every other GEMM and attention then runs at the BF16 rates.
   bool linear_layer = false;
+  // A memory-bound op's access pattern: the fraction of HBM bandwidth its bytes move at (the GPU
+  // profile's rate for the class). Ignored for GEMMs and attention.
+  core::MemoryClass memory = core::MemoryClass::streaming;
 };
 
 // Compute kernels that run back to back on one stream, as one task: its time is that of the kernels

@@ -125,7 +125,8 @@ LayerOps intern_layer_ops(const config::Scenario& s, const LayerGroups& groups, 
                                   .micro_batch = s.training.micro_batch_size,
                                   .precision = s.training.precision,
                                   .backward_overlap = par.tp_backward_overlap,
-                                  .grad_accumulation = s.training.grad_accumulation};
+                                  .grad_accumulation = s.training.grad_accumulation,
+                                  .autocast = s.training.autocast};
   Interner interner(s, groups, graph, labels, comm_ops);
   LayerOps out;
   out.layer = interner.program(models::transformer_layer(s.model, shard));

@@ -54,8 +54,9 @@ void Lowering::emit_gradient_sync_and_optimizer(std::int64_t r) {
   const double params = stage_parameters(stage);
   graph::ComputeOp step;
   step.cls = graph::ComputeClass::optimizer;
+  step.memory = core::MemoryClass::optimizer;
   step.bytes = params / (sharded ? static_cast<double>(dp) : 1.0) *
-               optimizer_bytes_per_param(prec, s_.training.optimizer);
+               optimizer_bytes_per_param(prec, s_.training.optimizer, s_.training.autocast);
   step.kernels = 4;
   if (!optimizer_ops_.count(stage)) optimizer_ops_[stage] = out_.graph.add_op(step);
   const TaskId opt =

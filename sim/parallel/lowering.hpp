@@ -44,9 +44,10 @@ struct Chain {
 inline double gradient_bytes_per_param(config::Precision p) { return parameter_bytes(p).gradients; }
 inline double weight_bytes_per_param(config::Precision p) { return parameter_bytes(p).weights; }
 // Adam step per parameter: read FP32 master, gradient, m, v; write master, m, v and the 16-bit copy.
-// SGD: read FP32 master and gradient, write master and the 16-bit copy.
-inline double optimizer_bytes_per_param(config::Precision p, config::Optimizer o) {
-  const double copy = weight_bytes_per_param(p) < 4 ? weight_bytes_per_param(p) : 0.0;
+// SGD: read FP32 master and gradient, write master and the 16-bit copy. With autocast the FP32
+// parameters are the master weights: no 16-bit copy (models/transformer/autocast.hpp).
+inline double optimizer_bytes_per_param(config::Precision p, config::Optimizer o, bool autocast = false) {
+  const double copy = weight_bytes_per_param(p) < 4 && !autocast ? weight_bytes_per_param(p) : 0.0;
   return (o == config::Optimizer::sgd ? 2 * 4 + 4 : 4 * 4 + 3 * 4) + copy;
 }
 

@@ -129,7 +129,8 @@ double stored_layer_activation_bytes(const config::Scenario& s, config::Recomput
   // its output (4 bytes more per element than the fused kernel's input), the attention kernel K and V
   // repeated to every query head, and the attention output twice (the kernel's and its layout copy).
   double eager = 0.0;
-  if (m.elementwise_kernels == config::ElementwiseKernels::eager) {
+  if (m.elementwise_kernels == config::ElementwiseKernels::eager ||
+      m.elementwise_kernels == config::ElementwiseKernels::hf_eager) {
     const double heads = static_cast<double>(m.heads);
     if (m.mlp == config::MlpKind::swiglu) eager += 2 * 4 * sb * h / replicated_div;
     eager += (2 * (heads - kv) + heads) * sb * head_dim * 2 * scale / t;

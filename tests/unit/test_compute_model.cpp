@@ -58,6 +58,31 @@ TEST_CASE("memory-bound kernels take bytes over achievable bandwidth plus launch
   CHECK(model.duration(op) == 1'002'000);
 }
 
+TEST_CASE("a memory-bound op moves its bytes at its class's measured fraction of HBM bandwidth") {
+  auto s = dtsim::testing::fixture_scenario();
+  s.gpu.kernel_launch_us = 2.0;
+  // Fixture: 1e12 B/s achievable = hbm_bandwidth x memory_efficiency; a norm's backward stated at 0.36
+  // of the HBM bandwidth, the transpose class left out (it streams, as at memory_efficiency).
+  const double hbm_bytes_per_s = s.gpu.hbm_bandwidth_gbytes_per_s * 1e9;
+  s.gpu.memory_class_efficiency[static_cast<std::size_t>(dtsim::core::MemoryClass::norm_backward)] = 0.36;
+  const dtsim::compute::ComputeModel model(s.gpu, dtsim::config::Precision::bf16);
+  ComputeOp op;
+  op.cls = ComputeClass::memory;
+  op.bytes = 1e9;
+  op.kernels = 2;
+  op.memory = dtsim::core::MemoryClass::norm_backward;
+  // t = bytes / (hbm x 0.36) + 2 launches
+  CHECK(model.duration_s(op) == doctest::Approx(1e9 / (hbm_bytes_per_s * 0.36) + 4e-6));
+  op.memory = dtsim::core::MemoryClass::transpose;
+  CHECK(model.duration_s(op) == doctest::Approx(1e-3 + 4e-6));
+  // Every class name reads back as its class, and the names are unique.
+  for (std::size_t i = 0; i < dtsim::core::kMemoryClassCount; ++i) {
+    const auto c = static_cast<dtsim::core::MemoryClass>(i);
+    CHECK(dtsim::core::memory_class_named(dtsim::core::to_string(c)) == c);
+  }
+  CHECK_FALSE(dtsim::core::memory_class_named("norm").has_value());
+}
+
 namespace {
 
 // A causal fused-attention op: 300 GFLOP of which half are executed (the other half masked).

@@ -421,6 +421,18 @@ TEST_CASE("errors inside profiles name the profile file and pointer") {
          p["sources"]["attention_measured"] = "test";
        },
        "/attention_measured/0/efficiency", nullptr},
+      {true,
+       [](json& p) {
+         p["memory_classes"] = {{"norm_backward", 1.2}};
+         p["sources"]["memory_classes"] = "test";
+       },
+       "/memory_classes/norm_backward", nullptr},
+      {true,
+       [](json& p) {
+         p["memory_classes"] = {{"streaming", 0.9}};
+         p["sources"]["memory_classes"] = "test";
+       },
+       "/memory_classes/streaming", nullptr},
   };
   for (const Case& c : cases) {
     CAPTURE(c.pointer);
