@@ -32,6 +32,7 @@ nlohmann::ordered_json model_json(const config::TransformerSpec& model) {
   j["attention"] = config::to_string(model.attention);
   j["elementwise_kernels"] = config::to_string(model.elementwise_kernels);
   j["tied_embeddings"] = model.tied_embeddings;
+  j["vocab_padding"] = model.vocab_padding;
   return j;
 }
 

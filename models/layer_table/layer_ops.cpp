@@ -72,6 +72,7 @@ std::vector<LayerOps> layer_ops(const config::LayerTable& table, std::int64_t ba
         const std::int64_t m = core::saturating_int64(rows);
         const double weights = l.params() * value;
         const double in_bytes = rows * static_cast<double>(l.gemm_k) * value;
+        const std::size_t first_forward = ops.forward.size();
         ops.forward.push_back(gemm(flops, m, l.gemm_n, l.gemm_k, 1, in_bytes + weights + out_bytes));
         if (i != 0)
           ops.backward.push_back(gemm(flops, m, l.gemm_k, l.gemm_n, 1, in_bytes + weights + out_bytes));
@@ -83,6 +84,10 @@ std::vector<LayerOps> layer_ops(const config::LayerTable& table, std::int64_t ba
               gemm(flops, l.gemm_k, l.gemm_n, l.gemm_m, batch, in_bytes + weights + out_bytes));
         } else {
           ops.backward.push_back(gemm(flops, l.gemm_k, l.gemm_n, m, 1, in_bytes + weights + out_bytes));
+        }
+        if (l.kind == config::LayerKind::conv) {
+          for (std::size_t j = first_forward; j < ops.forward.size(); ++j) ops.forward[j].implicit_gemm = true;
+          for (auto& op : ops.backward) op.implicit_gemm = true;
         }
         break;
       }

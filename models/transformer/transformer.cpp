@@ -1,6 +1,7 @@
 #include "models/transformer/transformer.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include "core/checked_math.hpp"
@@ -64,7 +65,9 @@ Dims dims_of(const config::TransformerSpec& m, const ShardConfig& sh) {
   d.f = static_cast<double>(m.ffn_hidden_size) / d.t;
   d.swiglu = m.mlp == config::MlpKind::swiglu;
   d.n_up = d.swiglu ? 2 * d.f : d.f;
-  d.vocab = static_cast<double>(m.vocab_size) / d.t;
+  // Megatron pads the vocabulary to a multiple of vocab_padding x tp (config::TransformerSpec).
+  const double multiple = static_cast<double>(m.vocab_padding) * d.t;
+  d.vocab = std::ceil(static_cast<double>(m.vocab_size) / multiple) * multiple / d.t;
   d.scores = d.b * d.heads * d.sq * d.s;
   d.kernels = {.style = m.elementwise_kernels, .rms_norm = d.swiglu, .a = d.a, .autocast = sh.autocast};
   // Eager Llama-style modules project q, k, v and gate, up separately (torchtitan, Hugging Face).

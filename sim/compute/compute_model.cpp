@@ -16,6 +16,21 @@ double peak_for(const config::GpuProfile& gpu, config::Precision precision) {
   return *peak * core::kTera;
 }
 
+// Bytes of a GEMM operand element in `precision`.
+double element_bytes(config::Precision precision) {
+  switch (precision) {
+    case config::Precision::fp32:
+    case config::Precision::tf32:
+      return 4;
+    case config::Precision::fp16:
+    case config::Precision::bf16:
+      return 2;
+    case config::Precision::fp8:
+      return 1;
+  }
+  return 2;
+}
+
 }  // namespace
 
 ComputeModel::ComputeModel(const config::GpuProfile& gpu, config::Precision precision, double duration_scale)
@@ -25,6 +40,8 @@ ComputeModel::ComputeModel(const config::GpuProfile& gpu, config::Precision prec
       other_curve_(precision == config::Precision::fp8 ? &gpu.gemm_curve(config::Precision::bf16) : curve_),
       other_peak_flops_per_s_(precision == config::Precision::fp8 ? peak_for(gpu, config::Precision::bf16)
                                                                   : peak_flops_per_s_),
+      element_bytes_(element_bytes(precision)),
+      other_element_bytes_(precision == config::Precision::fp8 ? 2.0 : element_bytes(precision)),
       duration_scale_(duration_scale) {
   for (std::size_t c = 0; c < core::kMemoryClassCount; ++c) {
     memory_bytes_per_s_[c] =
@@ -40,7 +57,9 @@ double ComputeModel::duration_s(const graph::ComputeOp& op) const {
     case graph::ComputeClass::gemm: {
       const double peak = op.linear_layer ? peak_flops_per_s_ : other_peak_flops_per_s_;
       const config::GemmCurve& curve = op.linear_layer ? *curve_ : *other_curve_;
-      flop_time = executed / (peak * gemm_efficiency(op.gemm, curve, gpu_->sm_count));
+      const double bytes = op.linear_layer ? element_bytes_ : other_element_bytes_;
+      const double alignment = op.implicit_gemm ? 1.0 : gemm_alignment(op.gemm, bytes, *gpu_);
+      flop_time = executed / (peak * gemm_efficiency(op.gemm, curve, gpu_->sm_count) * alignment);
       break;
     }
     case graph::ComputeClass::attention:

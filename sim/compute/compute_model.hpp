@@ -9,7 +9,8 @@
 // peak and efficiency are those of the run's precision; in an FP8 run only the linear layers' GEMMs
 // (ComputeOp::linear_layer, models/transformer/linear.hpp) use FP8's, every other GEMM and attention
 // BF16's (Transformer Engine's recipe). peak_flops_per_s() is the run's precision's peak (MFU).
-// efficiency(op) is the GEMM efficiency curve of gemm_efficiency.hpp for gemm ops, the profile's
+// efficiency(op) is the GEMM efficiency curve of gemm_efficiency.hpp for gemm ops (times its alignment
+// factor when a dimension is not a whole number of 16-byte vectors), the profile's
 // attention efficiency for attention ops (attention_efficiency.hpp: the profile's rate, reduced when the
 // op's heads and query tiles fill the SMs for few waves), and irrelevant for memory-bound ops (they have no
 // FLOPs worth costing: their time is the bandwidth term). A pure function of the op and the profile.
@@ -45,6 +46,8 @@ class ComputeModel {
   const config::GemmCurve* other_curve_;
   double other_peak_flops_per_s_;
   std::array<double, core::kMemoryClassCount> memory_bytes_per_s_{};  // by core::MemoryClass
+  double element_bytes_;        // a linear layer's GEMM operands (1 in an FP8 run)
+  double other_element_bytes_;  // other GEMMs' (BF16's in an FP8 run)
   double duration_scale_;
 };
 

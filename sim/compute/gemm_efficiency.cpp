@@ -47,4 +47,16 @@ double gemm_efficiency(const graph::GemmShape& shape, const config::GemmCurve& c
   return curve.max_efficiency * best * q_k;
 }
 
+double gemm_alignment(const graph::GemmShape& shape, double element_bytes, const config::GpuProfile& gpu) {
+  const auto vector = static_cast<std::int64_t>(std::max(1.0, 16.0 / element_bytes));  // elements per 16 B
+  bool aligned = true;
+  bool odd = false;
+  for (const std::int64_t dim : {shape.m, shape.n, shape.k}) {
+    aligned = aligned && dim % vector == 0;
+    odd = odd || dim % 2 != 0;
+  }
+  if (aligned) return 1.0;
+  return odd ? gpu.gemm_unaligned_odd : gpu.gemm_unaligned_even;
+}
+
 }  // namespace dtsim::compute

@@ -27,4 +27,11 @@ namespace dtsim::compute {
 
 double gemm_efficiency(const graph::GemmShape& shape, const config::GemmCurve& curve, int sm_count);
 
+// The rate of a GEMM on elements of `element_bytes` relative to the same GEMM aligned: 1 when m, n and
+// k are each a whole number of 16-byte vectors (a multiple of 8 BF16 elements), else the profile's
+// gemm_unaligned_odd (some dimension odd) or gemm_unaligned_even. Which dimension is a leading one
+// depends on the layout; any unaligned dimension counts (the tokens of a micro-batch, never a leading
+// dimension of a linear layer's operands, are a multiple of 8 in practice).
+double gemm_alignment(const graph::GemmShape& shape, double element_bytes, const config::GpuProfile& gpu);
+
 }  // namespace dtsim::compute

@@ -73,6 +73,11 @@ struct GpuProfile {
   std::array<std::optional<GemmCurve>, kPrecisionCount> gemm_by_precision{};
   // Measurements the curves were fitted to (documentation and tests; may be empty).
   std::vector<GemmMeasurement> gemm_measured;
+  // A GEMM with a dimension that is not a whole number of 16-byte vectors runs at this fraction of the
+  // aligned rate (cuBLAS's kernels that load one element, or two or four, at a time):
+  // gemm_unaligned_odd when a dimension is odd, gemm_unaligned_even otherwise; 1 where not stated.
+  double gemm_unaligned_odd = 1.0;
+  double gemm_unaligned_even = 1.0;
   const GemmCurve& gemm_curve(Precision p) const {
     const auto& curve = gemm_by_precision[static_cast<int>(p)];
     return curve ? *curve : gemm;

@@ -127,8 +127,11 @@ GpuProfile load_gpu_profile(const std::string& hardware_profiles, const std::str
 
   ObjectReader gemm = r.child("gemm");
   gemm.expect_keys(
-      {"max_efficiency", "tile_m", "tile_n", "k_half", "halving_efficiency", "by_precision", "measured"});
+      {"max_efficiency", "tile_m", "tile_n", "k_half", "halving_efficiency", "by_precision", "measured",
+       "unaligned_odd", "unaligned_even"});
   gpu.gemm = read_gemm_curve(gemm, std::nullopt);
+  gpu.gemm_unaligned_odd = gemm.optional<double>("unaligned_odd", 1.0, NumberRule::fraction());
+  gpu.gemm_unaligned_even = gemm.optional<double>("unaligned_even", 1.0, NumberRule::fraction());
   if (auto by = gemm.optional_child("by_precision")) {
     by->expect_keys({"fp32", "tf32", "fp16", "bf16", "fp8"});
     for (Precision p : kAll) {
@@ -298,7 +301,8 @@ TransformerSpec load_model_preset(const std::string& model_presets, const std::s
 
 TransformerSpec read_transformer(ObjectReader& model, const std::optional<TransformerSpec>& base) {
   model.expect_keys({"kind", "layers", "hidden_size", "heads", "kv_heads", "ffn_hidden_size", "vocab_size",
-                     "seq_length", "mlp", "attention", "elementwise_kernels", "tied_embeddings"});
+                     "seq_length", "mlp", "attention", "elementwise_kernels", "tied_embeddings",
+                     "vocab_padding"});
   const IntRule positive = IntRule::positive();
   TransformerSpec spec;
   if (base) {
@@ -333,6 +337,8 @@ TransformerSpec read_transformer(ObjectReader& model, const std::optional<Transf
   spec.elementwise_kernels = model.optional_enum<ElementwiseKernels>(
       "elementwise_kernels", spec.elementwise_kernels, named_choices(kElementwiseKernels));
   spec.tied_embeddings = model.optional<bool>("tied_embeddings", spec.tied_embeddings);
+  spec.vocab_padding = model.optional<std::int64_t>("vocab_padding", spec.vocab_padding,
+                                                    IntRule::between(1, kMaxVocabPadding));
 
   if (spec.heads % spec.kv_heads != 0) {
     // Report where the user wrote the offending number: kv_heads if given here, else heads.

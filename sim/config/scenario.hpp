@@ -55,6 +55,10 @@ struct TransformerSpec {
   AttentionKind attention = AttentionKind::flash;
   ElementwiseKernels elementwise_kernels = ElementwiseKernels::fused;
   bool tied_embeddings = false;
+  // The vocabulary is padded to a multiple of vocab_padding x the tensor-parallel degree for the
+  // embedding and the logits (Megatron-LM's --make-vocab-size-divisible-by, 128 by default); 1: not
+  // padded (torchtitan, Hugging Face transformers). Costs only: parameter counts keep vocab_size.
+  std::int64_t vocab_padding = 128;
   std::int64_t input_size = 0;   // mlp only
   std::int64_t output_size = 0;  // mlp only
 };
@@ -210,6 +214,8 @@ struct TrainingSpec {
   // 16-bit precision; false: 16-bit parameters with FP32 master weights in the optimizer (Megatron).
   bool autocast = false;
 };
+// The largest vocab_padding a scenario or a stack may state.
+inline constexpr std::int64_t kMaxVocabPadding = 1 << 20;
 // The largest host_issue_us_per_kernel a scenario or a stack may state (one second per kernel).
 inline constexpr double kMaxHostIssueUsPerKernel = 1e6;
 
@@ -231,6 +237,7 @@ struct SoftwareStack {
   std::string name;
   std::optional<AttentionKind> attention;
   std::optional<ElementwiseKernels> elementwise_kernels;
+  std::optional<std::int64_t> vocab_padding;
   std::optional<PipelineComm> pipeline_comm;
   std::optional<bool> tp_backward_overlap;
   std::optional<bool> tp_comm_overlap;

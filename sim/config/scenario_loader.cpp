@@ -49,6 +49,7 @@ TransformerSpec read_model(ObjectReader& top, const DataPaths& data, const Softw
     if (software.attention && !model.has("attention")) spec.attention = *software.attention;
     if (software.elementwise_kernels && !model.has("elementwise_kernels"))
       spec.elementwise_kernels = *software.elementwise_kernels;
+    if (software.vocab_padding && !model.has("vocab_padding")) spec.vocab_padding = *software.vocab_padding;
     return spec;
   };
   if (model.has("layer_table")) {

@@ -19,10 +19,11 @@ SoftwareStack load_software_stack(const std::string& hardware_profiles, const st
   ObjectReader settings = r.child("settings");
   settings.expect_keys({"model", "parallelism", "training"});
   if (std::optional<ObjectReader> m = settings.optional_child("model")) {
-    m->expect_keys({"attention", "elementwise_kernels"});
+    m->expect_keys({"attention", "elementwise_kernels", "vocab_padding"});
     stack.attention = m->maybe_enum<AttentionKind>("attention", named_choices(kAttentionKinds));
     stack.elementwise_kernels =
         m->maybe_enum<ElementwiseKernels>("elementwise_kernels", named_choices(kElementwiseKernels));
+    stack.vocab_padding = m->maybe<std::int64_t>("vocab_padding", IntRule::between(1, kMaxVocabPadding));
     m->finish();
   }
   if (std::optional<ObjectReader> p = settings.optional_child("parallelism")) {

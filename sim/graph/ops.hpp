@@ -42,6 +42,9 @@ struct ComputeOp {
   // A linear layer's GEMM (models/transformer/linear.hpp): in an FP8 run the only kind that runs in
   // FP8; every other GEMM and attention then runs at the BF16 rates.
   bool linear_layer = false;
+  // A convolution run as an implicit GEMM (cuDNN), which pads its channels for its vector loads: no
+  // alignment penalty on its dimensions (compute/gemm_efficiency.hpp, gemm_alignment).
+  bool implicit_gemm = false;
   // A memory-bound op's access pattern: the fraction of HBM bandwidth its bytes move at (the GPU
   // profile's rate for the class). Ignored for GEMMs and attention.
   core::MemoryClass memory = core::MemoryClass::streaming;

@@ -83,6 +83,31 @@ TEST_CASE("a memory-bound op moves its bytes at its class's measured fraction of
   CHECK_FALSE(dtsim::core::memory_class_named("norm").has_value());
 }
 
+TEST_CASE("a GEMM with a dimension that is not a whole number of 16-byte vectors runs at the unaligned rate") {
+  auto s = dtsim::testing::fixture_scenario();
+  s.gpu.gemm_unaligned_odd = 0.18;
+  s.gpu.gemm_unaligned_even = 0.36;
+  const dtsim::compute::ComputeModel bf16(s.gpu, dtsim::config::Precision::bf16);
+  ComputeOp op;
+  op.cls = ComputeClass::gemm;
+  op.linear_layer = true;
+  // 1280 x 1280 x 4096: aligned, max efficiency 0.8 (one full wave); the same with k = 4097 (odd) or
+  // 4100 (even, not a multiple of 8 BF16 elements) runs at 0.18 or 0.36 of that rate: t = 2mnk /
+  // (300e12 x 0.8 x factor), the curve's q_k = 1 (k_half 0) for every k.
+  for (const auto& [k, factor] : {std::pair{4096, 1.0}, {4097, 0.18}, {4100, 0.36}}) {
+    CAPTURE(k);
+    op.gemm = GemmShape{1280, 1280, k, 1};
+    op.flops = 2.0 * 1280 * 1280 * k;
+    CHECK(bf16.duration_s(op) == doctest::Approx(op.flops / (300e12 * 0.8 * factor)));
+  }
+  // FP32 needs a multiple of 4 elements: k = 4100 is aligned there.
+  s.gpu.peak_tflops[static_cast<std::size_t>(dtsim::config::Precision::fp32)] = 300.0;
+  const dtsim::compute::ComputeModel fp32(s.gpu, dtsim::config::Precision::fp32);
+  op.gemm = GemmShape{1280, 1280, 4100, 1};
+  op.flops = 2.0 * 1280 * 1280 * 4100;
+  CHECK(fp32.duration_s(op) == doctest::Approx(op.flops / (300e12 * 0.8)));
+}
+
 namespace {
 
 // A causal fused-attention op: 300 GFLOP of which half are executed (the other half masked).

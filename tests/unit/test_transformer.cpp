@@ -343,6 +343,26 @@ TEST_CASE("GEMM dimensions past 2^63 saturate instead of wrapping") {
   CHECK(found);
 }
 
+TEST_CASE("the logits are computed over the vocabulary padded as the stack pads it") {
+  // 50,257 words: Megatron's padding to a multiple of 128 x tp gives 50,304 at tp 1 (393 x 128) and
+  // 50,688 at tp 4 (99 x 512), 12,672 per rank; unpadded, 50,257 (12,564.25 per rank at tp 4, the
+  // GEMM's n rounded up to the largest shard, 12,565).
+  auto m = gpt(24, 2048, 16, 2048, 50257);
+  const auto logits_n = [&](std::int64_t tp) {
+    dtsim::models::ShardConfig shard;
+    shard.tensor = tp;
+    for (const auto& op : dtsim::models::head_layer(m, shard).forward) {
+      if (op.name == "logits") return op.compute.gemm.n;
+    }
+    return std::int64_t{0};
+  };
+  CHECK(logits_n(1) == 50304);
+  CHECK(logits_n(4) == 12672);
+  m.vocab_padding = 1;
+  CHECK(logits_n(1) == 50257);
+  CHECK(logits_n(4) == 12565);
+}
+
 TEST_CASE("Hugging Face's eager GELU and autocast with FP32 parameters: the kernels they add to a GPT layer") {
   // GPT-style layer (LayerNorm, GELU, biases, one fused QKV and one MLP-up projection), h = 2048,
   // b s = 2048 tokens, a = 2, tensor parallel 1: E = T h, F = 4E, W = 3h^2 + h^2 + 4h^2 + 4h^2 = 12 h^2.
