@@ -62,6 +62,18 @@ nlohmann::ordered_json cluster_json(const config::Scenario& scenario) {
   j["gpus"] = scenario.gpu_count();
   j["gpu"] = scenario.gpu.id;
   j["network"] = std::move(net);
+  if (!scenario.cluster.speed_factors.empty()) {
+    nlohmann::ordered_json factors = nlohmann::ordered_json::array();
+    for (const config::SpeedFactor& f : scenario.cluster.speed_factors) {
+      nlohmann::ordered_json e;
+      e["node"] = f.node;
+      if (f.gpu) e["gpu"] = *f.gpu;
+      e["compute"] = f.compute;
+      if (!f.gpu) e["nic"] = f.nic;  // a node's only
+      factors.push_back(std::move(e));
+    }
+    j["speed_factors"] = std::move(factors);
+  }
   return j;
 }
 

@@ -56,6 +56,12 @@ void write_setup(std::ostream& out, const config::Scenario& s) {
                    config::to_string(n.topology), n.oversubscription));
   if (const std::string note = config::extrapolation_note(s.fabric, s.cluster.nodes); !note.empty())
     line(out, "", note);
+  for (const config::SpeedFactor& f : s.cluster.speed_factors) {
+    std::string where = f.gpu ? fmt::format("node {} GPU {}", f.node, *f.gpu) : fmt::format("node {}", f.node);
+    if (f.compute != 1.0) where += fmt::format(": compute x{}", f.compute);
+    if (f.nic != 1.0) where += fmt::format("{} NICs x{}", f.compute != 1.0 ? "," : ":", f.nic);
+    line(out, "", "speed factor, " + where);
+  }
 
   const config::ParallelismSpec& p = s.parallelism;
   std::string parallel =

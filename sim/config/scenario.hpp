@@ -11,6 +11,7 @@
 #include "config/data_parallel.hpp"
 #include "config/hardware.hpp"
 #include "config/layer_table.hpp"
+#include "config/speed_factors.hpp"
 
 namespace dtsim::config {
 
@@ -101,6 +102,7 @@ struct ClusterSpec {
   std::optional<std::int64_t> gpus;   // as given; absent: every GPU of every node
   std::int64_t node_gpus = 0;         // GPUs of the node profile, used or not
   NetworkSpec network;
+  std::vector<SpeedFactor> speed_factors;  // GPUs and NICs slower or faster than their profiles
 };
 
 enum class Schedule { one_f_one_b, gpipe, interleaved };

@@ -17,6 +17,7 @@
 #include "config/mlp_reader.hpp"
 #include "config/parallelism_loader.hpp"
 #include "config/profile_loader.hpp"
+#include "config/speed_factors_loader.hpp"
 #include "core/checked_math.hpp"
 #include "core/units.hpp"
 
@@ -106,7 +107,7 @@ void narrow_node(NodeProfile& node, std::int64_t gpus) {
 // Reads "cluster" and resolves the node, GPU and fabric profiles into `scenario`.
 void read_cluster(ObjectReader& top, const DataPaths& data, Scenario& scenario) {
   ObjectReader cluster = top.child("cluster");
-  cluster.expect_keys({"node", "nodes", "gpus", "network"});
+  cluster.expect_keys({"node", "nodes", "gpus", "network", "speed_factors"});
   ClusterSpec& spec = scenario.cluster;
   spec.node_id = cluster.required<std::string>("node");
   scenario.node = load_node_profile(data.hardware_profiles, spec.node_id,
@@ -155,6 +156,7 @@ void read_cluster(ObjectReader& top, const DataPaths& data, Scenario& scenario) 
       named_choices(std::array{CollectiveProtocol::automatic, CollectiveProtocol::ll,
                                CollectiveProtocol::ll128, CollectiveProtocol::simple}));
   network.finish();
+  spec.speed_factors = read_speed_factors(cluster, spec.nodes, scenario.node.gpus_per_node);
   cluster.finish();
 
   scenario.gpu = load_gpu_profile(data.hardware_profiles, scenario.node.gpu,
@@ -315,6 +317,7 @@ Scenario load_scenario_text(const std::string& text, const std::string& source_n
   scenario.training = read_training(top, data, software, scenario);
   if (scenario.layer_model) check_layer_table_scenario(top.file(), scenario);
   scenario.simulation = read_simulation(top);
+  check_speed_factors(top.file(), scenario);
   top.finish();
   return scenario;
 }

@@ -77,6 +77,7 @@ struct alignas(64) StreamState {
   std::uint32_t succ_end = 0;
   std::uint32_t rank = 0;
   std::uint16_t local = 0;  // index among the rank's streams, by increasing stream id
+  std::uint16_t speed = 0;  // its rank's compute model (Run::compute_models_)
   bool comm = false;        // a non-compute stream
   bool busy = false;
   bool queued = false;    // in a ready list
@@ -152,9 +153,17 @@ class Run {
   // ---- setup and costing (run_setup.cpp) ----
   void setup_nodes();
   void setup_streams();
+  std::vector<std::uint16_t> setup_speeds(const EngineOptions& options);
   void setup_host(double ns_per_kernel);
-  TimeNs cost(std::uint32_t op);
-  TimeNs cost_fused(std::uint32_t op, const graph::FusedOp& fused);
+  TimeNs cost(std::uint32_t op, std::uint16_t speed);
+  TimeNs cost_fused(std::uint32_t op, const graph::FusedOp& fused, std::uint16_t speed);
+  // Where op's duration, or its first kernel, is kept for compute model `speed`.
+  std::size_t memo_index(std::uint32_t op, std::uint16_t speed) const {
+    return std::size_t{speed} * op_count_ + op;
+  }
+  std::uint32_t kernel_index(std::uint32_t op, std::uint16_t speed) const {
+    return speed * kernel_count_ + kernel_begin_[op];
+  }
   [[noreturn]] void throw_deadlock(std::uint64_t events) const;
   EngineResult result(std::uint64_t events);
 
@@ -196,7 +205,7 @@ class Run {
   const TaskId* successors_;
   const std::uint32_t* succ_begin_;  // task t's successors: successors_[succ_begin_[t] .. succ_begin_[t + 1])
   const StreamId* gang_streams_;
-  const compute::ComputeModel& compute_;
+  std::vector<const compute::ComputeModel*> compute_models_;  // [0]: simulate()'s, then the ranks' others
   const network::NetworkModel& network_;
   const bool record_spans_;
   const double overlap_slowdown_;
@@ -207,7 +216,9 @@ class Run {
   TimeNs now_ = 0;
   EventQueue queue_;
   std::vector<Node> nodes_;  // one per task
-  std::vector<TimeNs> memo_;
+  std::size_t op_count_ = 0;
+  std::uint32_t kernel_count_ = 0;  // fused kernels of one compute model (kernels_ holds one set per model)
+  std::vector<TimeNs> memo_;        // per compute model and op (memo_index)
   std::vector<std::uint8_t> nic_op_;  // per op: a communication op whose group spans nodes
   std::vector<std::uint32_t> kernel_begin_;  // per op: its kernels are kernels_[begin[op] .. begin[op + 1])
   std::vector<Kernel> kernels_;

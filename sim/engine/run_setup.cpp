@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <utility>
 #include <variant>
 
@@ -17,7 +18,7 @@ Run::Run(const graph::TaskGraph& graph, const compute::ComputeModel& compute,
       successors_(graph.successors().data()),
       succ_begin_(graph.succ_begin().data()),
       gang_streams_(graph.gang_streams().data()),
-      compute_(compute),
+      compute_models_{&compute},
       network_(network),
       record_spans_(options.record_spans),
       overlap_slowdown_(options.overlap_slowdown),
@@ -29,8 +30,12 @@ Run::Run(const graph::TaskGraph& graph, const compute::ComputeModel& compute,
                           options.host_issue_ns_per_kernel));
   DTSIM_CHECK(std::isfinite(overlap_slowdown_) && overlap_slowdown_ > 0.0,
               fmt::format("overlap_slowdown must be a positive factor, got {}", overlap_slowdown_));
+  const std::vector<std::uint16_t> speeds = setup_speeds(options);
   setup_nodes();
   setup_streams();
+  if (!speeds.empty()) {
+    for (StreamState& st : streams_) st.speed = speeds[st.rank];
+  }
   if (host_) setup_host(options.host_issue_ns_per_kernel);
   queue_.reserve(streams_.size() + 1);  // at most one running task or wake-up per stream
   ready_comm_.reserve(streams_.size());
@@ -71,7 +76,8 @@ void Run::setup_nodes() {
     }
     nodes_.push_back(Node{pred[t], task.stream, task.op << kOpShift | kind[task.op] | category, kNoTask});
   }
-  memo_.assign(ops.size(), kNotCosted);
+  op_count_ = ops.size();
+  memo_.assign(ops.size() * compute_models_.size(), kNotCosted);
   nic_op_.assign(ops.size(), 0);
   for (std::size_t o = 0; o < ops.size(); ++o) {
     const auto* comm = std::get_if<graph::CommOp>(&ops[o]);
@@ -85,7 +91,32 @@ void Run::setup_nodes() {
     kernel_begin_[o + 1] =
         kernel_begin_[o] + (fused != nullptr ? static_cast<std::uint32_t>(fused->kernels.size()) : 0U);
   }
-  kernels_.resize(kernel_begin_.back());
+  kernel_count_ = kernel_begin_.back();
+  const std::size_t kernels = std::size_t{kernel_count_} * compute_models_.size();
+  DTSIM_CHECK(kernels <= std::numeric_limits<std::uint32_t>::max(), "too many fused kernels for the engine");
+  kernels_.resize(kernels);
+}
+
+// Each rank's compute model as an index into compute_models_ (distinct models in order of first use
+// after simulate()'s own); empty when every rank uses simulate()'s.
+std::vector<std::uint16_t> Run::setup_speeds(const EngineOptions& options) {
+  if (options.rank_compute.empty()) return {};
+  DTSIM_CHECK(options.rank_compute.size() == graph_.ranks(),
+              fmt::format("rank_compute has {} models for {} ranks", options.rank_compute.size(), graph_.ranks()));
+  std::vector<std::uint16_t> speeds(options.rank_compute.size(), 0);
+  for (std::size_t r = 0; r < speeds.size(); ++r) {
+    const compute::ComputeModel* model = options.rank_compute[r];
+    DTSIM_CHECK(model != nullptr, fmt::format("rank {} has no compute model", r));
+    auto it = std::find(compute_models_.begin(), compute_models_.end(), model);
+    if (it == compute_models_.end()) {
+      DTSIM_CHECK(compute_models_.size() < std::numeric_limits<std::uint16_t>::max(),
+                  "more than 65,535 distinct compute models");
+      compute_models_.push_back(model);
+      it = compute_models_.end() - 1;
+    }
+    speeds[r] = static_cast<std::uint16_t>(it - compute_models_.begin());
+  }
+  return speeds;
 }
 
 void Run::setup_streams() {
@@ -172,6 +203,10 @@ void Run::setup_host(double ns_per_kernel) {
       host_cost_[o] = HostCost{first, before};
     }
   }
+  // Issue does not depend on the GPU's speed: every compute model's kernels share the first set's times.
+  for (std::size_t m = 1; m < compute_models_.size(); ++m) {
+    std::copy_n(kernel_issue_.begin(), kernel_count_, kernel_issue_.begin() + m * kernel_count_);
+  }
   host_calls_.assign(graph_.tasks().size(), 0);
   for (std::size_t n = 0; n < call_issue_.size(); ++n) call_issue_[n] = issue(static_cast<std::int64_t>(n));
   for (const graph::TaskGraph::HostCalls& c : graph_.host_calls()) {
@@ -187,28 +222,30 @@ void Run::setup_host(double ns_per_kernel) {
   }
 }
 
-TimeNs Run::cost(std::uint32_t op) {
+TimeNs Run::cost(std::uint32_t op, std::uint16_t speed) {
   const graph::Op& o = graph_.ops()[op];
+  const compute::ComputeModel& compute = *compute_models_[speed];
   TimeNs duration = 0;
   if (const auto* c = std::get_if<graph::ComputeOp>(&o)) {
-    duration = compute_.duration(*c);
+    duration = compute.duration(*c);
   } else if (const auto* m = std::get_if<graph::CommOp>(&o)) {
     duration = network_.duration(*m);
-    if (m->copies) duration += compute_.duration(*m->copies);
+    if (m->copies) duration += compute.duration(*m->copies);
   } else {
-    duration = cost_fused(op, std::get<graph::FusedOp>(o));
+    duration = cost_fused(op, std::get<graph::FusedOp>(o), speed);
   }
   DTSIM_CHECK(duration >= 0, fmt::format("negative duration {} ns for op {}", duration, op));
-  memo_[op] = duration;
+  memo_[memo_index(op, speed)] = duration;
   return duration;
 }
 
 // Each kernel costed on its own; the op takes their sum.
-TimeNs Run::cost_fused(std::uint32_t op, const graph::FusedOp& fused) {
-  Kernel* const first = &kernels_[kernel_begin_[op]];
+TimeNs Run::cost_fused(std::uint32_t op, const graph::FusedOp& fused, std::uint16_t speed) {
+  Kernel* const first = &kernels_[kernel_index(op, speed)];
+  const compute::ComputeModel& compute = *compute_models_[speed];
   const std::size_t count = fused.kernels.size();
   for (std::size_t i = 0; i < count; ++i) {
-    const TimeNs plain = compute_.duration(fused.kernels[i]);
+    const TimeNs plain = compute.duration(fused.kernels[i]);
     DTSIM_CHECK(plain >= 0, fmt::format("negative duration {} ns for kernel {} of op {}", plain, i, op));
     first[i].plain = plain;
     first[i].slowed = round_to_ns(static_cast<double>(plain) * overlap_slowdown_);

@@ -126,9 +126,9 @@ inline void Run::start_ready() {
     __builtin_prefetch(succ_begin_ + st.after);
   }
   const std::uint32_t op = word >> kOpShift;
-  TimeNs duration = memo_[op];
+  TimeNs duration = memo_[memo_index(op, st.speed)];
   if (duration == kNotCosted) [[unlikely]]
-    duration = cost(op);
+    duration = cost(op, st.speed);
   RankState& rank = ranks_[st.rank];
   st.start = now_;
   running_category_[rank.stream_begin + st.local] = static_cast<std::uint8_t>(word & kCategoryMask);
@@ -140,8 +140,8 @@ inline void Run::start_ready() {
     RateState& rate = rates_[s];
     rate.kernel = kNoKernel;
     if (fused) [[unlikely]] {
-      rate.kernel = kernel_begin_[op];
-      rate.kernel_last = kernel_begin_[op + 1] - 1;
+      rate.kernel = kernel_index(op, st.speed);
+      rate.kernel_last = rate.kernel + (kernel_begin_[op + 1] - kernel_begin_[op]) - 1;
       rate.segment_last = rate.kernel_last;
       duration = kernels_[rate.kernel].plain;
     }
@@ -165,9 +165,9 @@ inline void Run::start_ready() {
 // One gang task starts on all its member streams: each member rank's books, and its compute slows.
 void Run::start_gang(StreamId first_stream, StreamState& first) {
   const GangRun& gang = gangs_[first.word >> kOpShift];
-  TimeNs duration = memo_[gang.op];
+  TimeNs duration = memo_[gang.op];  // simulate()'s compute model (memo_index(op, 0))
   if (duration == kNotCosted) [[unlikely]]
-    duration = cost(gang.op);
+    duration = cost(gang.op, 0);
   const auto category = static_cast<std::uint8_t>(first.word & kCategoryMask);
   for (std::uint32_t j = 0; j < gang.size; ++j) {
     StreamState& st = streams_[gang_streams_[gang.begin + j]];

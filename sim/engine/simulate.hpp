@@ -47,6 +47,12 @@
 // The CUDA launch queue's depth (about a thousand kernels) is not modelled: it only bounds how far
 // ahead of the GPU the host may run, which changes no time unless a synchronization follows.
 //
+// GPU speeds: EngineOptions::rank_compute gives each rank the compute model of its GPU (a straggler's
+// model scales every duration: cluster.speed_factors); a rank's compute ops, a fused op's kernels and
+// the copy kernels of its own communication tasks are costed by it, memoized per op and model. Gang
+// tasks (collectives of every member at once) cost their copy kernels with `compute`. Without
+// rank_compute every rank uses `compute`.
+//
 // The engine accumulates, per simulated rank, the time spent in each state over [0, makespan]: a
 // compute-kind stream busy -> busy_ns[category of its task]; else a communication stream busy ->
 // exposed_ns[category of its task]; else, while a ready compute task waits to be issued, host_wait_ns;
@@ -87,6 +93,8 @@ struct EngineOptions {
   bool record_spans = false;
   double overlap_slowdown = 1.0;
   double host_issue_ns_per_kernel = 0.0;  // 0: the host is never the bottleneck (not simulated)
+  // Per rank, the compute model of its GPU (not owned; at most 65,535 distinct); empty: `compute`.
+  std::vector<const compute::ComputeModel*> rank_compute = {};
 };
 
 struct EngineResult {

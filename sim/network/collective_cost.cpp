@@ -14,7 +14,8 @@ namespace {
 double node_share(const graph::CommOp& op, const PathParams& path,
                   TrafficPattern pattern = TrafficPattern::ring) {
   const double concurrent = static_cast<double>(std::max<std::int64_t>(1, op.group.concurrent_per_node));
-  double share = path.node_inter_bytes_per_s / concurrent / fabric_divisor(op.group, path, pattern);
+  double share =
+      path.node_inter_bytes_per_s * op.group.nic_speed / concurrent / fabric_divisor(op.group, path, pattern);
   if (path.per_flow_bytes_per_s > 0.0) share = std::min(share, path.per_flow_bytes_per_s);
   return share;
 }

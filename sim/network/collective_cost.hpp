@@ -7,7 +7,8 @@
 // tree's chain inside the node and the all-to-all's intra-node part are longest there; the
 // all-to-all's traffic leaving a node is the larger of its busiest and its least busy node's;
 // halving-doubling, whose partners at distances 1, 2, 4, ... assume the same members on every node,
-// does not apply.
+// does not apply. node_nic is the node's NIC bandwidth times the group's nic_speed (the slowest NIC
+// factor among its nodes, cluster.speed_factors): every algorithm moves in lockstep with its slowest link.
 // Bus bytes per rank (nccl-tests PERFORMANCE.md): all_reduce 2(n-1)/n S, all_gather and
 // reduce_scatter (n-1)/n S, broadcast/reduce S.
 //

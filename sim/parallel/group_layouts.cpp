@@ -4,6 +4,7 @@
 #include <map>
 #include <optional>
 #include <tuple>
+#include <utility>
 
 #include "core/errors.hpp"
 
@@ -61,13 +62,15 @@ graph::CommGroup layout_of(std::int64_t size, const Spread& spread, std::int64_t
 
 bool heavier(const graph::CommGroup& a, const graph::CommGroup& b) {
   const auto weight = [](const graph::CommGroup& g) {
-    return std::make_tuple(g.nodes > 1, g.concurrent_per_node, g.nodes, g.ranks_per_node(), g.node_stride);
+    // A group's share of a node's NICs: 1 / concurrent_per_node of them at nic_speed.
+    return std::make_tuple(g.nodes > 1, static_cast<double>(g.concurrent_per_node) / g.nic_speed, g.nodes,
+                           g.ranks_per_node(), g.node_stride);
   };
   return weight(a) > weight(b);
 }
 
-GroupLayouts::GroupLayouts(const Mesh& mesh, bool per_rank)
-    : mesh_(mesh), per_rank_(per_rank), tables_(kSlots) {
+GroupLayouts::GroupLayouts(const Mesh& mesh, bool per_rank, std::vector<double> nic_speeds)
+    : mesh_(mesh), per_rank_(per_rank), nic_speeds_(std::move(nic_speeds)), tables_(kSlots) {
   const std::int64_t nodes = (mesh.size() + mesh.gpus_per_node() - 1) / mesh.gpus_per_node();
   for (Table& t : tables_) {
     if (per_rank_) t.of_rank.assign(static_cast<std::size_t>(mesh.size()), 0);
@@ -141,7 +144,12 @@ void GroupLayouts::add_groups(GroupKind kind) {
       for (const std::int64_t o : s.node_offsets)
         concurrent = std::max<std::int64_t>(concurrent, crossing[static_cast<std::size_t>(first / g + o)]);
     }
-    keep(table, r, mesh_.coord_of(r).stage, layout_of(size, s, concurrent));
+    graph::CommGroup layout = layout_of(size, s, concurrent);
+    if (s.node_offsets.size() > 1) {
+      for (const std::int64_t o : s.node_offsets)
+        layout.nic_speed = std::min(layout.nic_speed, nic_speed(first / g + o));
+    }
+    keep(table, r, mesh_.coord_of(r).stage, layout);
   }
 }
 
@@ -151,7 +159,9 @@ graph::CommGroup GroupLayouts::pair(std::int64_t from, std::int64_t to) const {
   if (a == b) return graph::CommGroup{2, 1, std::max<std::int64_t>(1, mesh_.gpus_per_node() / 2)};
   const std::int32_t concurrent =
       std::max(leaving_[static_cast<std::size_t>(a)], arriving_[static_cast<std::size_t>(b)]);
-  return graph::CommGroup{2, 2, concurrent, a < b ? b - a : a - b};
+  graph::CommGroup out{2, 2, concurrent, a < b ? b - a : a - b};
+  out.nic_speed = std::min(nic_speed(a), nic_speed(b));
+  return out;
 }
 
 // Every stage's transfers to its next (or preceding) stage run at once: counted per pair of stages.

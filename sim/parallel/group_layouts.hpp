@@ -7,6 +7,7 @@
 //   uneven           the most and the fewest members on one of its nodes when they differ (12
 //                    data-parallel ranks on 8-GPU nodes: 8 and 4);
 //   node_stride      the common distance between its nodes' numbers when they are evenly spaced, else 1;
+//   nic_speed        across nodes, the slowest NIC speed factor among its nodes (cluster.speed_factors);
 //   concurrent_per_node  how many groups of its kind share a node's NICs. Inside one node: GPUs per
 //                    node / its members (the flow level places that many side by side). Across nodes:
 //                    for each of its nodes, the groups of its kind that have members there and span
@@ -43,7 +44,8 @@ bool heavier(const graph::CommGroup& a, const graph::CommGroup& b);
 class GroupLayouts {
  public:
   // `per_rank`: keep every rank's own layouts (every-rank mode); otherwise each stage's slowest only.
-  GroupLayouts(const Mesh& mesh, bool per_rank);
+  // `nic_speeds`: per node, its NICs' speed factor (empty: all 1).
+  GroupLayouts(const Mesh& mesh, bool per_rank, std::vector<double> nic_speeds = {});
 
   // Rank r's group of `kind`; the slowest of `kind` among the groups of `stage`.
   const graph::CommGroup& group(std::int64_t r, GroupKind kind) const;
@@ -71,11 +73,15 @@ class GroupLayouts {
   void add_transfers(bool next);
   void add_exchanges();
   graph::CommGroup pair(std::int64_t from, std::int64_t to) const;
+  double nic_speed(std::int64_t node) const {
+    return nic_speeds_.empty() ? 1.0 : nic_speeds_[static_cast<std::size_t>(node)];
+  }
   const graph::CommGroup& of_rank(int slot, std::int64_t r) const;
   const graph::CommGroup& of_stage(int slot, std::int64_t stage) const;
 
   const Mesh& mesh_;
   bool per_rank_;
+  std::vector<double> nic_speeds_;
   std::vector<Table> tables_;
   // Scratch, per node: pairs across nodes leaving and arriving (zero between uses).
   std::vector<std::int32_t> leaving_;

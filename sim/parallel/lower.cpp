@@ -22,7 +22,9 @@ Lowering::Lowering(const config::Scenario& s, const LowerOptions& options)
       max_chunk_layers_(*std::max_element(chunk_layers_.begin(), chunk_layers_.end())),
       every_rank_(s.simulation.ranks == config::RankMode::all),
       fuse_(every_rank_ || options.fuse_kernels),
-      layouts_(mesh_, every_rank_),
+      layouts_(mesh_, every_rank_,
+               every_rank_ ? config::node_nic_speeds(s.cluster.speed_factors, s.cluster.nodes)
+                           : std::vector<double>{}),
       replicas_(every_rank_ ? 1 : s.parallelism.tensor * s.parallelism.context * s.parallelism.data) {
   const std::int64_t ranks = every_rank_ ? s.gpu_count() : p_;
   out_.graph = graph::TaskGraph(static_cast<std::uint32_t>(ranks));

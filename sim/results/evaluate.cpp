@@ -2,6 +2,7 @@
 
 #include "results/interval.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <utility>
 
@@ -106,6 +107,34 @@ Result infeasible(const config::Scenario& scenario, std::string reason) {
   return result;
 }
 
+// GPUs at another speed (cluster.speed_factors; every-rank mode only, as the loader checks): one
+// compute model per distinct speed, each duration divided by it, and each rank's model.
+struct RankComputeModels {
+  std::vector<compute::ComputeModel> slower;
+  std::vector<const compute::ComputeModel*> of_rank;  // empty: every rank `compute`
+};
+
+RankComputeModels rank_compute_models(const config::Scenario& scenario, const compute::ComputeModel& compute,
+                                      double compute_scale) {
+  RankComputeModels out;
+  if (scenario.simulation.ranks != config::RankMode::all) return out;
+  const std::vector<double> speeds = config::rank_compute_speeds(
+      scenario.cluster.speed_factors, scenario.gpu_count(), scenario.node.gpus_per_node);
+  std::vector<double> distinct;
+  for (const double f : speeds) {
+    if (f != 1.0 && std::find(distinct.begin(), distinct.end(), f) == distinct.end()) distinct.push_back(f);
+  }
+  out.slower.reserve(distinct.size());  // the pointers below stay valid
+  for (const double f : distinct)
+    out.slower.emplace_back(scenario.gpu, scenario.training.precision, compute_scale / f);
+  out.of_rank.reserve(speeds.size());
+  for (const double f : speeds) {
+    const auto it = std::find(distinct.begin(), distinct.end(), f);
+    out.of_rank.push_back(it == distinct.end() ? &compute : &out.slower[static_cast<std::size_t>(it - distinct.begin())]);
+  }
+  return out;
+}
+
 // The transformer pipeline with compute durations x compute_scale.
 Result evaluate_transformer(const config::Scenario& scenario, const EvaluateOptions& options,
                             double compute_scale) {
@@ -128,6 +157,8 @@ Result evaluate_transformer(const config::Scenario& scenario, const EvaluateOpti
   engine_options.overlap_slowdown = scenario.gpu.overlap_slowdown;
   // A measured one-GPU rate scales the host's issue with the kernels (compute_model.hpp, duration_scale).
   engine_options.host_issue_ns_per_kernel = scenario.training.host_issue_us_per_kernel * 1e3 * compute_scale;
+  const RankComputeModels speeds = rank_compute_models(scenario, compute, compute_scale);
+  engine_options.rank_compute = speeds.of_rank;
   const engine::EngineResult run = engine::simulate(lowered.graph, compute, *network, engine_options);
 
   const double t = core::ns_to_seconds(run.makespan);

@@ -1,0 +1,28 @@
+#include "config/speed_factors.hpp"
+
+namespace dtsim::config {
+
+std::vector<double> rank_compute_speeds(const std::vector<SpeedFactor>& factors, std::int64_t ranks,
+                                        std::int64_t gpus_per_node) {
+  std::vector<double> out;
+  for (const SpeedFactor& f : factors) {
+    if (f.compute == 1.0) continue;
+    if (out.empty()) out.assign(static_cast<std::size_t>(ranks), 1.0);
+    const std::int64_t first = f.node * gpus_per_node + f.gpu.value_or(0);
+    const std::int64_t end = f.gpu ? first + 1 : first + gpus_per_node;
+    for (std::int64_t r = first; r < end && r < ranks; ++r) out[static_cast<std::size_t>(r)] *= f.compute;
+  }
+  return out;
+}
+
+std::vector<double> node_nic_speeds(const std::vector<SpeedFactor>& factors, std::int64_t nodes) {
+  std::vector<double> out;
+  for (const SpeedFactor& f : factors) {
+    if (f.nic == 1.0 || f.node >= nodes) continue;
+    if (out.empty()) out.assign(static_cast<std::size_t>(nodes), 1.0);
+    out[static_cast<std::size_t>(f.node)] *= f.nic;
+  }
+  return out;
+}
+
+}  // namespace dtsim::config

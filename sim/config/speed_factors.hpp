@@ -1,0 +1,41 @@
+// Nodes and GPUs that run at another speed than their profiles say (scenario key
+// cluster.speed_factors; README "Stragglers and degraded links"): a GPU held back by its clocks (heat,
+// power capping, a bad fan), a node whose network links came up degraded. Each entry names a node and,
+// optionally, one of its GPUs (its index among the GPUs in use on the node: rank = node x GPUs per node +
+// gpu), with
+//   compute  the factor of its GPUs' speed: every kernel takes 1 / compute times as long (the host that
+//            issues them is not slowed);
+//   nic      the factor of the node's NIC bandwidth (a node entry only): every transfer across nodes
+//            through that node moves at that fraction of its share, and a collective spanning several
+//            nodes at the pace of its slowest node (a ring or tree moves in lockstep).
+// Entries that name the same GPU or node multiply. Only a simulation of every rank can tell one GPU from
+// another, so the loader refuses speed factors in symmetric mode, on the flow level for NIC factors and
+// for layer-table workloads (which state stragglers in "training").
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+namespace dtsim::config {
+
+struct SpeedFactor {
+  std::int64_t node = 0;
+  std::optional<std::int64_t> gpu;  // absent: every GPU of the node
+  double compute = 1.0;
+  double nic = 1.0;
+};
+
+// The largest factor an entry may state (a GPU 10x faster than its profile is a mistake, not a plan).
+inline constexpr double kMaxSpeedFactor = 10.0;
+// Distinct compute speeds a scenario may give its GPUs (the engine costs each op once per speed).
+inline constexpr std::size_t kMaxComputeSpeeds = 64;
+
+// The compute factor of each of `ranks` ranks, `gpus_per_node` to a node (products of the entries that
+// name it); empty when every GPU runs at its profile's speed.
+std::vector<double> rank_compute_speeds(const std::vector<SpeedFactor>& factors, std::int64_t ranks,
+                                        std::int64_t gpus_per_node);
+// The NIC factor of each of `nodes` nodes; empty when every NIC runs at its profile's speed.
+std::vector<double> node_nic_speeds(const std::vector<SpeedFactor>& factors, std::int64_t nodes);
+
+}  // namespace dtsim::config

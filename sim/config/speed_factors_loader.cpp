@@ -1,0 +1,75 @@
+#include "config/speed_factors_loader.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/errors.hpp"
+
+namespace dtsim::config {
+
+using nlohmann::json;
+
+std::vector<SpeedFactor> read_speed_factors(ObjectReader& cluster, std::int64_t nodes,
+                                            std::int64_t gpus_per_node) {
+  std::vector<SpeedFactor> out;
+  const json* found = cluster.find("speed_factors");
+  if (found == nullptr) return out;
+  const std::string at = pointer_append(cluster.pointer(), "speed_factors");
+  if (!found->is_array()) {
+    throw core::InputError(cluster.file(), at,
+                           fmt::format("got a value of type {}; expected an array of objects with \"node\" and "
+                                       "\"compute\", \"nic\" or both",
+                                       json_type_name(*found)));
+  }
+  const NumberRule factor{0.0, true, kMaxSpeedFactor, false};
+  for (std::size_t i = 0; i < found->size(); ++i) {
+    ObjectReader e((*found)[i], cluster.file(), pointer_append(at, i));
+    e.expect_keys({"node", "gpu", "compute", "nic"});
+    SpeedFactor f;
+    f.node = e.required<std::int64_t>("node", IntRule::between(0, nodes - 1));
+    f.gpu = e.maybe<std::int64_t>("gpu", IntRule::between(0, gpus_per_node - 1));
+    f.compute = e.optional<double>("compute", 1.0, factor);
+    f.nic = e.optional<double>("nic", 1.0, factor);
+    if (f.gpu && e.has("nic"))
+      throw e.error_at("nic", "a NIC factor is a node's: state it in an entry without \"gpu\"");
+    if (!e.has("compute") && !e.has("nic")) throw e.error_here("expected \"compute\", \"nic\" or both");
+    e.finish();
+    out.push_back(f);
+  }
+  return out;
+}
+
+void check_speed_factors(const std::string& file, const Scenario& s) {
+  const auto& factors = s.cluster.speed_factors;
+  if (factors.empty()) return;
+  const std::string at = "/cluster/speed_factors";
+  if (s.layer_model) {
+    throw core::InputError(file, at,
+                           "speed factors apply to transformer and MLP models; a layer-table workload states its "
+                           "slow workers in training.stragglers and training.straggler_slowdown");
+  }
+  if (s.simulation.ranks != RankMode::all) {
+    throw core::InputError(file, at,
+                           "speed factors need every rank simulated: add \"simulation\": {\"ranks\": \"all\"} "
+                           "(symmetric mode simulates one rank per pipeline stage, as if all GPUs and NICs were "
+                           "alike)");
+  }
+  const bool nic = std::any_of(factors.begin(), factors.end(), [](const SpeedFactor& f) { return f.nic != 1.0; });
+  if (nic && s.simulation.network != NetworkFidelity::analytic) {
+    throw core::InputError(file, at,
+                           "NIC factors are costed on the analytic network level only: use \"simulation\": "
+                           "{\"network\": \"analytic\"}, or give compute factors alone");
+  }
+  std::vector<double> speeds = rank_compute_speeds(factors, s.gpu_count(), s.node.gpus_per_node);
+  std::sort(speeds.begin(), speeds.end());
+  const auto distinct = static_cast<std::size_t>(std::unique(speeds.begin(), speeds.end()) - speeds.begin());
+  if (distinct > kMaxComputeSpeeds) {
+    throw core::InputError(file, at,
+                           fmt::format("{} distinct GPU speeds; dtsim takes at most {} (each is costed apart)",
+                                       distinct, kMaxComputeSpeeds));
+  }
+}
+
+}  // namespace dtsim::config

@@ -1,0 +1,159 @@
+// Stragglers and degraded links (config/speed_factors.hpp, cluster.speed_factors): a GPU's compute
+// model in the engine (engine/simulate.hpp, "GPU speeds"), a node's NICs in its groups' layouts
+// (parallel/group_layouts.hpp, nic_speed) and in the analytic cost (network/collective_cost.hpp), and
+// what an every-rank simulation makes of them.
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "config/speed_factors.hpp"
+#include "engine_fixture.hpp"
+#include "network/analytic_model.hpp"
+#include "parallel/group_layouts.hpp"
+#include "parallel/mesh.hpp"
+#include "scenario_fixture.hpp"
+
+using namespace dtsim::testing::engine_fixture;
+using dtsim::config::SpeedFactor;
+
+TEST_CASE("speed factors: a rank's factor is the product of the entries that name its GPU or its node") {
+  // 2 nodes of 4: node 1 at 0.8, its GPU 2 (rank 6) at 0.5 besides: 0.4; node 0 untouched.
+  const std::vector<SpeedFactor> factors{{1, std::nullopt, 0.8, 1.0}, {1, 2, 0.5, 1.0}, {0, std::nullopt, 1.0, 0.5}};
+  const auto compute = dtsim::config::rank_compute_speeds(factors, 8, 4);
+  REQUIRE(compute.size() == 8);
+  for (int r = 0; r < 4; ++r) CHECK(compute[r] == 1.0);
+  CHECK(compute[4] == doctest::Approx(0.8));
+  CHECK(compute[6] == doctest::Approx(0.4));
+  const auto nic = dtsim::config::node_nic_speeds(factors, 2);
+  REQUIRE(nic.size() == 2);
+  CHECK(nic[0] == 0.5);
+  CHECK(nic[1] == 1.0);
+  // Nothing different from 1: no vectors (the engine then costs every rank alike).
+  CHECK(dtsim::config::rank_compute_speeds({{0, std::nullopt, 1.0, 0.5}}, 8, 4).empty());
+  CHECK(dtsim::config::node_nic_speeds({{0, 1, 0.5, 1.0}}, 2).empty());
+}
+
+TEST_CASE("engine: a rank with a compute model at half speed takes twice as long, fused kernels included") {
+  // Ranks 0 and 1 each run M (10 ns) then F (a fused op of kernels of 3 and 5 ns), then a gang G (4)
+  // over both. Rank 1's model halves the speed (duration_scale 2): M 20, F 6 + 10 = 16, so rank 1's
+  // compute ends at 36, rank 0's at 18; G waits for rank 1: [36, 40). Rank 0 idles 18 ns.
+  Models m;
+  const dtsim::compute::ComputeModel half{m.gpu, dtsim::config::Precision::bf16, 2.0};
+  graph::TaskGraph g(2);
+  std::vector<graph::StreamId> compute, tensor;
+  for (graph::RankId r = 0; r < 2; ++r) {
+    compute.push_back(g.add_stream(r, StreamKind::compute));
+    tensor.push_back(g.add_stream(r, StreamKind::tensor_comm));
+  }
+  const auto m_op = g.add_op(memory(10));
+  graph::FusedOp fused;
+  fused.kernels = {std::get<graph::ComputeOp>(memory(3)), std::get<graph::ComputeOp>(memory(5))};
+  const auto f_op = g.add_op(fused);
+  std::vector<TaskId> f;
+  for (graph::RankId r = 0; r < 2; ++r) {
+    const TaskId a = add(g, compute[r], m_op, Category::forward, "M");
+    f.push_back(add(g, compute[r], f_op, Category::forward, "F", {a}));
+  }
+  const TaskId gang =
+      g.add_gang_task(graph::Task{g.add_op(comm(4)), 0, Category::tensor_comm, g.add_label("G"), -1}, tensor);
+  for (const TaskId t : f) g.add_dependency(t, gang);
+  g.finalize();
+  g.validate();
+  for (const double slowdown : {1.0, 1.5}) {
+    CAPTURE(slowdown);
+    engine::EngineOptions options{true, slowdown, 0.0};
+    options.rank_compute = {&m.compute, &half};
+    const auto r = engine::simulate(g, m.compute, m.network, options);
+    CHECK(span_of(r, f[0]).end == 18);
+    CHECK(span_of(r, f[1]).start == 20);
+    CHECK(span_of(r, f[1]).end == 36);
+    CHECK(span_of(r, gang).start == 36);
+    CHECK(r.makespan == 40);
+    CHECK(busy(r.ranks[1], Category::forward) == 36);
+    CHECK(r.ranks[0].idle_ns == 18);
+  }
+}
+
+TEST_CASE("group layouts: a group across nodes moves at its slowest node's NIC factor") {
+  // 2 nodes of 8, data 16: rank 0's data group spans both nodes; node 1's NICs at 0.5 slow it.
+  // Tensor 8 inside a node: no NICs, factor 1. Pipeline 2 of 8 x 1: the transfer 0 -> 8 crosses.
+  dtsim::config::Scenario s = dtsim::testing::fixture_scenario();
+  s.cluster.nodes = 2;
+  s.parallelism.data = 16;
+  const dtsim::parallel::Mesh dp = dtsim::parallel::Mesh::of(s);
+  const dtsim::parallel::GroupLayouts layouts(dp, true, {1.0, 0.5});
+  CHECK(layouts.group(0, dtsim::parallel::GroupKind::data).nic_speed == 0.5);
+  s.parallelism.data = 1;
+  s.parallelism.tensor = 8;
+  s.parallelism.pipeline = 2;
+  const dtsim::parallel::Mesh pp = dtsim::parallel::Mesh::of(s);
+  const dtsim::parallel::GroupLayouts staged(pp, true, {0.25, 1.0});
+  CHECK(staged.group(0, dtsim::parallel::GroupKind::tensor).nic_speed == 1.0);
+  CHECK(staged.transfer(0, true).nic_speed == 0.25);
+  CHECK(staged.transfer(8, false).nic_speed == 0.25);
+}
+
+TEST_CASE("a NIC factor divides the bandwidth term of a collective across nodes, not its latency") {
+  // Fixture path: node NICs 100e9 B/s, inter step 5 us. Point-to-point, 8 senders per node: 12.5e9 B/s
+  // each (test_network_analytic.cpp), 100 MB in 8 ms + 5 us; at 0.5: 16 ms + 5 us.
+  graph::CommGroup pair{2, 2, 8};
+  pair.nic_speed = 0.5;
+  const graph::CommOp op{graph::CollectiveKind::send_recv, 100e6, pair};
+  CHECK(dtsim::network::collective_time_s(op, dtsim::testing::fixture_path()) == doctest::Approx(16e-3 + 5e-6));
+}
+
+namespace {
+
+// Llama 2 7B on 4 DGX H100 nodes, TP 2 x DP 16, every rank simulated, with `factors`.
+nlohmann::json every_rank(const nlohmann::json& factors) {
+  nlohmann::json s = {{"schema_version", 1},
+                      {"name", "speed factors"},
+                      {"model", {{"preset", "llama2-7b"}}},
+                      {"cluster", {{"node", "dgx-h100"}, {"nodes", 4}}},
+                      {"parallelism", {{"data", 16}, {"tensor", 2}, {"sequence_parallel", true}}},
+                      {"training", {{"global_batch_size", 64}, {"micro_batch_size", 2}}},
+                      {"simulation", {{"ranks", "all"}}}};
+  if (!factors.is_null()) s["cluster"]["speed_factors"] = factors;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("every rank: one GPU at half speed holds back its whole data-parallel job") {
+  // Each rank computes C (forward + backward + optimizer, the same on every rank) per iteration; with one
+  // GPU at 0.5 that GPU's kernels take twice as long, and every collective waits for it (its tensor
+  // partner each layer, every rank at the gradient reduction). C includes the overlap slowdown's extra
+  // time while communication runs beside compute, which does not double with the kernels (under 1% of C
+  // here): the iteration takes at least 0.99 x 2C, and at most 2C plus the communication the even run
+  // exposes plus what the straggler's gradients expose (the reduction cannot start before the
+  // straggler's last layer: its last bucket is exposed, under 10% of C here).
+  const auto base = dtsim::testing::evaluate_json(every_rank(nullptr));
+  const auto slow = dtsim::testing::evaluate_json(every_rank({{{"node", 1}, {"gpu", 3}, {"compute", 0.5}}}));
+  REQUIRE(base.status == dtsim::results::Status::ok);
+  REQUIRE(slow.status == dtsim::results::Status::ok);
+  const double c = base.breakdown.forward_s + base.breakdown.backward_s + base.breakdown.optimizer_s;
+  MESSAGE("C = " << c << " s, even " << base.iteration_time_s << " s, one GPU at 0.5: " << slow.iteration_time_s
+                 << " s");
+  CHECK(slow.iteration_time_s >= 0.99 * 2 * c);
+  CHECK(slow.iteration_time_s <= 2 * c + (base.iteration_time_s - c) + 0.1 * c);
+  // Factors of 1 change nothing, to the byte.
+  const auto same = dtsim::testing::evaluate_json(every_rank({{{"node", 2}, {"compute", 1.0}, {"nic", 1.0}}}));
+  CHECK(same.iteration_time_s == base.iteration_time_s);
+  // A node entry and a GPU entry multiply: node 1 at 0.8 with its GPU 3 at 0.625 is that GPU at 0.5.
+  const auto both = dtsim::testing::evaluate_json(
+      every_rank({{{"node", 1}, {"compute", 0.8}}, {{"node", 1}, {"gpu", 3}, {"compute", 0.625}}}));
+  CHECK(both.iteration_time_s == doctest::Approx(slow.iteration_time_s).epsilon(1e-9));
+}
+
+TEST_CASE("every rank: a degraded NIC slows the collectives that cross its node, and those only") {
+  // Node 2's NICs at 0.25: the data-parallel reduction of every group with a member there (all 16-wide
+  // groups span the 4 nodes) moves at a quarter of its bandwidth. Its exposed part grows; compute does
+  // not change.
+  const auto base = dtsim::testing::evaluate_json(every_rank(nullptr));
+  const auto nic = dtsim::testing::evaluate_json(every_rank({{{"node", 2}, {"nic", 0.25}}}));
+  MESSAGE("exposed data-parallel communication: " << base.breakdown.exposed_data_comm_s << " s, with node 2's NICs "
+                                                  << "at 0.25: " << nic.breakdown.exposed_data_comm_s << " s");
+  CHECK(nic.breakdown.exposed_data_comm_s > base.breakdown.exposed_data_comm_s);
+  CHECK(nic.iteration_time_s > base.iteration_time_s);
+  CHECK(nic.breakdown.exposed_tensor_comm_s == doctest::Approx(base.breakdown.exposed_tensor_comm_s));
+}
