@@ -220,6 +220,12 @@ void check_layer_table_scenario(const std::string& file, const Scenario& s) {
                     p.tensor, p.pipeline, p.context, p.zero_stage));
   }
   const std::int64_t gpus = s.gpu_count();
+  if (p.data != gpus) {
+    throw core::InputError(file, "/parallelism/data",
+                           fmt::format("got {}; layer-table models run one data-parallel worker per GPU: "
+                                       "expected the {} GPUs, or no data degree",
+                                       p.data, gpus));
+  }
   if (s.training.global_batch_size % gpus != 0) {
     throw core::InputError(
         file, "/training/global_batch_size",

@@ -150,28 +150,15 @@ ParallelismSpec read_parallelism(ObjectReader& top, const Scenario& scenario, co
                     p.expert, scenario.model.preset.empty() ? "this model" : scenario.model.preset));
   }
 
-  const std::int64_t gpus = scenario.gpu_count();
-  const std::string gpu_text =
-      fmt::format("{} GPUs ({} nodes x {} GPUs {} {} node)", gpus, scenario.cluster.nodes,
-                  scenario.node.gpus_per_node, scenario.cluster.gpus ? "in use of each" : "per", scenario.node.id);
-  std::optional<std::int64_t> tpc = core::checked_mul(p.tensor, p.pipeline);
-  if (tpc) tpc = core::checked_mul(*tpc, p.context);
-  if (!data) {
-    if (!tpc || gpus % *tpc != 0) {
-      throw r.error_here(fmt::format(
-          "tensor * pipeline * context = {} * {} * {}{} does not divide the {}, so data "
-          "cannot be derived; expected degrees whose product is {}",
-          p.tensor, p.pipeline, p.context, tpc ? fmt::format(" = {}", *tpc) : "", gpu_text, gpus));
-    }
-    p.data = gpus / *tpc;
-  } else {
+  // Degrees whose product is not the cluster's GPU count make a plan that cannot run, not bad input: the
+  // result says so (parallel/feasibility.hpp), and a sweep over node counts carries on past such points.
+  // data, when not given, takes the GPUs the other degrees leave (at least 1).
+  if (data) {
     p.data = *data;
-    const std::optional<std::int64_t> product = tpc ? core::checked_mul(*tpc, p.data) : std::nullopt;
-    if (product != gpus) {
-      throw r.error_here(fmt::format(
-          "data * tensor * pipeline * context = {} * {} * {} * {}{}; expected the {}", p.data, p.tensor,
-          p.pipeline, p.context, product ? fmt::format(" = {}", *product) : " (overflows)", gpu_text));
-    }
+  } else {
+    std::optional<std::int64_t> tpc = core::checked_mul(p.tensor, p.pipeline);
+    if (tpc) tpc = core::checked_mul(*tpc, p.context);
+    p.data = tpc ? std::max<std::int64_t>(1, scenario.gpu_count() / *tpc) : 1;
   }
   return p;
 }

@@ -57,6 +57,32 @@ void scale(json& doc, const std::string& pointer, double factor, const std::stri
   doc[p] = static_cast<std::int64_t>(std::llround(scaled));
 }
 
+// Creates the objects along `parent` that the scenario lacks (--set /cluster/network/topology/kind on a
+// scenario without a topology block), inside objects only; the loader then checks their keys as in any
+// scenario. A step through a value that is neither an object nor an array is bad input.
+void make_objects(json& doc, const json::json_pointer& parent, const std::string& source,
+                  const std::string& pointer) {
+  std::vector<json::json_pointer> prefixes;  // parent, its parent, ... up to (not including) the root
+  for (json::json_pointer q = parent; !q.empty(); q = q.parent_pointer()) prefixes.push_back(q);
+  for (auto it = prefixes.rbegin(); it != prefixes.rend(); ++it) {
+    const json& holder = doc.at(it->parent_pointer());  // exists: made or checked one step before
+    if (!holder.is_object()) {
+      if (holder.is_array() && doc.contains(*it)) continue;
+      throw core::InputError(source, pointer,
+                             fmt::format("the scenario has no object at {} to hold this key (--set: {} is {})",
+                                         it->to_string(), it->parent_pointer().to_string(),
+                                         holder.is_array() ? "an array without that index" : describe_value(holder)));
+    }
+    if (!doc.contains(*it)) doc[*it] = json::object();
+  }
+  const json& target = doc.at(parent);
+  if (!target.is_object() && !target.is_array()) {
+    throw core::InputError(source, pointer,
+                           fmt::format("the scenario's {} is {}, not an object to hold this key (--set)",
+                                       parent.to_string(), describe_value(target)));
+  }
+}
+
 }  // namespace
 
 SweepAxis parse_sweep_axis(const std::string& option) {
@@ -152,9 +178,7 @@ SweepPoint SweepSpace::point(std::uint64_t index) const {
     const std::string& text = axis.values[d[a]];
     const json::json_pointer& p = pointers_[a];
     const json::json_pointer parent = p.parent_pointer();
-    if (!doc.contains(parent) || !(doc.at(parent).is_object() || doc.at(parent).is_array())) {
-      throw core::InputError(source_, axis.pointer, "the scenario has no object to hold this key (--set)");
-    }
+    make_objects(doc, parent, source_, axis.pointer);
     try {
       doc[p] = value_of(text);
     } catch (const json::exception&) {

@@ -37,6 +37,16 @@ std::optional<std::string> infeasibility(const config::Scenario& s) {
   const auto& m = s.model;
   const auto& p = s.parallelism;
   const auto& t = s.training;
+  std::optional<std::int64_t> product = core::checked_mul(p.data, p.tensor);
+  if (product) product = core::checked_mul(*product, p.pipeline);
+  if (product) product = core::checked_mul(*product, p.context);
+  if (product != s.gpu_count()) {
+    return fmt::format("data x tensor x pipeline x context = {} x {} x {} x {}{} is not the cluster's {} GPUs "
+                       "({} nodes x {} GPUs{})",
+                       p.data, p.tensor, p.pipeline, p.context,
+                       product ? fmt::format(" = {}", *product) : " (past 64 bits)", s.gpu_count(),
+                       s.cluster.nodes, s.node.gpus_per_node, s.cluster.gpus ? " in use of each" : "");
+  }
   if (!s.gpu.peak_tflops[static_cast<int>(t.precision)]) {
     return fmt::format("{} has no {} support (no peak in its profile)", s.gpu.id,
                        config::to_string(t.precision));

@@ -1,4 +1,5 @@
-// Whether a valid scenario can run at all: the model's dimensions must split evenly over the parallel
+// Whether a valid scenario can run at all: the parallel degrees must multiply to the cluster's GPUs,
+// the model's dimensions must split evenly over the parallel
 // degrees, the batch over the data-parallel replicas, the GPU must support the precision, and the
 // iteration must be small enough to simulate. A plan that fails these is infeasible (a result with
 // the reason), not bad input: sweeps carry on.

@@ -193,6 +193,11 @@ Result evaluate_feasible(const config::Scenario& scenario, const EvaluateOptions
   network::FlowCache own_cache;
   EvaluateOptions options = caller_options;
   if (options.flow_cache == nullptr) options.flow_cache = &own_cache;
+  // A plan that cannot run is reported before anything is built for it (a one-GPU calibration copy
+  // included). Layer-table workloads check their own rules (evaluate_data_parallel.hpp).
+  if (!scenario.layer_model) {
+    if (auto reason = parallel::infeasibility(scenario)) return infeasible(scenario, std::move(*reason));
+  }
   const CalibrationOutcome calibrated = calibrate_compute(scenario, options);
   if (!calibrated.reason.empty()) return infeasible(scenario, calibrated.reason);
   const double scale = calibrated.calibration ? 1.0 / calibrated.calibration->factor : 1.0;

@@ -175,6 +175,24 @@ TEST_CASE("an infeasible plan exits 3 and still writes its result") {
   CHECK(o.err.rfind("infeasible: ", 0) == 0);
 }
 
+TEST_CASE("degrees that do not multiply to the cluster's GPUs: an infeasible result with the reason, exit 3") {
+  // Tensor 3 on 2 DGX A100 (16 GPUs): data, not given, takes 16 / 3 = 5; 5 x 3 = 15 is not 16. Data 2 x
+  // tensor 4 = 8 is not 16 either. Neither is bad input: the plan cannot run, as an indivisible batch.
+  nlohmann::json scenario = nlohmann::json::parse(read_file(kDefaultScenario));
+  for (const auto& [parallelism, reason] :
+       {std::pair{nlohmann::json{{"tensor", 3}}, "data x tensor x pipeline x context = 5 x 3 x 1 x 1 = 15 is not "
+                                                 "the cluster's 16 GPUs (2 nodes x 8 GPUs)"},
+        std::pair{nlohmann::json{{"data", 2}, {"tensor", 4}},
+                  "data x tensor x pipeline x context = 2 x 4 x 1 x 1 = 8 is not the cluster's 16 GPUs"}}) {
+    scenario["parallelism"] = parallelism;
+    const Outcome o = run_dtsim({"run", "-", "--format", "json", "--no-timing"}, scenario.dump());
+    CHECK(o.status == dtsim::cli::kExitInfeasible);
+    const auto j = nlohmann::json::parse(o.out);
+    CHECK(j["status"] == "infeasible");
+    CHECK(j["reason"].get<std::string>().find(reason) == 0);
+  }
+}
+
 TEST_CASE("nccl-tests: a collective beyond the engine's clock exits 3 with the reason and no table") {
   // 1e-300 Gb/s NICs: the first row's all-reduce would take ~1e292 s, past 2^56 ns.
   const Outcome o = run_dtsim({"nccl-tests", "--node", "dgx-a100", "--nodes", "2", "--nic-gbps", "1e-300"});
@@ -248,8 +266,8 @@ TEST_CASE("sweep: every combination, weak scaling keeps the batch per GPU, threa
   // A malformed --set and a point that is bad input stop the sweep before anything is written.
   CHECK(run({"sweep", scenario, "--set", "nodes"}, text) == 2);
   CHECK(text.find("expected POINTER=VALUE") != std::string::npos);
-  CHECK(run({"sweep", scenario, "--set", "/cluster/nodes=1,2"}, text) == 2);
-  CHECK(text.find("(sweep point /cluster/nodes=1)") != std::string::npos);
+  CHECK(run({"sweep", scenario, "--set", "/training/precision=bf16,fp7"}, text) == 2);
+  CHECK(text.find("(sweep point /training/precision=fp7)") != std::string::npos);
   CHECK(text.find("{") == std::string::npos);
 }
 

@@ -59,6 +59,31 @@ TEST_CASE("sweep points are made from their index, last axis fastest") {
   CHECK(space.assignment(4) == std::vector<std::string>{"/a=3", "/b/c=x"});
 }
 
+TEST_CASE("--set makes the objects a scenario lacks, inside objects only") {
+  // /b/c/d on a scenario without /b/c: {"c": {"d": ...}} is made under /b; under a string it is refused.
+  const dtsim::config::SweepSpace space(R"({"a": "text", "b": {}})", "s.json", {{"/b/c/d", {"1"}}},
+                                        dtsim::config::Scaling::none);
+  CHECK(nlohmann::json::parse(space.point(0).scenario_text) ==
+        nlohmann::json::parse(R"({"a": "text", "b": {"c": {"d": 1}}})"));
+  const dtsim::config::SweepSpace under_string(R"({"a": "text"})", "s.json", {{"/a/x", {"1"}}},
+                                               dtsim::config::Scaling::none);
+  CHECK_THROWS_AS(under_string.point(0), dtsim::core::InputError);
+}
+
+TEST_CASE("a sweep point whose degrees do not multiply to its GPUs is an infeasible result, and the sweep goes on") {
+  // The demo fixes data 16 on 2 nodes of 8: on 1 node its 16 x 1 x 1 x 1 GPUs are not the node's 8, on 2
+  // they are. Exit 3 (a point is infeasible), both points written, the first with the reason.
+  const Outcome o = run_dtsim({"sweep", kDefaultScenario, "--set", "/cluster/nodes=1,2", "--no-timing"});
+  CHECK(o.status == dtsim::cli::kExitInfeasible);
+  const std::vector<std::string> lines = lines_of(o.out);
+  REQUIRE(lines.size() == 4);  // header, two points, trailer
+  const auto first = nlohmann::json::parse(lines[1])["result"];
+  const auto second = nlohmann::json::parse(lines[2])["result"];
+  CHECK(first["status"] == "infeasible");
+  CHECK(first["reason"].get<std::string>().find("= 16 is not the cluster's 8 GPUs") != std::string::npos);
+  CHECK(second["status"] == "ok");
+}
+
 TEST_CASE("a sweep's point count is checked, never wrapped around") {
   // 62 axes of 2 values make 2^62 points, within 2^63 - 1: the last point is made like any other.
   std::vector<dtsim::config::SweepAxis> axes(62, {"/a", {"0", "1"}});
