@@ -23,6 +23,7 @@ struct PlanSearchBounds {
   bool keep_recompute = false;
   bool keep_sharding = false;
   bool keep_sequence_parallel = false;
+  double min_headroom_gib = 0.0;
 };
 
 struct PlanCluster {

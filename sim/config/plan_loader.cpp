@@ -30,6 +30,7 @@ PlanSearchBounds read_search(ObjectReader& top) {
   b.keep_recompute = r->optional<bool>("keep_recompute", b.keep_recompute);
   b.keep_sharding = r->optional<bool>("keep_sharding", b.keep_sharding);
   b.keep_sequence_parallel = r->optional<bool>("keep_sequence_parallel", b.keep_sequence_parallel);
+  b.min_headroom_gib = r->optional<double>("min_headroom_gib", b.min_headroom_gib, NumberRule::between(0.0, 1e6));
   r->finish();
   return b;
 }

@@ -17,6 +17,7 @@ SpaceBounds bounds_of(const config::PlanSearchBounds& b) {
   out.keep_recompute = b.keep_recompute;
   out.keep_sharding = b.keep_sharding;
   out.keep_sequence_parallel = b.keep_sequence_parallel;
+  out.min_headroom_gib = b.min_headroom_gib;
   return out;
 }
 

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "core/checked_math.hpp"
+#include "core/units.hpp"
 #include "parallel/feasibility.hpp"
 #include "parallel/memory_model.hpp"
 
@@ -24,6 +25,7 @@ enum Rule : std::size_t {
   kSize,
   kOther,
   kMemory,
+  kHeadroom,
   kDuplicate,
   kRuleCount
 };
@@ -39,6 +41,7 @@ constexpr std::array<const char*, kRuleCount> kRuleText{
     "too large to simulate (layer passes over dtsim's limit)",
     "other feasibility rule (GPU precision support)",
     "out of memory (memory model)",
+    "fits, but leaves less memory free than the headroom asked (--min-headroom)",
     "fits, but dominated by recompute none (with flash attention, selective recompute reruns the attention "
     "forward and saves no activation memory)",
 };
@@ -65,7 +68,7 @@ std::vector<std::int64_t> powers_of_two(std::int64_t bound) {
 }
 
 // The first rule `s` breaks, or kRuleCount when it passes them all.
-std::size_t first_broken_rule(const config::Scenario& s) {
+std::size_t first_broken_rule(const config::Scenario& s, double headroom_bytes) {
   const auto& m = s.model;
   const auto& p = s.parallelism;
   const auto& t = s.training;
@@ -81,7 +84,9 @@ std::size_t first_broken_rule(const config::Scenario& s) {
     return kInterleaved;
   if (parallel::layer_passes(s) > static_cast<double>(parallel::kMaxSimulated)) return kSize;
   if (parallel::infeasibility(s)) return kOther;
-  if (parallel::memory_per_gpu(s).total_bytes() > s.gpu.hbm_bytes) return kMemory;
+  const double used = parallel::memory_per_gpu(s).total_bytes();
+  if (used > s.gpu.hbm_bytes) return kMemory;
+  if (used > s.gpu.hbm_bytes - headroom_bytes) return kHeadroom;
   return kRuleCount;
 }
 
@@ -151,7 +156,7 @@ Space enumerate_space(const config::Scenario& base, const SpaceBounds& bounds) {
                   s.training.micro_batch_size = mb;
                   s.training.activation_recompute = rc;
                   ++space.enumerated;
-                  std::size_t rule = first_broken_rule(s);
+                  std::size_t rule = first_broken_rule(s, bounds.min_headroom_gib * core::kGiB);
                   if (rule == kRuleCount && !bounds.keep_recompute && rc == config::Recompute::selective &&
                       s.model.attention == config::AttentionKind::flash) {
                     rule = kDuplicate;

@@ -14,7 +14,7 @@
 //   recompute with flash attention is skipped as dominated by no recompute (the fused kernel keeps no
 //   scores, so the memory is the same, while the backward reruns the attention forward: layer_ops.cpp,
 //   memory_model.cpp); finally the memory model (memory_model.hpp): the most loaded GPU must fit in the
-//   GPU's memory.
+//   GPU's memory, with min_headroom_gib left free.
 #pragma once
 
 #include <cstdint>
@@ -36,6 +36,7 @@ struct SpaceBounds {
   bool keep_recompute = false;  // only the base scenario's activation recompute
   bool keep_sharding = false;   // only the base scenario's ZeRO stage / distributed optimizer
   bool keep_sequence_parallel = false;
+  double min_headroom_gib = 0.0;  // GPU memory a plan must leave free (GiB of 2^30 bytes)
 };
 
 // A plan that passed every rule: its scenario (the base with the knobs set) and a short label.

@@ -16,6 +16,7 @@
 #include "cli/cli.hpp"
 #include "config/plan_loader.hpp"
 #include "config/scenario_loader.hpp"
+#include "core/units.hpp"
 #include "parallel/feasibility.hpp"
 #include "parallel/memory_model.hpp"
 #include "results/evaluate.hpp"
@@ -180,6 +181,31 @@ TEST_CASE("every candidate of the space obeys the rules - rejections and candida
     CHECK(dtsim::parallel::memory_per_gpu(c.scenario).total_bytes() <= base.gpu.hbm_bytes);
     CHECK(c.label == dtsim::search::strategy_label(c.scenario));
   }
+}
+
+TEST_CASE("--min-headroom keeps the plans that leave that much memory free, and counts the others apart") {
+  // The same space with 20 GiB asked free: the candidates are those of the plain space whose memory is at
+  // most hbm - 20 GiB; the ones between that and hbm are their own class.
+  const Scenario base = shipped("llama2-7b-h100-32.json");
+  dtsim::search::SpaceBounds bounds;
+  bounds.max_micro_batch = 2;
+  bounds.max_virtual_stages = 2;
+  const dtsim::search::Space plain = dtsim::search::enumerate_space(base, bounds);
+  bounds.min_headroom_gib = 20;
+  const dtsim::search::Space roomy = dtsim::search::enumerate_space(base, bounds);
+  const double limit = base.gpu.hbm_bytes - 20 * dtsim::core::kGiB;
+  std::size_t kept = 0;
+  for (const auto& c : plain.candidates) kept += dtsim::parallel::memory_per_gpu(c.scenario).total_bytes() <= limit;
+  CHECK(roomy.candidates.size() == kept);
+  REQUIRE(kept < plain.candidates.size());
+  for (const auto& c : roomy.candidates) CHECK(dtsim::parallel::memory_per_gpu(c.scenario).total_bytes() <= limit);
+  const auto headroom = std::find_if(roomy.rejections.begin(), roomy.rejections.end(), [](const auto& r) {
+    return r.reason.find("headroom") != std::string::npos;
+  });
+  REQUIRE(headroom != roomy.rejections.end());
+  // The plans pruned for headroom are the plain space's candidates that leave less free (the selective
+  // recompute duplicates are judged after the memory rules, so they do not hide any).
+  CHECK(headroom->count >= plain.candidates.size() - kept);
 }
 
 TEST_CASE("candidates keep the software stack: a 2021 stack gets no userbuffers overlap, its own ZeRO-3") {
