@@ -117,7 +117,11 @@ void write_field(std::ostream& out, std::string_view field) {
 
 }  // namespace
 
-void write_csv_header(std::ostream& out) {
+void write_csv_header(std::ostream& out, const std::vector<std::string>& leading) {
+  for (const std::string& name : leading) {
+    write_field(out, name);
+    out << ',';
+  }
   for (std::size_t i = 0; i < kColumns.size(); ++i) {
     if (i > 0) out << ',';
     write_field(out, kColumns[i].name);
@@ -125,7 +129,11 @@ void write_csv_header(std::ostream& out) {
   out << '\n';
 }
 
-void write_csv_row(std::ostream& out, const results::Result& result) {
+void write_csv_row(std::ostream& out, const results::Result& result, const std::vector<std::string>& leading) {
+  for (const std::string& value : leading) {
+    write_field(out, value);
+    out << ',';
+  }
   for (std::size_t i = 0; i < kColumns.size(); ++i) {
     if (i > 0) out << ',';
     write_field(out, kColumns[i].value(result));

@@ -3,12 +3,16 @@
 #pragma once
 
 #include <ostream>
+#include <string>
+#include <vector>
 
 #include "results/result.hpp"
 
 namespace dtsim::reports {
 
-void write_csv_header(std::ostream& out);
-void write_csv_row(std::ostream& out, const results::Result& result);
+// `leading`: columns before the result's own (a sweep's swept keys, named by their JSON pointers), each
+// row giving its values in the same order.
+void write_csv_header(std::ostream& out, const std::vector<std::string>& leading = {});
+void write_csv_row(std::ostream& out, const results::Result& result, const std::vector<std::string>& leading = {});
 
 }  // namespace dtsim::reports

@@ -145,8 +145,11 @@ int sweep_command(const SweepOptions& o, std::istream& in, std::ostream& out, st
 
   std::string header;
   if (o.format == "csv") {
+    // Every swept key is a column of its own, named by its JSON pointer, before the result's columns.
+    std::vector<std::string> swept;
+    for (const config::SweepAxis& a : axes) swept.push_back(a.pointer);
     std::ostringstream row;
-    reports::write_csv_header(row);
+    reports::write_csv_header(row, swept);
     header = row.str();
   } else {
     header = sweep_header_line({.scenario = o.scenario,
@@ -210,7 +213,10 @@ int sweep_command(const SweepOptions& o, std::istream& in, std::ostream& out, st
         if (o.no_timing) r.engine.wall_s = 0.0;
         std::ostringstream line;
         if (o.format == "csv") {
-          reports::write_csv_row(line, r);
+          // The value of each "pointer=value" assignment, in axis order.
+          std::vector<std::string> values;
+          for (const std::string& a : sets[i]) values.push_back(a.substr(a.find('=') + 1));
+          reports::write_csv_row(line, r, values);
         } else {
           nlohmann::ordered_json j;
           j["index"] = index;

@@ -118,9 +118,12 @@ TEST_CASE("sweep --out: FILE.partial while running, FILE once complete, with a f
   CHECK(nlohmann::json::parse(lines.back()) == nlohmann::json{{"sweep_complete", true}, {"points", 6}});
   // The same bytes as on the output stream.
   CHECK(read_file(file) == run_dtsim(kSweep).out);
-  // CSV: the header row, a row per point and the closing comment.
+  // CSV: the header row (the swept keys first, by pointer), a row per point and the closing comment.
   const std::vector<std::string> csv = lines_of(run_dtsim(with(kSweep, {"--format", "csv"})).out);
   REQUIRE(csv.size() == 8);
+  CHECK(csv[0].rfind("/cluster/nodes,/cluster/network/fabric,name,status,", 0) == 0);
+  CHECK(csv[1].rfind("1,efa,", 0) == 0);  // the first point: nodes 1, fabric efa
+  CHECK(csv[2].rfind("1,infiniband,", 0) == 0);
   CHECK(csv.back() == "# sweep complete: 6 points");
   fs::remove_all(dir);
 }
