@@ -75,6 +75,7 @@ GroupLayouts::GroupLayouts(const Mesh& mesh, bool per_rank, std::vector<double> 
   for (Table& t : tables_) {
     if (per_rank_) t.of_rank.assign(static_cast<std::size_t>(mesh.size()), 0);
     t.of_stage.assign(static_cast<std::size_t>(mesh.degree(config::MeshDim::pipeline)), 0);
+    t.stage_kept.assign(t.of_stage.size(), 0);
   }
   leaving_.assign(static_cast<std::size_t>(nodes), 0);
   arriving_.assign(static_cast<std::size_t>(nodes), 0);
@@ -93,11 +94,14 @@ std::uint32_t GroupLayouts::intern(Table& table, const graph::CommGroup& layout)
 
 // Records `layout` as rank's and, where it is the slowest so far, as its stage's.
 void GroupLayouts::keep(Table& table, std::int64_t rank, std::int64_t stage, const graph::CommGroup& layout) {
-  const bool first = table.layouts.empty();
   const std::uint32_t index = intern(table, layout);
   if (per_rank_) table.of_rank[static_cast<std::size_t>(rank)] = index;
+  // The slowest among the stage's own layouts: the first one kept for the stage starts the comparison
+  // (not the table's first layout, which may be another stage's).
   std::uint32_t& slowest = table.of_stage[static_cast<std::size_t>(stage)];
-  if (first || heavier(layout, table.layouts[slowest])) slowest = index;
+  std::uint8_t& kept = table.stage_kept[static_cast<std::size_t>(stage)];
+  if (kept == 0 || heavier(layout, table.layouts[slowest])) slowest = index;
+  kept = 1;
 }
 
 void GroupLayouts::add_groups(GroupKind kind) {

@@ -64,6 +64,7 @@ class GroupLayouts {
     std::vector<graph::CommGroup> layouts;
     std::vector<std::uint32_t> of_rank;
     std::vector<std::uint32_t> of_stage;
+    std::vector<std::uint8_t> stage_kept;  // whether of_stage[stage] holds one of the stage's own layouts
   };
   enum Slot : int { kTensor, kContext, kData, kExchange, kNext, kPrevious, kSlots };
 

@@ -201,3 +201,17 @@ TEST_CASE(
     CHECK(flow.iteration_time_s == doctest::Approx(analytic.iteration_time_s).epsilon(0.1));
   }
 }
+
+TEST_CASE("group layouts: a stage's transfer is the slowest of its own, not of another stage's") {
+  // 2 nodes of 8, tensor 4 x pipeline 4: stages 0 and 1 on node 0, 2 and 3 on node 1. Stage 1's
+  // transfers back to stage 0 stay inside node 0 (1 node); stage 0's back to stage 3 (the wrap, never used
+  // by 1F1B) and stage 2's back to stage 1 cross nodes (2 nodes).
+  const parallel::Mesh mesh = parallel::Mesh::of(split(2, 4, 1, 4));
+  const parallel::GroupLayouts layouts(mesh, false);
+  CHECK(layouts.stage_transfer(0, false).nodes == 2);
+  CHECK(layouts.stage_transfer(1, false).nodes == 1);
+  CHECK(layouts.stage_transfer(2, false).nodes == 2);
+  CHECK(layouts.stage_transfer(3, false).nodes == 1);
+  CHECK(layouts.stage_transfer(1, true).nodes == 2);
+  CHECK(layouts.stage_transfer(2, true).nodes == 1);
+}
