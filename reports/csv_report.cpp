@@ -97,6 +97,15 @@ constexpr std::array kColumns = {
     Column{"capacity_bytes_per_gpu", [](const Result& r) { return num(r.memory.capacity_bytes_per_gpu); }},
     Column{"fits", [](const Result& r) { return flag(r.memory.fits); }},
     // training.measured_single_gpu: measured / predicted one-GPU throughput; empty without it.
+    // The closest validated regime's band of the iteration time's error (empty: none).
+    Column{"expected_error_low_pct",
+           [](const Result& r) {
+             return r.expected_error && r.expected_error->validated ? num(r.expected_error->low_pct) : std::string();
+           }},
+    Column{"expected_error_high_pct",
+           [](const Result& r) {
+             return r.expected_error && r.expected_error->validated ? num(r.expected_error->high_pct) : std::string();
+           }},
     Column{"compute_calibration_factor",
            [](const Result&
                   r) { return r.compute_calibration ? num(r.compute_calibration->factor) : std::string(); }},

@@ -84,6 +84,18 @@ nlohmann::ordered_json result_json(const results::Result& result) {
   j["iteration_time_s"] = result.iteration_time_s;
   if (result.interval)
     j["interval"] = {{"low_s", result.interval->low_s}, {"high_s", result.interval->high_s}};
+  if (const auto& e = result.expected_error; e && !e->validated) {
+    j["expected_error"] = {{"validated", false}, {"reason", e->reason}};
+  } else if (e) {
+    j["expected_error"] = {{"validated", true},
+                           {"iteration_time_low_pct", e->low_pct},
+                           {"iteration_time_high_pct", e->high_pct},
+                           {"iteration_time_median_pct", e->median_pct},
+                           {"group", e->group},
+                           {"n", e->n},
+                           {"match", e->match},
+                           {"source", e->source}};
+  }
   if (const auto& c = result.compute_calibration) {
     j["compute_calibration"] = {{"factor", c->factor},
                                 {"measured_samples_per_s", c->measured_samples_per_s},

@@ -3,6 +3,8 @@
 #include <string>
 
 #include "cli/cli.hpp"
+#include "config/accuracy.hpp"
+#include "config/scenario_loader.hpp"
 #include "cli/commands.hpp"
 #include "cli/output_files.hpp"
 #include "cli/report_option.hpp"
@@ -31,8 +33,9 @@ int compare_command(const CompareOptions& o, std::istream& in, std::ostream& out
   bool any_infeasible = false;
   // Scenarios on the flow network simulate each distinct collective once (network/flow_cache.hpp).
   network::FlowCache flow_cache;
+  const auto regimes = config::load_accuracy(config::default_data_paths().hardware_profiles);
   for (const auto& s : scenarios) {
-    all.push_back(results::evaluate(s, {.flow_cache = &flow_cache}));
+    all.push_back(results::evaluate(s, {.flow_cache = &flow_cache, .regimes = &regimes}));
     if (o.no_timing) all.back().engine.wall_s = 0.0;
     any_infeasible = any_infeasible || all.back().status != results::Status::ok;
   }

@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "cli/cli.hpp"
+#include "config/accuracy.hpp"
+#include "config/scenario_loader.hpp"
 #include "cli/commands.hpp"
 #include "cli/output_files.hpp"
 #include "cli/report_option.hpp"
@@ -59,7 +61,8 @@ int run_command(const RunOptions& options, std::istream& in, std::ostream& out, 
   // A report shows a timeline excerpt, so it asks for the trace too where the workload records one
   // (layer-table workloads run their own every-worker simulation, without a trace).
   const bool report_trace = want_report && !scenario.layer_model;
-  results::Result result = results::evaluate(scenario, {.trace = want_trace || report_trace});
+  const auto regimes = config::load_accuracy(config::default_data_paths().hardware_profiles);
+  results::Result result = results::evaluate(scenario, {.trace = want_trace || report_trace, .regimes = &regimes});
   if (options.no_timing) result.engine.wall_s = 0.0;
   const bool infeasible = result.status == results::Status::infeasible;
 

@@ -16,6 +16,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/cli.hpp"
+#include "config/accuracy.hpp"
+#include "config/scenario_loader.hpp"
 #include "cli/commands.hpp"
 #include "cli/output_files.hpp"
 #include "cli/positive_number.hpp"
@@ -181,7 +183,8 @@ int sweep_command(const SweepOptions& o, std::istream& in, std::ostream& out, st
   bool any_not_ok = sink.any_not_ok();
   // Points on the flow network simulate each distinct collective once (network/flow_cache.hpp).
   network::FlowCache flow_cache;
-  const results::EvaluateOptions options{.flow_cache = &flow_cache};
+  const auto regimes = config::load_accuracy(config::default_data_paths().hardware_profiles);
+  const results::EvaluateOptions options{.flow_cache = &flow_cache, .regimes = &regimes};
   const std::size_t jobs = worker_threads(o.jobs);
   try {
     for (std::uint64_t start = sink.done(); start < count; start += kSweepWindow) {

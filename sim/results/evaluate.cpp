@@ -215,7 +215,10 @@ Result evaluate_feasible(const config::Scenario& scenario, const EvaluateOptions
 
 Result evaluate(const config::Scenario& scenario, const EvaluateOptions& caller_options) {
   try {
-    return evaluate_feasible(scenario, caller_options);
+    Result result = evaluate_feasible(scenario, caller_options);
+    if (caller_options.regimes != nullptr && result.status == Status::ok)
+      result.expected_error = expected_error(scenario, *caller_options.regimes);
+    return result;
   } catch (const core::InfeasibleError& e) {
     return infeasible(scenario, e.what());
   }

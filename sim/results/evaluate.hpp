@@ -24,6 +24,9 @@ struct EvaluateOptions {
   // Flow-level collective times shared with other evaluations on the same cluster (search, sweep; not
   // owned, must outlive the call); null: each evaluation simulates its own (network/flow_cache.hpp).
   network::FlowCache* flow_cache = nullptr;
+  // Validated regimes (config/accuracy.hpp; not owned): a feasible result states the closest one's band
+  // (Result::expected_error); null: none looked up.
+  const std::vector<config::ValidatedRegime>* regimes = nullptr;
 };
 
 // One scenario's result. A plan that cannot run (parallel::infeasibility, out of memory, too large

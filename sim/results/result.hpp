@@ -11,6 +11,7 @@
 #include "engine/simulate.hpp"
 #include "graph/task_graph.hpp"
 #include "results/data_parallel_result.hpp"
+#include "results/expected_error.hpp"
 
 namespace dtsim::results {
 
@@ -118,6 +119,9 @@ struct Result {
   std::optional<ConvergenceResult> convergence;    // layer-table workloads
   std::optional<Interval> interval;                // present when the profiles carry a calibration spread
   std::optional<ComputeCalibration> compute_calibration;  // present with training.measured_single_gpu
+  // The closest validated regime's band (expected_error.hpp): set by the commands that report a
+  // prediction (run, compare, sweep), absent where no regime matches or none was looked up.
+  std::optional<ExpectedError> expected_error;
 };
 
 const char* to_string(Status s);

@@ -159,6 +159,22 @@ TEST_CASE("run writes no file when one output cannot be written") {
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("run states the error band of the closest validated regime, in text, JSON and CSV") {
+  // The demo: A100, 2 nodes, no software stack: the A100 several-node regime with the most rows
+  // (hardware_profiles/accuracy.json), matched on GPU and scale.
+  const Outcome text = run_dtsim({"run", kDefaultScenario, "--no-timing"});
+  REQUIRE(text.status == dtsim::cli::kExitOk);
+  CHECK(text.out.find("error band   ") != std::string::npos);
+  CHECK(text.out.find("same GPU and scale") != std::string::npos);
+  const Outcome json = run_dtsim({"run", kDefaultScenario, "--format", "json", "--no-timing"});
+  const auto e = nlohmann::json::parse(json.out)["expected_error"];
+  CHECK(e["validated"] == true);
+  CHECK(e["match"] == "GPU and scale");
+  CHECK(e["iteration_time_low_pct"].get<double>() < e["iteration_time_high_pct"].get<double>());
+  const Outcome csv = run_dtsim({"run", kDefaultScenario, "--format", "csv", "--no-timing"});
+  CHECK(csv.out.find("expected_error_low_pct,expected_error_high_pct") != std::string::npos);
+}
+
 TEST_CASE("an infeasible plan exits 3 and still writes its result") {
   REQUIRE(std::filesystem::exists(kDefaultScenario));
   // A 175B-parameter model replicated on every GPU (data parallel only, ZeRO-0) needs about 16 bytes of

@@ -29,6 +29,10 @@ struct ValidationScore {
   // measured; for rates (throughput, TFLOP/s, MFU), positive does. A model that is always optimistic is
   // wrong even at a small MAPE.
   double median_signed = 0.0;
+  // The 10th and 90th percentiles of the same signed errors (nearest rank): the band that
+  // hardware_profiles/accuracy.json ships for the regime the group validates.
+  double p10_signed = 0.0;
+  double p90_signed = 0.0;
   int pairs = 0;
   int ordered = 0;
   double order_fraction() const { return pairs == 0 ? 1.0 : static_cast<double>(ordered) / pairs; }
@@ -49,6 +53,13 @@ inline ValidationScore score(const std::vector<ValidationRow>& rows) {
   const std::size_t half = signed_errors.size() / 2;  // an even count: the mean of the two middle ones
   s.median_signed = signed_errors.size() % 2 == 1 ? signed_errors[half]
                                                   : (signed_errors[half - 1] + signed_errors[half]) / 2.0;
+  // Nearest rank: the ceil(q n)-th smallest (1-based), at least the first.
+  const auto percentile = [&](double q) {
+    const auto rank = static_cast<std::size_t>(std::ceil(q * static_cast<double>(signed_errors.size())));
+    return signed_errors[std::max<std::size_t>(rank, 1) - 1];
+  };
+  s.p10_signed = percentile(0.1);
+  s.p90_signed = percentile(0.9);
   std::sort(measured.begin(), measured.end());
   const double median = measured[measured.size() / 2];
   for (double m : measured) s.constant_mape += std::abs(median - m) / std::abs(m);
@@ -75,8 +86,9 @@ inline void report_group(const std::string& title, const std::vector<ValidationR
     std::printf("  %-44s %12.4g %12.4g %7.1f%%\n", r.name.c_str(), r.measured, r.predicted,
                 100.0 * (r.predicted - r.measured) / r.measured);
   }
-  std::printf("  MAPE %.1f%%, median signed error %+.1f%% (constant guess %.1f%%), pairs ordered %d/%d\n", s.mape,
-              s.median_signed, s.constant_mape, s.ordered, s.pairs);
+  std::printf("  MAPE %.1f%%, median signed error %+.1f%% (p10 %+.1f%%, p90 %+.1f%%; constant guess %.1f%%), pairs "
+              "ordered %d/%d\n",
+              s.mape, s.median_signed, s.p10_signed, s.p90_signed, s.constant_mape, s.ordered, s.pairs);
 
   const std::string path = std::string(DTSIM_TESTS_DIR) + "/validation/fidelity_record.json";
   nlohmann::ordered_json record;
@@ -90,10 +102,26 @@ inline void report_group(const std::string& title, const std::vector<ValidationR
     record["groups"][title] = {{"n", rows.size()},
                                {"mape_pct", round1(s.mape)},
                                {"median_signed_pct", round1(s.median_signed)},
+                               {"p10_signed_pct", round1(s.p10_signed)},
+                               {"p90_signed_pct", round1(s.p90_signed)},
                                {"constant_guess_mape_pct", round1(s.constant_mape)},
                                {"pairs_ordered", s.ordered},
                                {"pairs", s.pairs}};
     std::ofstream(path) << record.dump(1) << "\n";
+    // The shipped band of the regime this group validates (hardware_profiles/accuracy.json) follows.
+    const std::string regimes_path = std::string(DTSIM_TESTS_DIR) + "/../hardware_profiles/accuracy.json";
+    std::ifstream regimes_in(regimes_path);
+    REQUIRE_MESSAGE(regimes_in, "cannot read " << regimes_path);
+    nlohmann::ordered_json regimes = nlohmann::ordered_json::parse(regimes_in);
+    regimes_in.close();
+    bool changed = false;
+    for (auto& r : regimes["regimes"]) {
+      if (r["group"] != title) continue;
+      for (const char* key : {"n", "mape_pct", "median_signed_pct", "p10_signed_pct", "p90_signed_pct"})
+        r[key] = record["groups"][title][key];
+      changed = true;
+    }
+    if (changed) std::ofstream(regimes_path) << regimes.dump(1) << "\n";
     return;
   }
   const auto& groups = record["groups"];

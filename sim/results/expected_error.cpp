@@ -1,0 +1,59 @@
+#include "results/expected_error.hpp"
+
+#include <array>
+
+#include <fmt/format.h>
+
+namespace dtsim::results {
+
+namespace {
+
+config::RegimeScale scale_of(const config::Scenario& s) {
+  if (s.gpu_count() == 1) return config::RegimeScale::one_gpu;
+  return s.cluster.nodes == 1 ? config::RegimeScale::one_node : config::RegimeScale::multi_node;
+}
+
+std::string family_of(const std::string& gpu_id) { return gpu_id.substr(0, gpu_id.find('-')); }
+
+// A rate's signed error in % as the iteration time's: t ~ 1 / rate.
+double as_time_error(double rate_error_pct) { return 100.0 * (1.0 / (1.0 + rate_error_pct / 100.0) - 1.0); }
+
+}  // namespace
+
+ExpectedError expected_error(const config::Scenario& scenario, const std::vector<config::ValidatedRegime>& regimes) {
+  const bool layer_table = scenario.layer_model.has_value();
+  const std::string family = family_of(scenario.gpu.id);
+  const config::RegimeScale scale = scale_of(scenario);
+  constexpr std::array<const char*, 3> kMatch{"GPU, scale and software", "GPU and scale", "GPU"};
+  for (std::size_t level = 0; level < kMatch.size(); ++level) {
+    const config::ValidatedRegime* best = nullptr;
+    for (const config::ValidatedRegime& r : regimes) {
+      if (r.layer_table != layer_table || r.gpu != family) continue;
+      if (level <= 1 && r.scale != scale) continue;
+      if (level == 0 && r.software != scenario.software) continue;
+      if (best == nullptr || r.n > best->n) best = &r;
+    }
+    if (best == nullptr) continue;
+    ExpectedError e;
+    e.validated = true;
+    e.n = best->n;
+    e.group = best->group;
+    e.source = best->source;
+    e.match = kMatch[level];
+    if (best->metric == config::RegimeMetric::time) {
+      e.low_pct = best->p10_signed_pct;
+      e.high_pct = best->p90_signed_pct;
+      e.median_pct = best->median_signed_pct;
+    } else {
+      e.low_pct = as_time_error(best->p90_signed_pct);
+      e.high_pct = as_time_error(best->p10_signed_pct);
+      e.median_pct = as_time_error(best->median_signed_pct);
+    }
+    return e;
+  }
+  ExpectedError none;
+  none.reason = fmt::format("no validated {} runs on {} GPUs", layer_table ? "layer-table" : "transformer", family);
+  return none;
+}
+
+}  // namespace dtsim::results
