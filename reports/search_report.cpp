@@ -59,6 +59,14 @@ void write_text(std::ostream& out, const config::Scenario& base, const search::S
                        r.iteration_time_s, r.throughput.tokens_per_s, 100.0 * r.flops.mfu,
                        gib(r.memory.peak_bytes_per_gpu), gib(e.headroom_bytes));
   }
+  // The plans share their GPU, scale and software, so one regime's band holds for all of them.
+  if (const auto& b = o.top.front().result.expected_error; b && b->validated) {
+    out << fmt::format("\nerror band {:+.0f}% .. {:+.0f}% on each iteration time (p10 .. p90 of validated runs: {}, "
+                       "n = {}, same {})\n",
+                       b->low_pct, b->high_pct, b->group, b->n, b->match);
+  } else if (b) {
+    out << fmt::format("\nerror band none: {}\n", b->reason);
+  }
 }
 
 void write_json(std::ostream& out, const search::SearchOutcome& o) {

@@ -3,6 +3,8 @@
 #include <thread>
 
 #include "cli/cli.hpp"
+#include "config/accuracy.hpp"
+#include "config/scenario_loader.hpp"
 #include "cli/commands.hpp"
 #include "cli/output_files.hpp"
 #include "cli/positive_number.hpp"
@@ -130,6 +132,11 @@ int search_command(const SearchCommandOptions& o, std::istream& in, std::ostream
   options.extrapolate = !o.exact;
   search::SearchOutcome outcome = search::search(base, options);
   if (o.no_timing) zero_timing(outcome);
+  const auto regimes = config::load_accuracy(config::default_data_paths().hardware_profiles);
+  for (search::SearchEntry& e : outcome.top) {
+    if (e.result.status == results::Status::ok)
+      e.result.expected_error = results::expected_error(e.result.scenario, regimes);
+  }
   std::ostringstream text;
   reports::write_search(text, base, outcome, output_format(o.format));
   // The report and --out are opened before either is written: one bad path leaves no file behind.

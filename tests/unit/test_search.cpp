@@ -376,6 +376,12 @@ TEST_CASE("dtsim search: json and csv output, same bytes with --no-timing on 1 a
   CHECK(ja.out.find("\"rejections\"") != std::string::npos);
   CHECK(cc.status == 0);
   CHECK(cc.out.rfind("rank,label,headroom_bytes,name,", 0) == 0);
+  // Each listed plan carries the error band of the closest validated regime (H100, several nodes).
+  const auto top = nlohmann::json::parse(ja.out)["top"];
+  REQUIRE_FALSE(top.empty());
+  CHECK(top[0]["result"]["expected_error"]["validated"] == true);
+  std::vector<std::string> t = common;
+  CHECK(run_cli(t).out.find("\nerror band ") != std::string::npos);
 }
 
 TEST_CASE(
