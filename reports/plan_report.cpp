@@ -29,9 +29,16 @@ void write_pick(std::ostream& out, const char* what, const search::PlanOutcome& 
     return;
   }
   const search::PlanRow& r = o.rows[*index];
-  out << fmt::format("{:<9} {} x {} ({}, {} GPUs): {:.1f} days, ${:.0f}, {}\n", what,
-                     r.cluster->scenario.cluster.nodes, r.cluster->node_id, r.cluster->fabric, r.gpus,
-                     r.train_s / kSecondsPerDay, r.cost_usd, r.strategy);
+  const double days = r.train_s / kSecondsPerDay;
+  // The days the closest validated regime's band implies (measured = predicted / (1 + error)).
+  std::string band;
+  if (const auto& e = r.best.expected_error; e && e->validated) {
+    band = fmt::format(" (likely {:.1f} .. {:.1f}: error band {:+.0f}% .. {:+.0f}%)", days / (1.0 + e->high_pct / 100.0),
+                       days / (1.0 + e->low_pct / 100.0), e->low_pct, e->high_pct);
+  }
+  out << fmt::format("{:<9} {} x {} ({}, {} GPUs): {:.1f} days{}, ${:.0f}, {}\n", what,
+                     r.cluster->scenario.cluster.nodes, r.cluster->node_id, r.cluster->fabric, r.gpus, days, band,
+                     r.cost_usd, r.strategy);
 }
 
 void write_text(std::ostream& out, const config::Plan& p, const search::PlanOutcome& o) {

@@ -6,7 +6,10 @@
 #include "cli/commands.hpp"
 #include "cli/output_files.hpp"
 #include "cli/positive_number.hpp"
+#include "config/accuracy.hpp"
 #include "config/plan_loader.hpp"
+#include "config/scenario_loader.hpp"
+#include "results/expected_error.hpp"
 #include "reports/plan_report.hpp"
 #include "search/capacity_plan.hpp"
 
@@ -28,6 +31,10 @@ int plan_command(const PlanCommandOptions& o, std::istream& in, std::ostream& ou
   const config::Plan plan =
       config::load_plan_text(read_scenario_text(o.plan, in), o.plan, config::default_data_paths());
   search::PlanOutcome outcome = search::evaluate_plan(plan, worker_threads(o.jobs));
+  const auto regimes = config::load_accuracy(config::default_data_paths().hardware_profiles);
+  for (auto& row : outcome.rows) {
+    if (row.feasible) row.best.expected_error = results::expected_error(row.best.scenario, regimes);
+  }
   if (o.no_timing) {
     outcome.evaluate_wall_s = 0.0;
     for (auto& row : outcome.rows) {

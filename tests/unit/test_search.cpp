@@ -408,6 +408,10 @@ TEST_CASE(
   // Header and one row per cluster (1 and 2 nodes).
   const std::string csv = out_csv.str();
   CHECK(std::count(csv.begin(), csv.end(), '\n') == 3);
+  // Each cluster's best plan carries the error band of its validated regime (A100 one node, several).
+  const auto rows = nlohmann::json::parse(out_json.str())["clusters"];
+  REQUIRE(rows.size() == 2);
+  for (const auto& row : rows) CHECK(row["result"]["expected_error"]["validated"] == true);
 }
 
 TEST_CASE("dtsim search refuses a model it cannot split, naming the file and /model (exit 2, nothing out)") {
