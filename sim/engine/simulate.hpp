@@ -42,7 +42,7 @@
 // (its stream not busy, the rank waiting for the host) and goes on when it is issued, so fused and
 // separate tasks start and end every kernel at the same times, slowdown included.
 // The host also calls collectives (TaskGraph::add_host_calls: the tensor- and context-parallel ones
-// of the layer programs), each at the cost of one kernel launch, before it issues the compute task
+// of the layer programs, ZeRO-3's gathers and reductions), each at the cost of one kernel launch, before it issues the compute task
 // after them; the communication tasks themselves are not gated: their dependencies are.
 // The CUDA launch queue's depth (about a thousand kernels) is not modelled: it only bounds how far
 // ahead of the GPU the host may run, which changes no time unless a synchronization follows.

@@ -157,6 +157,7 @@ TaskId Lowering::gather_layer(std::int64_t r, std::int32_t mb, std::optional<Tas
     const std::size_t tasks_before = out_.graph.tasks().size();
     collective(r, GroupKind::data, StreamKind::param_gather, op, Category::data_comm, zero3_gather_label_, mb,
                gather);
+    ++collective_calls_[static_cast<std::size_t>(r)];  // the host calls it before the layer's next kernel
     // Every member of the group reaches the same gang: its creator adds the edge once for all.
     if (synchronize && gather.last >= tasks_before) wait(reductions.back(), gather.last);
     synchronize = false;
@@ -170,6 +171,7 @@ void Lowering::reduce_layer(std::int64_t r, std::int32_t mb, TaskId after) {
   for (const graph::OpId op : zero3_ops(r).reduces) {
     collective(r, GroupKind::data, StreamKind::data_comm, op, Category::data_comm, zero3_reduce_label_, mb,
                reduce);
+    ++collective_calls_[static_cast<std::size_t>(r)];
   }
   data_tasks_[static_cast<std::size_t>(r)].push_back(reduce.last);
 }

@@ -184,8 +184,10 @@ class Lowering {
   graph::LabelId optimizer_label_ = 0;
   graph::LabelId param_gather_label_ = 0;
   std::vector<std::array<graph::StreamId, graph::kStreamKindCount>> streams_;
-  // Per rank: the collectives of its layer programs emitted since its last compute task, which the host
-  // calls before it issues the next one (TaskGraph::add_host_calls).
+  // Per rank: the collectives of its layer programs and its ZeRO-3 gathers and reductions emitted since
+  // its last compute task, which the host calls before it issues the next one (TaskGraph::add_host_calls).
+  // Data-parallel bucket reductions and pipeline transfers are wired after the steps and cost the host
+  // nothing (not modelled).
   std::vector<std::uint32_t> collective_calls_;
   std::vector<Chain> steps_;
   std::vector<std::optional<TaskId>> step_after_;     // first task of the step run after, on the same rank

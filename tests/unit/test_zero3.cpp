@@ -10,6 +10,7 @@
 
 #include "config/scenario_loader.hpp"
 #include "models/transformer/transformer.hpp"
+#include "parallel/lower.hpp"
 #include "parallel/memory_model.hpp"
 #include "parallel/zero3.hpp"
 #include "results/evaluate.hpp"
@@ -261,4 +262,26 @@ TEST_CASE("reports name a ZeRO-3 implementation only when it is not the default"
   s.parallelism.zero_stage = 2;  // the block only describes stage 3
   CHECK(dtsim::config::zero3_label(s.parallelism).empty());
   CHECK(dtsim::config::zero_stage_label(s.parallelism) == "2");
+}
+
+TEST_CASE("the host calls every ZeRO-3 gather and reduction before it issues the compute after it") {
+  // Data parallel only (no tensor- or context-parallel collectives), symmetric: the host calls of the
+  // graph (TaskGraph::host_calls, one kernel launch of host time each) are its ZeRO-3 collectives, one
+  // per gather and reduction task, each before the next compute task of its rank.
+  const auto scenario = dtsim::config::load_scenario_text(zero3_scenario().dump(), "test",
+                                                          dtsim::config::default_data_paths());
+  const auto lowered = dtsim::parallel::lower(scenario, {});
+  const auto& g = lowered.graph;
+  std::size_t collectives = 0;
+  for (const auto& task : g.tasks()) {
+    const std::string& label = g.labels()[task.label];
+    collectives += label == "zero3_param_all_gather" || label == "zero3_grad_reduce_scatter";
+  }
+  std::size_t calls = 0;
+  for (const auto& c : g.host_calls()) {
+    calls += c.calls;
+    CHECK(g.streams()[g.tasks()[c.task].stream].kind == dtsim::graph::StreamKind::compute);
+  }
+  CHECK(collectives > 0);
+  CHECK(calls == collectives);
 }
