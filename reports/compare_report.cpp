@@ -53,6 +53,12 @@ const std::vector<Row>& rows() {
          return fmt::format("{} / {}", config::zero_stage_label(p), p.distributed_optimizer ? "yes" : "no");
        }},
       {"iteration (s)", [](const Result& r) { return seconds(r.iteration_time_s); }, true},
+      {"  error band",
+       [](const Result& r) {
+         const auto& e = r.expected_error;
+         return e && e->validated ? fmt::format("{:+.0f}% .. {:+.0f}%", e->low_pct, e->high_pct) : std::string("-");
+       },
+       true},
       {"tokens/s", [](const Result& r) { return fmt::format("{:.0f}", r.throughput.tokens_per_s); }, true},
       {"model TFLOP/s/GPU",
        [](const Result& r) { return fmt::format("{:.1f}", r.flops.model_tflops_per_gpu); }, true},

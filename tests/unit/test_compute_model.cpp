@@ -94,7 +94,9 @@ TEST_CASE("a GEMM with a dimension that is not a whole number of 16-byte vectors
   // 1280 x 1280 x 4096: aligned, max efficiency 0.8 (one full wave); the same with k = 4097 (odd) or
   // 4100 (even, not a multiple of 8 BF16 elements) runs at 0.18 or 0.36 of that rate: t = 2mnk /
   // (300e12 x 0.8 x factor), the curve's q_k = 1 (k_half 0) for every k.
-  for (const auto& [k, factor] : {std::pair{4096, 1.0}, {4097, 0.18}, {4100, 0.36}}) {
+  for (const auto& k_factor : {std::pair{4096, 1.0}, {4097, 0.18}, {4100, 0.36}}) {
+    const int k = k_factor.first;
+    const double factor = k_factor.second;
     CAPTURE(k);
     op.gemm = GemmShape{1280, 1280, k, 1};
     op.flops = 2.0 * 1280 * 1280 * k;
