@@ -30,11 +30,11 @@ void write_pick(std::ostream& out, const char* what, const search::PlanOutcome& 
   }
   const search::PlanRow& r = o.rows[*index];
   const double days = r.train_s / kSecondsPerDay;
-  // The days the closest validated regime's band implies (measured = predicted / (1 + error)).
+  // The days the closest validated regime's band implies.
   std::string band;
   if (const auto& e = r.best.expected_error; e && e->validated) {
-    band = fmt::format(" (likely {:.1f} .. {:.1f}: error band {:+.0f}% .. {:+.0f}%)", days / (1.0 + e->high_pct / 100.0),
-                       days / (1.0 + e->low_pct / 100.0), e->low_pct, e->high_pct);
+    band = fmt::format(" (likely {:.1f} .. {:.1f}: error band {:+.0f}% .. {:+.0f}%)", e->measured_low(days),
+                       e->measured_high(days), e->low_pct, e->high_pct);
   }
   out << fmt::format("{:<9} {} x {} ({}, {} GPUs): {:.1f} days{}, ${:.0f}, {}\n", what,
                      r.cluster->scenario.cluster.nodes, r.cluster->node_id, r.cluster->fabric, r.gpus, days, band,

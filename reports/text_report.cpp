@@ -97,11 +97,10 @@ void write_performance(std::ostream& out, const results::Result& r) {
   if (const auto& e = r.expected_error; e && !e->validated) {
     line(out, "error band", "none: " + e->reason + " (hardware_profiles/accuracy.json)");
   } else if (e) {
-    // error = (predicted - measured) / measured, so measured = predicted / (1 + error).
     line(out, "error band",
          fmt::format("{:+.0f}% .. {:+.0f}% (p10 .. p90 of validated runs: measured likely {:.4g} .. {:.4g} s)",
-                     e->low_pct, e->high_pct, r.iteration_time_s / (1.0 + e->high_pct / 100.0),
-                     r.iteration_time_s / (1.0 + e->low_pct / 100.0)));
+                     e->low_pct, e->high_pct, e->measured_low(r.iteration_time_s),
+                     e->measured_high(r.iteration_time_s)));
     line(out, "", fmt::format("validated on: {}, n = {}, same {}", e->group, e->n, e->match));
   }
   if (r.interval) {

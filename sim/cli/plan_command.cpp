@@ -9,7 +9,7 @@
 #include "config/accuracy.hpp"
 #include "config/plan_loader.hpp"
 #include "config/scenario_loader.hpp"
-#include "results/expected_error.hpp"
+#include "results/evaluate.hpp"
 #include "reports/plan_report.hpp"
 #include "search/capacity_plan.hpp"
 
@@ -33,7 +33,7 @@ int plan_command(const PlanCommandOptions& o, std::istream& in, std::ostream& ou
   search::PlanOutcome outcome = search::evaluate_plan(plan, worker_threads(o.jobs));
   const auto regimes = config::load_accuracy(config::default_data_paths().hardware_profiles);
   for (auto& row : outcome.rows) {
-    if (row.feasible) row.best.expected_error = results::expected_error(row.best.scenario, regimes);
+    if (row.feasible) results::state_expected_error(row.best, regimes);
   }
   if (o.no_timing) {
     outcome.evaluate_wall_s = 0.0;

@@ -62,7 +62,8 @@ int run_command(const RunOptions& options, std::istream& in, std::ostream& out, 
   // (layer-table workloads run their own every-worker simulation, without a trace).
   const bool report_trace = want_report && !scenario.layer_model;
   const auto regimes = config::load_accuracy(config::default_data_paths().hardware_profiles);
-  results::Result result = results::evaluate(scenario, {.trace = want_trace || report_trace, .regimes = &regimes});
+  results::Result result = results::evaluate(scenario, {.trace = want_trace || report_trace});
+  results::state_expected_error(result, regimes);
   if (options.no_timing) result.engine.wall_s = 0.0;
   const bool infeasible = result.status == results::Status::infeasible;
 

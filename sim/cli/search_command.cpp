@@ -11,6 +11,7 @@
 #include "cli/report_option.hpp"
 #include "core/errors.hpp"
 #include "reports/search_report.hpp"
+#include "results/evaluate.hpp"
 #include "search/search.hpp"
 
 namespace dtsim::cli {
@@ -133,10 +134,7 @@ int search_command(const SearchCommandOptions& o, std::istream& in, std::ostream
   search::SearchOutcome outcome = search::search(base, options);
   if (o.no_timing) zero_timing(outcome);
   const auto regimes = config::load_accuracy(config::default_data_paths().hardware_profiles);
-  for (search::SearchEntry& e : outcome.top) {
-    if (e.result.status == results::Status::ok)
-      e.result.expected_error = results::expected_error(e.result.scenario, regimes);
-  }
+  for (search::SearchEntry& e : outcome.top) results::state_expected_error(e.result, regimes);
   std::ostringstream text;
   reports::write_search(text, base, outcome, output_format(o.format));
   // The report and --out are opened before either is written: one bad path leaves no file behind.

@@ -184,7 +184,7 @@ int sweep_command(const SweepOptions& o, std::istream& in, std::ostream& out, st
   // Points on the flow network simulate each distinct collective once (network/flow_cache.hpp).
   network::FlowCache flow_cache;
   const auto regimes = config::load_accuracy(config::default_data_paths().hardware_profiles);
-  const results::EvaluateOptions options{.flow_cache = &flow_cache, .regimes = &regimes};
+  const results::EvaluateOptions options{.flow_cache = &flow_cache};
   const std::size_t jobs = worker_threads(o.jobs);
   try {
     for (std::uint64_t start = sink.done(); start < count; start += kSweepWindow) {
@@ -212,6 +212,7 @@ int sweep_command(const SweepOptions& o, std::istream& in, std::ostream& out, st
       core::parallel_for(n, jobs, [&](std::size_t i) {
         const std::uint64_t index = shard.index(start + i);
         results::Result r = results::evaluate(*scenarios[i], options);
+        results::state_expected_error(r, regimes);
         scenarios[i].reset();
         if (o.no_timing) r.engine.wall_s = 0.0;
         std::ostringstream line;

@@ -215,13 +215,14 @@ Result evaluate_feasible(const config::Scenario& scenario, const EvaluateOptions
 
 Result evaluate(const config::Scenario& scenario, const EvaluateOptions& caller_options) {
   try {
-    Result result = evaluate_feasible(scenario, caller_options);
-    if (caller_options.regimes != nullptr && result.status == Status::ok)
-      result.expected_error = expected_error(scenario, *caller_options.regimes);
-    return result;
+    return evaluate_feasible(scenario, caller_options);
   } catch (const core::InfeasibleError& e) {
     return infeasible(scenario, e.what());
   }
+}
+
+void state_expected_error(Result& result, const std::vector<config::ValidatedRegime>& regimes) {
+  if (result.status == Status::ok) result.expected_error = expected_error(result.scenario, regimes);
 }
 
 }  // namespace dtsim::results

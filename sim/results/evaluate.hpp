@@ -7,6 +7,9 @@
 // status infeasible and the reason; nothing here throws for a valid scenario.
 #pragma once
 
+#include <vector>
+
+#include "config/accuracy.hpp"
 #include "config/scenario.hpp"
 #include "results/result.hpp"
 
@@ -24,14 +27,15 @@ struct EvaluateOptions {
   // Flow-level collective times shared with other evaluations on the same cluster (search, sweep; not
   // owned, must outlive the call); null: each evaluation simulates its own (network/flow_cache.hpp).
   network::FlowCache* flow_cache = nullptr;
-  // Validated regimes (config/accuracy.hpp; not owned): a feasible result states the closest one's band
-  // (Result::expected_error); null: none looked up.
-  const std::vector<config::ValidatedRegime>* regimes = nullptr;
 };
 
 // One scenario's result. A plan that cannot run (parallel::infeasibility, out of memory, too large
 // to simulate, a time beyond the engine's clock: core::InfeasibleError) is a result with status
 // infeasible and the reason, never an exception.
 Result evaluate(const config::Scenario& scenario, const EvaluateOptions& options);
+
+// Sets result.expected_error to the band of the closest validated regime (expected_error.hpp) when the
+// result is feasible; every command that reports a prediction calls it once per result.
+void state_expected_error(Result& result, const std::vector<config::ValidatedRegime>& regimes);
 
 }  // namespace dtsim::results

@@ -34,6 +34,9 @@ struct ExpectedError {
   std::string group;        // the validation group
   std::string source;
   std::string match;  // "GPU, scale and software", "GPU and scale" or "GPU"
+  // The measured value a prediction implies at each end of the band: measured = predicted / (1 + error).
+  double measured_low(double predicted) const { return predicted / (1.0 + high_pct / 100.0); }
+  double measured_high(double predicted) const { return predicted / (1.0 + low_pct / 100.0); }
 };
 
 ExpectedError expected_error(const config::Scenario& scenario, const std::vector<config::ValidatedRegime>& regimes);
