@@ -106,6 +106,15 @@ constexpr std::array kColumns = {
            [](const Result& r) {
              return r.expected_error && r.expected_error->validated ? num(r.expected_error->high_pct) : std::string();
            }},
+    // Under the scenario's failures (empty without them): median time to train and goodput over the runs.
+    Column{"train_with_failures_p50_s",
+           [](const Result& r) {
+             return r.goodput && r.goodput->reason.empty() ? num(r.goodput->wall_s.p50) : std::string();
+           }},
+    Column{"goodput_p50",
+           [](const Result& r) {
+             return r.goodput && r.goodput->reason.empty() ? num(r.goodput->goodput.p50) : std::string();
+           }},
     Column{"compute_calibration_factor",
            [](const Result&
                   r) { return r.compute_calibration ? num(r.compute_calibration->factor) : std::string(); }},

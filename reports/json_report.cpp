@@ -6,6 +6,7 @@
 #include <ostream>
 
 #include "reports/data_parallel_report.hpp"
+#include "reports/goodput_report.hpp"
 #include "reports/reports.hpp"
 
 namespace dtsim::reports {
@@ -109,6 +110,7 @@ nlohmann::ordered_json result_json(const results::Result& result) {
   j["engine"] = engine_json(result.engine);
   if (result.data_parallel) j["data_parallel"] = data_parallel_json(*result.data_parallel);
   if (result.convergence) j["convergence"] = convergence_json(*result.convergence);
+  if (result.goodput) j["goodput"] = goodput_json(*result.goodput);
   return j;
 }
 

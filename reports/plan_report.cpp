@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "reports/goodput_report.hpp"
 #include "reports/search_report.hpp"
 
 namespace dtsim::reports {
@@ -36,18 +37,31 @@ void write_pick(std::ostream& out, const char* what, const search::PlanOutcome& 
     band = fmt::format(" (likely {:.1f} .. {:.1f}: error band {:+.0f}% .. {:+.0f}%)", e->measured_low(days),
                        e->measured_high(days), e->low_pct, e->high_pct);
   }
-  out << fmt::format("{:<9} {} x {} ({}, {} GPUs): {:.1f} days{}, ${:.0f}, {}\n", what,
+  // With failures: the spread of the whole-run simulation and its goodput.
+  std::string failures;
+  if (const auto& g = r.best.goodput) {
+    failures = fmt::format(" (failures: p10 {:.1f} .. p90 {:.1f}, goodput {:.1f}%)", g->wall_s.p10 / kSecondsPerDay,
+                           g->wall_s.p90 / kSecondsPerDay, g->goodput.p50 * 100.0);
+  }
+  out << fmt::format("{:<9} {} x {} ({}, {} GPUs): {:.1f} days{}{}, ${:.0f}, {}\n", what,
                      r.cluster->scenario.cluster.nodes, r.cluster->node_id, r.cluster->fabric, r.gpus, days, band,
-                     r.cost_usd, r.strategy);
+                     failures, r.cost_usd, r.strategy);
 }
 
 void write_text(std::ostream& out, const config::Plan& p, const search::PlanOutcome& o) {
   out << fmt::format("plan      {}: {}\n", p.name, goal_text(p));
+  if (const auto& f = p.failures) {
+    out << fmt::format("failures  {}{} categor{}, {} recovery; days are the median of {} simulated runs{}\n",
+                       f->preset.empty() ? std::string() : f->preset + ", ", f->categories.size(),
+                       f->categories.size() == 1 ? "y" : "ies",
+                       config::to_string(f->recovery), f->runs,
+                       f->spare_nodes ? fmt::format(", cost includes {} spare nodes", *f->spare_nodes) : "");
+  }
   write_pick(out, "cheapest", o, o.cheapest);
   write_pick(out, "fastest", o, o.fastest);
-  out << fmt::format("\n{:<10} {:<11} {:>5} {:>6} {:>7} {:<44} {:>9} {:>8} {:>12} {:>8} {:>6}\n", "node",
+  out << fmt::format("\n{:<10} {:<11} {:>5} {:>6} {:>7} {:<44} {:>9} {:>8} {:>12} {:>8} {:>6}{}\n", "node",
                      "fabric", "nodes", "GPUs", "$/GPU-h", "best strategy", "tokens/s", "days", "cost ($)",
-                     "deadline", "budget");
+                     "deadline", "budget", p.failures ? "  goodput" : "");
   for (const search::PlanRow& r : o.rows) {
     const auto& c = *r.cluster;
     if (!r.feasible) {
@@ -55,11 +69,11 @@ void write_text(std::ostream& out, const config::Plan& p, const search::PlanOutc
                          c.scenario.cluster.nodes, r.gpus, c.usd_per_gpu_hour, r.reason);
       continue;
     }
-    out << fmt::format("{:<10} {:<11} {:>5} {:>6} {:>7.2f} {:<44} {:>9.0f} {:>8.1f} {:>12.0f} {:>8} {:>6}\n",
+    out << fmt::format("{:<10} {:<11} {:>5} {:>6} {:>7.2f} {:<44} {:>9.0f} {:>8.1f} {:>12.0f} {:>8} {:>6}{}\n",
                        c.node_id, c.fabric, c.scenario.cluster.nodes, r.gpus, c.usd_per_gpu_hour, r.strategy,
                        r.best.throughput.tokens_per_s, r.train_s / kSecondsPerDay, r.cost_usd,
-                       p.deadline_days ? yes_no(r.meets_deadline) : "-",
-                       p.budget_usd ? yes_no(r.meets_budget) : "-");
+                       p.deadline_days ? yes_no(r.meets_deadline) : "-", p.budget_usd ? yes_no(r.meets_budget) : "-",
+                       r.best.goodput ? fmt::format(" {:>7.1f}%", r.best.goodput->goodput.p50 * 100.0) : "");
   }
   out << fmt::format("\n{} strategies estimated in {:.3f} s\nprices:\n", o.evaluated, o.evaluate_wall_s);
   std::size_t last = static_cast<std::size_t>(-1);
@@ -85,6 +99,7 @@ nlohmann::ordered_json row_json(const config::Plan& p, const search::PlanRow& r)
   j["strategy"] = r.strategy;
   j["train_s"] = r.train_s;
   j["train_days"] = r.train_s / kSecondsPerDay;
+  j["failure_free_s"] = r.failure_free_s;
   j["gpu_hours"] = r.gpu_hours;
   j["cost_usd"] = r.cost_usd;
   j["meets_deadline"] = p.deadline_days ? nlohmann::ordered_json(r.meets_deadline) : nlohmann::ordered_json();
@@ -101,6 +116,7 @@ void write_json(std::ostream& out, const config::Plan& p, const search::PlanOutc
   j["steps"] = p.steps ? nlohmann::ordered_json(*p.steps) : nlohmann::ordered_json();
   j["deadline_days"] = p.deadline_days ? nlohmann::ordered_json(*p.deadline_days) : nlohmann::ordered_json();
   j["budget_usd"] = p.budget_usd ? nlohmann::ordered_json(*p.budget_usd) : nlohmann::ordered_json();
+  j["failures"] = p.failures ? failures_json(*p.failures) : nlohmann::ordered_json();
   j["cheapest"] = o.cheapest ? nlohmann::ordered_json(*o.cheapest) : nlohmann::ordered_json();
   j["fastest"] = o.fastest ? nlohmann::ordered_json(*o.fastest) : nlohmann::ordered_json();
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();

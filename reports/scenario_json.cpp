@@ -3,6 +3,7 @@
 // (config::to_string); sizes keep the units of their keys.
 #include "core/units.hpp"
 #include "reports/data_parallel_report.hpp"
+#include "reports/goodput_report.hpp"
 #include "reports/reports.hpp"
 
 namespace dtsim::reports {
@@ -141,6 +142,7 @@ nlohmann::ordered_json scenario_json(const config::Scenario& scenario) {
   j["training"] = training_json(scenario.training);
   if (scenario.layer_model) j["training"].update(data_parallel_training_json(scenario.data_parallel));
   j["simulation"] = simulation_json(scenario.simulation);
+  if (scenario.failures) j["failures"] = failures_json(*scenario.failures);
   return j;
 }
 

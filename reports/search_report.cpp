@@ -51,13 +51,21 @@ void write_text(std::ostream& out, const config::Scenario& base, const search::S
     out << "no plan fits: every combination was rejected\n";
     return;
   }
-  out << fmt::format("\n{:>4}  {:<46} {:>10} {:>11} {:>6} {:>9} {:>9}\n", "rank", "plan", "iter (s)",
-                     "tokens/s", "MFU", "mem GiB", "headroom");
+  // Under the scenario's failures, each plan's median days to train and goodput (results/goodput.hpp).
+  const bool failures = o.top.front().result.goodput.has_value();
+  out << fmt::format("\n{:>4}  {:<46} {:>10} {:>11} {:>6} {:>9} {:>9}{}\n", "rank", "plan", "iter (s)",
+                     "tokens/s", "MFU", "mem GiB", "headroom", failures ? "      days  goodput" : "");
   for (const auto& e : o.top) {
     const auto& r = e.result;
-    out << fmt::format("{:>4}  {:<46} {:>10.4f} {:>11.0f} {:>5.1f}% {:>9.1f} {:>9.1f}\n", e.rank, e.label,
+    std::string outcome;
+    if (const auto& g = r.goodput; g && g->reason.empty()) {
+      outcome = fmt::format(" {:>9.2f} {:>7.1f}%", g->wall_s.p50 / 86400.0, 100.0 * g->goodput.p50);
+    } else if (g) {
+      outcome = "  does not finish";
+    }
+    out << fmt::format("{:>4}  {:<46} {:>10.4f} {:>11.0f} {:>5.1f}% {:>9.1f} {:>9.1f}{}\n", e.rank, e.label,
                        r.iteration_time_s, r.throughput.tokens_per_s, 100.0 * r.flops.mfu,
-                       gib(r.memory.peak_bytes_per_gpu), gib(e.headroom_bytes));
+                       gib(r.memory.peak_bytes_per_gpu), gib(e.headroom_bytes), outcome);
   }
   // The plans share their GPU, scale and software, so one regime's band holds for all of them.
   if (const auto& b = o.top.front().result.expected_error; b && b->validated) {

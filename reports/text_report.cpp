@@ -10,6 +10,7 @@
 #include "core/units.hpp"
 #include "reports/csv_report.hpp"
 #include "reports/data_parallel_report.hpp"
+#include "reports/goodput_report.hpp"
 #include "reports/reports.hpp"
 
 namespace dtsim::reports {
@@ -177,6 +178,8 @@ void write_text(std::ostream& out, const results::Result& result) {
   if (ok) write_performance(out, result);
   if (ok) write_breakdown(out, result);
   if (ok) write_data_parallel_text(out, result);
+  if (ok && result.goodput)
+    write_goodput_text(out, *result.scenario.failures, *result.goodput, result.scenario.gpu_count());
   // A plan refused before the memory model or the engine ran (indivisible, too large) has neither.
   if (result.memory.peak_bytes_per_gpu > 0.0) write_memory(out, result.memory);
   if (result.engine.events == 0 && !ok) return;

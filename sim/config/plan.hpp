@@ -43,6 +43,9 @@ struct Plan {
   std::optional<double> deadline_days;
   std::optional<double> budget_usd;
   PlanSearchBounds search;
+  // Failures over the run (config/failures.hpp, without its length: the plan's tokens or steps); each
+  // cluster's time and cost are then those of its whole-run simulation.
+  std::optional<FailureSpec> failures;
   std::vector<PlanCluster> clusters;  // candidates in file order, node counts ascending
 };
 

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "config/failures_loader.hpp"
 #include "config/json_reader.hpp"
 #include "config/profile_loader.hpp"
 #include "core/checked_math.hpp"
@@ -101,7 +102,7 @@ Plan load_plan_text(const std::string& text, const std::string& source, const Da
         fmt::format("unsupported plan schema_version {}; this dtsim reads {}", version, kPlanSchemaVersion));
   }
   top.expect_keys({"schema_version", "name", "model", "training", "parallelism", "simulation", "tokens",
-                   "steps", "deadline_days", "budget_usd", "candidates", "search"});
+                   "steps", "deadline_days", "budget_usd", "candidates", "search", "failures"});
   Plan plan;
   plan.source = source;
   plan.name = top.required<std::string>("name");
@@ -117,6 +118,7 @@ Plan load_plan_text(const std::string& text, const std::string& source, const Da
     throw top.error_here("neither \"deadline_days\" nor \"budget_usd\" given; expected at least one");
   }
   plan.search = read_search(top);
+  plan.failures = read_failures(top, data.hardware_profiles, {.run_length_allowed = false});
   // Scenario keys are checked by the scenario loader below, with the same pointers as in the plan.
   top.child("model");
   ObjectReader training = top.child("training");

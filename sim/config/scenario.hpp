@@ -9,6 +9,7 @@
 #include <string>
 
 #include "config/data_parallel.hpp"
+#include "config/failures.hpp"
 #include "config/hardware.hpp"
 #include "config/layer_table.hpp"
 #include "config/speed_factors.hpp"
@@ -265,6 +266,7 @@ struct Scenario {
   ParallelismSpec parallelism;
   TrainingSpec training;
   SimulationSpec simulation;
+  std::optional<FailureSpec> failures;  // absent: the run is costed as if nothing failed
   GpuProfile gpu;
   NodeProfile node;
   FabricProfile fabric;

@@ -17,6 +17,7 @@
 #include "config/mlp_reader.hpp"
 #include "config/parallelism_loader.hpp"
 #include "config/profile_loader.hpp"
+#include "config/failures_loader.hpp"
 #include "config/speed_factors_loader.hpp"
 #include "core/checked_math.hpp"
 #include "core/units.hpp"
@@ -298,8 +299,8 @@ Scenario load_scenario_text(const std::string& text, const std::string& source_n
     throw top.error_at("schema_version", fmt::format("unsupported schema_version {}; this dtsim reads {}",
                                                      version, kSchemaVersion));
   }
-  top.expect_keys(
-      {"schema_version", "name", "software", "model", "cluster", "parallelism", "training", "simulation"});
+  top.expect_keys({"schema_version", "name", "software", "model", "cluster", "parallelism", "training", "simulation",
+                   "failures"});
 
   Scenario scenario;
   scenario.source = source_name;
@@ -318,6 +319,8 @@ Scenario load_scenario_text(const std::string& text, const std::string& source_n
   if (scenario.layer_model) check_layer_table_scenario(top.file(), scenario);
   scenario.simulation = read_simulation(top);
   check_speed_factors(top.file(), scenario);
+  scenario.failures = read_failures(top, data.hardware_profiles, {});
+  check_failures(top.file(), scenario);
   top.finish();
   return scenario;
 }

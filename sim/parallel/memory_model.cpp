@@ -53,9 +53,7 @@ MemoryEstimate stage_memory(const config::Scenario& s, std::int64_t stage) {
   if (last) params += models::head_parameters(model);
   params /= t;
 
-  ParameterBytes b = parameter_bytes(s.training.precision);
-  // Plain SGD keeps no moments: only the FP32 master copy under 16-bit training.
-  if (s.training.optimizer == config::Optimizer::sgd) b.optimizer = b.weights < 4 ? 4 : 0;
+  const ParameterBytes b = parameter_bytes(s.training);
   const bool shard_optimizer = par.distributed_optimizer || par.zero_stage >= 1;
   MemoryEstimate e;
   e.weights_bytes = params * b.weights / (par.zero_stage >= 3 ? d : 1.0);
@@ -89,6 +87,12 @@ ParameterBytes parameter_bytes(config::Precision p) {
       return {2, 4, 12};
   }
   return {};
+}
+
+ParameterBytes parameter_bytes(const config::TrainingSpec& training) {
+  ParameterBytes b = parameter_bytes(training.precision);
+  if (training.optimizer == config::Optimizer::sgd) b.optimizer = b.weights < 4 ? 4 : 0;
+  return b;
 }
 
 namespace {

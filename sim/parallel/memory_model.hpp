@@ -55,6 +55,9 @@ struct ParameterBytes {
   double optimizer = 12;
 };
 ParameterBytes parameter_bytes(config::Precision precision);
+// The same for a training setup: plain SGD keeps no moments, only the FP32 master copy under 16-bit
+// training (optimizer 4 B, or 0 when the weights are FP32 already).
+ParameterBytes parameter_bytes(const config::TrainingSpec& training);
 
 // Activation bytes of one transformer layer for one micro-batch on one rank, as its recompute mode
 // keeps them between forward and backward.

@@ -19,6 +19,7 @@
 #include "parallel/memory_model.hpp"
 #include "results/compute_calibration.hpp"
 #include "results/evaluate_data_parallel.hpp"
+#include "results/goodput.hpp"
 
 namespace dtsim::results {
 
@@ -204,6 +205,7 @@ Result evaluate_feasible(const config::Scenario& scenario, const EvaluateOptions
   Result result = scenario.layer_model ? evaluate_data_parallel(scenario, options, scale)
                                        : evaluate_transformer(scenario, options, scale);
   result.compute_calibration = calibrated.calibration;
+  estimate_goodput(result);
   // The one-GPU copy's simulation is part of this evaluation's wall time.
   if (calibrated.calibration) {
     result.engine.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

@@ -12,6 +12,7 @@
 #include "graph/task_graph.hpp"
 #include "results/data_parallel_result.hpp"
 #include "results/expected_error.hpp"
+#include "models/failures/goodput.hpp"
 
 namespace dtsim::results {
 
@@ -122,6 +123,8 @@ struct Result {
   // The closest validated regime's band (expected_error.hpp): set by the commands that report a
   // prediction (run, compare, sweep), absent where no regime matches or none was looked up.
   std::optional<ExpectedError> expected_error;
+  // Goodput and time to train under the scenario's failures (results/goodput.hpp); absent without them.
+  std::optional<models::GoodputEstimate> goodput;
 };
 
 const char* to_string(Status s);

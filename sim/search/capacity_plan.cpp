@@ -1,5 +1,7 @@
 #include "search/capacity_plan.hpp"
 
+#include "results/goodput.hpp"
+
 namespace dtsim::search {
 
 namespace {
@@ -57,9 +59,24 @@ PlanOutcome evaluate_plan(const config::Plan& plan, std::size_t jobs) {
     row.feasible = true;
     row.strategy = best.label;
     row.best = best.result;
-    row.train_s = plan.tokens ? *plan.tokens / row.best.throughput.tokens_per_s
-                              : static_cast<double>(*plan.steps) * row.best.iteration_time_s;
-    row.gpu_hours = static_cast<double>(row.gpus) * row.train_s / kSecondsPerHour;
+    row.failure_free_s = plan.tokens ? *plan.tokens / row.best.throughput.tokens_per_s
+                                     : static_cast<double>(*plan.steps) * row.best.iteration_time_s;
+    row.train_s = row.failure_free_s;
+    double held_gpus = static_cast<double>(row.gpus);
+    if (plan.failures) {
+      row.best.scenario.failures = plan.failures;
+      row.best.goodput = results::goodput_of(row.best, *plan.failures, row.failure_free_s);
+      if (!row.best.goodput->reason.empty()) {
+        row.feasible = false;
+        row.reason = row.best.goodput->reason;
+        out.rows.push_back(std::move(row));
+        continue;
+      }
+      row.train_s = row.best.goodput->wall_s.p50;
+      held_gpus += static_cast<double>(plan.failures->spare_nodes.value_or(0) *
+                                       cluster.scenario.node.gpus_per_node);
+    }
+    row.gpu_hours = held_gpus * row.train_s / kSecondsPerHour;
     row.cost_usd = row.gpu_hours * cluster.usd_per_gpu_hour;
     row.meets_deadline = !plan.deadline_days || row.train_s <= *plan.deadline_days * kSecondsPerDay;
     row.meets_budget = !plan.budget_usd || row.cost_usd <= *plan.budget_usd;

@@ -3,6 +3,10 @@
 //   time to train  = tokens / tokens_per_s   (or steps x iteration time)
 //   GPU-hours      = GPUs x time to train / 3600 s
 //   cost           = GPU-hours x price per GPU-hour (the plan's price, with its source)
+// With the plan's failures (config/failures.hpp), the time to train is the median wall time of the
+// whole-run simulation (results/goodput.hpp) of the failure-free time above, with its 10th and 90th
+// percentiles beside it, and the GPU-hours count the spare nodes held for the run. A run that does not
+// finish under its failures leaves the cluster infeasible with the reason.
 // A cluster meets the plan when its time is within the deadline and its cost within the budget (each
 // when given). The cheapest and the fastest clusters that meet it are picked (ties: fewer GPUs, then
 // file order). A cluster on which no plan fits or runs is kept with the reason.
@@ -26,8 +30,9 @@ struct PlanRow {
   std::string reason;    // why no strategy runs here (when !feasible)
   std::string strategy;  // strategy_label() of the best plan
   results::Result best;  // its result (status ok when feasible)
-  double train_s = 0.0;
-  double gpu_hours = 0.0;
+  double train_s = 0.0;         // with failures: the median over the runs
+  double failure_free_s = 0.0;  // tokens / tokens_per_s or steps x iteration time
+  double gpu_hours = 0.0;       // spare nodes included
   double cost_usd = 0.0;
   bool meets_deadline = false;
   bool meets_budget = false;

@@ -9,6 +9,7 @@
 #include "core/parallel_for.hpp"
 #include "network/flow_cache.hpp"
 #include "results/evaluate.hpp"
+#include "results/goodput.hpp"
 #include "search/fast_evaluate.hpp"
 #include "search/lower_bound.hpp"
 
@@ -117,7 +118,9 @@ BoundedEvaluation evaluate_bounded(const std::vector<Candidate>& candidates, std
   return out;
 }
 
-SearchOutcome search(const config::Scenario& base, const SearchOptions& options) {
+namespace {
+
+SearchOutcome search_plans(const config::Scenario& base, const SearchOptions& options) {
   SearchOutcome out;
   out.extrapolated = options.extrapolate;
   const auto enumerate_start = std::chrono::steady_clock::now();
@@ -181,6 +184,23 @@ SearchOutcome search(const config::Scenario& base, const SearchOptions& options)
     out.top.push_back({++rank, space.candidates[i].label, headroom(results[i]), std::move(results[i])});
   }
   flow_counts();
+  return out;
+}
+
+}  // namespace
+
+SearchOutcome search(const config::Scenario& scenario, const SearchOptions& options) {
+  // Plans are ranked by their iteration time: the failures outcome (a whole-run simulation per plan) is
+  // estimated for the plans shown only.
+  config::Scenario base = scenario;
+  base.failures.reset();
+  SearchOutcome out = search_plans(base, options);
+  if (scenario.failures) {
+    for (SearchEntry& entry : out.top) {
+      entry.result.scenario.failures = scenario.failures;
+      results::estimate_goodput(entry.result);
+    }
+  }
   return out;
 }
 

@@ -1,0 +1,89 @@
+// Goodput over a whole training run: the run simulated at the granularity of failures, checkpoints,
+// restarts and repairs (not iterations), many times over seeds (Monte Carlo).
+//
+// The job must do `failure_free_s` of training at full speed. Failures of each category arrive as a
+// Poisson process of rate (failures per unit per 1000 days) x units / 1000 days, where the units are the
+// job's GPUs, its nodes, or 1 for the job; the rate holds while the job holds its nodes (not while it waits
+// for a spare). A failure of a GPU or a node takes a node, chosen uniformly, out until repair_hours later.
+// What follows is config/failures.hpp's recovery:
+//   restart  the work since the last complete checkpoint is lost; the job waits for a spare node (none
+//            when spares are unlimited), then restarts: the category's restart time plus the checkpoint's
+//            read time. A failure during a restart starts it over.
+//   elastic  the replicas with a rank on a down node stop; the others train on at (active replicas /
+//            replicas) of the job's pace after a pause of reconfigure_s (and, when the replicas do not
+//            hold whole copies of the state, after rolling back to the last checkpoint and reading it);
+//            a repaired node's replicas rejoin with the same pause. A job failure, or one that leaves no
+//            replica, restarts as above once a replica's nodes are all up.
+// Training stops for each checkpoint's stall after every `interval_s` of training (synchronous: the write;
+// asynchronous: the snapshot, the write running behind it; the checkpoint counts once written).
+//
+// Each run's wall time splits exactly into
+//   wall = failure_free + lost work + degraded + restart + waiting for spares + checkpoint stalls
+//          + reconfiguration,
+// where lost work is training rolled back and degraded the time elastic training ran below full pace
+// (wall time x (1 - active / replicas)). Goodput (effective training time ratio) = failure_free / wall.
+// Runs use std::mt19937_64 (its output is fixed by the C++ standard) seeded with seed, seed + 1, ...: the
+// same input gives the same numbers everywhere.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "config/failures.hpp"
+#include "models/failures/checkpoint.hpp"
+
+namespace dtsim::models {
+
+struct GoodputInput {
+  const config::FailureSpec* spec = nullptr;
+  double failure_free_s = 0.0;
+  double iteration_s = 0.0;  // checkpoints fall between iterations
+  std::int64_t gpus = 0;
+  std::int64_t nodes = 0;
+  // The data-parallel replicas and, per node, the replicas with a rank on it (elastic recovery).
+  std::int64_t replicas = 1;
+  std::vector<std::vector<std::int32_t>> node_replicas;
+  bool replicas_hold_state = false;  // each replica holds a whole copy of weights and optimizer states
+  CheckpointCost checkpoint;
+  std::uint64_t seed = 1;
+};
+
+// Percentiles over the runs (nearest rank).
+struct Spread {
+  double p10 = 0.0;
+  double p50 = 0.0;
+  double p90 = 0.0;
+  double mean = 0.0;
+};
+
+struct GoodputEstimate {
+  double failure_free_s = 0.0;
+  double failures_per_day = 0.0;  // of the whole job, all categories
+  double mtbf_s = 0.0;            // 1 / rate
+  double interval_s = 0.0;        // training time between checkpoints, whole iterations
+  bool interval_optimal = false;  // Daly's optimum (the scenario gave none)
+  double restart_s = 0.0;         // mean over failures by rate: restart plus checkpoint read
+  CheckpointCost checkpoint;
+  double closed_form_ettr = 0.0;  // Kokolis et al.'s E[ETTR] (checkpoint.hpp), restart recovery
+  std::int64_t runs = 0;
+  // Over the runs.
+  Spread wall_s;
+  Spread goodput;
+  Spread failures;
+  // Means over the runs of the parts of the wall time (above).
+  double lost_work_s = 0.0;
+  double degraded_s = 0.0;
+  double restart_total_s = 0.0;
+  double spare_wait_s = 0.0;
+  double checkpoint_total_s = 0.0;
+  double reconfigure_total_s = 0.0;
+  std::vector<std::string> category_names;
+  std::vector<double> category_failures;  // mean per run, by category
+  std::string reason;                     // why the run does not finish; empty when it does
+};
+
+// Throws InternalError on inputs the loader rules out (no categories, zero bandwidths).
+GoodputEstimate estimate_goodput(const GoodputInput& in);
+
+}  // namespace dtsim::models

@@ -1,0 +1,70 @@
+// Failures over a whole training run (scenario key "failures"; README "Failures and goodput"): how often
+// the cluster's parts fail, what a failure costs, how state is checkpointed and how the job recovers.
+// models/failures/ turns it into goodput and time to train; this file is the typed form only.
+//
+// A failure category counts failures per unit and per 1000 days: per GPU, per node, or per job (one
+// count for the whole job, whatever its size). A GPU or node failure takes its node out of the job
+// until it is repaired; a job failure (a software fault) does not. Every failure stops the job:
+//   restart  the job restarts from its last complete checkpoint, on a spare node when one is ready (the
+//            failed node goes to repair for repair_hours and then joins the spares), else after a repair
+//            completes. Unlimited spares (spare_nodes absent): a replacement is always ready.
+//   elastic  a GPU or node failure removes the data-parallel replicas with a rank on that node; the
+//            others carry on after reconfigure_s, each at its own pace (the global batch shrinks with
+//            them), from their own state where the replicas hold whole copies (ZeRO stage 0 without a
+//            distributed optimizer), else from the last checkpoint; the replicas rejoin when the node is
+//            repaired. A job failure, or the loss of every replica, restarts as above.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dtsim::config {
+
+enum class FailureUnit { gpu, node, job };
+enum class Recovery { restart, elastic };
+
+struct FailureCategory {
+  std::string name;
+  FailureUnit per = FailureUnit::node;
+  double failures_per_1000_days = 0.0;  // per unit
+  std::optional<double> restart_s;      // this category's restart time; absent: the block's restart_s
+};
+
+struct CheckpointSpec {
+  std::optional<double> interval_s;  // training time between checkpoints; absent: Daly's optimum
+  double write_gbytes_per_s = 0.0;   // aggregate bandwidth of the storage the job writes to
+  double read_gbytes_per_s = 0.0;    // aggregate bandwidth a restart reads at (default: the write's)
+  // Asynchronous: training stalls only while each GPU copies its state to host memory over PCIe; the
+  // write to storage runs behind it and the checkpoint counts once written.
+  bool asynchronous = false;
+  double snapshot_gbytes_per_s = 0.0;  // per GPU, GPU to host memory (PCIe); asynchronous only
+};
+
+struct FailureSpec {
+  std::string preset;  // hardware_profiles/failures id, "" when none
+  std::string preset_source;
+  std::vector<FailureCategory> categories;  // the preset's, then the scenario's own
+  double restart_s = 0.0;                   // failure to training resumed, checkpoint read excluded
+  CheckpointSpec checkpoint;
+  Recovery recovery = Recovery::restart;
+  std::optional<std::int64_t> spare_nodes;  // absent: a spare is always ready
+  std::optional<double> repair_hours;       // required with spare_nodes or elastic
+  double reconfigure_s = 0.0;               // elastic: the survivors' pause per change
+  // The run's length, one of: failure-free days of training, iterations, or tokens. Absent on a
+  // layer-table workload with a convergence target (its time to target), and in a plan (the plan's).
+  std::optional<double> train_days;
+  std::optional<double> train_steps;
+  std::optional<double> train_tokens;
+  std::int64_t runs = 200;  // Monte Carlo runs (seeds simulation.seed, +1, ...)
+};
+
+const char* to_string(FailureUnit u);
+const char* to_string(Recovery r);
+
+// The most runs a scenario may ask for, and the most failures one run may simulate before it is given
+// up as not converging (the failure rate outruns the checkpoint interval).
+inline constexpr std::int64_t kMaxFailureRuns = 100000;
+
+}  // namespace dtsim::config

@@ -1,0 +1,29 @@
+// Reads the scenario's (or a plan's) "failures" block and the failure presets of
+// hardware_profiles/failures (config/failures.hpp has the meaning; README "Failures and goodput").
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "config/failures.hpp"
+#include "config/json_reader.hpp"
+#include "config/scenario.hpp"
+
+namespace dtsim::config {
+
+// What the block may state besides the failures themselves: a plan gives the run's length itself.
+struct FailureReadRules {
+  bool run_length_allowed = true;
+};
+
+// The "failures" child of `parent` (nullopt when absent), with its preset resolved from
+// `hardware_profiles`/failures. Throws InputError at the key that is wrong.
+std::optional<FailureSpec> read_failures(ObjectReader& parent, const std::string& hardware_profiles,
+                                         const FailureReadRules& rules);
+
+// Throws InputError at /failures of `file` when the scenario cannot honour its block: elastic recovery
+// on a layer-table workload, a length in tokens for a model without a sequence, or no length where the
+// workload gives none (no convergence target).
+void check_failures(const std::string& file, const Scenario& s);
+
+}  // namespace dtsim::config

@@ -1,0 +1,72 @@
+#include "results/goodput.hpp"
+
+#include <algorithm>
+
+#include "core/errors.hpp"
+#include "models/transformer/transformer.hpp"
+#include "parallel/memory_model.hpp"
+#include "parallel/mesh.hpp"
+
+namespace dtsim::results {
+
+namespace {
+
+double model_parameters(const config::Scenario& s) {
+  return s.layer_model ? s.layer_model->params() : models::total_parameters(s.model);
+}
+
+// For each node, the data-parallel replicas (data coordinates) with a rank on it.
+std::vector<std::vector<std::int32_t>> node_replicas(const config::Scenario& s) {
+  std::vector<std::vector<std::int32_t>> out(static_cast<std::size_t>(s.cluster.nodes));
+  if (s.layer_model) return out;
+  const parallel::Mesh mesh = parallel::Mesh::of(s);
+  for (std::int64_t rank = 0; rank < mesh.size(); ++rank) {
+    auto& replicas = out[static_cast<std::size_t>(mesh.node_of(rank))];
+    const auto replica = static_cast<std::int32_t>(mesh.coord_of(rank).data);
+    if (std::find(replicas.begin(), replicas.end(), replica) == replicas.end()) replicas.push_back(replica);
+  }
+  return out;
+}
+
+}  // namespace
+
+double failure_free_s(const Result& result, const config::FailureSpec& spec) {
+  if (spec.train_days) return *spec.train_days * 86400.0;
+  if (spec.train_steps) return *spec.train_steps * result.iteration_time_s;
+  if (spec.train_tokens) return *spec.train_tokens / result.throughput.tokens_per_s;
+  if (result.convergence) return result.convergence->time_to_target_s;
+  throw core::InternalError("failure_free_s: no run length (the loader requires one)");
+}
+
+models::GoodputEstimate goodput_of(const Result& result, const config::FailureSpec& spec, double failure_free_s) {
+  const config::Scenario& s = result.scenario;
+  const parallel::ParameterBytes bytes = parallel::parameter_bytes(s.training);
+  models::CheckpointInput ck;
+  ck.state_bytes = model_parameters(s) * (bytes.weights + bytes.optimizer);
+  ck.per_gpu_state_bytes = result.memory.weights_bytes + result.memory.optimizer_bytes;
+  ck.write_gbytes_per_s = spec.checkpoint.write_gbytes_per_s;
+  ck.read_gbytes_per_s = spec.checkpoint.read_gbytes_per_s;
+  ck.asynchronous = spec.checkpoint.asynchronous;
+  ck.snapshot_gbytes_per_s = spec.checkpoint.snapshot_gbytes_per_s;
+
+  models::GoodputInput in;
+  in.spec = &spec;
+  in.failure_free_s = failure_free_s;
+  in.iteration_s = result.iteration_time_s;
+  in.gpus = s.gpu_count();
+  in.nodes = s.cluster.nodes;
+  in.replicas = s.layer_model ? 1 : s.parallelism.data;
+  if (spec.recovery == config::Recovery::elastic) in.node_replicas = node_replicas(s);
+  in.replicas_hold_state = !s.layer_model && s.parallelism.zero_stage == 0 && !s.parallelism.distributed_optimizer;
+  in.checkpoint = models::checkpoint_cost(ck);
+  in.seed = s.simulation.seed;
+  return models::estimate_goodput(in);
+}
+
+void estimate_goodput(Result& result) {
+  if (result.status != Status::ok || !result.scenario.failures) return;
+  const config::FailureSpec& spec = *result.scenario.failures;
+  result.goodput = goodput_of(result, spec, failure_free_s(result, spec));
+}
+
+}  // namespace dtsim::results
