@@ -20,6 +20,7 @@ std::string goal_text(const config::Plan& p) {
   std::string limits;
   if (p.deadline_days) limits += fmt::format("deadline {:g} days", *p.deadline_days);
   if (p.budget_usd) limits += fmt::format("{}budget ${:.0f}", limits.empty() ? "" : ", ", *p.budget_usd);
+  if (limits.empty()) limits = "no deadline or budget: every cluster that runs is compared";
   return work + "; " + limits;
 }
 

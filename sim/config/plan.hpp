@@ -40,7 +40,7 @@ struct Plan {
   std::string name;
   std::optional<double> tokens;       // training tokens, or
   std::optional<std::int64_t> steps;  // iterations
-  std::optional<double> deadline_days;
+  std::optional<double> deadline_days;  // absent with budget_usd: every cluster that runs meets the plan
   std::optional<double> budget_usd;
   PlanSearchBounds search;
   // Failures over the run (config/failures.hpp, without its length: the plan's tokens or steps); each

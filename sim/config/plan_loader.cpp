@@ -114,9 +114,6 @@ Plan load_plan_text(const std::string& text, const std::string& source, const Da
   }
   plan.deadline_days = top.maybe<double>("deadline_days", NumberRule::positive());
   plan.budget_usd = top.maybe<double>("budget_usd", NumberRule::positive());
-  if (!plan.deadline_days && !plan.budget_usd) {
-    throw top.error_here("neither \"deadline_days\" nor \"budget_usd\" given; expected at least one");
-  }
   plan.search = read_search(top);
   plan.failures = read_failures(top, data.hardware_profiles, {.run_length_allowed = false});
   // Scenario keys are checked by the scenario loader below, with the same pointers as in the plan.

@@ -353,6 +353,32 @@ TEST_CASE(
   }
 }
 
+TEST_CASE("plan with failures: days are the whole-run median, GPU-hours count the spares; no deadline needed") {
+  // No deadline or budget: every cluster that runs meets the plan.
+  const std::string text = R"({"schema_version": 1, "name": "t", "model": {"preset": "gpt-1.3b"},
+    "training": {"global_batch_size": 64}, "tokens": 1e11,
+    "search": {"max_context": 1, "max_micro_batch": 2, "max_virtual_stages": 1, "keep_sharding": true,
+               "keep_recompute": true, "keep_sequence_parallel": true},
+    "failures": {"categories": [{"name": "node", "per": "node", "failures_per_1000_days": 500}], "restart_s": 600,
+                 "checkpoint": {"write_gbytes_per_s": 10}, "spare_nodes": 1, "repair_hours": 12, "runs": 50},
+    "candidates": [{"node": "dgx-a100", "usd_per_gpu_hour": 2.0, "price_source": "test", "nodes": [1, 2]}]})";
+  const auto plan = dtsim::config::load_plan_text(text, "test", dtsim::config::default_data_paths());
+  REQUIRE(plan.failures);
+  const auto outcome = dtsim::search::evaluate_plan(plan, 1);
+  REQUIRE(outcome.cheapest);
+  REQUIRE(outcome.fastest);
+  for (const auto& row : outcome.rows) {
+    REQUIRE(row.feasible);
+    REQUIRE(row.best.goodput);
+    CHECK(row.failure_free_s == doctest::Approx(1e11 / row.best.throughput.tokens_per_s));
+    CHECK(row.train_s == row.best.goodput->wall_s.p50);
+    CHECK(row.train_s > row.failure_free_s);
+    // The job's GPUs and one spare node of 8 held for the whole run, at $2 per GPU-hour.
+    CHECK(row.cost_usd == doctest::Approx(static_cast<double>(row.gpus + 8) * row.train_s / 3600.0 * 2.0));
+    CHECK(row.meets());
+  }
+}
+
 TEST_CASE("dtsim search: json and csv output, same bytes with --no-timing on 1 and 2 jobs") {
   const std::string scenario = std::string(DTSIM_SOURCE_DIR) + "/scenarios/llama2-7b-h100-32.json";
   const std::vector<std::string> common{"search",
