@@ -40,6 +40,12 @@ nlohmann::ordered_json failures_json(const config::FailureSpec& f) {
                                 {"per", config::to_string(c.per)},
                                 {"failures_per_1000_days", c.failures_per_1000_days}};
     if (c.restart_s) e["restart_s"] = *c.restart_s;
+    if (c.effect == config::FailureEffect::slow) {
+      e["effect"] = config::to_string(c.effect);
+      e["compute"] = c.compute;
+      e["nic"] = c.nic;
+      e["hours"] = c.hours;
+    }
     categories.push_back(std::move(e));
   }
   j["categories"] = std::move(categories);
@@ -93,6 +99,11 @@ nlohmann::ordered_json goodput_json(const models::GoodputEstimate& g) {
   nlohmann::ordered_json by = nlohmann::ordered_json::object();
   for (std::size_t i = 0; i < g.category_names.size(); ++i) by[g.category_names[i]] = g.category_failures[i];
   j["mean_failures_by_category"] = std::move(by);
+  nlohmann::ordered_json paces = nlohmann::ordered_json::object();
+  for (std::size_t i = 0; i < g.category_names.size(); ++i) {
+    if (g.category_pace[i] < 1.0) paces[g.category_names[i]] = g.category_pace[i];
+  }
+  j["slowdown_pace"] = std::move(paces);
   return j;
 }
 
@@ -100,10 +111,11 @@ void write_goodput_text(std::ostream& out, const config::FailureSpec& f, const m
                         std::int64_t gpus) {
   out << '\n';
   line(out, "failures",
-       fmt::format("{}{} categor{}: {:.3g} per day, MTBF {}; restart {} incl. reading the checkpoint",
+       fmt::format("{}{} categor{}: {:.3g} per day, MTBF {} (stops); restart {} incl. reading the checkpoint",
                    f.preset.empty() ? std::string() : f.preset + ", ", g.category_names.size(),
                    g.category_names.size() == 1 ? "y" : "ies",
-                   g.failures_per_day, duration(g.mtbf_s), duration(g.restart_s)));
+                   g.failures_per_day, g.mtbf_s > 0.0 ? duration(g.mtbf_s) : std::string("none"),
+                   duration(g.restart_s)));
   std::string recovery = config::to_string(f.recovery);
   if (f.recovery == config::Recovery::restart) {
     recovery += f.spare_nodes ? fmt::format(" on {} spare nodes (repair {} h)", *f.spare_nodes, *f.repair_hours)
@@ -113,6 +125,15 @@ void write_goodput_text(std::ostream& out, const config::FailureSpec& f, const m
                             duration(f.reconfigure_s));
   }
   line(out, "recovery", recovery);
+  for (std::size_t i = 0; i < f.categories.size(); ++i) {
+    const config::FailureCategory& c = f.categories[i];
+    if (c.effect != config::FailureEffect::slow) continue;
+    std::string what;
+    if (c.compute < 1.0) what += fmt::format("GPU x{:g}", c.compute);
+    if (c.nic < 1.0) what += fmt::format("{}NICs x{:g}", what.empty() ? "" : ", ", c.nic);
+    line(out, "slowdown", fmt::format("{}: {} for {} h, the job at {} of its pace (engine)", c.name, what,
+                                      c.hours, percent(g.category_pace[i])));
+  }
   line(out, "checkpoint",
        fmt::format("{:.3g} GB, write {} ({}), every {} of training{}", g.checkpoint.state_bytes / 1e9,
                    duration(g.checkpoint.write_s),
@@ -128,7 +149,7 @@ void write_goodput_text(std::ostream& out, const config::FailureSpec& f, const m
        fmt::format("{} failure-free; with failures {} (p10 {} .. p90 {}, {} runs)", duration(g.failure_free_s),
                    duration(g.wall_s.p50), duration(g.wall_s.p10), duration(g.wall_s.p90), g.runs));
   line(out, "goodput",
-       fmt::format("{} (p10 {} .. p90 {}); closed form {} (Kokolis et al. 2025)", percent(g.goodput.p50),
+       fmt::format("{} (p10 {} .. p90 {}); closed form for the stops {} (Kokolis et al. 2025)", percent(g.goodput.p50),
                    percent(g.goodput.p10), percent(g.goodput.p90), percent(g.closed_form_ettr)));
   line(out, "", fmt::format("{:.4g} failures per run (p10 {:.4g} .. p90 {:.4g}); GPU-hours {:.4g} (p50)",
                             g.failures.p50, g.failures.p10, g.failures.p90, g.wall_s.p50 * hours));

@@ -31,6 +31,9 @@ struct Category {
   double rate_per_s = 0.0;
   bool takes_node = false;
   TimeNs restart_ns = 0;  // restart plus the checkpoint's read
+  bool slows = false;     // a slowdown for slow_ns at `pace`, not a stop
+  TimeNs slow_ns = 0;
+  double pace = 1.0;
 };
 
 class Random {
@@ -86,6 +89,7 @@ class Run {
         events_left_(events_left),
         next_checkpoint_(setup.interval_work_ns) {
     totals_.failures.assign(s_.categories.size(), 0);
+    slow_active_.assign(s_.categories.size(), 0);
     if (in_.spec->spare_nodes) spares_ = *in_.spec->spare_nodes;
     if (s_.elastic) {
       node_down_.assign(static_cast<std::size_t>(in_.nodes), 0);
@@ -99,9 +103,10 @@ class Run {
     for (;; --events_left_) {
       if (events_left_ <= 0) return unfinished();
       const TimeNs repair = repairs_.empty() ? kNever : repairs_.top().first;
+      const TimeNs fixed = slowdowns_.empty() ? kNever : slowdowns_.top().first;
       const TimeNs end = phase_end();
       const TimeNs failure = phase_ == Phase::waiting ? kNever : next_failure_;
-      const TimeNs next = std::min({repair, end, failure});
+      const TimeNs next = std::min({repair, fixed, end, failure});
       if (next == kNever || next > core::kMaxTimeNs) return unfinished();
       advance(next);
       while (!pending_.empty() && pending_.front().first <= t_) {
@@ -112,6 +117,9 @@ class Run {
         const std::int32_t node = repairs_.top().second;
         repairs_.pop();
         on_repair(node);
+      } else if (next == fixed) {
+        --slow_active_[slowdowns_.top().second];
+        slowdowns_.pop();
       } else if (next == end) {
         if (phase_ == Phase::training && work_ >= s_.total_work_ns) break;
         on_phase_end();
@@ -124,7 +132,13 @@ class Run {
   }
 
  private:
-  double pace() const { return static_cast<double>(active_) / static_cast<double>(in_.replicas); }
+  double pace() const {
+    double slowest = 1.0;
+    for (std::size_t c = 0; c < slow_active_.size(); ++c) {
+      if (slow_active_[c] > 0) slowest = std::min(slowest, s_.categories[c].pace);
+    }
+    return static_cast<double>(active_) / static_cast<double>(in_.replicas) * slowest;
+  }
 
   TimeNs draw_failure(TimeNs from) const {
     const double s = random_.exponential_s(s_.total_rate_per_s);
@@ -205,7 +219,8 @@ class Run {
     const double p = pace();
     const double cycle = static_cast<double>(s_.stall_ns) + s_.interval_work_ns / p;
     const TimeNs repair = repairs_.empty() ? kNever : repairs_.top().first;
-    const double horizon = static_cast<double>(std::min(repair, next_failure_) - t_);
+    const TimeNs fixed = slowdowns_.empty() ? kNever : slowdowns_.top().first;
+    const double horizon = static_cast<double>(std::min({repair, fixed, next_failure_}) - t_);
     const double to_end = (s_.total_work_ns - work_) / s_.interval_work_ns;
     const double cycles = std::floor(std::min(horizon / cycle, to_end - 1.0));
     if (!(cycles >= 1.0)) return;
@@ -243,6 +258,11 @@ class Run {
     const std::size_t c = pick_category();
     ++totals_.failures[c];
     const Category& cat = s_.categories[c];
+    if (cat.slows) {
+      ++slow_active_[c];
+      slowdowns_.emplace(t_ + cat.slow_ns, c);
+      return;
+    }
     if (s_.elastic && cat.takes_node) {
       lose_node(static_cast<std::int32_t>(std::min<double>(random_.uniform() * static_cast<double>(in_.nodes),
                                                            static_cast<double>(in_.nodes - 1))));
@@ -338,6 +358,9 @@ class Run {
   std::int64_t active_ = 1;
   std::vector<std::int32_t> node_down_;
   std::vector<std::int32_t> replica_down_;
+  std::vector<std::int32_t> slow_active_;  // by category: slowdowns under way
+  std::priority_queue<std::pair<TimeNs, std::size_t>, std::vector<std::pair<TimeNs, std::size_t>>, std::greater<>>
+      slowdowns_;  // (fixed at, category)
 };
 
 Spread spread_of(std::vector<double> values) {
@@ -383,28 +406,40 @@ GoodputEstimate estimate_goodput(const GoodputInput& in) {
   Setup setup;
   setup.in = &in;
   setup.elastic = spec.recovery == config::Recovery::elastic;
+  if (!in.category_pace.empty() && in.category_pace.size() != spec.categories.size())
+    throw core::InternalError("estimate_goodput: one pace per category expected");
   double restart_weighted = 0.0;
-  for (const auto& c : spec.categories) {
+  double stop_rate = 0.0;
+  for (std::size_t i = 0; i < spec.categories.size(); ++i) {
+    const config::FailureCategory& c = spec.categories[i];
     Category cat;
     cat.rate_per_s = c.failures_per_1000_days * units_of(c.per, in) / kSecondsPer1000Days;
-    cat.takes_node = c.per != config::FailureUnit::job;
-    const double restart = c.restart_s.value_or(spec.restart_s) + in.checkpoint.read_s;
-    cat.restart_ns = to_ns(restart);
+    cat.slows = c.effect == config::FailureEffect::slow;
+    if (cat.slows) {
+      cat.slow_ns = to_ns(std::min(c.hours * 3600.0, static_cast<double>(core::kMaxDurationNs) / core::kNsPerS));
+      cat.pace = in.category_pace.empty() ? 1.0 : std::clamp(in.category_pace[i], 1e-9, 1.0);
+    } else {
+      cat.takes_node = c.per != config::FailureUnit::job;
+      const double restart = c.restart_s.value_or(spec.restart_s) + in.checkpoint.read_s;
+      cat.restart_ns = to_ns(std::min(restart, static_cast<double>(core::kMaxDurationNs) / core::kNsPerS));
+      stop_rate += cat.rate_per_s;
+      restart_weighted += cat.rate_per_s * restart;
+    }
     setup.total_rate_per_s += cat.rate_per_s;
-    restart_weighted += cat.rate_per_s * restart;
     setup.categories.push_back(cat);
     out.category_names.push_back(c.name);
+    out.category_pace.push_back(cat.pace);
   }
   out.failures_per_day = setup.total_rate_per_s * 86400.0;
-  out.restart_s = setup.total_rate_per_s > 0.0 ? restart_weighted / setup.total_rate_per_s : spec.restart_s;
-  out.mtbf_s = setup.total_rate_per_s > 0.0 ? 1.0 / setup.total_rate_per_s : 0.0;
+  out.restart_s = stop_rate > 0.0 ? restart_weighted / stop_rate : spec.restart_s + in.checkpoint.read_s;
+  out.mtbf_s = stop_rate > 0.0 ? 1.0 / stop_rate : 0.0;
 
   // The interval: the scenario's, or Daly's optimum; whole iterations, at least one, and for asynchronous
   // checkpoints at least one write (one write at a time).
   double interval = 0.0;
   if (spec.checkpoint.interval_s) {
     interval = *spec.checkpoint.interval_s;
-  } else if (setup.total_rate_per_s > 0.0) {
+  } else if (stop_rate > 0.0) {
     interval = daly_optimal_interval_s(in.checkpoint.stall_s, out.mtbf_s);
     out.interval_optimal = true;
   } else {
@@ -413,7 +448,7 @@ GoodputEstimate estimate_goodput(const GoodputInput& in) {
   if (spec.checkpoint.asynchronous) interval = std::max(interval, in.checkpoint.write_s);
   interval = std::max(1.0, std::ceil(interval / in.iteration_s)) * in.iteration_s;
   out.interval_s = interval;
-  out.closed_form_ettr = expected_ettr(setup.total_rate_per_s, out.restart_s, in.checkpoint.stall_s, interval);
+  out.closed_form_ettr = expected_ettr(stop_rate, out.restart_s, in.checkpoint.stall_s, interval);
 
   if (setup.total_rate_per_s == 0.0) {
     // Nothing fails: every run is the failure-free time plus its checkpoints.

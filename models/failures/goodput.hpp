@@ -5,7 +5,10 @@
 // Poisson process of rate (failures per unit per 1000 days) x units / 1000 days, where the units are the
 // job's GPUs, its nodes, or 1 for the job; the rate holds while the job holds its nodes (not while it waits
 // for a spare). A failure of a GPU or a node takes a node, chosen uniformly, out until repair_hours later.
-// What follows is config/failures.hpp's recovery:
+// A category with "effect": "slow" does not stop the job: for its `hours` the job trains at
+// category_pace (the engine's iteration time over the iteration with the category's factors; the slowest
+// of the episodes under way sets the pace). A stopping failure is followed by config/failures.hpp's
+// recovery:
 //   restart  the work since the last complete checkpoint is lost; the job waits for a spare node (none
 //            when spares are unlimited), then restarts: the category's restart time plus the checkpoint's
 //            read time. A failure during a restart starts it over.
@@ -20,8 +23,8 @@
 // Each run's wall time splits exactly into
 //   wall = failure_free + lost work + degraded + restart + waiting for spares + checkpoint stalls
 //          + reconfiguration,
-// where lost work is training rolled back and degraded the time elastic training ran below full pace
-// (wall time x (1 - active / replicas)). Goodput (effective training time ratio) = failure_free / wall.
+// where lost work is training rolled back and degraded the time training ran below full pace (wall time
+// x (1 - pace), pace = active / replicas x the slowest episode's pace). Goodput (effective training time ratio) = failure_free / wall.
 // Runs use std::mt19937_64 (its output is fixed by the C++ standard) seeded with seed, seed + 1, ...: the
 // same input gives the same numbers everywhere.
 #pragma once
@@ -45,6 +48,8 @@ struct GoodputInput {
   std::int64_t replicas = 1;
   std::vector<std::vector<std::int32_t>> node_replicas;
   bool replicas_hold_state = false;  // each replica holds a whole copy of weights and optimizer states
+  // Per category of spec->categories: the pace while one of its slowdowns lasts (1 for stopping ones).
+  std::vector<double> category_pace;
   CheckpointCost checkpoint;
   std::uint64_t seed = 1;
 };
@@ -59,8 +64,8 @@ struct Spread {
 
 struct GoodputEstimate {
   double failure_free_s = 0.0;
-  double failures_per_day = 0.0;  // of the whole job, all categories
-  double mtbf_s = 0.0;            // 1 / rate
+  double failures_per_day = 0.0;  // of the whole job, all categories (slowdowns included)
+  double mtbf_s = 0.0;            // between failures that stop the job: 1 / their rate
   double interval_s = 0.0;        // training time between checkpoints, whole iterations
   bool interval_optimal = false;  // Daly's optimum (the scenario gave none)
   double restart_s = 0.0;         // mean over failures by rate: restart plus checkpoint read
@@ -80,6 +85,7 @@ struct GoodputEstimate {
   double reconfigure_total_s = 0.0;
   std::vector<std::string> category_names;
   std::vector<double> category_failures;  // mean per run, by category
+  std::vector<double> category_pace;      // by category: the pace while it lasts (1: a stop)
   std::string reason;                     // why the run does not finish; empty when it does
 };
 

@@ -23,6 +23,11 @@
 namespace dtsim::config {
 
 enum class FailureUnit { gpu, node, job };
+// What a failure does: stop the job (it recovers as below), or slow it for a while (a GPU held back by
+// its clocks, a NIC that came up degraded) until it is fixed, the job running on at the pace the engine
+// gives a cluster whose GPUs (or NICs) all run at that factor: a synchronous job waits for its slowest
+// GPU at every collective, and a ring or tree across nodes moves at its slowest NIC's pace.
+enum class FailureEffect { stop, slow };
 enum class Recovery { restart, elastic };
 
 struct FailureCategory {
@@ -30,6 +35,10 @@ struct FailureCategory {
   FailureUnit per = FailureUnit::node;
   double failures_per_1000_days = 0.0;  // per unit
   std::optional<double> restart_s;      // this category's restart time; absent: the block's restart_s
+  FailureEffect effect = FailureEffect::stop;
+  double compute = 1.0;  // slow: the GPU's speed factor, in (0, 1]
+  double nic = 1.0;      // slow: the node's NIC bandwidth factor, in (0, 1]
+  double hours = 0.0;    // slow: how long until it is fixed
 };
 
 struct CheckpointSpec {
@@ -62,6 +71,7 @@ struct FailureSpec {
 
 const char* to_string(FailureUnit u);
 const char* to_string(Recovery r);
+const char* to_string(FailureEffect e);
 
 // The most runs a scenario may ask for, and the most failures one run may simulate before it is given
 // up as not converging (the failure rate outruns the checkpoint interval).

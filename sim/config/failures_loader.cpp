@@ -19,6 +19,7 @@ namespace {
 
 constexpr std::array kFailureUnits{FailureUnit::gpu, FailureUnit::node, FailureUnit::job};
 constexpr std::array kRecoveries{Recovery::restart, Recovery::elastic};
+constexpr std::array kEffects{FailureEffect::stop, FailureEffect::slow};
 
 // A week of restarting after each failure, or a year of repair, is a mistake rather than a plan.
 const NumberRule kRestartRule = NumberRule::between(0.0, 7.0 * 86400.0);
@@ -36,13 +37,28 @@ void read_categories(ObjectReader& parent, std::vector<FailureCategory>& out) {
   }
   for (std::size_t i = 0; i < found->size(); ++i) {
     ObjectReader e((*found)[i], parent.file(), pointer_append(at, i));
-    e.expect_keys({"name", "per", "failures_per_1000_days", "restart_s"});
+    e.expect_keys({"name", "per", "failures_per_1000_days", "restart_s", "effect", "compute", "nic", "hours"});
     FailureCategory c;
     c.name = e.required<std::string>("name", StringRule::non_empty());
     c.per = e.enum_value<FailureUnit>("per", named_choices(kFailureUnits));
     // At most one failure per unit every 10 seconds: beyond it nothing could be trained.
     c.failures_per_1000_days = e.required<double>("failures_per_1000_days", NumberRule::between(0.0, 1000.0 * 8640.0));
-    c.restart_s = e.maybe<double>("restart_s", kRestartRule);
+    c.effect = e.optional_enum<FailureEffect>("effect", FailureEffect::stop, named_choices(kEffects));
+    if (c.effect == FailureEffect::stop) {
+      for (const char* key : {"compute", "nic", "hours"}) {
+        if (e.has(key)) throw e.error_at(key, "applies to \"effect\": \"slow\" only");
+      }
+      c.restart_s = e.maybe<double>("restart_s", kRestartRule);
+    } else {
+      if (e.has("restart_s")) throw e.error_at("restart_s", "a slowdown does not restart the job");
+      c.compute = e.optional<double>("compute", 1.0, NumberRule::fraction());
+      c.nic = e.optional<double>("nic", 1.0, NumberRule::fraction());
+      if (e.has("nic") && c.per == FailureUnit::gpu)
+        throw e.error_at("nic", "a NIC factor is a node's: give it in a category \"per\": \"node\"");
+      if (c.compute == 1.0 && c.nic == 1.0)
+        throw e.error_here("expected \"compute\", \"nic\" or both below 1 for \"effect\": \"slow\"");
+      c.hours = e.required<double>("hours", NumberRule{0.0, true, 365.0 * 24.0, false});
+    }
     e.finish();
     out.push_back(std::move(c));
   }
@@ -96,6 +112,16 @@ const char* to_string(FailureUnit u) {
       return "job";
   }
   throw core::InternalError("to_string: invalid FailureUnit value");
+}
+
+const char* to_string(FailureEffect e) {
+  switch (e) {
+    case FailureEffect::stop:
+      return "stop";
+    case FailureEffect::slow:
+      return "slow";
+  }
+  throw core::InternalError("to_string: invalid FailureEffect value");
 }
 
 const char* to_string(Recovery r) {

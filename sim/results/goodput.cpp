@@ -6,6 +6,7 @@
 #include "models/transformer/transformer.hpp"
 #include "parallel/memory_model.hpp"
 #include "parallel/mesh.hpp"
+#include "results/evaluate.hpp"
 
 namespace dtsim::results {
 
@@ -26,6 +27,35 @@ std::vector<std::vector<std::int32_t>> node_replicas(const config::Scenario& s) 
     if (std::find(replicas.begin(), replicas.end(), replica) == replicas.end()) replicas.push_back(replica);
   }
   return out;
+}
+
+// The iteration time of the scenario with every GPU at `compute` of its speed (its peak rates and HBM
+// bandwidth scaled; launch costs are the host's) and every NIC at `nic` of its bandwidth.
+double slowed_iteration_s(const config::Scenario& base, double compute, double nic) {
+  config::Scenario s = base;
+  s.failures.reset();
+  for (auto& peak : s.gpu.peak_tflops) {
+    if (peak) *peak *= compute;
+  }
+  s.gpu.hbm_bandwidth_gbytes_per_s *= compute;
+  s.cluster.network.nic_gbps *= nic;
+  const Result slowed = evaluate(s, {});
+  return slowed.status == Status::ok ? slowed.iteration_time_s : 0.0;
+}
+
+// Per category, the pace of the job while one of its slowdowns lasts: the iteration over the slowed
+// iteration (1 for stopping categories; 0 when the slowed plan does not run).
+std::vector<double> category_paces(const Result& result, const config::FailureSpec& spec) {
+  std::vector<double> paces;
+  for (const auto& c : spec.categories) {
+    if (c.effect != config::FailureEffect::slow) {
+      paces.push_back(1.0);
+      continue;
+    }
+    const double slowed = slowed_iteration_s(result.scenario, c.compute, c.nic);
+    paces.push_back(slowed > 0.0 ? std::min(1.0, result.iteration_time_s / slowed) : 0.0);
+  }
+  return paces;
 }
 
 }  // namespace
@@ -59,6 +89,7 @@ models::GoodputEstimate goodput_of(const Result& result, const config::FailureSp
   if (spec.recovery == config::Recovery::elastic) in.node_replicas = node_replicas(s);
   in.replicas_hold_state = !s.layer_model && s.parallelism.zero_stage == 0 && !s.parallelism.distributed_optimizer;
   in.checkpoint = models::checkpoint_cost(ck);
+  in.category_pace = category_paces(result, spec);
   in.seed = s.simulation.seed;
   return models::estimate_goodput(in);
 }

@@ -169,6 +169,25 @@ TEST_CASE("goodput: elastic recovery runs on without the failed node's replicas,
   CHECK(sharded.restart_total_s / sharded.failures.mean == doctest::Approx(120.0 + 30.0).epsilon(0.05));
 }
 
+TEST_CASE("goodput: a slowdown costs its hours x (1 - pace) and stops nothing") {
+  // Only slowdowns: 20 per 1000 node-days x 16 nodes = 0.32 a day (lambda = 0.01333 per hour), each
+  // d = 6 h at pace 0.5: 6 h x 0.5 = 3 h of degraded time each, less the part an earlier slowdown
+  // already covers (the slowest sets the pace; expected fraction lambda d / 2 = 4%) and the checkpoint
+  // stalls inside it (60 s of every 3,660): 10,800 x 0.96 x 0.9836 = 10,198 s. Nothing is lost or
+  // restarted.
+  Job job(20.0);
+  job.spec.categories[0].effect = dtsim::config::FailureEffect::slow;
+  job.spec.categories[0].compute = 0.5;
+  job.spec.categories[0].hours = 6.0;
+  job.in.category_pace = {0.5};
+  const auto g = job.run();
+  CHECK(g.lost_work_s == 0.0);
+  CHECK(g.restart_total_s == 0.0);
+  CHECK(g.mtbf_s == 0.0);
+  CHECK(g.degraded_s / g.failures.mean == doctest::Approx(10198.0).epsilon(0.02));
+  CHECK(parts(g) == doctest::Approx(g.wall_s.mean).epsilon(1e-9));
+}
+
 TEST_CASE("goodput: the optimal interval is Daly's, in whole iterations; a rate the job cannot outrun") {
   Job job(160.0);
   job.spec.checkpoint.interval_s.reset();
@@ -222,4 +241,41 @@ TEST_CASE("scenario: failures from a preset give goodput in the result, the text
   const auto j = nlohmann::json::parse(json.str());
   CHECK(j["goodput"]["goodput"]["p50"].get<double>() > 0.9);
   CHECK(j["scenario"]["failures"]["categories"].size() == 2);
+}
+
+TEST_CASE("scenario: a slowdown's pace is the engine's iteration over the iteration with slowed GPUs") {
+  const nlohmann::json doc = {
+      {"schema_version", 1},
+      {"name", "slow"},
+      {"model", {{"preset", "gpt-1.3b"}}},
+      {"cluster", {{"node", "dgx-a100"}, {"nodes", 2}}},
+      {"parallelism", {{"data", 16}}},
+      {"training", {{"global_batch_size", 64}}},
+      {"failures",
+       {{"categories",
+         {{{"name", "throttled"}, {"per", "gpu"}, {"failures_per_1000_days", 50.0}, {"effect", "slow"},
+           {"compute", 0.5}, {"hours", 12}}}},
+        {"restart_s", 300},
+        {"checkpoint", {{"write_gbytes_per_s", 10}}},
+        {"runs", 50},
+        {"train_days", 5}}}};
+  const auto s = dtsim::config::load_scenario_text(doc.dump(), "test", dtsim::config::default_data_paths());
+  const auto r = dtsim::results::evaluate(s, {});
+  REQUIRE(r.goodput);
+  // A GPU at half speed: compute takes twice as long, communication and launches do not, so the job
+  // runs at more than half pace and less than full. 16 GPUs x 50 / 1000 = 0.8 slowdowns a day, 12 h
+  // each: degraded time = slowdowns x 12 h x (1 - pace) when they do not overlap (they do, a little).
+  auto slowed = s;
+  slowed.failures.reset();
+  for (auto& peak : slowed.gpu.peak_tflops) {
+    if (peak) *peak *= 0.5;
+  }
+  slowed.gpu.hbm_bandwidth_gbytes_per_s *= 0.5;
+  const double pace = r.iteration_time_s / dtsim::results::evaluate(slowed, {}).iteration_time_s;
+  CHECK(pace > 0.5);
+  CHECK(pace < 0.6);
+  const double per_slowdown = r.goodput->degraded_s / r.goodput->failures.mean;
+  CHECK(per_slowdown <= 12.0 * 3600.0 * (1.0 - pace) * 1.001);
+  CHECK(per_slowdown >= 0.7 * 12.0 * 3600.0 * (1.0 - pace));
+  CHECK(r.goodput->lost_work_s == 0.0);
 }
