@@ -7,7 +7,8 @@
 
 namespace dtsim::reports {
 
-namespace {
+// Named, not anonymous: unity builds put several files in one translation unit.
+namespace goodput_text {
 
 constexpr int kLabelWidth = 13;
 
@@ -29,9 +30,10 @@ std::string duration(double s) {
 
 std::string percent(double fraction) { return fmt::format("{:.1f}%", fraction * 100.0); }
 
-}  // namespace
+}  // namespace goodput_text
 
 nlohmann::ordered_json failures_json(const config::FailureSpec& f) {
+  using namespace goodput_text;
   nlohmann::ordered_json j;
   if (!f.preset.empty()) j["preset"] = f.preset;
   nlohmann::ordered_json categories = nlohmann::ordered_json::array();
@@ -69,6 +71,7 @@ nlohmann::ordered_json failures_json(const config::FailureSpec& f) {
 }
 
 nlohmann::ordered_json goodput_json(const models::GoodputEstimate& g) {
+  using namespace goodput_text;
   nlohmann::ordered_json j;
   j["finished"] = g.reason.empty();
   if (g.reason.empty()) {
@@ -109,6 +112,7 @@ nlohmann::ordered_json goodput_json(const models::GoodputEstimate& g) {
 
 void write_goodput_text(std::ostream& out, const config::FailureSpec& f, const models::GoodputEstimate& g,
                         std::int64_t gpus) {
+  using namespace goodput_text;
   out << '\n';
   line(out, "failures",
        fmt::format("{}{} categor{}: {:.3g} per day, MTBF {} (stops); restart {} incl. reading the checkpoint",

@@ -16,7 +16,8 @@
 
 namespace dtsim::models {
 
-namespace {
+// Named, not anonymous: unity builds put several files in one translation unit.
+namespace whole_run {
 
 using core::TimeNs;
 
@@ -392,9 +393,10 @@ double units_of(config::FailureUnit per, const GoodputInput& in) {
   throw core::InternalError("units_of: invalid FailureUnit value");
 }
 
-}  // namespace
+}  // namespace whole_run
 
 GoodputEstimate estimate_goodput(const GoodputInput& in) {
+  using namespace whole_run;
   const config::FailureSpec& spec = *in.spec;
   if (spec.categories.empty() || !(in.iteration_s > 0.0) || !(in.failure_free_s > 0.0))
     throw core::InternalError("estimate_goodput: no categories, iteration time or run length");

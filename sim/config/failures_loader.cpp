@@ -15,7 +15,8 @@ namespace dtsim::config {
 
 using nlohmann::json;
 
-namespace {
+// Named, not anonymous: unity builds put several files in one translation unit.
+namespace failures_reading {
 
 constexpr std::array kFailureUnits{FailureUnit::gpu, FailureUnit::node, FailureUnit::job};
 constexpr std::array kRecoveries{Recovery::restart, Recovery::elastic};
@@ -100,7 +101,7 @@ CheckpointSpec read_checkpoint(ObjectReader& parent) {
   return spec;
 }
 
-}  // namespace
+}  // namespace failures_reading
 
 const char* to_string(FailureUnit u) {
   switch (u) {
@@ -136,6 +137,7 @@ const char* to_string(Recovery r) {
 
 std::optional<FailureSpec> read_failures(ObjectReader& parent, const std::string& hardware_profiles,
                                          const FailureReadRules& rules) {
+  using namespace failures_reading;
   std::optional<ObjectReader> block = parent.optional_child("failures");
   if (!block) return std::nullopt;
   ObjectReader& f = *block;

@@ -10,7 +10,8 @@
 
 namespace dtsim::results {
 
-namespace {
+// Named, not anonymous: unity builds put several files in one translation unit.
+namespace goodput_inputs {
 
 double model_parameters(const config::Scenario& s) {
   return s.layer_model ? s.layer_model->params() : models::total_parameters(s.model);
@@ -58,7 +59,7 @@ std::vector<double> category_paces(const Result& result, const config::FailureSp
   return paces;
 }
 
-}  // namespace
+}  // namespace goodput_inputs
 
 double failure_free_s(const Result& result, const config::FailureSpec& spec) {
   if (spec.train_days) return *spec.train_days * 86400.0;
@@ -69,6 +70,7 @@ double failure_free_s(const Result& result, const config::FailureSpec& spec) {
 }
 
 models::GoodputEstimate goodput_of(const Result& result, const config::FailureSpec& spec, double failure_free_s) {
+  using namespace goodput_inputs;
   const config::Scenario& s = result.scenario;
   const parallel::ParameterBytes bytes = parallel::parameter_bytes(s.training);
   models::CheckpointInput ck;
