@@ -20,6 +20,7 @@ struct Row {
   std::string label;
   std::function<std::string(const Result&)> cell;
   bool needs_ok = false;  // blank for infeasible plans that never ran
+  bool failures = false;  // shown when a scenario states failures (its goodput)
 };
 
 std::string seconds(double s) { return fmt::format("{:.4f}", s); }
@@ -79,6 +80,19 @@ const std::vector<Row>& rows() {
                             r.memory.capacity_bytes_per_gpu / core::kGiB);
        }},
       {"fits", [](const Result& r) { return std::string(r.memory.fits ? "yes" : "no"); }},
+      {"days with failures (p50)",
+       [](const Result& r) {
+         const auto& g = r.goodput;
+         if (!g) return std::string("-");
+         return g->reason.empty() ? fmt::format("{:.2f}", g->wall_s.p50 / 86400.0) : std::string("no finish");
+       },
+       true, true},
+      {"  goodput (p50)",
+       [](const Result& r) {
+         const auto& g = r.goodput;
+         return g && g->reason.empty() ? fmt::format("{:.1f}%", 100 * g->goodput.p50) : std::string("-");
+       },
+       true, true},
   };
   return all;
 }
@@ -104,24 +118,30 @@ std::vector<std::string> headers(const std::vector<Result>& results) {
 
 void write_compare_text(std::ostream& out, const std::vector<Result>& results) {
   const std::vector<std::string> names = headers(results);
+  const bool failures =
+      std::any_of(results.begin(), results.end(), [](const Result& r) { return r.goodput.has_value(); });
+  std::vector<const Row*> shown;
+  for (const auto& row : rows()) {
+    if (!row.failures || failures) shown.push_back(&row);
+  }
   std::size_t label_width = 0;
-  for (const auto& row : rows()) label_width = std::max(label_width, row.label.size());
+  for (const Row* row : shown) label_width = std::max(label_width, row->label.size());
   std::vector<std::size_t> widths;
   std::vector<std::vector<std::string>> cells;
   for (std::size_t i = 0; i < results.size(); ++i) {
     const Result& r = results[i];
     std::vector<std::string> column{names[i]};
-    for (const auto& row : rows()) {
-      const bool blank = row.needs_ok && r.status != results::Status::ok && r.iteration_time_s <= 0;
-      column.push_back(blank ? "-" : row.cell(r));
+    for (const Row* row : shown) {
+      const bool blank = row->needs_ok && r.status != results::Status::ok && r.iteration_time_s <= 0;
+      column.push_back(blank ? "-" : row->cell(r));
     }
     std::size_t w = 0;
     for (const auto& c : column) w = std::max(w, c.size());
     widths.push_back(std::min<std::size_t>(w, 40));
     cells.push_back(std::move(column));
   }
-  for (std::size_t line = 0; line <= rows().size(); ++line) {
-    out << fmt::format("{:<{}}", line == 0 ? "" : rows()[line - 1].label, label_width);
+  for (std::size_t line = 0; line <= shown.size(); ++line) {
+    out << fmt::format("{:<{}}", line == 0 ? "" : shown[line - 1]->label, label_width);
     for (std::size_t c = 0; c < cells.size(); ++c) {
       std::string text = cells[c][line];
       if (text.size() > widths[c]) text = text.substr(0, widths[c] - 1) + "~";

@@ -12,6 +12,7 @@
 #include "models/failures/checkpoint.hpp"
 #include "models/failures/goodput.hpp"
 #include "models/transformer/transformer.hpp"
+#include "reports/compare_report.hpp"
 #include "reports/reports.hpp"
 #include "results/evaluate.hpp"
 #include "results/goodput.hpp"
@@ -241,6 +242,14 @@ TEST_CASE("scenario: failures from a preset give goodput in the result, the text
   const auto j = nlohmann::json::parse(json.str());
   CHECK(j["goodput"]["goodput"]["p50"].get<double>() > 0.9);
   CHECK(j["scenario"]["failures"]["categories"].size() == 2);
+  // compare shows the days with failures and the goodput only where a scenario states failures.
+  auto plain = s;
+  plain.failures.reset();
+  std::ostringstream with, without;
+  dtsim::reports::write_compare_text(with, {r, dtsim::results::evaluate(plain, {})});
+  dtsim::reports::write_compare_text(without, {dtsim::results::evaluate(plain, {})});
+  CHECK(with.str().find("goodput (p50)") != std::string::npos);
+  CHECK(without.str().find("goodput") == std::string::npos);
 }
 
 TEST_CASE("scenario: a slowdown's pace is the engine's iteration over the iteration with slowed GPUs") {
