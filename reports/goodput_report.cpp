@@ -54,8 +54,11 @@ nlohmann::ordered_json failures_json(const config::FailureSpec& f) {
   j["restart_s"] = f.restart_s;
   nlohmann::ordered_json ck;
   if (f.checkpoint.interval_s) ck["interval_s"] = *f.checkpoint.interval_s;
-  ck["write_gbytes_per_s"] = f.checkpoint.write_gbytes_per_s;
-  ck["read_gbytes_per_s"] = f.checkpoint.read_gbytes_per_s;
+  ck["target"] = config::to_string(f.checkpoint.target);
+  if (f.checkpoint.target == config::CheckpointTarget::storage) {
+    ck["write_gbytes_per_s"] = f.checkpoint.write_gbytes_per_s;
+    ck["read_gbytes_per_s"] = f.checkpoint.read_gbytes_per_s;
+  }
   ck["asynchronous"] = f.checkpoint.asynchronous;
   if (f.checkpoint.asynchronous) ck["snapshot_gbytes_per_s"] = f.checkpoint.snapshot_gbytes_per_s;
   j["checkpoint"] = std::move(ck);
@@ -139,7 +142,8 @@ void write_goodput_text(std::ostream& out, const config::FailureSpec& f, const m
                                       c.hours, percent(g.category_pace[i])));
   }
   line(out, "checkpoint",
-       fmt::format("{:.3g} GB, write {} ({}), every {} of training{}", g.checkpoint.state_bytes / 1e9,
+       fmt::format("{:.3g} GB{}, write {} ({}), every {} of training{}", g.checkpoint.state_bytes / 1e9,
+                   f.checkpoint.target == config::CheckpointTarget::peer_memory ? " to peers' host memory" : "",
                    duration(g.checkpoint.write_s),
                    f.checkpoint.asynchronous ? fmt::format("asynchronous, stall {}", duration(g.checkpoint.stall_s))
                                              : std::string("synchronous"),

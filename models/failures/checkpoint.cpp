@@ -8,8 +8,13 @@ namespace dtsim::models {
 CheckpointCost checkpoint_cost(const CheckpointInput& in) {
   CheckpointCost c;
   c.state_bytes = in.state_bytes;
-  c.write_s = in.state_bytes / (in.write_gbytes_per_s * 1e9);
-  c.read_s = in.state_bytes / (in.read_gbytes_per_s * 1e9);
+  if (in.peer_memory) {
+    c.write_s = in.node_state_bytes / (in.node_link_gbytes_per_s * 1e9);
+    c.read_s = c.write_s;
+  } else {
+    c.write_s = in.state_bytes / (in.write_gbytes_per_s * 1e9);
+    c.read_s = in.state_bytes / (in.read_gbytes_per_s * 1e9);
+  }
   if (in.asynchronous) {
     c.snapshot_s = in.per_gpu_state_bytes / (in.snapshot_gbytes_per_s * 1e9);
     c.stall_s = c.snapshot_s;

@@ -5,6 +5,9 @@
 // by the ranks together at the storage's aggregate bandwidth and read back at its read bandwidth by a
 // restart:
 //   write_s = state / write bandwidth,  read_s = state / read bandwidth.
+// A checkpoint to a peer's host memory: each node sends its GPUs' weights and optimizer states over its
+// NICs, all nodes at once, and a replacement node reads its share back the same way:
+//   write_s = read_s = node state / node NIC bandwidth.
 // A synchronous checkpoint stops training for write_s; an asynchronous one for the time each GPU takes to
 // copy its own weights and optimizer states to host memory (snapshot_s = per-GPU state / the GPU-to-host
 // bandwidth), and the checkpoint counts once written, write_s later.
@@ -38,6 +41,9 @@ struct CheckpointCost {
 struct CheckpointInput {
   double state_bytes = 0.0;
   double per_gpu_state_bytes = 0.0;  // the largest rank's weights and optimizer states
+  bool peer_memory = false;          // to a peer's host memory instead of storage
+  double node_state_bytes = 0.0;     // peer memory: what one node sends (its GPUs' states)
+  double node_link_gbytes_per_s = 0.0;  // peer memory: the node's NIC bandwidth
   double write_gbytes_per_s = 0.0;
   double read_gbytes_per_s = 0.0;
   bool asynchronous = false;

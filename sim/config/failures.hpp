@@ -41,10 +41,17 @@ struct FailureCategory {
   double hours = 0.0;    // slow: how long until it is fixed
 };
 
+// Where checkpoints go: shared storage, or the host memory of a peer node (each node sends its GPUs'
+// states over its NICs to a peer that keeps them beside its own, as Gemini does: Wang et al., "GEMINI:
+// Fast Failure Recovery in Distributed Training with In-Memory Checkpoints", SOSP 2023). A peer-memory
+// checkpoint is lost only when a node and the peer holding its copy fail together, which is not modelled.
+enum class CheckpointTarget { storage, peer_memory };
+
 struct CheckpointSpec {
+  CheckpointTarget target = CheckpointTarget::storage;
   std::optional<double> interval_s;  // training time between checkpoints; absent: Daly's optimum
-  double write_gbytes_per_s = 0.0;   // aggregate bandwidth of the storage the job writes to
-  double read_gbytes_per_s = 0.0;    // aggregate bandwidth a restart reads at (default: the write's)
+  double write_gbytes_per_s = 0.0;   // storage: aggregate bandwidth the job writes at
+  double read_gbytes_per_s = 0.0;    // storage: aggregate bandwidth a restart reads at (default: the write's)
   // Asynchronous: training stalls only while each GPU copies its state to host memory over PCIe; the
   // write to storage runs behind it and the checkpoint counts once written.
   bool asynchronous = false;
@@ -72,6 +79,7 @@ struct FailureSpec {
 const char* to_string(FailureUnit u);
 const char* to_string(Recovery r);
 const char* to_string(FailureEffect e);
+const char* to_string(CheckpointTarget t);
 
 // The most runs a scenario may ask for, and the most failures one run may simulate before it is given
 // up as not converging (the failure rate outruns the checkpoint interval).

@@ -21,6 +21,7 @@ namespace failures_reading {
 constexpr std::array kFailureUnits{FailureUnit::gpu, FailureUnit::node, FailureUnit::job};
 constexpr std::array kRecoveries{Recovery::restart, Recovery::elastic};
 constexpr std::array kEffects{FailureEffect::stop, FailureEffect::slow};
+constexpr std::array kTargets{CheckpointTarget::storage, CheckpointTarget::peer_memory};
 
 // A week of restarting after each failure, or a year of repair, is a mistake rather than a plan.
 const NumberRule kRestartRule = NumberRule::between(0.0, 7.0 * 86400.0);
@@ -80,12 +81,21 @@ void read_preset(FailureSpec& spec, const std::string& hardware_profiles, const 
 
 CheckpointSpec read_checkpoint(ObjectReader& parent) {
   ObjectReader c = parent.child("checkpoint");
-  c.expect_keys({"interval_s", "write_gbytes_per_s", "read_gbytes_per_s", "asynchronous", "snapshot_gbytes_per_s"});
+  c.expect_keys({"target", "interval_s", "write_gbytes_per_s", "read_gbytes_per_s", "asynchronous",
+                 "snapshot_gbytes_per_s"});
   CheckpointSpec spec;
+  spec.target = c.optional_enum<CheckpointTarget>("target", CheckpointTarget::storage, named_choices(kTargets));
   spec.interval_s = c.maybe<double>("interval_s", NumberRule::between(1.0, 365.0 * 86400.0));
   const NumberRule bandwidth{0.0, true, 1e6, false};  // up to a PB/s
-  spec.write_gbytes_per_s = c.required<double>("write_gbytes_per_s", bandwidth);
-  spec.read_gbytes_per_s = c.optional<double>("read_gbytes_per_s", spec.write_gbytes_per_s, bandwidth);
+  if (spec.target == CheckpointTarget::storage) {
+    spec.write_gbytes_per_s = c.required<double>("write_gbytes_per_s", bandwidth);
+    spec.read_gbytes_per_s = c.optional<double>("read_gbytes_per_s", spec.write_gbytes_per_s, bandwidth);
+  } else {
+    for (const char* key : {"write_gbytes_per_s", "read_gbytes_per_s"}) {
+      if (c.has(key))
+        throw c.error_at(key, "a peer-memory checkpoint moves at the nodes' NIC bandwidth; this key is storage's");
+    }
+  }
   spec.asynchronous = c.optional<bool>("asynchronous", false);
   if (spec.asynchronous) {
     if (!c.has("snapshot_gbytes_per_s")) {
@@ -123,6 +133,16 @@ const char* to_string(FailureEffect e) {
       return "slow";
   }
   throw core::InternalError("to_string: invalid FailureEffect value");
+}
+
+const char* to_string(CheckpointTarget t) {
+  switch (t) {
+    case CheckpointTarget::storage:
+      return "storage";
+    case CheckpointTarget::peer_memory:
+      return "peer_memory";
+  }
+  throw core::InternalError("to_string: invalid CheckpointTarget value");
 }
 
 const char* to_string(Recovery r) {

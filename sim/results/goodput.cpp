@@ -2,7 +2,10 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 #include "core/errors.hpp"
+#include "core/units.hpp"
 #include "models/transformer/transformer.hpp"
 #include "parallel/memory_model.hpp"
 #include "parallel/mesh.hpp"
@@ -76,6 +79,11 @@ models::GoodputEstimate goodput_of(const Result& result, const config::FailureSp
   models::CheckpointInput ck;
   ck.state_bytes = model_parameters(s) * (bytes.weights + bytes.optimizer);
   ck.per_gpu_state_bytes = result.memory.weights_bytes + result.memory.optimizer_bytes;
+  ck.peer_memory = spec.checkpoint.target == config::CheckpointTarget::peer_memory;
+  ck.node_state_bytes = ck.per_gpu_state_bytes * static_cast<double>(s.node.gpus_per_node);
+  // The node's NICs at the fabric's achievable fraction of their line rate (as its collectives).
+  ck.node_link_gbytes_per_s = s.cluster.network.nic_gbps * static_cast<double>(s.cluster.network.nics_per_node) /
+                              8.0 * s.fabric.efficiency;
   ck.write_gbytes_per_s = spec.checkpoint.write_gbytes_per_s;
   ck.read_gbytes_per_s = spec.checkpoint.read_gbytes_per_s;
   ck.asynchronous = spec.checkpoint.asynchronous;
@@ -93,6 +101,16 @@ models::GoodputEstimate goodput_of(const Result& result, const config::FailureSp
   in.checkpoint = models::checkpoint_cost(ck);
   in.category_pace = category_paces(result, spec);
   in.seed = s.simulation.seed;
+  // A peer keeps each node's copy beside its own, in host memory.
+  if (ck.peer_memory && 2.0 * ck.node_state_bytes > s.node.host_memory_bytes) {
+    models::GoodputEstimate out;
+    out.failure_free_s = failure_free_s;
+    out.checkpoint = in.checkpoint;
+    out.reason = fmt::format(
+        "a peer-memory checkpoint keeps two nodes' states ({:.1f} GiB) in each node's host memory of {:.1f} GiB",
+        2.0 * ck.node_state_bytes / core::kGiB, s.node.host_memory_bytes / core::kGiB);
+    return out;
+  }
   return models::estimate_goodput(in);
 }
 

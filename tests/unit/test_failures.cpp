@@ -72,11 +72,22 @@ TEST_CASE("checkpoint: Daly's and Young's optimum intervals, Kokolis et al.'s E[
   CHECK(dtsim::models::expected_ettr(rate, 300.0, 360.0, 3600.0) ==
         doctest::Approx(0.67645 / 1.1).epsilon(1e-4));
   // 1 TB at 100 GB/s: 10 s; read at 200: 5 s; asynchronous, 20 GB per GPU at 25 GB/s: 0.8 s stall.
-  dtsim::models::CheckpointInput in{1e12, 20e9, 100.0, 200.0, false, 0.0};
+  dtsim::models::CheckpointInput in{.state_bytes = 1e12,
+                                    .per_gpu_state_bytes = 20e9,
+                                    .write_gbytes_per_s = 100.0,
+                                    .read_gbytes_per_s = 200.0};
   auto c = dtsim::models::checkpoint_cost(in);
   CHECK(c.write_s == doctest::Approx(10.0));
   CHECK(c.read_s == doctest::Approx(5.0));
   CHECK(c.stall_s == doctest::Approx(10.0));
+  // To a peer's host memory: each node sends its 80 GB over 400 GB/s of NICs: 0.2 s, read back alike.
+  const dtsim::models::CheckpointInput peer{.state_bytes = 1e12,
+                                            .per_gpu_state_bytes = 10e9,
+                                            .peer_memory = true,
+                                            .node_state_bytes = 80e9,
+                                            .node_link_gbytes_per_s = 400.0};
+  CHECK(dtsim::models::checkpoint_cost(peer).write_s == doctest::Approx(0.2));
+  CHECK(dtsim::models::checkpoint_cost(peer).read_s == doctest::Approx(0.2));
   in.asynchronous = true;
   in.snapshot_gbytes_per_s = 25.0;
   c = dtsim::models::checkpoint_cost(in);
@@ -242,6 +253,18 @@ TEST_CASE("scenario: failures from a preset give goodput in the result, the text
   const auto j = nlohmann::json::parse(json.str());
   CHECK(j["goodput"]["goodput"]["p50"].get<double>() > 0.9);
   CHECK(j["scenario"]["failures"]["categories"].size() == 2);
+  // A peer-memory checkpoint: the node's GPUs' weights and optimizer states over its NICs at the
+  // fabric's efficiency; two nodes' states must fit in a node's host memory.
+  FailureSpec peer = *s.failures;
+  peer.checkpoint.target = dtsim::config::CheckpointTarget::peer_memory;
+  const auto in_memory = dtsim::results::goodput_of(r, peer, 86400.0);
+  const double node_bytes = (r.memory.weights_bytes + r.memory.optimizer_bytes) * 8.0;
+  CHECK(in_memory.checkpoint.write_s ==
+        doctest::Approx(node_bytes / (s.cluster.network.nic_gbps * s.cluster.network.nics_per_node / 8.0 *
+                                      s.fabric.efficiency * 1e9)));
+  auto small_host = r;
+  small_host.scenario.node.host_memory_bytes = node_bytes;
+  CHECK(dtsim::results::goodput_of(small_host, peer, 86400.0).reason.find("host memory") != std::string::npos);
   // compare shows the days with failures and the goodput only where a scenario states failures.
   auto plain = s;
   plain.failures.reset();
