@@ -225,11 +225,10 @@ class Run {
     const double to_end = (s_.total_work_ns - work_) / s_.interval_work_ns;
     const double cycles = std::floor(std::min(horizon / cycle, to_end - 1.0));
     if (!(cycles >= 1.0)) return;
-    const double n = cycles;
-    const TimeNs elapsed = static_cast<TimeNs>(n * cycle);
-    totals_.checkpoint_s += to_s(n * static_cast<double>(s_.stall_ns));
-    totals_.degraded_s += to_s(n * (s_.interval_work_ns / p) * (1.0 - p));
-    work_ += n * s_.interval_work_ns;
+    const TimeNs elapsed = static_cast<TimeNs>(cycles * cycle);
+    totals_.checkpoint_s += to_s(cycles * static_cast<double>(s_.stall_ns));
+    totals_.degraded_s += to_s(cycles * (s_.interval_work_ns / p) * (1.0 - p));
+    work_ += cycles * s_.interval_work_ns;
     t_ += elapsed;
     next_checkpoint_ = work_;
     // The last cycle's checkpoint saved work_ - interval and is written by now: a synchronous one before
@@ -254,6 +253,7 @@ class Run {
     return s_.categories.size() - 1;
   }
 
+  // Never while waiting: no failure is drawn then (simulate()).
   void on_failure() {
     next_failure_ = draw_failure(t_);
     const std::size_t c = pick_category();
@@ -271,8 +271,6 @@ class Run {
         roll_back();
         waiting_restart_ns_ = cat.restart_ns;
         phase_ = Phase::waiting;
-      } else if (phase_ == Phase::waiting) {
-        // still waiting for a replica's nodes
       } else if (!in_.replicas_hold_state) {
         roll_back();
         start(Phase::restart, s_.reconfigure_ns + s_.read_ns);
@@ -294,7 +292,6 @@ class Run {
         return;
       }
     }
-    if (s_.elastic && phase_ == Phase::waiting) return;  // a job failure while no replica runs
     start(Phase::restart, cat.restart_ns);
   }
 
