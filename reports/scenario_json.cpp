@@ -108,6 +108,7 @@ nlohmann::ordered_json training_json(const config::TrainingSpec& t) {
   j["global_batch_size"] = t.global_batch_size;
   j["micro_batch_size"] = t.micro_batch_size;
   j["precision"] = config::to_string(t.precision);
+  if (t.precision == config::Precision::fp8) j["fp8_recipe"] = config::to_string(t.fp8_recipe);
   j["activation_recompute"] = config::to_string(t.activation_recompute);
   j["overlap_grad_reduce"] = t.overlap_grad_reduce;
   j["overlap_param_gather"] = t.overlap_param_gather;

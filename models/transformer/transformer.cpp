@@ -38,7 +38,7 @@ struct Dims {
   bool swiglu = false;
   bool sp = false;
   bool backward_overlap = true;  // column-parallel backward collectives beside the GEMMs
-  bool fp8 = false;              // FP8 linear layers (linear.hpp)
+  linear::Fp8Casts fp8;          // FP8 linear layers' casts (linear.hpp)
   double scores = 0;             // attention score elements on this rank: b * heads * sq * s
   elementwise::Kernels kernels;
   int attention_projections = 1;  // linears reading the attention block's input (autocast casts it for each)
@@ -48,7 +48,7 @@ struct Dims {
 Dims dims_of(const config::TransformerSpec& m, const ShardConfig& sh) {
   Dims d;
   d.a = activation_bytes_per_element(sh.precision);
-  d.fp8 = sh.precision == config::Precision::fp8;
+  d.fp8 = {.on = sh.precision == config::Precision::fp8, .recipe = sh.fp8_recipe};
   d.b = static_cast<double>(sh.micro_batch);
   d.s = static_cast<double>(m.seq_length);
   d.sq = d.s / static_cast<double>(sh.context);
@@ -313,6 +313,9 @@ LayerProgram transformer_layer(const config::TransformerSpec& m, const ShardConf
   if (k.autocast) {
     autocast::input_casts(fw, "autocast_attention_input_casts", d.tokens * d.h, d.attention_projections, a);
   }
+  linear::input_cast_forward(fw, {"qkv_input_fp8_cast", "qkv_input_fp8_amax"},
+                             d.tokens * d.h * d.attention_projections, true, d.fp8);
+  linear::weight_cast_forward(fw, {"qkv_weight_fp8_cast", "qkv_weight_fp8_amax"}, d.h * d.n_qkv, d.fp8);
   fw.push_back(linear::gemm("qkv_projection", d.tokens, d.n_qkv, d.h, a));
   elementwise::bias_add(fw, "qkv_bias_add", k, d.tokens * d.n_qkv);
   // Llama-style models rotate queries and keys (RoPE, Su et al. 2021).
@@ -321,16 +324,24 @@ LayerProgram transformer_layer(const config::TransformerSpec& m, const ShardConf
   elementwise::repeat_kv(fw, "repeat_kv", k, d.tokens, d.heads, d.kv, d.d);
   attention_forward(fw, m, d, sh);
   elementwise::attention_output_layout(fw, "attention_output_layout", k, d.tokens * d.heads * d.d);
-  linear::input_cast_forward(fw, "attention_projection_input_fp8_cast", d.tokens * d.heads * d.d, d.fp8);
+  linear::input_cast_forward(fw, {"attention_projection_input_fp8_cast", "attention_projection_input_fp8_amax"},
+                             d.tokens * d.heads * d.d, false, d.fp8);
+  linear::weight_cast_forward(fw, {"attention_projection_weight_fp8_cast", "attention_projection_weight_fp8_amax"},
+                              d.heads * d.d * d.h, d.fp8);
   fw.push_back(linear::gemm("attention_projection", d.tokens, d.h, d.heads * d.d, a));
   leave_tp_region(fw, d, "attention_tp_reduce");
   fw.push_back(elementwise::residual_forward("attention_residual", k, he));
   fw.push_back(elementwise::norm_forward("mlp_norm", k, he));
   enter_tp_region(fw, d, "mlp_all_gather");
   if (k.autocast) autocast::input_casts(fw, "autocast_mlp_input_casts", d.tokens * d.h, d.mlp_projections, a);
+  linear::input_cast_forward(fw, {"mlp_up_input_fp8_cast", "mlp_up_input_fp8_amax"},
+                             d.tokens * d.h * d.mlp_projections, true, d.fp8);
+  linear::weight_cast_forward(fw, {"mlp_up_weight_fp8_cast", "mlp_up_weight_fp8_amax"}, d.h * d.n_up, d.fp8);
   fw.push_back(linear::gemm("mlp_up", d.tokens, d.n_up, d.h, a));
   fw.push_back(elementwise::activation_forward(k, d.tokens * d.f));
-  linear::input_cast_forward(fw, "mlp_down_input_fp8_cast", d.tokens * d.f, d.fp8);
+  linear::input_cast_forward(fw, {"mlp_down_input_fp8_cast", "mlp_down_input_fp8_amax"}, d.tokens * d.f, false,
+                             d.fp8);
+  linear::weight_cast_forward(fw, {"mlp_down_weight_fp8_cast", "mlp_down_weight_fp8_amax"}, d.f * d.h, d.fp8);
   fw.push_back(linear::gemm("mlp_down", d.tokens, d.h, d.f, a));
   leave_tp_region(fw, d, "mlp_tp_reduce");
   fw.push_back(elementwise::residual_forward("mlp_residual", k, he));
@@ -342,12 +353,12 @@ LayerProgram transformer_layer(const config::TransformerSpec& m, const ShardConf
     bw.push_back(
         comm("mlp_grad_all_gather", CommRole::tensor_all_gather, d.tokens * d.h * a, GemmOverlap::with_next));
   }
-  linear::grad_cast_backward(bw, "mlp_down_grad_fp8_cast", d.tokens * d.h, d.fp8);
+  linear::grad_cast_backward(bw, {"mlp_down_grad_fp8_cast", "mlp_down_grad_fp8_amax"}, d.tokens * d.h, d.fp8);
   bw.push_back(linear::gemm("mlp_down_dgrad", d.tokens, d.f, d.h, a));
   bw.push_back(linear::gemm("mlp_down_wgrad", d.f, d.h, d.tokens, a));
   bw.push_back(elementwise::activation_backward(k, d.tokens * d.f));
   elementwise::bias_grad(bw, "mlp_up_bias_grad", k, d.tokens * d.n_up);
-  linear::grad_cast_backward(bw, "mlp_up_grad_fp8_cast", d.tokens * d.n_up, d.fp8);
+  linear::grad_cast_backward(bw, {"mlp_up_grad_fp8_cast", "mlp_up_grad_fp8_amax"}, d.tokens * d.n_up, d.fp8);
   linear::input_transpose_backward(bw, "mlp_up_input_fp8_transpose", d.tokens * d.h, d.fp8);
   column_parallel_backward(bw, d, linear::gemm("mlp_up_dgrad", d.tokens, d.h, d.n_up, a),
                            linear::gemm("mlp_up_wgrad", d.h, d.n_up, d.tokens, a), "mlp_input_regather",
@@ -365,7 +376,7 @@ LayerProgram transformer_layer(const config::TransformerSpec& m, const ShardConf
     bw.push_back(comm("attention_grad_all_gather", CommRole::tensor_all_gather, d.tokens * d.h * a,
                       GemmOverlap::with_next));
   }
-  linear::grad_cast_backward(bw, "attention_projection_grad_fp8_cast", d.tokens * d.h, d.fp8);
+  linear::grad_cast_backward(bw, {"attention_projection_grad_fp8_cast", "attention_projection_grad_fp8_amax"}, d.tokens * d.h, d.fp8);
   bw.push_back(linear::gemm("attention_projection_dgrad", d.tokens, d.heads * d.d, d.h, a));
   bw.push_back(linear::gemm("attention_projection_wgrad", d.heads * d.d, d.h, d.tokens, a));
   elementwise::attention_output_layout(bw, "attention_output_layout_bwd", k, d.tokens * d.heads * d.d);
@@ -374,7 +385,7 @@ LayerProgram transformer_layer(const config::TransformerSpec& m, const ShardConf
     elementwise::attention_core_grad_extras(bw, k, d.tokens * d.heads * d.d, d.tokens * d.n_qkv);
   elementwise::repeat_kv(bw, "repeat_kv_bwd", k, d.tokens, d.heads, d.kv, d.d);
   if (d.swiglu) bw.push_back(elementwise::rotary("rotary_embedding_bwd", k, rotated));
-  linear::grad_cast_backward(bw, "qkv_grad_fp8_cast", d.tokens * d.n_qkv, d.fp8);
+  linear::grad_cast_backward(bw, {"qkv_grad_fp8_cast", "qkv_grad_fp8_amax"}, d.tokens * d.n_qkv, d.fp8);
   elementwise::bias_grad(bw, "qkv_bias_grad", k, d.tokens * d.n_qkv);
   linear::input_transpose_backward(bw, "qkv_input_fp8_transpose", d.tokens * d.h, d.fp8);
   column_parallel_backward(bw, d, linear::gemm("qkv_projection_dgrad", d.tokens, d.h, d.n_qkv, a),

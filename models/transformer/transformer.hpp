@@ -45,6 +45,7 @@ struct ShardConfig {
   bool backward_overlap = true;  // config::ParallelismSpec::tp_backward_overlap
   config::GradAccumulation grad_accumulation = config::GradAccumulation::none;
   bool autocast = false;  // config::TrainingSpec::autocast (autocast.hpp)
+  config::Fp8Recipe fp8_recipe = config::Fp8Recipe::delayed;  // with precision fp8 (linear.hpp)
 };
 
 // Communication a layer needs inside its tensor- or context-parallel group.

@@ -58,6 +58,16 @@ const char* to_string(ElementwiseKernels k) {
   throw core::InternalError("to_string: invalid ElementwiseKernels value");
 }
 
+const char* to_string(Fp8Recipe r) {
+  switch (r) {
+    case Fp8Recipe::delayed:
+      return "delayed";
+    case Fp8Recipe::tensorwise:
+      return "tensorwise";
+  }
+  return "?";
+}
+
 const char* to_string(GradAccumulation g) {
   switch (g) {
     case GradAccumulation::fused:

@@ -40,6 +40,13 @@ inline constexpr std::array kAttentionKinds{AttentionKind::standard, AttentionKi
 enum class GradAccumulation { fused, unfused, none };
 inline constexpr std::array kGradAccumulations{GradAccumulation::fused, GradAccumulation::unfused,
                                                GradAccumulation::none};
+// How an FP8 run scales and casts the operands of its FP8 GEMMs (models/transformer/linear.hpp):
+// delayed, Transformer Engine's DelayedScaling (each scale from earlier iterations' amax history, so the
+// norm before a linear writes FP8 itself and the FP8 weights are cast once per iteration); tensorwise,
+// current per-tensor scaling (torchao.float8's default, Transformer Engine's Float8CurrentScaling): each
+// operand's amax is read before it is cast, weights included, every micro-batch.
+enum class Fp8Recipe { delayed, tensorwise };
+inline constexpr std::array kFp8Recipes{Fp8Recipe::delayed, Fp8Recipe::tensorwise};
 inline constexpr std::array kElementwiseKernels{ElementwiseKernels::fused, ElementwiseKernels::scripted,
                                                 ElementwiseKernels::eager, ElementwiseKernels::hf_eager};
 
@@ -216,6 +223,7 @@ struct TrainingSpec {
   // gradients and the residual stream stay FP32, and each linear casts its weight and input to the
   // 16-bit precision; false: 16-bit parameters with FP32 master weights in the optimizer (Megatron).
   bool autocast = false;
+  Fp8Recipe fp8_recipe = Fp8Recipe::delayed;  // how FP8 GEMM operands are scaled (precision fp8 only)
 };
 // The largest vocab_padding a scenario or a stack may state.
 inline constexpr std::int64_t kMaxVocabPadding = 1 << 20;
@@ -251,6 +259,7 @@ struct SoftwareStack {
   std::optional<bool> host_sync_before_optimizer;
   std::optional<GradAccumulation> grad_accumulation;
   std::optional<bool> autocast;
+  std::optional<Fp8Recipe> fp8_recipe;
 };
 
 // A validated scenario with its hardware resolved.
@@ -278,6 +287,7 @@ const char* to_string(Precision p);
 const char* to_string(MlpKind m);
 const char* to_string(ElementwiseKernels k);
 const char* to_string(GradAccumulation g);
+const char* to_string(Fp8Recipe r);
 const char* to_string(AttentionKind a);
 const char* to_string(Schedule s);
 const char* to_string(Recompute r);

@@ -172,7 +172,8 @@ TrainingSpec read_training(ObjectReader& top, const DataPaths& data, const Softw
                  "overlap_grad_reduce", "overlap_param_gather", "bucket_mb", "optimizer", "architecture",
                  "sync", "staleness_bound", "parameter_server", "compute_variability", "stragglers",
                  "simulated_steps", "fusion_mb", "staleness_penalty", "measured_single_gpu",
-                 "host_issue_us_per_kernel", "host_sync_before_optimizer", "grad_accumulation", "autocast"});
+                 "host_issue_us_per_kernel", "host_sync_before_optimizer", "grad_accumulation", "autocast",
+                 "fp8_recipe"});
   if (scenario.layer_model) {
     scenario.data_parallel = read_data_parallel(r, data.hardware_profiles);
   } else {
@@ -212,6 +213,8 @@ TrainingSpec read_training(ObjectReader& top, const DataPaths& data, const Softw
       "grad_accumulation", software.grad_accumulation.value_or(TrainingSpec{}.grad_accumulation),
       named_choices(kGradAccumulations));
   t.autocast = r.optional<bool>("autocast", software.autocast.value_or(TrainingSpec{}.autocast));
+  t.fp8_recipe = r.optional_enum<Fp8Recipe>("fp8_recipe", software.fp8_recipe.value_or(TrainingSpec{}.fp8_recipe),
+                                            named_choices(kFp8Recipes));
   if (t.autocast && t.precision != Precision::bf16 && t.precision != Precision::fp16) {
     throw r.error_at(r.has("autocast") ? "autocast" : "precision",
                      fmt::format("autocast with precision {}; expected precision \"bf16\" or \"fp16\" (autocast "

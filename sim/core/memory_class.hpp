@@ -20,6 +20,10 @@
 //                           log-softmax and the loss
 //   cross_entropy_backward  its backward: the loss's gradient, the log-softmax backward, the cast back
 //   optimizer               a multi-tensor optimizer step (fused AdamW, apex's FusedAdam)
+//   fp8_cast_transpose      a fused cast of a BF16 tensor to FP8 that writes it and its transpose (read
+//                           2 bytes, write 1 + 1 per element); timed by calibration/torch/fp8_step_probe.py
+//   amax                    the maximum of |x| over a whole tensor (FP8 current scaling's scale), one
+//                           reduction kernel reading the tensor; timed by the same probe
 #pragma once
 
 #include <array>
@@ -43,12 +47,15 @@ enum class MemoryClass : std::uint8_t {
   cross_entropy_forward,
   cross_entropy_backward,
   optimizer,
+  fp8_cast_transpose,
+  amax,
 };
 
-inline constexpr std::array<std::string_view, 12> kMemoryClassNames{
-    "streaming",          "widening_cast",       "mixed_add",          "reduction",
-    "norm_forward",       "norm_backward",       "norm_eager_forward", "norm_eager_backward",
-    "transpose",          "cross_entropy_forward", "cross_entropy_backward", "optimizer"};
+inline constexpr std::array<std::string_view, 14> kMemoryClassNames{
+    "streaming",          "widening_cast",         "mixed_add",              "reduction",
+    "norm_forward",       "norm_backward",         "norm_eager_forward",     "norm_eager_backward",
+    "transpose",          "cross_entropy_forward", "cross_entropy_backward", "optimizer",
+    "fp8_cast_transpose", "amax"};
 inline constexpr std::size_t kMemoryClassCount = kMemoryClassNames.size();
 
 constexpr std::string_view to_string(MemoryClass c) { return kMemoryClassNames[static_cast<std::size_t>(c)]; }

@@ -126,7 +126,8 @@ LayerOps intern_layer_ops(const config::Scenario& s, const LayerGroups& groups, 
                                   .precision = s.training.precision,
                                   .backward_overlap = par.tp_backward_overlap,
                                   .grad_accumulation = s.training.grad_accumulation,
-                                  .autocast = s.training.autocast};
+                                  .autocast = s.training.autocast,
+                                  .fp8_recipe = s.training.fp8_recipe};
   Interner interner(s, groups, graph, labels, comm_ops);
   LayerOps out;
   out.layer = interner.program(models::transformer_layer(s.model, shard));

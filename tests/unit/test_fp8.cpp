@@ -82,3 +82,38 @@ TEST_CASE("an FP8 layer casts the linear layers' inputs and output gradients (li
   }
   CHECK(linear == 12);
 }
+
+TEST_CASE("tensorwise FP8 scaling: an amax and a fused cast-transpose per operand, weights included (linear.hpp)") {
+  dtsim::config::TransformerSpec m;
+  m.layers = 2;
+  m.hidden_size = 1024;
+  m.heads = 16;
+  m.kv_heads = 16;
+  m.ffn_hidden_size = 4096;
+  m.vocab_size = 32000;
+  m.seq_length = 2048;
+  dtsim::models::ShardConfig shard;
+  shard.micro_batch = 1;
+  shard.precision = dtsim::config::Precision::fp8;
+  shard.fp8_recipe = dtsim::config::Fp8Recipe::tensorwise;
+  const auto layer = dtsim::models::transformer_layer(m, shard);
+  // Tokens T = 2048, h = 1024, f = 4096, QKV width 3h. Forward operands: the four inputs (T h for QKV,
+  // the attention output and the up projection; T f for the down projection) and the four weights
+  // (h 3h, h h, h f, f h). Each is read once by its amax (2 bytes per element) and cast with its
+  // transpose (4 bytes per element); no norm writes FP8, so no transpose waits for the backward pass.
+  const double T = 2048, h = 1024, f = 4096;
+  const double inputs = T * h + T * h + T * h + T * f;
+  const double weights = h * 3 * h + h * h + h * f + f * h;
+  CHECK(bytes_named(layer.forward, "fp8_cast") == doctest::Approx(4 * (inputs + weights)));
+  CHECK(bytes_named(layer.forward, "fp8_amax") == doctest::Approx(2 * (inputs + weights)));
+  // Backward: the output gradients (T h twice, T f, T 3h), an amax and a cast each.
+  const double grads = T * (h + h + f + 3 * h);
+  CHECK(bytes_named(layer.backward, "grad_fp8_cast") == doctest::Approx(4 * grads));
+  CHECK(bytes_named(layer.backward, "grad_fp8_amax") == doctest::Approx(2 * grads));
+  CHECK(bytes_named(layer.backward, "fp8_transpose") == 0.0);
+  // The casts are labelled with the memory classes the GPU profile rates (core/memory_class.hpp).
+  for (const auto& op : layer.forward) {
+    if (op.name.ends_with("fp8_amax")) CHECK(op.compute.memory == dtsim::core::MemoryClass::amax);
+    if (op.name.ends_with("fp8_cast")) CHECK(op.compute.memory == dtsim::core::MemoryClass::fp8_cast_transpose);
+  }
+}

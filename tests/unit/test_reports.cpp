@@ -196,6 +196,14 @@ TEST_CASE("scenario_json names a preset only when the model came from one") {
   CHECK(j["parallelism"]["schedule"] == "interleaved");
 }
 
+TEST_CASE("scenario_json writes the FP8 recipe of an FP8 run only") {
+  Scenario s = sample_scenario();
+  CHECK_FALSE(dtsim::reports::scenario_json(s)["training"].contains("fp8_recipe"));
+  s.training.precision = dtsim::config::Precision::fp8;
+  s.training.fp8_recipe = dtsim::config::Fp8Recipe::tensorwise;
+  CHECK(dtsim::reports::scenario_json(s)["training"]["fp8_recipe"] == "tensorwise");
+}
+
 TEST_CASE("scenario_json writes the ZeRO-3 block with stage 3, and a loader reads it back") {
   Scenario s = sample_scenario();
   CHECK_FALSE(dtsim::reports::scenario_json(s)["parallelism"].contains("zero3"));  // stage 1
