@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "config/stack_support.hpp"
 #include "config/data_parallel.hpp"
 #include "config/failures.hpp"
 #include "config/hardware.hpp"
@@ -260,6 +261,7 @@ struct SoftwareStack {
   std::optional<GradAccumulation> grad_accumulation;
   std::optional<bool> autocast;
   std::optional<Fp8Recipe> fp8_recipe;
+  std::optional<StackSupport> support;  // what the framework can run ("supports"); absent: not checked
 };
 
 // A validated scenario with its hardware resolved.
@@ -267,6 +269,7 @@ struct Scenario {
   std::string source;  // file it was read from ("-" for stdin)
   std::string name;
   std::string software;  // the software stack's id ("software"); empty: none named
+  std::optional<StackSupport> software_support;  // that stack's "supports" (config/stack_support.hpp)
   TransformerSpec model;
   // The workload when "model" names a layer table ({"layer_table": id}); `model` is then unused.
   std::optional<LayerTable> layer_model;

@@ -314,6 +314,7 @@ Scenario load_scenario_text(const std::string& text, const std::string& source_n
     scenario.software = top.required<std::string>("software");
     software = load_software_stack(data.hardware_profiles, scenario.software,
                                    IdLocation{top.file(), pointer_append(top.pointer(), "software")});
+    scenario.software_support = software.support;
   }
   scenario.model = read_model(top, data, software, scenario);
   read_cluster(top, data, scenario);

@@ -1,5 +1,8 @@
 #include <optional>
 
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
 #include "config/parallelism_loader.hpp"
 #include "config/profile_files.hpp"
 #include "config/profile_loader.hpp"
@@ -12,7 +15,7 @@ SoftwareStack load_software_stack(const std::string& hardware_profiles, const st
       detail::open_profile(hardware_profiles, "software", id, "software stacks", where);
   const std::string& path = file.path;
   ObjectReader r(file.doc, path, "");
-  r.expect_keys({"schema_version", "id", "name", "sources", "settings"});
+  r.expect_keys({"schema_version", "id", "name", "sources", "settings", "supports"});
   SoftwareStack stack;
   stack.id = id;
   stack.name = detail::read_header(r, id);
@@ -54,6 +57,28 @@ SoftwareStack load_software_stack(const std::string& hardware_profiles, const st
     t->finish();
   }
   settings.finish();
+  if (std::optional<ObjectReader> s = r.optional_child("supports")) {
+    s->expect_keys({"zero_stages", "distributed_optimizer", "max_zero_stage_with_pipeline", "context_parallel",
+                    "interleaved_schedule"});
+    StackSupport can;
+    const nlohmann::json* stages = s->find("zero_stages");
+    if (stages == nullptr || !stages->is_array() || stages->empty()) {
+      throw s->error_at("zero_stages", "expected a non-empty array of the ZeRO stages (0-3) the framework runs");
+    }
+    can.zero_stages = {false, false, false, false};
+    for (const nlohmann::json& stage : *stages) {
+      if (!stage.is_number_integer() || stage.get<int>() < 0 || stage.get<int>() > 3) {
+        throw s->error_at("zero_stages", fmt::format("got {}; expected stages among 0, 1, 2 and 3", stage.dump()));
+      }
+      can.zero_stages[stage.get<std::size_t>()] = true;
+    }
+    can.distributed_optimizer = s->required<bool>("distributed_optimizer");
+    can.max_zero_stage_with_pipeline = s->required<int>("max_zero_stage_with_pipeline", IntRule::between(0, 3));
+    can.context_parallel = s->required<bool>("context_parallel");
+    can.interleaved_schedule = s->required<bool>("interleaved_schedule");
+    s->finish();
+    stack.support = can;
+  }
   detail::check_sources(r);
   r.finish();
   return stack;

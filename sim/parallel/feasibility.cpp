@@ -61,6 +61,7 @@ std::optional<std::string> infeasibility(const config::Scenario& s) {
         "the mlp model supports data and pipeline parallelism only (tensor {}, context {}, expert {})",
         p.tensor, p.context, p.expert);
   }
+  if (auto why = config::unsupported_by_stack(s)) return why;
   if (m.heads % p.tensor != 0)
     return fmt::format("heads {} are not divisible by tensor parallel {}", m.heads, p.tensor);
   if (m.kv_heads % p.tensor != 0 && p.tensor % m.kv_heads != 0) {

@@ -23,6 +23,7 @@ enum Rule : std::size_t {
   kBatch,
   kInterleaved,
   kSize,
+  kUnsupported,
   kOther,
   kMemory,
   kHeadroom,
@@ -39,6 +40,7 @@ constexpr std::array<const char*, kRuleCount> kRuleText{
     "global batch not divisible by data x micro-batch",
     "interleaved schedule: micro-batches not divisible by pipeline",
     "too large to simulate (layer passes over dtsim's limit)",
+    "the software stack does not run it (its \"supports\": ZeRO stages, with pipeline, context, interleaving)",
     "other feasibility rule (GPU precision support)",
     "out of memory (memory model)",
     "fits, but leaves less memory free than the headroom asked (--min-headroom)",
@@ -83,6 +85,7 @@ std::size_t first_broken_rule(const config::Scenario& s, double headroom_bytes) 
   if (p.schedule == config::Schedule::interleaved && parallel::micro_batches(s) % p.pipeline != 0)
     return kInterleaved;
   if (parallel::layer_passes(s) > static_cast<double>(parallel::kMaxSimulated)) return kSize;
+  if (config::unsupported_by_stack(s)) return kUnsupported;
   if (parallel::infeasibility(s)) return kOther;
   const double used = parallel::memory_per_gpu(s).total_bytes();
   if (used > s.gpu.hbm_bytes) return kMemory;

@@ -10,7 +10,8 @@
 //   seq_length must divide by 2 x context (load-balanced causal split); the global batch by
 //   data x micro-batch; the interleaved schedule needs micro-batches divisible by pipeline;
 //   sequence parallelism is only enumerated with tensor > 1, sharding only with data x context > 1
-//   (otherwise they are the same plan); parallel::infeasibility() (feasibility.hpp); selective
+//   (otherwise they are the same plan); what the scenario's software stack does not run (its
+//   "supports": config/stack_support.hpp); parallel::infeasibility() (feasibility.hpp); selective
 //   recompute with flash attention is skipped as dominated by no recompute (the fused kernel keeps no
 //   scores, so the memory is the same, while the backward reruns the attention forward: layer_ops.cpp,
 //   memory_model.cpp); finally the memory model (memory_model.hpp): the most loaded GPU must fit in the

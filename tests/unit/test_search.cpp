@@ -208,6 +208,36 @@ TEST_CASE("--min-headroom keeps the plans that leave that much memory free, and 
   CHECK(headroom->count >= plain.candidates.size() - kept);
 }
 
+TEST_CASE("a stack's \"supports\" keeps the plans it cannot run out of the search, counted apart") {
+  // The same space with and without Megatron-Core r0.8 named: with it, no candidate uses ZeRO stages
+  // 1-3 (its data-parallel sharding is the distributed optimizer), and the plans it would have kept
+  // that do are the class's count.
+  dtsim::search::SpaceBounds bounds;
+  bounds.max_micro_batch = 1;
+  bounds.max_virtual_stages = 2;
+  nlohmann::json j = nlohmann::json::parse(
+      std::ifstream(std::string(DTSIM_SOURCE_DIR) + "/scenarios/llama2-7b-h100-32.json"));
+  j.erase("software");
+  const Scenario open_base =
+      dtsim::config::load_scenario_text(j.dump(), "open.json", dtsim::config::default_data_paths());
+  j["software"] = "megatron-core-2024";
+  const Scenario core_base =
+      dtsim::config::load_scenario_text(j.dump(), "core.json", dtsim::config::default_data_paths());
+  const dtsim::search::Space open = dtsim::search::enumerate_space(open_base, bounds);
+  const dtsim::search::Space core = dtsim::search::enumerate_space(core_base, bounds);
+  std::size_t sharded = 0;
+  for (const auto& c : open.candidates) sharded += c.scenario.parallelism.zero_stage > 0;
+  REQUIRE(sharded > 0);
+  CHECK(core.candidates.size() == open.candidates.size() - sharded);
+  for (const auto& c : core.candidates) CHECK(c.scenario.parallelism.zero_stage == 0);
+  const auto unsupported = std::find_if(core.rejections.begin(), core.rejections.end(), [](const auto& r) {
+    return r.reason.find("software stack does not run it") != std::string::npos;
+  });
+  REQUIRE(unsupported != core.rejections.end());
+  // Rejected before the memory rules, so the class also holds plans that would not have fitted.
+  CHECK(unsupported->count >= sharded);
+}
+
 TEST_CASE("candidates keep the software stack: a 2021 stack gets no userbuffers overlap, its own ZeRO-3") {
   // megatron-lm-2021 runs the backward's tensor-parallel collectives blocking and has no sequence-
   // parallel overlap, so no candidate may overlap them, with sequence parallelism or without, and its

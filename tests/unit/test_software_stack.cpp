@@ -184,3 +184,66 @@ TEST_CASE("a bad software stack file is reported at its own file and pointer") {
   CHECK(e.pointer() == "/settings/training/activation_recompute");
   fs::remove_all(root);
 }
+
+TEST_CASE("a stack's \"supports\" makes the plans it cannot run infeasible, with the reason") {
+  const auto plan = [](int zero_stage, std::int64_t pipeline, bool interleaved = false) {
+    return [=](json& j) {
+      j["parallelism"] = {{"tensor", 8}, {"pipeline", pipeline}, {"zero_stage", zero_stage}};
+      if (interleaved) {
+        j["parallelism"]["virtual_stages"] = 2;
+        j["parallelism"]["schedule"] = "interleaved";
+      }
+    };
+  };
+  // Megatron-Core r0.8: its distributed optimizer, no ZeRO stages.
+  auto why = dtsim::config::unsupported_by_stack(load("megatron-core-2024", plan(2, 4)));
+  REQUIRE(why);
+  CHECK(*why == "the software stack megatron-core-2024 does not run ZeRO stage 2 (its \"supports\" in "
+                "hardware_profiles/software/)");
+  CHECK_FALSE(dtsim::config::unsupported_by_stack(load("megatron-core-2024", plan(0, 4, true))));
+  // Megatron-DeepSpeed: ZeRO-2 without a pipeline, not beside one (DeepSpeed's PipelineEngine), and no
+  // interleaving.
+  CHECK_FALSE(dtsim::config::unsupported_by_stack(load("megatron-deepspeed-2023", plan(2, 1))));
+  why = dtsim::config::unsupported_by_stack(load("megatron-deepspeed-2023", plan(2, 4)));
+  REQUIRE(why);
+  CHECK(why->find("ZeRO stage 2 with pipeline parallelism (at most stage 1 beside it)") != std::string::npos);
+  why = dtsim::config::unsupported_by_stack(load("megatron-deepspeed-2023", plan(1, 4, true)));
+  REQUIRE(why);
+  CHECK(why->find("the interleaved schedule") != std::string::npos);
+  // A stack without the block and no stack at all are not checked.
+  CHECK_FALSE(dtsim::config::unsupported_by_stack(load("megatron-lm-2021", plan(3, 4))));
+  CHECK_FALSE(dtsim::config::unsupported_by_stack(load("", plan(3, 4))));
+}
+
+TEST_CASE("a bad \"supports\" block is reported at its pointer") {
+  const fs::path root = fs::temp_directory_path() / "dtsim_test_software_support";
+  fs::remove_all(root);
+  fs::create_directories(root / "software");
+  const auto error_for = [&](const json& supports) {
+    const json stack = {{"schema_version", 1},
+                        {"id", "bad"},
+                        {"name", "bad"},
+                        {"settings", json::object()},
+                        {"supports", supports},
+                        {"sources", {{"settings", "test"}, {"supports", "test"}}}};
+    std::ofstream(root / "software" / "bad.json") << stack.dump(2);
+    return dtsim::testing::input_error_of([&] {
+      dtsim::config::load_software_stack(root.string(), "bad", dtsim::config::IdLocation{"s.json", "/software"});
+    });
+  };
+  const json good = {{"zero_stages", {0, 1}},
+                     {"distributed_optimizer", true},
+                     {"max_zero_stage_with_pipeline", 1},
+                     {"context_parallel", true},
+                     {"interleaved_schedule", true}};
+  json bad = good;
+  bad["zero_stages"] = {0, 4};
+  dtsim::core::InputError e = error_for(bad);
+  CHECK(e.pointer() == "/supports/zero_stages");
+  CHECK(e.message() == "got 4; expected stages among 0, 1, 2 and 3");
+  bad = good;
+  bad.erase("context_parallel");
+  e = error_for(bad);
+  CHECK(e.pointer() == "/supports/context_parallel");
+  fs::remove_all(root);
+}
