@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "core/errors.hpp"
+#include "core/nearest_rank.hpp"
 #include "core/units.hpp"
 
 namespace dtsim::models {
@@ -365,13 +366,9 @@ Spread spread_of(std::vector<double> values) {
   Spread s;
   if (values.empty()) return s;
   std::sort(values.begin(), values.end());
-  const auto at = [&](double q) {
-    const auto rank = static_cast<std::size_t>(std::ceil(q * static_cast<double>(values.size())));
-    return values[std::min(values.size(), std::max<std::size_t>(rank, 1)) - 1];
-  };
-  s.p10 = at(0.1);
-  s.p50 = at(0.5);
-  s.p90 = at(0.9);
+  s.p10 = core::nearest_rank(values, 0.1);
+  s.p50 = core::nearest_rank(values, 0.5);
+  s.p90 = core::nearest_rank(values, 0.9);
   double sum = 0.0;
   for (const double v : values) sum += v;
   s.mean = sum / static_cast<double>(values.size());

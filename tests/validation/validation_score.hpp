@@ -14,6 +14,8 @@
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
+#include "core/nearest_rank.hpp"
+
 namespace dtsim::testing {
 
 struct ValidationRow {
@@ -53,13 +55,8 @@ inline ValidationScore score(const std::vector<ValidationRow>& rows) {
   const std::size_t half = signed_errors.size() / 2;  // an even count: the mean of the two middle ones
   s.median_signed = signed_errors.size() % 2 == 1 ? signed_errors[half]
                                                   : (signed_errors[half - 1] + signed_errors[half]) / 2.0;
-  // Nearest rank: the ceil(q n)-th smallest (1-based), at least the first.
-  const auto percentile = [&](double q) {
-    const auto rank = static_cast<std::size_t>(std::ceil(q * static_cast<double>(signed_errors.size())));
-    return signed_errors[std::max<std::size_t>(rank, 1) - 1];
-  };
-  s.p10_signed = percentile(0.1);
-  s.p90_signed = percentile(0.9);
+  s.p10_signed = dtsim::core::nearest_rank(signed_errors, 0.1);
+  s.p90_signed = dtsim::core::nearest_rank(signed_errors, 0.9);
   std::sort(measured.begin(), measured.end());
   const double median = measured[measured.size() / 2];
   for (double m : measured) s.constant_mape += std::abs(median - m) / std::abs(m);
