@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "core/units.hpp"
 #include "reports/goodput_report.hpp"
 #include "reports/search_report.hpp"
 
@@ -60,9 +61,9 @@ void write_text(std::ostream& out, const config::Plan& p, const search::PlanOutc
   }
   write_pick(out, "cheapest", o, o.cheapest);
   write_pick(out, "fastest", o, o.fastest);
-  out << fmt::format("\n{:<10} {:<11} {:>5} {:>6} {:>7} {:<44} {:>9} {:>8} {:>12} {:>8} {:>6}{}\n", "node",
-                     "fabric", "nodes", "GPUs", "$/GPU-h", "best strategy", "tokens/s", "days", "cost ($)",
-                     "deadline", "budget", p.failures ? "  goodput" : "");
+  out << fmt::format("\n{:<10} {:<11} {:>5} {:>6} {:>7} {:<44} {:>9} {:>6} {:>7} {:>8} {:>8} {:>12} {:>8} {:>6}{}\n",
+                     "node", "fabric", "nodes", "GPUs", "$/GPU-h", "best strategy", "tokens/s", "MFU", "mem GiB",
+                     "headroom", "days", "cost ($)", "deadline", "budget", p.failures ? "  goodput" : "");
   for (const search::PlanRow& r : o.rows) {
     const auto& c = *r.cluster;
     if (!r.feasible) {
@@ -70,9 +71,13 @@ void write_text(std::ostream& out, const config::Plan& p, const search::PlanOutc
                          c.scenario.cluster.nodes, r.gpus, c.usd_per_gpu_hour, r.reason);
       continue;
     }
-    out << fmt::format("{:<10} {:<11} {:>5} {:>6} {:>7.2f} {:<44} {:>9.0f} {:>8.1f} {:>12.0f} {:>8} {:>6}{}\n",
+    const auto& memory = r.best.memory;
+    out << fmt::format("{:<10} {:<11} {:>5} {:>6} {:>7.2f} {:<44} {:>9.0f} {:>5.1f}% {:>7.1f} {:>8.1f} {:>8.1f} "
+                       "{:>12.0f} {:>8} {:>6}{}\n",
                        c.node_id, c.fabric, c.scenario.cluster.nodes, r.gpus, c.usd_per_gpu_hour, r.strategy,
-                       r.best.throughput.tokens_per_s, r.train_s / kSecondsPerDay, r.cost_usd,
+                       r.best.throughput.tokens_per_s, r.best.flops.mfu * 100.0, memory.peak_bytes_per_gpu / core::kGiB,
+                       (memory.capacity_bytes_per_gpu - memory.peak_bytes_per_gpu) / core::kGiB,
+                       r.train_s / kSecondsPerDay, r.cost_usd,
                        p.deadline_days ? yes_no(r.meets_deadline) : "-", p.budget_usd ? yes_no(r.meets_budget) : "-",
                        r.best.goodput ? fmt::format(" {:>7.1f}%", r.best.goodput->goodput.p50 * 100.0) : "");
   }
@@ -127,15 +132,17 @@ void write_json(std::ostream& out, const config::Plan& p, const search::PlanOutc
 }
 
 void write_csv(std::ostream& out, const config::Plan& p, const search::PlanOutcome& o) {
-  out << "node,fabric,nodes,gpus,usd_per_gpu_hour,status,strategy,tokens_per_s,iteration_s,train_days,gpu_"
-         "hours,"
-         "cost_usd,meets_deadline,meets_budget,cheapest,fastest,reason\n";
+  out << "node,fabric,nodes,gpus,usd_per_gpu_hour,status,strategy,tokens_per_s,iteration_s,mfu,peak_memory_gib,"
+         "headroom_gib,train_days,gpu_hours,cost_usd,meets_deadline,meets_budget,cheapest,fastest,reason\n";
   for (std::size_t i = 0; i < o.rows.size(); ++i) {
     const auto& r = o.rows[i];
     const auto& c = *r.cluster;
-    out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},\"{}\"\n", c.node_id, c.fabric,
+    const auto& memory = r.best.memory;
+    out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},\"{}\"\n", c.node_id, c.fabric,
                        c.scenario.cluster.nodes, r.gpus, c.usd_per_gpu_hour, r.feasible ? "ok" : "infeasible",
-                       r.strategy, r.best.throughput.tokens_per_s, r.best.iteration_time_s,
+                       r.strategy, r.best.throughput.tokens_per_s, r.best.iteration_time_s, r.best.flops.mfu,
+                       memory.peak_bytes_per_gpu / core::kGiB,
+                       r.feasible ? (memory.capacity_bytes_per_gpu - memory.peak_bytes_per_gpu) / core::kGiB : 0.0,
                        r.train_s / kSecondsPerDay, r.gpu_hours, r.cost_usd,
                        p.deadline_days ? yes_no(r.meets_deadline) : "",
                        p.budget_usd ? yes_no(r.meets_budget) : "", o.cheapest == i ? "yes" : "no",

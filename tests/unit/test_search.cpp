@@ -468,6 +468,25 @@ TEST_CASE(
   const auto rows = nlohmann::json::parse(out_json.str())["clusters"];
   REQUIRE(rows.size() == 2);
   for (const auto& row : rows) CHECK(row["result"]["expected_error"]["validated"] == true);
+  // The CSV's MFU and memory columns are the best plan's result: mfu, its most loaded GPU's peak and
+  // what the GPU's memory leaves beside it, in GiB (2^30 bytes).
+  std::istringstream lines(csv);
+  std::string header, first;
+  std::getline(lines, header);
+  std::getline(lines, first);
+  CHECK(header.find(",iteration_s,mfu,peak_memory_gib,headroom_gib,train_days,") != std::string::npos);
+  std::vector<std::string> cells;
+  for (std::size_t at = 0, comma; at <= first.size(); at = comma + 1) {
+    comma = std::min(first.find(',', at), first.size());
+    cells.push_back(first.substr(at, comma - at));
+  }
+  REQUIRE(cells.size() >= 12);
+  const auto& memory = rows[0]["result"]["memory"];
+  CHECK(std::stod(cells[9]) == doctest::Approx(rows[0]["result"]["flops"]["mfu"].get<double>()));
+  CHECK(std::stod(cells[10]) == doctest::Approx(memory["peak_bytes_per_gpu"].get<double>() / (1 << 30)));
+  CHECK(std::stod(cells[11]) == doctest::Approx((memory["capacity_bytes_per_gpu"].get<double>() -
+                                                 memory["peak_bytes_per_gpu"].get<double>()) /
+                                                (1 << 30)));
 }
 
 TEST_CASE("dtsim search refuses a model it cannot split, naming the file and /model (exit 2, nothing out)") {
