@@ -56,8 +56,7 @@ const std::vector<Row>& rows() {
       {"iteration (s)", [](const Result& r) { return seconds(r.iteration_time_s); }, true},
       {"  error band",
        [](const Result& r) {
-         const auto& e = r.expected_error;
-         return e && e->validated ? fmt::format("{:+.0f}% .. {:+.0f}%", e->low_pct, e->high_pct) : std::string("-");
+         return r.expected_error ? results::band_range(*r.expected_error) : std::string("-");
        },
        true},
       {"tokens/s", [](const Result& r) { return fmt::format("{:.0f}", r.throughput.tokens_per_s); }, true},
@@ -84,7 +83,7 @@ const std::vector<Row>& rows() {
        [](const Result& r) {
          const auto& g = r.goodput;
          if (!g) return std::string("-");
-         return g->reason.empty() ? fmt::format("{:.2f}", g->wall_s.p50 / 86400.0) : std::string("no finish");
+         return g->reason.empty() ? fmt::format("{:.2f}", g->wall_s.p50 / core::kSecondsPerDay) : std::string("no finish");
        },
        true, true},
       {"  goodput (p50)",

@@ -12,7 +12,6 @@ namespace dtsim::reports {
 
 namespace {
 
-constexpr double kSecondsPerDay = 86400.0;
 
 std::string yes_no(bool v) { return v ? "yes" : "no"; }
 
@@ -32,18 +31,18 @@ void write_pick(std::ostream& out, const char* what, const search::PlanOutcome& 
     return;
   }
   const search::PlanRow& r = o.rows[*index];
-  const double days = r.train_s / kSecondsPerDay;
+  const double days = r.train_s / core::kSecondsPerDay;
   // The days the closest validated regime's band implies.
   std::string band;
   if (const auto& e = r.best.expected_error; e && e->validated) {
-    band = fmt::format(" (likely {:.1f} .. {:.1f}: error band {:+.0f}% .. {:+.0f}%)", e->measured_low(days),
-                       e->measured_high(days), e->low_pct, e->high_pct);
+    band = fmt::format(" (likely {:.1f} .. {:.1f}: error band {})", e->measured_low(days), e->measured_high(days),
+                       results::band_range(*e));
   }
   // With failures: the spread of the whole-run simulation and its goodput.
   std::string failures;
   if (const auto& g = r.best.goodput) {
-    failures = fmt::format(" (failures: p10 {:.1f} .. p90 {:.1f}, goodput {:.1f}%)", g->wall_s.p10 / kSecondsPerDay,
-                           g->wall_s.p90 / kSecondsPerDay, g->goodput.p50 * 100.0);
+    failures = fmt::format(" (failures: p10 {:.1f} .. p90 {:.1f}, goodput {:.1f}%)", g->wall_s.p10 / core::kSecondsPerDay,
+                           g->wall_s.p90 / core::kSecondsPerDay, g->goodput.p50 * 100.0);
   }
   out << fmt::format("{:<9} {} x {} ({}, {} GPUs): {:.1f} days{}{}, ${:.0f}, {}\n", what,
                      r.cluster->scenario.cluster.nodes, r.cluster->node_id, r.cluster->fabric, r.gpus, days, band,
@@ -77,7 +76,7 @@ void write_text(std::ostream& out, const config::Plan& p, const search::PlanOutc
                        c.node_id, c.fabric, c.scenario.cluster.nodes, r.gpus, c.usd_per_gpu_hour, r.strategy,
                        r.best.throughput.tokens_per_s, r.best.flops.mfu * 100.0, memory.peak_bytes_per_gpu / core::kGiB,
                        (memory.capacity_bytes_per_gpu - memory.peak_bytes_per_gpu) / core::kGiB,
-                       r.train_s / kSecondsPerDay, r.cost_usd,
+                       r.train_s / core::kSecondsPerDay, r.cost_usd,
                        p.deadline_days ? yes_no(r.meets_deadline) : "-", p.budget_usd ? yes_no(r.meets_budget) : "-",
                        r.best.goodput ? fmt::format(" {:>7.1f}%", r.best.goodput->goodput.p50 * 100.0) : "");
   }
@@ -104,7 +103,7 @@ nlohmann::ordered_json row_json(const config::Plan& p, const search::PlanRow& r)
   j["reason"] = r.reason;
   j["strategy"] = r.strategy;
   j["train_s"] = r.train_s;
-  j["train_days"] = r.train_s / kSecondsPerDay;
+  j["train_days"] = r.train_s / core::kSecondsPerDay;
   j["failure_free_s"] = r.failure_free_s;
   j["gpu_hours"] = r.gpu_hours;
   j["cost_usd"] = r.cost_usd;
@@ -143,7 +142,7 @@ void write_csv(std::ostream& out, const config::Plan& p, const search::PlanOutco
                        r.strategy, r.best.throughput.tokens_per_s, r.best.iteration_time_s, r.best.flops.mfu,
                        memory.peak_bytes_per_gpu / core::kGiB,
                        r.feasible ? (memory.capacity_bytes_per_gpu - memory.peak_bytes_per_gpu) / core::kGiB : 0.0,
-                       r.train_s / kSecondsPerDay, r.gpu_hours, r.cost_usd,
+                       r.train_s / core::kSecondsPerDay, r.gpu_hours, r.cost_usd,
                        p.deadline_days ? yes_no(r.meets_deadline) : "",
                        p.budget_usd ? yes_no(r.meets_budget) : "", o.cheapest == i ? "yes" : "no",
                        o.fastest == i ? "yes" : "no", r.reason);

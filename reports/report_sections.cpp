@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "core/units.hpp"
 #include "reports/svg_chart.hpp"
 
 namespace dtsim::reports {
@@ -40,10 +41,18 @@ ReportSection results_section(const ReportData& data) {
   const std::vector<std::string> keys = results::knob_keys(data);
   s.table.header = {"entry"};
   s.table.header.insert(s.table.header.end(), keys.begin(), keys.end());
-  for (const char* h : {"GPUs", "DPxTPxPPxCP", "status", "iteration (s)", "samples/s", "tokens/s", "MFU",
-                        "peak memory (GiB)", "reason"}) {
+  // Goodput columns only where some entry states failures (results/goodput.hpp).
+  const bool failures = std::any_of(data.entries.begin(), data.entries.end(),
+                                    [](const ReportEntry& e) { return e.result.goodput.has_value(); });
+  for (const char* h : {"GPUs", "DPxTPxPPxCP", "status", "iteration (s)", "error band", "samples/s", "tokens/s",
+                        "MFU", "peak memory (GiB)"}) {
     s.table.header.emplace_back(h);
   }
+  if (failures) {
+    s.table.header.emplace_back("days with failures (p50)");
+    s.table.header.emplace_back("goodput (p50)");
+  }
+  s.table.header.emplace_back("reason");
   for (const ReportEntry& e : data.entries) {
     const Result& r = e.result;
     std::vector<std::string> row{e.label};
@@ -58,10 +67,17 @@ ReportSection results_section(const ReportData& data) {
     row.push_back(plan(r));
     row.emplace_back(results::to_string(r.status));
     row.push_back(ok(r) ? secs(r.iteration_time_s) : "-");
+    row.push_back(ok(r) && r.expected_error ? results::band_range(*r.expected_error) : "-");
     row.push_back(ok(r) ? count(r.throughput.samples_per_s) : "-");
     row.push_back(ok(r) ? fmt::format("{:.0f}", r.throughput.tokens_per_s) : "-");
     row.push_back(ok(r) ? pct(r.flops.mfu) : "-");
     row.push_back(gb(r.memory.peak_bytes_per_gpu));
+    if (failures) {
+      const auto& g = r.goodput;
+      const bool finished = ok(r) && g && g->reason.empty();
+      row.push_back(finished ? fmt::format("{:.1f}", g->wall_s.p50 / core::kSecondsPerDay) : "-");
+      row.push_back(finished ? pct(g->goodput.p50) : "-");
+    }
     row.push_back(r.reason);
     s.table.rows.push_back(std::move(row));
   }

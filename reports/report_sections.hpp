@@ -7,7 +7,9 @@
 //   Iteration breakdown  stacked bars of the Breakdown parts per entry
 //   Memory per GPU       stacked bars of the Memory parts per entry against the GPU capacity
 //   Timeline             one iteration of the first ranks' streams, for an entry with a trace
-//   All results          one row per entry: knobs, GPUs, plan, status, iteration time, throughput, MFU
+//   All results          one row per entry: knobs, GPUs, plan, status, iteration time, its error band
+//                        (results::band_range), throughput, MFU, memory; with failures stated in some
+//                        entry, its median days to train and goodput
 // Every figure is a field of a Result or of a derived record in results/report_data.hpp.
 #pragma once
 

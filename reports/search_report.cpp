@@ -69,9 +69,8 @@ void write_text(std::ostream& out, const config::Scenario& base, const search::S
   }
   // The plans share their GPU, scale and software, so one regime's band holds for all of them.
   if (const auto& b = o.top.front().result.expected_error; b && b->validated) {
-    out << fmt::format("\nerror band {:+.0f}% .. {:+.0f}% on each iteration time (p10 .. p90 of validated runs: {}, "
-                       "n = {}, same {})\n",
-                       b->low_pct, b->high_pct, b->group, b->n, b->match);
+    out << fmt::format("\nerror band {} on each iteration time (p10 .. p90 of validated runs: {}, n = {}, same {})\n",
+                       results::band_range(*b), b->group, b->n, b->match);
   } else if (b) {
     out << fmt::format("\nerror band none: {}\n", b->reason);
   }

@@ -99,9 +99,8 @@ void write_performance(std::ostream& out, const results::Result& r) {
     line(out, "error band", "none: " + e->reason + " (hardware_profiles/accuracy.json)");
   } else if (e) {
     line(out, "error band",
-         fmt::format("{:+.0f}% .. {:+.0f}% (p10 .. p90 of validated runs: measured likely {:.4g} .. {:.4g} s)",
-                     e->low_pct, e->high_pct, e->measured_low(r.iteration_time_s),
-                     e->measured_high(r.iteration_time_s)));
+         fmt::format("{} (p10 .. p90 of validated runs: measured likely {:.4g} .. {:.4g} s)", results::band_range(*e),
+                     e->measured_low(r.iteration_time_s), e->measured_high(r.iteration_time_s)));
     line(out, "", fmt::format("validated on: {}, n = {}, same {}", e->group, e->n, e->match));
   }
   if (r.interval) {

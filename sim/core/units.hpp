@@ -19,6 +19,7 @@ inline constexpr double kNsPerS = 1e9;
 inline constexpr double kGiga = 1e9;
 inline constexpr double kTera = 1e12;
 inline constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+inline constexpr double kSecondsPerDay = 86400.0;
 inline constexpr double kBytesPerMb = 1e6;  // the *_mb keys of scenarios and profiles: decimal megabytes
 
 // The engine's clock: simulated times stay at or below kMaxTimeNs (2^60 ns, about 36.5 years), one

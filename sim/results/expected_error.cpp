@@ -56,4 +56,8 @@ ExpectedError expected_error(const config::Scenario& scenario, const std::vector
   return none;
 }
 
+std::string band_range(const ExpectedError& e) {
+  return e.validated ? fmt::format("{:+.0f}% .. {:+.0f}%", e.low_pct, e.high_pct) : std::string("-");
+}
+
 }  // namespace dtsim::results

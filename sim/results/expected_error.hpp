@@ -41,4 +41,7 @@ struct ExpectedError {
 
 ExpectedError expected_error(const config::Scenario& scenario, const std::vector<config::ValidatedRegime>& regimes);
 
+// The band as every report writes it: "-18% .. +24%" (p10 .. p90, whole percent); "-" when not validated.
+std::string band_range(const ExpectedError& e);
+
 }  // namespace dtsim::results

@@ -1,5 +1,6 @@
 #include "search/capacity_plan.hpp"
 
+#include "core/units.hpp"
 #include "results/goodput.hpp"
 
 namespace dtsim::search {
@@ -7,7 +8,6 @@ namespace dtsim::search {
 namespace {
 
 constexpr double kSecondsPerHour = 3600.0;
-constexpr double kSecondsPerDay = 86400.0;
 
 SpaceBounds bounds_of(const config::PlanSearchBounds& b) {
   SpaceBounds out;
@@ -78,7 +78,7 @@ PlanOutcome evaluate_plan(const config::Plan& plan, std::size_t jobs) {
     }
     row.gpu_hours = held_gpus * row.train_s / kSecondsPerHour;
     row.cost_usd = row.gpu_hours * cluster.usd_per_gpu_hour;
-    row.meets_deadline = !plan.deadline_days || row.train_s <= *plan.deadline_days * kSecondsPerDay;
+    row.meets_deadline = !plan.deadline_days || row.train_s <= *plan.deadline_days * core::kSecondsPerDay;
     row.meets_budget = !plan.budget_usd || row.cost_usd <= *plan.budget_usd;
     out.rows.push_back(std::move(row));
   }

@@ -170,3 +170,22 @@ TEST_CASE("report text is escaped: a title with markup stays text") {
   CHECK(html.str().find("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; co") != std::string::npos);
   CHECK(html.str().find("&quot;quoted&quot; &amp; &lt;tag&gt;") != std::string::npos);
 }
+
+TEST_CASE("compare --report .md: each result's error band, and goodput columns where a scenario states failures") {
+  const auto dir = scratch_dir("report_failures");
+  const std::string md = (dir / "compare.md").string();
+  const std::string plain = kSource + "/scenarios/llama3-8b-h100-64.json";
+  const std::string failures = kSource + "/scenarios/failures/llama3-405b-16k-h100-failures.json";
+  REQUIRE(run_status({"compare", plain, failures, "--no-timing", "--report", md}) == dtsim::cli::kExitOk);
+  const std::string text = read_file(md);
+  const std::size_t from = text.find("All results");
+  REQUIRE(from != std::string::npos);
+  const std::string table = text.substr(from);
+  CHECK(table.find("| error band |") != std::string::npos);
+  CHECK(table.find("| days with failures (p50) | goodput (p50) |") != std::string::npos);
+  // H100 runs on several nodes have a validated band; the first scenario states no failures: "-" there.
+  CHECK(occurrences(table, "% .. ") == 2);
+  const std::string only_plain = (dir / "plain.md").string();
+  REQUIRE(run_status({"compare", plain, plain, "--no-timing", "--report", only_plain}) == dtsim::cli::kExitOk);
+  CHECK(read_file(only_plain).find("goodput") == std::string::npos);
+}
