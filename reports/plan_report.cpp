@@ -79,6 +79,19 @@ void write_text(std::ostream& out, const config::Plan& p, const search::PlanOutc
                        r.train_s / core::kSecondsPerDay, r.cost_usd,
                        p.deadline_days ? yes_no(r.meets_deadline) : "-", p.budget_usd ? yes_no(r.meets_budget) : "-",
                        r.best.goodput ? fmt::format(" {:>7.1f}%", r.best.goodput->goodput.p50 * 100.0) : "");
+    // The cluster's next ranked strategies (--top), under its row.
+    for (const search::PlanAlternative& a : r.alternatives) {
+      if (!a.reason.empty()) {
+        out << fmt::format("{:>39} #{:<2} {:<44} does not finish: {}\n", "", a.rank, a.strategy, a.reason);
+        continue;
+      }
+      const auto& m = a.result.memory;
+      out << fmt::format("{:>39} #{:<2} {:<44} {:>9.0f} {:>5.1f}% {:>7.1f} {:>8.1f} {:>8.1f} {:>12.0f}{}\n", "", a.rank,
+                         a.strategy, a.result.throughput.tokens_per_s, a.result.flops.mfu * 100.0,
+                         m.peak_bytes_per_gpu / core::kGiB, (m.capacity_bytes_per_gpu - m.peak_bytes_per_gpu) / core::kGiB,
+                         a.train_s / core::kSecondsPerDay, a.cost_usd,
+                         a.result.goodput ? fmt::format(" {:>23.1f}%", a.result.goodput->goodput.p50 * 100.0) : "");
+    }
   }
   out << fmt::format("\n{} strategies estimated in {:.3f} s\nprices:\n", o.evaluated, o.evaluate_wall_s);
   std::size_t last = static_cast<std::size_t>(-1);
@@ -111,6 +124,21 @@ nlohmann::ordered_json row_json(const config::Plan& p, const search::PlanRow& r)
   j["meets_budget"] = p.budget_usd ? nlohmann::ordered_json(r.meets_budget) : nlohmann::ordered_json();
   j["search"] = search_counts_json(r.search);
   if (r.feasible) j["result"] = result_json(r.best);
+  nlohmann::ordered_json alternatives = nlohmann::ordered_json::array();
+  for (const search::PlanAlternative& a : r.alternatives) {
+    nlohmann::ordered_json alt;
+    alt["rank"] = a.rank;
+    alt["strategy"] = a.strategy;
+    alt["status"] = a.reason.empty() ? "ok" : "infeasible";
+    alt["reason"] = a.reason;
+    alt["train_s"] = a.train_s;
+    alt["train_days"] = a.train_s / core::kSecondsPerDay;
+    alt["gpu_hours"] = a.gpu_hours;
+    alt["cost_usd"] = a.cost_usd;
+    alt["result"] = result_json(a.result);
+    alternatives.push_back(std::move(alt));
+  }
+  j["alternatives"] = std::move(alternatives);
   return j;
 }
 
@@ -132,20 +160,35 @@ void write_json(std::ostream& out, const config::Plan& p, const search::PlanOutc
 
 void write_csv(std::ostream& out, const config::Plan& p, const search::PlanOutcome& o) {
   out << "node,fabric,nodes,gpus,usd_per_gpu_hour,status,strategy,tokens_per_s,iteration_s,mfu,peak_memory_gib,"
-         "headroom_gib,train_days,gpu_hours,cost_usd,meets_deadline,meets_budget,cheapest,fastest,reason\n";
+         "headroom_gib,train_days,gpu_hours,cost_usd,meets_deadline,meets_budget,cheapest,fastest,reason,rank\n";
+  // One line per ranked strategy of a cluster (rank 1 its best, which the picks are made on).
+  const auto line = [&](const search::PlanRow& r, std::string_view status, std::string_view strategy,
+                        const results::Result& res, double train_s, double gpu_hours, double cost_usd,
+                        bool meets_deadline, bool meets_budget, std::string_view cheapest, std::string_view fastest,
+                        std::string_view reason, std::size_t rank) {
+    const auto& c = *r.cluster;
+    const auto& memory = res.memory;
+    const bool ok = status == "ok";
+    out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},\"{}\",{}\n", c.node_id, c.fabric,
+                       c.scenario.cluster.nodes, r.gpus, c.usd_per_gpu_hour, status, strategy,
+                       res.throughput.tokens_per_s, res.iteration_time_s, res.flops.mfu,
+                       memory.peak_bytes_per_gpu / core::kGiB,
+                       ok ? (memory.capacity_bytes_per_gpu - memory.peak_bytes_per_gpu) / core::kGiB : 0.0,
+                       train_s / core::kSecondsPerDay, gpu_hours, cost_usd,
+                       p.deadline_days ? yes_no(meets_deadline) : "", p.budget_usd ? yes_no(meets_budget) : "",
+                       cheapest, fastest, reason, rank == 0 ? std::string() : std::to_string(rank));
+  };
   for (std::size_t i = 0; i < o.rows.size(); ++i) {
     const auto& r = o.rows[i];
-    const auto& c = *r.cluster;
-    const auto& memory = r.best.memory;
-    out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},\"{}\"\n", c.node_id, c.fabric,
-                       c.scenario.cluster.nodes, r.gpus, c.usd_per_gpu_hour, r.feasible ? "ok" : "infeasible",
-                       r.strategy, r.best.throughput.tokens_per_s, r.best.iteration_time_s, r.best.flops.mfu,
-                       memory.peak_bytes_per_gpu / core::kGiB,
-                       r.feasible ? (memory.capacity_bytes_per_gpu - memory.peak_bytes_per_gpu) / core::kGiB : 0.0,
-                       r.train_s / core::kSecondsPerDay, r.gpu_hours, r.cost_usd,
-                       p.deadline_days ? yes_no(r.meets_deadline) : "",
-                       p.budget_usd ? yes_no(r.meets_budget) : "", o.cheapest == i ? "yes" : "no",
-                       o.fastest == i ? "yes" : "no", r.reason);
+    line(r, r.feasible ? "ok" : "infeasible", r.strategy, r.best, r.train_s, r.gpu_hours, r.cost_usd, r.meets_deadline,
+         r.meets_budget, o.cheapest == i ? "yes" : "no", o.fastest == i ? "yes" : "no", r.reason,
+         r.search.top.empty() ? 0 : 1);
+    for (const search::PlanAlternative& a : r.alternatives) {
+      const bool ok = a.reason.empty();
+      line(r, ok ? "ok" : "infeasible", a.strategy, a.result, a.train_s, a.gpu_hours, a.cost_usd,
+           ok && (!p.deadline_days || a.train_s <= *p.deadline_days * core::kSecondsPerDay),
+           ok && (!p.budget_usd || a.cost_usd <= *p.budget_usd), "no", "no", a.reason, a.rank);
+    }
   }
 }
 

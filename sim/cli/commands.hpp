@@ -148,6 +148,7 @@ int search_command(const SearchCommandOptions& options, std::istream& in, std::o
 struct PlanCommandOptions {
   std::string plan;
   int jobs = 0;  // 0: all cores
+  int top = 1;   // ranked strategies per cluster
   std::string format = "text";
   std::string out_path;
   bool no_timing = false;

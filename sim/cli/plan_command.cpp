@@ -19,6 +19,9 @@ CLI::App* add_plan_command(CLI::App& app, PlanCommandOptions& o) {
   CLI::App* cmd = app.add_subcommand("plan", "Size a cluster for a token budget, a deadline and a budget");
   cmd->add_option("plan", o.plan, "Plan v1 JSON file, or - for standard input")->required();
   cmd->add_option("--jobs,-j", o.jobs, "Worker threads (default: all cores)")->check(positive_number());
+  cmd->add_option("--top", o.top, "Ranked strategies per cluster: the best, then the next ones")
+      ->capture_default_str()
+      ->check(positive_number());
   cmd->add_option("--format", o.format, "Output format")->check(CLI::IsMember({"text", "json", "csv"}));
   cmd->add_option("--out", o.out_path, "Write to FILE instead of standard output");
   cmd->add_flag("--no-timing", o.no_timing,
@@ -30,16 +33,19 @@ int plan_command(const PlanCommandOptions& o, std::istream& in, std::ostream& ou
   check_outputs({{"--out", o.out_path}}, {o.plan});
   const config::Plan plan =
       config::load_plan_text(read_scenario_text(o.plan, in), o.plan, config::default_data_paths());
-  search::PlanOutcome outcome = search::evaluate_plan(plan, worker_threads(o.jobs));
+  search::PlanOutcome outcome =
+      search::evaluate_plan(plan, worker_threads(o.jobs), static_cast<std::size_t>(o.top));
   const auto regimes = config::load_accuracy(config::default_data_paths().hardware_profiles);
   for (auto& row : outcome.rows) {
     if (row.feasible) results::state_expected_error(row.best, regimes);
+    for (auto& alt : row.alternatives) results::state_expected_error(alt.result, regimes);
   }
   if (o.no_timing) {
     outcome.evaluate_wall_s = 0.0;
     for (auto& row : outcome.rows) {
       zero_timing(row.search);
       row.best.engine.wall_s = 0.0;
+      for (auto& alt : row.alternatives) alt.result.engine.wall_s = 0.0;
     }
   }
   std::ostringstream text;

@@ -1,5 +1,7 @@
 #include "search/capacity_plan.hpp"
 
+#include <algorithm>
+
 #include "core/units.hpp"
 #include "results/goodput.hpp"
 
@@ -34,13 +36,45 @@ std::optional<std::size_t> pick(const std::vector<PlanRow>& rows, Better better)
   return best;
 }
 
+// What training with `r` (a ranked strategy of `cluster`) takes: time, GPU-hours, cost; under the plan's
+// failures the median wall time of the whole-run simulation (r gets its goodput), or the reason it does
+// not finish.
+struct Costed {
+  double failure_free_s = 0.0;
+  double train_s = 0.0;
+  double gpu_hours = 0.0;
+  double cost_usd = 0.0;
+  std::string reason;
+};
+
+Costed cost_of(const config::Plan& plan, const config::PlanCluster& cluster, results::Result& r) {
+  Costed c;
+  c.failure_free_s = plan.tokens ? *plan.tokens / r.throughput.tokens_per_s
+                                 : static_cast<double>(*plan.steps) * r.iteration_time_s;
+  c.train_s = c.failure_free_s;
+  double held_gpus = static_cast<double>(cluster.scenario.gpu_count());
+  if (plan.failures) {
+    r.scenario.failures = plan.failures;
+    r.goodput = results::goodput_of(r, *plan.failures, c.failure_free_s);
+    if (!r.goodput->reason.empty()) {
+      c.reason = r.goodput->reason;
+      return c;
+    }
+    c.train_s = r.goodput->wall_s.p50;
+    held_gpus += static_cast<double>(plan.failures->spare_nodes.value_or(0) * cluster.scenario.node.gpus_per_node);
+  }
+  c.gpu_hours = held_gpus * c.train_s / kSecondsPerHour;
+  c.cost_usd = c.gpu_hours * cluster.usd_per_gpu_hour;
+  return c;
+}
+
 }  // namespace
 
-PlanOutcome evaluate_plan(const config::Plan& plan, std::size_t jobs) {
+PlanOutcome evaluate_plan(const config::Plan& plan, std::size_t jobs, std::size_t top) {
   PlanOutcome out;
   SearchOptions options;
   options.bounds = bounds_of(plan.search);
-  options.top = 1;
+  options.top = std::max<std::size_t>(top, 1);
   options.jobs = jobs;
   for (const config::PlanCluster& cluster : plan.clusters) {
     PlanRow row;
@@ -55,29 +89,33 @@ PlanOutcome evaluate_plan(const config::Plan& plan, std::size_t jobs) {
       out.rows.push_back(std::move(row));
       continue;
     }
+    for (std::size_t k = 1; k < row.search.top.size(); ++k) {
+      PlanAlternative alt;
+      alt.rank = k + 1;
+      alt.strategy = row.search.top[k].label;
+      alt.result = row.search.top[k].result;
+      const Costed c = cost_of(plan, cluster, alt.result);
+      alt.train_s = c.train_s;
+      alt.gpu_hours = c.gpu_hours;
+      alt.cost_usd = c.cost_usd;
+      alt.reason = c.reason;
+      row.alternatives.push_back(std::move(alt));
+    }
     const SearchEntry& best = row.search.top.front();
     row.feasible = true;
     row.strategy = best.label;
     row.best = best.result;
-    row.failure_free_s = plan.tokens ? *plan.tokens / row.best.throughput.tokens_per_s
-                                     : static_cast<double>(*plan.steps) * row.best.iteration_time_s;
-    row.train_s = row.failure_free_s;
-    double held_gpus = static_cast<double>(row.gpus);
-    if (plan.failures) {
-      row.best.scenario.failures = plan.failures;
-      row.best.goodput = results::goodput_of(row.best, *plan.failures, row.failure_free_s);
-      if (!row.best.goodput->reason.empty()) {
-        row.feasible = false;
-        row.reason = row.best.goodput->reason;
-        out.rows.push_back(std::move(row));
-        continue;
-      }
-      row.train_s = row.best.goodput->wall_s.p50;
-      held_gpus += static_cast<double>(plan.failures->spare_nodes.value_or(0) *
-                                       cluster.scenario.node.gpus_per_node);
+    const Costed c = cost_of(plan, cluster, row.best);
+    row.failure_free_s = c.failure_free_s;
+    if (!c.reason.empty()) {
+      row.feasible = false;
+      row.reason = c.reason;
+      out.rows.push_back(std::move(row));
+      continue;
     }
-    row.gpu_hours = held_gpus * row.train_s / kSecondsPerHour;
-    row.cost_usd = row.gpu_hours * cluster.usd_per_gpu_hour;
+    row.train_s = c.train_s;
+    row.gpu_hours = c.gpu_hours;
+    row.cost_usd = c.cost_usd;
     row.meets_deadline = !plan.deadline_days || row.train_s <= *plan.deadline_days * core::kSecondsPerDay;
     row.meets_budget = !plan.budget_usd || row.cost_usd <= *plan.budget_usd;
     out.rows.push_back(std::move(row));

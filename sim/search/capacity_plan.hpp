@@ -23,6 +23,17 @@
 
 namespace dtsim::search {
 
+// Another of a cluster's ranked strategies (plan --top K), costed as the best one is.
+struct PlanAlternative {
+  std::size_t rank = 0;  // 2, 3, ... in the search's ranking
+  std::string strategy;
+  results::Result result;  // with its goodput under the plan's failures
+  double train_s = 0.0;
+  double gpu_hours = 0.0;
+  double cost_usd = 0.0;
+  std::string reason;  // why it does not finish under the plan's failures; empty when it does
+};
+
 struct PlanRow {
   const config::PlanCluster* cluster = nullptr;  // into the Plan
   std::int64_t gpus = 0;
@@ -37,7 +48,8 @@ struct PlanRow {
   bool meets_deadline = false;
   bool meets_budget = false;
   bool meets() const { return feasible && meets_deadline && meets_budget; }
-  SearchOutcome search;  // counts of the cluster's search (top holds the best plan only)
+  SearchOutcome search;  // counts of the cluster's search (its top: the ranked plans, best first)
+  std::vector<PlanAlternative> alternatives;  // the next ranked strategies, up to top - 1
 };
 
 struct PlanOutcome {
@@ -48,6 +60,8 @@ struct PlanOutcome {
   double evaluate_wall_s = 0.0;
 };
 
-PlanOutcome evaluate_plan(const config::Plan& plan, std::size_t jobs);
+// `top`: how many ranked strategies each cluster reports (the best, then top - 1 alternatives); the
+// cheapest and the fastest cluster are picked on the best ones.
+PlanOutcome evaluate_plan(const config::Plan& plan, std::size_t jobs, std::size_t top = 1);
 
 }  // namespace dtsim::search

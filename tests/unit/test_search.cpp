@@ -573,3 +573,40 @@ TEST_CASE("branch and bound lists the same plans as estimating every plan, and l
     CHECK(bounded.top[k].result.iteration_time_s == every.top[k].result.iteration_time_s);
   }
 }
+
+TEST_CASE("dtsim plan --top 2: each cluster's next ranked strategy, costed as the best, in text, JSON and CSV") {
+  const std::string plan = R"({"schema_version": 1, "name": "t", "model": {"preset": "gpt-1.3b"},
+    "training": {"global_batch_size": 64}, "steps": 1000,
+    "search": {"max_context": 1, "max_micro_batch": 2, "max_virtual_stages": 1, "keep_sharding": true,
+               "keep_recompute": true, "keep_sequence_parallel": true},
+    "candidates": [{"node": "dgx-a100", "usd_per_gpu_hour": 2.0, "price_source": "test", "nodes": [1, 2]}]})";
+  std::istringstream in_json(plan), in_csv(plan), in_text(plan);
+  std::ostringstream out_json, out_csv, out_text, err;
+  REQUIRE(dtsim::cli::run_cli({"plan", "-", "--format", "json", "--no-timing", "--top", "2"}, in_json, out_json,
+                              err) == dtsim::cli::kExitOk);
+  REQUIRE(dtsim::cli::run_cli({"plan", "-", "--format", "csv", "--top", "2"}, in_csv, out_csv, err) ==
+          dtsim::cli::kExitOk);
+  REQUIRE(dtsim::cli::run_cli({"plan", "-", "--top", "2"}, in_text, out_text, err) == dtsim::cli::kExitOk);
+  const auto clusters = nlohmann::json::parse(out_json.str())["clusters"];
+  REQUIRE(clusters.size() == 2);
+  for (const auto& c : clusters) {
+    REQUIRE(c["alternatives"].size() == 1);
+    const auto& alt = c["alternatives"][0];
+    CHECK(alt["rank"] == 2);
+    CHECK(alt["strategy"] != c["strategy"]);
+    // Ranked by tokens/s; the same rule as the best: steps x iteration time, GPU-hours x price.
+    CHECK(alt["result"]["throughput"]["tokens_per_s"].get<double>() <=
+          c["result"]["throughput"]["tokens_per_s"].get<double>());
+    const double train_s = 1000 * alt["result"]["iteration_time_s"].get<double>();
+    CHECK(alt["train_s"].get<double>() == doctest::Approx(train_s));
+    CHECK(alt["cost_usd"].get<double>() == doctest::Approx(c["gpus"].get<double>() * train_s / 3600.0 * 2.0));
+  }
+  // CSV: a header and two lines per cluster, ranks 1 and 2 in the last column.
+  const std::string csv = out_csv.str();
+  CHECK(std::count(csv.begin(), csv.end(), '\n') == 5);
+  CHECK(csv.find(",reason,rank\n") != std::string::npos);
+  CHECK(csv.find("\"\",1\n") != std::string::npos);
+  CHECK(csv.find("\"\",2\n") != std::string::npos);
+  // Text: the alternative under its cluster's row.
+  CHECK(out_text.str().find(" #2  ") != std::string::npos);
+}
