@@ -31,6 +31,19 @@ double bytes_named(const std::vector<dtsim::models::LayerOp>& ops, std::string_v
   return sum;
 }
 
+// Two layers of hidden 1024 (16 heads), FFN 4096, 2,048 tokens: the layer the cast tests count bytes of.
+dtsim::config::TransformerSpec fp8_test_model() {
+  dtsim::config::TransformerSpec m;
+  m.layers = 2;
+  m.hidden_size = 1024;
+  m.heads = 16;
+  m.kv_heads = 16;
+  m.ffn_hidden_size = 4096;
+  m.vocab_size = 32000;
+  m.seq_length = 2048;
+  return m;
+}
+
 }  // namespace
 
 TEST_CASE("an FP8 run: linear layers' GEMMs at the FP8 peak, other GEMMs and attention at BF16's") {
@@ -50,14 +63,7 @@ TEST_CASE("an FP8 run: linear layers' GEMMs at the FP8 peak, other GEMMs and att
 }
 
 TEST_CASE("an FP8 layer casts the linear layers' inputs and output gradients (linear.hpp)") {
-  dtsim::config::TransformerSpec m;
-  m.layers = 2;
-  m.hidden_size = 1024;
-  m.heads = 16;
-  m.kv_heads = 16;
-  m.ffn_hidden_size = 4096;
-  m.vocab_size = 32000;
-  m.seq_length = 2048;
+  const dtsim::config::TransformerSpec m = fp8_test_model();
   dtsim::models::ShardConfig shard;
   shard.micro_batch = 1;
   shard.precision = dtsim::config::Precision::fp8;
@@ -84,14 +90,7 @@ TEST_CASE("an FP8 layer casts the linear layers' inputs and output gradients (li
 }
 
 TEST_CASE("tensorwise FP8 scaling: an amax and a fused cast-transpose per operand, weights included (linear.hpp)") {
-  dtsim::config::TransformerSpec m;
-  m.layers = 2;
-  m.hidden_size = 1024;
-  m.heads = 16;
-  m.kv_heads = 16;
-  m.ffn_hidden_size = 4096;
-  m.vocab_size = 32000;
-  m.seq_length = 2048;
+  const dtsim::config::TransformerSpec m = fp8_test_model();
   dtsim::models::ShardConfig shard;
   shard.micro_batch = 1;
   shard.precision = dtsim::config::Precision::fp8;
