@@ -24,6 +24,26 @@ std::string goal_text(const config::Plan& p) {
   return work + "; " + limits;
 }
 
+// The plan's batch rule, when the global batch varies between clusters.
+std::string batch_text(const config::Plan& p) {
+  if (p.batch.rule == config::BatchRule::fixed) return {};
+  return fmt::format("batch     global batch per GPU held from {} GPUs{}\n", p.batch.reference_gpus,
+                     p.batch.max_global_batch_size
+                         ? fmt::format(", at most {}", *p.batch.max_global_batch_size)
+                         : std::string());
+}
+
+double usd_per_node_hour(const config::PlanCluster& c) {
+  return c.usd_per_gpu_hour * static_cast<double>(c.scenario.node.gpus_per_node);
+}
+
+std::string price_text(const config::PlanCluster& c) {
+  if (c.price_basis == config::PriceBasis::node_hour) {
+    return fmt::format("${:.2f} per node-hour (${:.2f} per GPU-hour)", c.stated_usd, c.usd_per_gpu_hour);
+  }
+  return fmt::format("${:.2f} per GPU-hour", c.usd_per_gpu_hour);
+}
+
 void write_pick(std::ostream& out, const char* what, const search::PlanOutcome& o,
                 const std::optional<std::size_t>& index) {
   if (!index) {
@@ -51,6 +71,7 @@ void write_pick(std::ostream& out, const char* what, const search::PlanOutcome& 
 
 void write_text(std::ostream& out, const config::Plan& p, const search::PlanOutcome& o) {
   out << fmt::format("plan      {}: {}\n", p.name, goal_text(p));
+  out << batch_text(p);
   if (const auto& f = p.failures) {
     out << fmt::format("failures  {}{} categor{}, {} recovery; days are the median of {} simulated runs{}\n",
                        f->preset.empty() ? std::string() : f->preset + ", ", f->categories.size(),
@@ -60,20 +81,27 @@ void write_text(std::ostream& out, const config::Plan& p, const search::PlanOutc
   }
   write_pick(out, "cheapest", o, o.cheapest);
   write_pick(out, "fastest", o, o.fastest);
-  out << fmt::format("\n{:<10} {:<11} {:>5} {:>6} {:>7} {:<44} {:>9} {:>6} {:>7} {:>8} {:>8} {:>12} {:>8} {:>6}{}\n",
-                     "node", "fabric", "nodes", "GPUs", "$/GPU-h", "best strategy", "tokens/s", "MFU", "mem GiB",
-                     "headroom", "days", "cost ($)", "deadline", "budget", p.failures ? "  goodput" : "");
+  const bool scaled = p.batch.rule != config::BatchRule::fixed;
+  // With a batch rule, each cluster's global batch after its GPU count.
+  const auto batch_of = [&](const config::PlanCluster& c) {
+    return scaled ? fmt::format(" {:>6}", c.scenario.training.global_batch_size) : std::string();
+  };
+  out << fmt::format("\n{:<10} {:<11} {:>5} {:>6}{} {:>7} {:<44} {:>9} {:>6} {:>7} {:>8} {:>8} {:>12} {:>8} {:>6}{}\n",
+                     "node", "fabric", "nodes", "GPUs", scaled ? fmt::format(" {:>6}", "batch") : "", "$/GPU-h",
+                     "best strategy", "tokens/s", "MFU", "mem GiB", "headroom", "days", "cost ($)", "deadline",
+                     "budget", p.failures ? "  goodput" : "");
   for (const search::PlanRow& r : o.rows) {
     const auto& c = *r.cluster;
     if (!r.feasible) {
-      out << fmt::format("{:<10} {:<11} {:>5} {:>6} {:>7.2f} infeasible: {}\n", c.node_id, c.fabric,
-                         c.scenario.cluster.nodes, r.gpus, c.usd_per_gpu_hour, r.reason);
+      out << fmt::format("{:<10} {:<11} {:>5} {:>6}{} {:>7.2f} infeasible: {}\n", c.node_id, c.fabric,
+                         c.scenario.cluster.nodes, r.gpus, batch_of(c), c.usd_per_gpu_hour, r.reason);
       continue;
     }
     const auto& memory = r.best.memory;
-    out << fmt::format("{:<10} {:<11} {:>5} {:>6} {:>7.2f} {:<44} {:>9.0f} {:>5.1f}% {:>7.1f} {:>8.1f} {:>8.1f} "
+    out << fmt::format("{:<10} {:<11} {:>5} {:>6}{} {:>7.2f} {:<44} {:>9.0f} {:>5.1f}% {:>7.1f} {:>8.1f} {:>8.1f} "
                        "{:>12.0f} {:>8} {:>6}{}\n",
-                       c.node_id, c.fabric, c.scenario.cluster.nodes, r.gpus, c.usd_per_gpu_hour, r.strategy,
+                       c.node_id, c.fabric, c.scenario.cluster.nodes, r.gpus, batch_of(c), c.usd_per_gpu_hour,
+                       r.strategy,
                        r.best.throughput.tokens_per_s, r.best.flops.mfu * 100.0, memory.peak_bytes_per_gpu / core::kGiB,
                        (memory.capacity_bytes_per_gpu - memory.peak_bytes_per_gpu) / core::kGiB,
                        r.train_s / core::kSecondsPerDay, r.cost_usd,
@@ -82,11 +110,13 @@ void write_text(std::ostream& out, const config::Plan& p, const search::PlanOutc
     // The cluster's next ranked strategies (--top), under its row.
     for (const search::PlanAlternative& a : r.alternatives) {
       if (!a.reason.empty()) {
-        out << fmt::format("{:>39} #{:<2} {:<44} does not finish: {}\n", "", a.rank, a.strategy, a.reason);
+        out << fmt::format("{:>{}} #{:<2} {:<44} does not finish: {}\n", "", scaled ? 46 : 39, a.rank, a.strategy,
+                         a.reason);
         continue;
       }
       const auto& m = a.result.memory;
-      out << fmt::format("{:>39} #{:<2} {:<44} {:>9.0f} {:>5.1f}% {:>7.1f} {:>8.1f} {:>8.1f} {:>12.0f}{}\n", "", a.rank,
+      out << fmt::format("{:>{}} #{:<2} {:<44} {:>9.0f} {:>5.1f}% {:>7.1f} {:>8.1f} {:>8.1f} {:>12.0f}{}\n", "",
+                         scaled ? 46 : 39, a.rank,
                          a.strategy, a.result.throughput.tokens_per_s, a.result.flops.mfu * 100.0,
                          m.peak_bytes_per_gpu / core::kGiB, (m.capacity_bytes_per_gpu - m.peak_bytes_per_gpu) / core::kGiB,
                          a.train_s / core::kSecondsPerDay, a.cost_usd,
@@ -98,8 +128,8 @@ void write_text(std::ostream& out, const config::Plan& p, const search::PlanOutc
   for (const search::PlanRow& r : o.rows) {
     if (r.cluster->candidate == last) continue;
     last = r.cluster->candidate;
-    out << fmt::format("  {} ({}): ${:.2f} per GPU-hour, {}\n", r.cluster->node_id, r.cluster->fabric,
-                       r.cluster->usd_per_gpu_hour, r.cluster->price_source);
+    out << fmt::format("  {} ({}): {}, {}\n", r.cluster->node_id, r.cluster->fabric, price_text(*r.cluster),
+                       r.cluster->price_source);
   }
 }
 
@@ -110,7 +140,10 @@ nlohmann::ordered_json row_json(const config::Plan& p, const search::PlanRow& r)
   j["fabric"] = c.fabric;
   j["nodes"] = c.scenario.cluster.nodes;
   j["gpus"] = r.gpus;
+  j["global_batch_size"] = c.scenario.training.global_batch_size;
   j["usd_per_gpu_hour"] = c.usd_per_gpu_hour;
+  j["usd_per_node_hour"] = usd_per_node_hour(c);
+  j["price_basis"] = config::to_string(c.price_basis);
   j["price_source"] = c.price_source;
   j["status"] = r.feasible ? "ok" : "infeasible";
   j["reason"] = r.reason;
@@ -149,6 +182,14 @@ void write_json(std::ostream& out, const config::Plan& p, const search::PlanOutc
   j["steps"] = p.steps ? nlohmann::ordered_json(*p.steps) : nlohmann::ordered_json();
   j["deadline_days"] = p.deadline_days ? nlohmann::ordered_json(*p.deadline_days) : nlohmann::ordered_json();
   j["budget_usd"] = p.budget_usd ? nlohmann::ordered_json(*p.budget_usd) : nlohmann::ordered_json();
+  nlohmann::ordered_json batch;
+  batch["rule"] = config::to_string(p.batch.rule);
+  batch["reference_gpus"] =
+      p.batch.rule == config::BatchRule::fixed ? nlohmann::ordered_json() : nlohmann::ordered_json(p.batch.reference_gpus);
+  batch["max_global_batch_size"] = p.batch.max_global_batch_size
+                                       ? nlohmann::ordered_json(*p.batch.max_global_batch_size)
+                                       : nlohmann::ordered_json();
+  j["batch"] = std::move(batch);
   j["failures"] = p.failures ? failures_json(*p.failures) : nlohmann::ordered_json();
   j["cheapest"] = o.cheapest ? nlohmann::ordered_json(*o.cheapest) : nlohmann::ordered_json();
   j["fastest"] = o.fastest ? nlohmann::ordered_json(*o.fastest) : nlohmann::ordered_json();
@@ -159,7 +200,7 @@ void write_json(std::ostream& out, const config::Plan& p, const search::PlanOutc
 }
 
 void write_csv(std::ostream& out, const config::Plan& p, const search::PlanOutcome& o) {
-  out << "node,fabric,nodes,gpus,usd_per_gpu_hour,status,strategy,tokens_per_s,iteration_s,mfu,peak_memory_gib,"
+  out << "node,fabric,nodes,gpus,global_batch_size,usd_per_gpu_hour,usd_per_node_hour,status,strategy,tokens_per_s,iteration_s,mfu,peak_memory_gib,"
          "headroom_gib,train_days,gpu_hours,cost_usd,meets_deadline,meets_budget,cheapest,fastest,reason,rank\n";
   // One line per ranked strategy of a cluster (rank 1 its best, which the picks are made on).
   const auto line = [&](const search::PlanRow& r, std::string_view status, std::string_view strategy,
@@ -169,8 +210,9 @@ void write_csv(std::ostream& out, const config::Plan& p, const search::PlanOutco
     const auto& c = *r.cluster;
     const auto& memory = res.memory;
     const bool ok = status == "ok";
-    out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},\"{}\",{}\n", c.node_id, c.fabric,
-                       c.scenario.cluster.nodes, r.gpus, c.usd_per_gpu_hour, status, strategy,
+    out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},\"{}\",{}\n", c.node_id,
+                       c.fabric, c.scenario.cluster.nodes, r.gpus, c.scenario.training.global_batch_size,
+                       c.usd_per_gpu_hour, usd_per_node_hour(c), status, strategy,
                        res.throughput.tokens_per_s, res.iteration_time_s, res.flops.mfu,
                        memory.peak_bytes_per_gpu / core::kGiB,
                        ok ? (memory.capacity_bytes_per_gpu - memory.peak_bytes_per_gpu) / core::kGiB : 0.0,

@@ -149,6 +149,8 @@ struct PlanCommandOptions {
   std::string plan;
   int jobs = 0;  // 0: all cores
   int top = 1;   // ranked strategies per cluster
+  std::vector<std::string> usd_per_gpu_hour;   // NODE=USD, each
+  std::vector<std::string> usd_per_node_hour;  // NODE=USD, each
   std::string format = "text";
   std::string out_path;
   bool no_timing = false;

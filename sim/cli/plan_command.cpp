@@ -22,6 +22,12 @@ CLI::App* add_plan_command(CLI::App& app, PlanCommandOptions& o) {
   cmd->add_option("--top", o.top, "Ranked strategies per cluster: the best, then the next ones")
       ->capture_default_str()
       ->check(positive_number());
+  cmd->add_option("--usd-per-gpu-hour", o.usd_per_gpu_hour,
+                  "NODE=USD: price the candidates of node profile NODE per GPU-hour (over the plan's prices)")
+      ->allow_extra_args(false);
+  cmd->add_option("--usd-per-node-hour", o.usd_per_node_hour,
+                  "NODE=USD: price the candidates of node profile NODE per node-hour (over the plan's prices)")
+      ->allow_extra_args(false);
   cmd->add_option("--format", o.format, "Output format")->check(CLI::IsMember({"text", "json", "csv"}));
   cmd->add_option("--out", o.out_path, "Write to FILE instead of standard output");
   cmd->add_flag("--no-timing", o.no_timing,
@@ -31,8 +37,13 @@ CLI::App* add_plan_command(CLI::App& app, PlanCommandOptions& o) {
 
 int plan_command(const PlanCommandOptions& o, std::istream& in, std::ostream& out) {
   check_outputs({{"--out", o.out_path}}, {o.plan});
+  std::vector<config::PriceOverride> prices;
+  for (const std::string& p : o.usd_per_gpu_hour)
+    prices.push_back(config::parse_price_override(p, config::PriceBasis::gpu_hour, "usd-per-gpu-hour"));
+  for (const std::string& p : o.usd_per_node_hour)
+    prices.push_back(config::parse_price_override(p, config::PriceBasis::node_hour, "usd-per-node-hour"));
   const config::Plan plan =
-      config::load_plan_text(read_scenario_text(o.plan, in), o.plan, config::default_data_paths());
+      config::load_plan_text(read_scenario_text(o.plan, in), o.plan, config::default_data_paths(), prices);
   search::PlanOutcome outcome =
       search::evaluate_plan(plan, worker_threads(o.jobs), static_cast<std::size_t>(o.top));
   const auto regimes = config::load_accuracy(config::default_data_paths().hardware_profiles);

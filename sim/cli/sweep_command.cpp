@@ -30,6 +30,7 @@
 #include "network/flow_cache.hpp"
 #include "reports/csv_report.hpp"
 #include "reports/reports.hpp"
+#include "reports/sweep_table.hpp"
 #include "results/evaluate.hpp"
 
 namespace dtsim::cli {
@@ -46,8 +47,8 @@ CLI::App* add_sweep_command(CLI::App& app, SweepOptions& o) {
                   "global batch")
       ->check(CLI::IsMember({"none", "weak", "strong"}));
   cmd->add_option("--jobs,-j", o.jobs, "Worker threads (default: all cores)")->check(positive_number());
-  cmd->add_option("--format", o.format, "jsonl: one JSON object per line; csv")
-      ->check(CLI::IsMember({"jsonl", "csv"}));
+  cmd->add_option("--format", o.format, "jsonl: one JSON object per line; csv; text: a table")
+      ->check(CLI::IsMember({"jsonl", "csv", "text"}));
   cmd->add_option("--out", o.out_path,
                   "Write to FILE instead of standard output (FILE.partial until the sweep is complete)");
   cmd->add_flag("--no-timing", o.no_timing, "Report the engine's wall time as 0");
@@ -116,7 +117,7 @@ void check_options(const SweepOptions& o, std::uint64_t count, const std::string
   }
   if (o.resume && o.format != "jsonl") {
     throw core::InputError("command line", "/resume",
-                           "--resume reads back which points are done, which CSV rows do not say; expected "
+                           "--resume reads back which points are done, which CSV rows and table lines do not say; expected "
                            "--format jsonl");
   }
   if (o.resume && !o.report_path.empty()) {
@@ -145,8 +146,11 @@ int sweep_command(const SweepOptions& o, std::istream& in, std::ostream& out, st
   const std::string partial = o.out_path.empty() ? "" : partial_path(o.out_path);
   check_outputs({{"--out", o.out_path}, {"--out", partial}, {"--report", o.report_path}}, {o.scenario});
 
+  const reports::SweepTable table(axes);
   std::string header;
-  if (o.format == "csv") {
+  if (o.format == "text") {
+    header = table.header();
+  } else if (o.format == "csv") {
     // Every swept key is a column of its own, named by its JSON pointer, before the result's columns.
     std::vector<std::string> swept;
     for (const config::SweepAxis& a : axes) swept.push_back(a.pointer);
@@ -216,10 +220,12 @@ int sweep_command(const SweepOptions& o, std::istream& in, std::ostream& out, st
         scenarios[i].reset();
         if (o.no_timing) r.engine.wall_s = 0.0;
         std::ostringstream line;
-        if (o.format == "csv") {
-          // The value of each "pointer=value" assignment, in axis order.
-          std::vector<std::string> values;
-          for (const std::string& a : sets[i]) values.push_back(a.substr(a.find('=') + 1));
+        // The value of each "pointer=value" assignment, in axis order.
+        std::vector<std::string> values;
+        for (const std::string& a : sets[i]) values.push_back(a.substr(a.find('=') + 1));
+        if (o.format == "text") {
+          line << table.row(values, r);
+        } else if (o.format == "csv") {
           reports::write_csv_row(line, r, values);
         } else {
           nlohmann::ordered_json j;
@@ -258,7 +264,7 @@ int sweep_command(const SweepOptions& o, std::istream& in, std::ostream& out, st
       }
       report_text = render_report(o.report_path, data);
     }
-    sink.finish(o.format == "csv" ? csv_trailer_line(count) : sweep_trailer_line(true, count));
+    sink.finish(o.format == "jsonl" ? sweep_trailer_line(true, count) : csv_trailer_line(count));
     if (want_report) write_files({{o.report_path, report_text}});
   } catch (...) {
     sink.abandon();

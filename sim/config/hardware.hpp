@@ -117,6 +117,10 @@ struct NodeProfile {
   double nic_gbps = 0.0;  // default line rate per NIC
   int nics_per_node = 0;  // at most kMaxNicsPerGpu x gpus_per_node
   double host_memory_bytes = 0.0;
+  // A list price of the whole node per hour (profile key "price"), with its source and date; empty for
+  // nodes sold rather than rented. Plans cost a cluster from it when their candidate states no price.
+  std::optional<double> usd_per_node_hour;
+  std::string price_source;
 };
 
 // NICs per GPU a node may have (profile or scenario): AWS p5 has 4 (32 EFA NICs for 8 GPUs), DGX

@@ -1,5 +1,7 @@
 #include "config/plan_loader.hpp"
 
+#include <algorithm>
+#include <cstdlib>
 #include <limits>
 
 #include <fmt/format.h>
@@ -89,9 +91,94 @@ std::vector<std::int64_t> read_node_counts(ObjectReader& c, std::int64_t gpus_pe
   return counts;
 }
 
+PlanBatch read_batch(ObjectReader& top) {
+  PlanBatch b;
+  std::optional<ObjectReader> r = top.optional_child("batch");
+  if (!r) return b;
+  r->expect_keys({"rule", "reference_gpus", "max_global_batch_size"});
+  static constexpr std::array kRules{Choice<BatchRule>{"fixed", BatchRule::fixed},
+                                     Choice<BatchRule>{"per_gpu", BatchRule::per_gpu}};
+  b.rule = r->enum_value<BatchRule>("rule", kRules);
+  if (b.rule == BatchRule::per_gpu) {
+    b.reference_gpus = r->required<std::int64_t>("reference_gpus", IntRule::positive());
+    b.max_global_batch_size = r->maybe<std::int64_t>("max_global_batch_size", IntRule::positive());
+  }
+  r->finish();
+  return b;
+}
+
+// The global batch of `gpus` GPUs under the plan's rule; InputError at the rule when it is not whole.
+std::int64_t global_batch_on(const PlanBatch& batch, std::int64_t stated, std::int64_t gpus,
+                             const std::string& file, const std::string& where) {
+  if (batch.rule == BatchRule::fixed) return stated;
+  const std::optional<std::int64_t> product = core::checked_mul(stated, gpus);
+  if (!product || *product % batch.reference_gpus != 0) {
+    throw core::InputError(
+        file, "/batch/reference_gpus",
+        fmt::format("got {}; on {} ({} GPUs) the global batch {} x {} / {} is not a whole number; expected "
+                    "a reference GPU count that divides {} x the GPU count of every candidate cluster",
+                    batch.reference_gpus, where, gpus, stated, gpus, batch.reference_gpus, stated));
+  }
+  const std::int64_t scaled = *product / batch.reference_gpus;
+  return batch.max_global_batch_size ? std::min(scaled, *batch.max_global_batch_size) : scaled;
+}
+
+struct StatedPrice {
+  PriceBasis basis = PriceBasis::gpu_hour;
+  double usd = 0.0;
+  std::string source;
+};
+
+// The candidate's price: an override for its node, else its own key with "price_source", else its node
+// profile's.
+StatedPrice read_price(ObjectReader& c, const NodeProfile& node, std::span<const PriceOverride> prices) {
+  const std::optional<double> per_gpu = c.maybe<double>("usd_per_gpu_hour", NumberRule::positive());
+  const std::optional<double> per_node = c.maybe<double>("usd_per_node_hour", NumberRule::positive());
+  if (per_gpu && per_node) {
+    throw c.error_at("usd_per_node_hour",
+                     "both \"usd_per_gpu_hour\" and \"usd_per_node_hour\" given; expected one of them");
+  }
+  const auto override_it = std::find_if(prices.begin(), prices.end(),
+                                        [&](const PriceOverride& p) { return p.node_id == node.id; });
+  std::optional<std::string> source;
+  if (per_gpu || per_node) source = c.required<std::string>("price_source");
+  else if (c.has("price_source")) source = c.required<std::string>("price_source");
+  if (override_it != prices.end()) {
+    return {override_it->basis, override_it->usd, fmt::format("command line: {}", override_it->option)};
+  }
+  if (per_gpu) return {PriceBasis::gpu_hour, *per_gpu, *source};
+  if (per_node) return {PriceBasis::node_hour, *per_node, *source};
+  if (node.usd_per_node_hour) {
+    return {PriceBasis::node_hour, *node.usd_per_node_hour,
+            fmt::format("node profile {}: {}", node.id, node.price_source)};
+  }
+  throw c.error_here(fmt::format(
+      "no price for node \"{}\"; expected \"usd_per_gpu_hour\" or \"usd_per_node_hour\" with "
+      "\"price_source\" (its node profile states none), or --usd-per-gpu-hour / --usd-per-node-hour {}=USD",
+      node.id, node.id));
+}
+
 }  // namespace
 
-Plan load_plan_text(const std::string& text, const std::string& source, const DataPaths& data) {
+PriceOverride parse_price_override(const std::string& text, PriceBasis basis, const std::string& option) {
+  const std::size_t eq = text.find('=');
+  const std::string pointer = "/" + option;
+  const auto bad = [&] {
+    return core::InputError("command line", pointer,
+                            fmt::format("got \"{}\"; expected NODE=USD, a node profile id and a positive "
+                                        "price per {}",
+                                        text, basis == PriceBasis::gpu_hour ? "GPU-hour" : "node-hour"));
+  };
+  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size()) throw bad();
+  const std::string number = text.substr(eq + 1);
+  char* end = nullptr;
+  const double usd = std::strtod(number.c_str(), &end);
+  if (end != number.c_str() + number.size() || !(usd > 0.0) || usd > 1e12) throw bad();
+  return {text.substr(0, eq), basis, usd, fmt::format("--{} {}", option, text)};
+}
+
+Plan load_plan_text(const std::string& text, const std::string& source, const DataPaths& data,
+                    std::span<const PriceOverride> prices) {
   const json doc = parse_json_text(text, source);
   ObjectReader top(doc, source, "");
   if (!top.has("schema_version")) throw top.mismatch("schema_version", "1");
@@ -102,7 +189,16 @@ Plan load_plan_text(const std::string& text, const std::string& source, const Da
         fmt::format("unsupported plan schema_version {}; this dtsim reads {}", version, kPlanSchemaVersion));
   }
   top.expect_keys({"schema_version", "name", "model", "training", "parallelism", "simulation", "tokens",
-                   "steps", "deadline_days", "budget_usd", "candidates", "search", "failures"});
+                   "steps", "deadline_days", "budget_usd", "candidates", "search", "batch", "failures"});
+  for (std::size_t i = 0; i < prices.size(); ++i) {
+    for (std::size_t k = 0; k < i; ++k) {
+      if (prices[k].node_id == prices[i].node_id) {
+        throw core::InputError("command line", "/" + prices[i].option.substr(2, prices[i].option.find(' ') - 2),
+                               fmt::format("got \"{}\" after \"{}\"; expected one price per node",
+                                           prices[i].option, prices[k].option));
+      }
+    }
+  }
   Plan plan;
   plan.source = source;
   plan.name = top.required<std::string>("name");
@@ -115,6 +211,7 @@ Plan load_plan_text(const std::string& text, const std::string& source, const Da
   plan.deadline_days = top.maybe<double>("deadline_days", NumberRule::positive());
   plan.budget_usd = top.maybe<double>("budget_usd", NumberRule::positive());
   plan.search = read_search(top);
+  plan.batch = read_batch(top);
   plan.failures = read_failures(top, data.hardware_profiles, {.run_length_allowed = false});
   // Scenario keys are checked by the scenario loader below, with the same pointers as in the plan.
   top.child("model");
@@ -130,6 +227,10 @@ Plan load_plan_text(const std::string& text, const std::string& source, const Da
   for (const char* key : {"model", "training", "parallelism", "simulation"}) {
     if (const json* v = top.find(key)) scenario_keys[key] = *v;
   }
+  std::int64_t stated_batch = 0;
+  if (plan.batch.rule == BatchRule::per_gpu) {
+    stated_batch = training.required<std::int64_t>("global_batch_size", IntRule::positive());
+  }
 
   const json* candidates = top.find("candidates");
   if (candidates == nullptr || !candidates->is_array() || candidates->empty()) {
@@ -139,8 +240,8 @@ Plan load_plan_text(const std::string& text, const std::string& source, const Da
   top.finish();
   for (std::size_t i = 0; i < candidates->size(); ++i) {
     ObjectReader c((*candidates)[i], source, pointer_append("/candidates", i));
-    c.expect_keys(
-        {"node", "fabric", "nic_gbps", "nics_per_node", "usd_per_gpu_hour", "price_source", "nodes"});
+    c.expect_keys({"node", "fabric", "nic_gbps", "nics_per_node", "usd_per_gpu_hour", "usd_per_node_hour",
+                   "price_source", "nodes"});
     const std::string node_id = c.required<std::string>("node");
     const NodeProfile node = load_node_profile(data.hardware_profiles, node_id,
                                                IdLocation{source, pointer_append(c.pointer(), "node")});
@@ -149,8 +250,9 @@ Plan load_plan_text(const std::string& text, const std::string& source, const Da
                         IdLocation{source, pointer_append(c.pointer(), "fabric")});
     const std::optional<double> nic_gbps = c.maybe<double>("nic_gbps", NumberRule::positive());
     const std::optional<std::int64_t> nics = c.maybe<std::int64_t>("nics_per_node", IntRule::positive());
-    const double price = c.required<double>("usd_per_gpu_hour", NumberRule::positive());
-    const std::string price_source = c.required<std::string>("price_source");
+    const StatedPrice price = read_price(c, node, prices);
+    const double usd_per_gpu_hour =
+        price.basis == PriceBasis::gpu_hour ? price.usd : price.usd / node.gpus_per_node;
     const std::vector<std::int64_t> counts = read_node_counts(c, node.gpus_per_node);
     c.finish();
     for (const std::int64_t nodes : counts) {
@@ -161,8 +263,21 @@ Plan load_plan_text(const std::string& text, const std::string& source, const Da
       if (nic_gbps) network["nic_gbps"] = *nic_gbps;
       if (nics) network["nics_per_node"] = *nics;
       s["cluster"] = {{"node", node_id}, {"nodes", nodes}, {"network", network}};
-      plan.clusters.push_back(
-          {i, node_id, fabric, price, price_source, load_scenario_text(s.dump(), source, data)});
+      if (plan.batch.rule != BatchRule::fixed) {
+        s["training"]["global_batch_size"] =
+            global_batch_on(plan.batch, stated_batch, nodes * node.gpus_per_node, source,
+                            fmt::format("{} x {}", nodes, node_id));
+      }
+      plan.clusters.push_back({i, node_id, fabric, usd_per_gpu_hour, price.basis, price.usd, price.source,
+                               load_scenario_text(s.dump(), source, data)});
+    }
+  }
+  for (const PriceOverride& p : prices) {
+    if (std::none_of(plan.clusters.begin(), plan.clusters.end(),
+                     [&](const PlanCluster& c) { return c.node_id == p.node_id; })) {
+      throw core::InputError("command line", "/" + p.option.substr(2, p.option.find(' ') - 2),
+                             fmt::format("got \"{}\" for node \"{}\", which no candidate of {} uses",
+                                         p.option, p.node_id, source));
     }
   }
   return plan;

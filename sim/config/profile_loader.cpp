@@ -189,7 +189,7 @@ NodeProfile load_node_profile(const std::string& hardware_profiles, const std::s
   const std::string& path = file.path;
   ObjectReader r(file.doc, path, "");
   r.expect_keys({"schema_version", "id", "name", "sources", "gpu", "gpus_per_node", "intra_node", "network",
-                 "host_memory_bytes"});
+                 "host_memory_bytes", "price"});
   NodeProfile node;
   node.id = id;
   node.name = read_header(r, id);
@@ -219,7 +219,13 @@ NodeProfile load_node_profile(const std::string& hardware_profiles, const std::s
   network.finish();
 
   node.host_memory_bytes = r.required<double>("host_memory_bytes", NumberRule::positive());
+  if (std::optional<ObjectReader> price = r.optional_child("price")) {
+    price->expect_keys({"usd_per_node_hour"});
+    node.usd_per_node_hour = price->required<double>("usd_per_node_hour", NumberRule::positive());
+    price->finish();
+  }
   check_sources(r);
+  if (node.usd_per_node_hour) node.price_source = r.value()["sources"]["price"].get<std::string>();
   r.finish();
   return node;
 }

@@ -480,11 +480,13 @@ TEST_CASE(
     comma = std::min(first.find(',', at), first.size());
     cells.push_back(first.substr(at, comma - at));
   }
-  REQUIRE(cells.size() >= 12);
+  REQUIRE(cells.size() >= 14);
   const auto& memory = rows[0]["result"]["memory"];
-  CHECK(std::stod(cells[9]) == doctest::Approx(rows[0]["result"]["flops"]["mfu"].get<double>()));
-  CHECK(std::stod(cells[10]) == doctest::Approx(memory["peak_bytes_per_gpu"].get<double>() / (1 << 30)));
-  CHECK(std::stod(cells[11]) == doctest::Approx((memory["capacity_bytes_per_gpu"].get<double>() -
+  // node, fabric, nodes, gpus, global_batch_size, usd_per_gpu_hour, usd_per_node_hour, status, strategy,
+  // tokens_per_s, iteration_s, then these three.
+  CHECK(std::stod(cells[11]) == doctest::Approx(rows[0]["result"]["flops"]["mfu"].get<double>()));
+  CHECK(std::stod(cells[12]) == doctest::Approx(memory["peak_bytes_per_gpu"].get<double>() / (1 << 30)));
+  CHECK(std::stod(cells[13]) == doctest::Approx((memory["capacity_bytes_per_gpu"].get<double>() -
                                                  memory["peak_bytes_per_gpu"].get<double>()) /
                                                 (1 << 30)));
 }

@@ -125,6 +125,18 @@ TEST_CASE("sweep --out: FILE.partial while running, FILE once complete, with a f
   CHECK(csv[1].rfind("1,efa,", 0) == 0);  // the first point: nodes 1, fabric efa
   CHECK(csv[2].rfind("1,infiniband,", 0) == 0);
   CHECK(csv.back() == "# sweep complete: 6 points");
+  // Text: the column names (each swept key by its last segment, as wide as its longest value), a rule,
+  // a row per point in the same order and the closing comment.
+  const std::vector<std::string> text = lines_of(run_dtsim(with(kSweep, {"--format", "text"})).out);
+  REQUIRE(text.size() == 9);
+  CHECK(text[0].rfind("nodes  fabric      ", 0) == 0);
+  CHECK(text[0].find("iter (s)") != std::string::npos);
+  CHECK(text[0].find("error band") != std::string::npos);
+  CHECK(text[1] == std::string(text[0].size(), '-'));
+  CHECK(text[2].rfind("1      efa         ", 0) == 0);
+  CHECK(text[3].rfind("1      infiniband  ", 0) == 0);
+  CHECK(text[2].find(" ok ") != std::string::npos);
+  CHECK(text.back() == "# sweep complete: 6 points");
   fs::remove_all(dir);
 }
 
