@@ -1,6 +1,7 @@
 // The HTML report: one self-contained page, well-formed XML (XHTML syntax) so that it also parses as
 // XML. Inline CSS, inline SVG charts, no scripts, no external references. Each section shows its
-// charts and, under them, the table of the numbers they draw.
+// charts and, under them, the table of the numbers they draw. Charts scale down to the page and table
+// cells wrap, so nothing is cut or scrolls sideways at widths from 1,000 px (tests/render).
 #include <ostream>
 #include <string>
 
@@ -13,13 +14,14 @@ namespace dtsim::reports {
 namespace {
 
 constexpr const char* kStyle = R"(
-body { font-family: sans-serif; margin: 24px auto; max-width: 1100px; color: #222; }
+body { font-family: sans-serif; margin: 24px auto; padding: 0 16px; max-width: 1100px; color: #222; }
 h1 { font-size: 22px; } h2 { font-size: 17px; margin-top: 32px; border-bottom: 1px solid #ccc; }
 p.note, p.meta { color: #555; font-size: 13px; }
-figure { margin: 8px 0; overflow-x: auto; }
-.table-wrap { overflow-x: auto; }
-table { border-collapse: collapse; font-size: 12px; margin: 8px 0 16px; }
-th, td { border: 1px solid #ddd; padding: 3px 7px; text-align: right; white-space: nowrap; }
+figure { margin: 8px 0; }
+figure svg { max-width: 100%; height: auto; }
+table { border-collapse: collapse; font-size: 12px; margin: 8px 0 16px; max-width: 100%; }
+th, td { border: 1px solid #ddd; padding: 3px 7px; text-align: right; }
+th { overflow-wrap: anywhere; } td { overflow-wrap: break-word; }
 th { background: #f2f2f2; } td:first-child, th:first-child { text-align: left; }
 )";
 

@@ -107,29 +107,51 @@ ReportSection scaling_section(const ReportData& data, const std::vector<results:
                   .note = kind +
                           "scaling; efficiency = (throughput / GPUs) relative to the series' smallest "
                           "GPU count"};
-  svg::LineChart throughput{
-      .title = "Throughput vs GPUs", .x_label = "GPUs", .y_label = "samples/s", .log2_x = true};
+  // Tokens/s where every point has tokens (transformers), else samples/s; on log-log axes, where linear
+  // scaling is a straight line of slope one and weak scaling does not look exponential.
+  bool tokens = true;
+  for (const results::ScalingSeries& line : series) {
+    for (const results::ScalingPoint& p : line.points) tokens = tokens && p.tokens_per_s > 0.0;
+  }
+  const char* rate = tokens ? "tokens/s" : "samples/s";
+  svg::LineChart throughput{.title = fmt::format("Throughput vs GPUs ({}, log-log)", rate),
+                            .x_label = "GPUs",
+                            .y_label = rate,
+                            .log2_x = true,
+                            .log10_y = true};
   svg::LineChart efficiency{.title = "Scaling efficiency vs GPUs",
                             .x_label = "GPUs",
                             .y_label = "efficiency (%)",
                             .log2_x = true,
                             .reference_y = 100.0,
                             .reference_label = "ideal"};
-  // One row per GPU count, two columns (samples/s, efficiency) per series.
+  svg::LineChart tflops{.title = "Model TFLOP/s per GPU vs GPUs",
+                        .x_label = "GPUs",
+                        .y_label = "model TFLOP/s per GPU",
+                        .log2_x = true};
+  svg::LineChart mfu{.title = "Model FLOPs utilization vs GPUs", .x_label = "GPUs", .y_label = "MFU (%)",
+                     .log2_x = true};
+  // One row per GPU count; per series its throughput, TFLOP/s per GPU, MFU and efficiency.
   std::set<std::int64_t> gpu_counts;
   s.table.header = {"GPUs"};
   for (const results::ScalingSeries& line : series) {
-    svg::Series t{.name = line.name}, e{.name = line.name};
+    svg::Series t{.name = line.name}, e{.name = line.name}, f{.name = line.name}, m{.name = line.name};
     for (const results::ScalingPoint& p : line.points) {
       const auto gpus = static_cast<double>(p.gpus);
-      t.points.push_back({gpus, p.samples_per_s});
+      t.points.push_back({gpus, tokens ? p.tokens_per_s : p.samples_per_s});
       e.points.push_back({gpus, 100.0 * p.efficiency});
+      f.points.push_back({gpus, p.model_tflops_per_gpu});
+      m.points.push_back({gpus, 100.0 * p.mfu});
       gpu_counts.insert(p.gpus);
     }
     throughput.series.push_back(std::move(t));
     efficiency.series.push_back(std::move(e));
+    tflops.series.push_back(std::move(f));
+    mfu.series.push_back(std::move(m));
     const std::string prefix = series.size() == 1 ? std::string() : line.name + " ";
-    s.table.header.push_back(prefix + "samples/s");
+    s.table.header.push_back(prefix + rate);
+    s.table.header.push_back(prefix + "TFLOP/s per GPU");
+    s.table.header.push_back(prefix + "MFU");
     s.table.header.push_back(prefix + "efficiency");
   }
   for (const std::int64_t gpus : gpu_counts) {
@@ -137,12 +159,24 @@ ReportSection scaling_section(const ReportData& data, const std::vector<results:
     for (const results::ScalingSeries& line : series) {
       const auto at = std::find_if(line.points.begin(), line.points.end(),
                                    [&](const results::ScalingPoint& p) { return p.gpus == gpus; });
-      row.push_back(at == line.points.end() ? "-" : count(at->samples_per_s));
-      row.push_back(at == line.points.end() ? "-" : pct(at->efficiency));
+      const bool none = at == line.points.end();
+      row.push_back(none ? "-" : tokens ? fmt::format("{:.0f}", at->tokens_per_s) : count(at->samples_per_s));
+      row.push_back(none ? "-" : fmt::format("{:.1f}", at->model_tflops_per_gpu));
+      row.push_back(none ? "-" : pct(at->mfu));
+      row.push_back(none ? "-" : pct(at->efficiency));
     }
     s.table.rows.push_back(std::move(row));
   }
   s.svgs = {svg::render(throughput), svg::render(efficiency)};
+  // FLOP rates where the workload counts them (transformers; not the layer-table workloads).
+  const bool flops = std::any_of(series.begin(), series.end(), [](const results::ScalingSeries& line) {
+    return std::any_of(line.points.begin(), line.points.end(),
+                       [](const results::ScalingPoint& p) { return p.model_tflops_per_gpu > 0.0; });
+  });
+  if (flops) {
+    s.svgs.push_back(svg::render(tflops));
+    s.svgs.push_back(svg::render(mfu));
+  }
   return s;
 }
 
@@ -281,6 +315,38 @@ ReportSection timeline_section(const ReportEntry& entry) {
   return s;
 }
 
+// Layer-table workloads trained data-parallel (all-reduce or parameter servers): what sets their pace
+// and how long they take to converge, where the transformer columns (schedule, bubble, MFU) say nothing.
+ReportSection data_parallel_section(const ReportData& data) {
+  ReportSection s{.id = "data-parallel",
+                  .heading = "Data-parallel training",
+                  .note = "architecture and synchronization of each layer-table workload; staleness in "
+                          "updates over every applied gradient; time to target from the convergence model"};
+  svg::StackedBarChart chart{.title = "Throughput by entry", .y_label = "samples/s"};
+  chart.stacks = {{.name = "samples/s"}};
+  s.table.header = {"entry",          "architecture",       "sync",           "staleness bound", "workers",
+                    "servers",        "samples/s",          "mean staleness", "wait per step p50 (s)",
+                    "time to target (h)", "GPU-hours to target"};
+  for (const ReportEntry& e : data.entries) {
+    const Result& r = e.result;
+    if (!r.data_parallel) continue;
+    const auto& spec = r.scenario.data_parallel;
+    const auto& d = *r.data_parallel;
+    const auto& c = r.convergence;
+    chart.categories.push_back(bar_label(e));
+    chart.stacks[0].values.push_back(ok(r) ? r.throughput.samples_per_s : 0.0);
+    s.table.rows.push_back(
+        {e.label, config::to_string(spec.architecture), config::to_string(spec.sync),
+         spec.sync == config::SyncMode::bounded ? std::to_string(spec.staleness_bound) : "-",
+         std::to_string(d.workers), std::to_string(d.servers), ok(r) ? count(r.throughput.samples_per_s) : "-",
+         fmt::format("{:.2f}", d.staleness.mean), secs(d.wait_s_per_step.p50),
+         c ? fmt::format("{:.2f}", c->time_to_target_s / 3600.0) : "-",
+         c ? fmt::format("{:.0f}", c->gpu_hours) : "-"});
+  }
+  s.svgs = {svg::render(chart)};
+  return s;
+}
+
 }  // namespace
 
 std::vector<ReportSection> report_sections(const ReportData& data) {
@@ -288,7 +354,13 @@ std::vector<ReportSection> report_sections(const ReportData& data) {
   const std::vector<results::ScalingSeries> series = results::scaling_series(data);
   if (data.kind == results::ReportKind::sweep && results::has_scaling(series))
     sections.push_back(scaling_section(data, series));
-  if (data.kind == results::ReportKind::compare || data.kind == results::ReportKind::search) {
+  const bool transformers = std::any_of(data.entries.begin(), data.entries.end(),
+                                        [](const ReportEntry& e) { return !e.result.data_parallel; });
+  if (std::any_of(data.entries.begin(), data.entries.end(),
+                  [](const ReportEntry& e) { return e.result.data_parallel.has_value(); })) {
+    sections.push_back(data_parallel_section(data));
+  }
+  if (transformers && (data.kind == results::ReportKind::compare || data.kind == results::ReportKind::search)) {
     sections.push_back(strategy_section(data));
   }
   if (!data.entries.empty()) {

@@ -16,6 +16,12 @@ namespace {
 constexpr std::array kPalette = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
                                  "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
 
+// Dash patterns and marker shapes of line series, by series index modulo 3 and 4: with the palette's
+// 10 colours no two of the first 60 series look alike.
+constexpr std::array<const char*, 3> kDashes = {"", "7,4", "2,3"};
+enum class Marker { circle, square, triangle, diamond };
+constexpr std::array kMarkers = {Marker::circle, Marker::square, Marker::triangle, Marker::diamond};
+
 constexpr double kWidth = 760.0;
 constexpr double kLegendWidth = 210.0;
 constexpr double kLeft = 72.0;
@@ -70,13 +76,15 @@ void line(std::string& out, double x1, double y1, double x2, double y2, std::str
                  x1, y1, x2, y2, stroke, extra);
 }
 
-// Y axis with grid lines from ticks (ticks.front() at the bottom, ticks.back() at the top).
-void y_axis(std::string& out, const Frame& f, const std::vector<double>& ticks, const std::string& label) {
+// Y axis with grid lines from ticks (ticks.front() at the bottom, ticks.back() at the top); on a log10
+// axis the ticks are exponents, labelled with their powers of ten.
+void y_axis(std::string& out, const Frame& f, const std::vector<double>& ticks, const std::string& label,
+            bool log10 = false) {
   const double lo = ticks.front(), hi = ticks.back();
   for (double t : ticks) {
     const double y = f.bottom() - (t - lo) / (hi - lo) * f.height;
     line(out, f.left, y, f.right(), y, "#e0e0e0");
-    text_at(out, f.left - 6, y + 4, "end", tick_text(t));
+    text_at(out, f.left - 6, y + 4, "end", tick_text(log10 ? std::pow(10.0, t) : t));
   }
   line(out, f.left, f.top, f.left, f.bottom(), "#333333");
   fmt::format_to(
@@ -86,12 +94,46 @@ void y_axis(std::string& out, const Frame& f, const std::vector<double>& ticks, 
       f.top + f.height / 2, escape_xml(label));
 }
 
+// Series i's marker at (x, y), with a tooltip when `tip` is not empty.
+void marker(std::string& out, std::size_t i, double x, double y, const std::string& tip) {
+  const std::string title = tip.empty() ? std::string() : "<title>" + escape_xml(tip) + "</title>";
+  const char* fill = color(i);
+  switch (kMarkers[i % kMarkers.size()]) {
+    case Marker::circle:
+      fmt::format_to(std::back_inserter(out), R"(<circle cx="{:.1f}" cy="{:.1f}" r="3.5" fill="{}">{}</circle>)",
+                     x, y, fill, title);
+      break;
+    case Marker::square:
+      fmt::format_to(std::back_inserter(out),
+                     R"(<rect x="{:.1f}" y="{:.1f}" width="7" height="7" fill="{}">{}</rect>)", x - 3.5,
+                     y - 3.5, fill, title);
+      break;
+    case Marker::triangle:
+      fmt::format_to(std::back_inserter(out),
+                     R"(<polygon points="{:.1f},{:.1f} {:.1f},{:.1f} {:.1f},{:.1f}" fill="{}">{}</polygon>)", x,
+                     y - 4.5, x - 4.5, y + 3.5, x + 4.5, y + 3.5, fill, title);
+      break;
+    case Marker::diamond:
+      fmt::format_to(std::back_inserter(out),
+                     R"(<polygon points="{:.1f},{:.1f} {:.1f},{:.1f} {:.1f},{:.1f} {:.1f},{:.1f}" fill="{}">{}</polygon>)",
+                     x, y - 4.5, x + 4.5, y, x, y + 4.5, x - 4.5, y, fill, title);
+      break;
+  }
+  out += "\n";
+}
+
+std::string dash_attribute(std::size_t i) {
+  const std::string_view d = dash(i);
+  return d.empty() ? std::string() : fmt::format(R"( stroke-dasharray="{}")", d);
+}
+
 void legend(std::string& out, const Frame& f, const std::vector<std::string>& names, std::string_view shape) {
   double y = f.top + 6;
   const double x = f.right() + 16;
   for (std::size_t i = 0; i < names.size(); ++i, y += 18) {
     if (shape == "line") {
-      line(out, x, y, x + 18, y, color(i), R"( stroke-width="2.5")");
+      line(out, x, y, x + 18, y, color(i), R"( stroke-width="2.5")" + dash_attribute(i));
+      marker(out, i, x + 9, y, "");
     } else {
       fmt::format_to(std::back_inserter(out),
                      R"(<rect x="{:.1f}" y="{:.1f}" width="12" height="12" fill="{}"/>)"
@@ -107,6 +149,8 @@ void legend(std::string& out, const Frame& f, const std::vector<std::string>& na
 }  // namespace
 
 const char* color(std::size_t i) { return kPalette[i % kPalette.size()]; }
+
+const char* dash(std::size_t i) { return kDashes[i % kDashes.size()]; }
 
 std::string escape_xml(std::string_view text) {
   std::string out;
@@ -155,22 +199,53 @@ std::vector<double> nice_ticks(double lo, double hi, int target) {
   return ticks;
 }
 
+namespace {
+
+// Ticks of a log10 axis over [lo, hi] (values > 0), as exponents: decades, with 2 and 5 between them
+// when the range spans at most two decades. The first and last ticks bound the axis.
+std::vector<double> log_ticks(double lo, double hi) {
+  double first = std::floor(std::log10(lo)), last = std::ceil(std::log10(hi));
+  if (last <= first) last = first + 1.0;
+  std::vector<double> ticks;
+  const bool minor = last - first <= 2.0;
+  for (double d = first; d <= last + 0.5; d += 1.0) {
+    ticks.push_back(d);
+    if (minor && d < last - 0.5) {
+      ticks.push_back(d + std::log10(2.0));
+      ticks.push_back(d + std::log10(5.0));
+    }
+  }
+  // Drop the minor ticks below the lowest value and above the highest (tighter axis).
+  while (ticks.size() > 2 && ticks[1] <= std::log10(lo)) ticks.erase(ticks.begin());
+  while (ticks.size() > 2 && ticks[ticks.size() - 2] >= std::log10(hi)) ticks.pop_back();
+  return ticks;
+}
+
+}  // namespace
+
 std::string render(const LineChart& chart) {
   const Frame f;
-  double x_lo = INFINITY, x_hi = -INFINITY, y_lo = chart.y_from_zero ? 0.0 : INFINITY, y_hi = -INFINITY;
+  // A point is drawn when finite and, on a log axis, positive.
+  const auto drawn = [&](const Point& p) {
+    return finite(p.x) && finite(p.y) && !(chart.log2_x && p.x <= 0) && !(chart.log10_y && p.y <= 0);
+  };
+  const auto tx = [&](double x) { return chart.log2_x ? std::log2(x) : x; };
+  double x_lo = INFINITY, x_hi = -INFINITY;
+  double y_lo = chart.y_from_zero && !chart.log10_y ? 0.0 : INFINITY, y_hi = -INFINITY;
   for (const Series& s : chart.series) {
     for (const Point& p : s.points) {
-      if (!finite(p.x) || !finite(p.y) || (chart.log2_x && p.x <= 0)) continue;
-      const double x = chart.log2_x ? std::log2(p.x) : p.x;
-      x_lo = std::min(x_lo, x), x_hi = std::max(x_hi, x);
+      if (!drawn(p)) continue;
+      x_lo = std::min(x_lo, tx(p.x)), x_hi = std::max(x_hi, tx(p.x));
       y_lo = std::min(y_lo, p.y), y_hi = std::max(y_hi, p.y);
     }
   }
-  if (chart.reference_y && finite(*chart.reference_y)) y_hi = std::max(y_hi, *chart.reference_y);
+  const bool reference = chart.reference_y && finite(*chart.reference_y) && !(chart.log10_y && *chart.reference_y <= 0);
+  if (reference) y_hi = std::max(y_hi, *chart.reference_y), y_lo = std::min(y_lo, *chart.reference_y);
   if (!finite(x_lo)) x_lo = 0.0, x_hi = 1.0;
-  if (!finite(y_lo) || !finite(y_hi)) y_lo = 0.0, y_hi = 1.0;
+  if (!finite(y_lo) || !finite(y_hi)) y_lo = chart.log10_y ? 1.0 : 0.0, y_hi = chart.log10_y ? 10.0 : 1.0;
   if (x_hi == x_lo) x_lo -= 1.0, x_hi += 1.0;
-  const std::vector<double> y_ticks = nice_ticks(y_lo, y_hi * 1.02, 5);
+  const std::vector<double> y_ticks = chart.log10_y ? log_ticks(y_lo, y_hi) : nice_ticks(y_lo, y_hi * 1.02, 5);
+  const auto ty = [&](double y) { return chart.log10_y ? std::log10(y) : y; };
   std::vector<double> x_ticks;
   if (chart.log2_x) {
     x_lo = std::floor(x_lo), x_hi = std::ceil(x_hi);
@@ -182,13 +257,13 @@ std::string render(const LineChart& chart) {
   }
   const auto px = [&](double x) { return f.left + (x - x_lo) / (x_hi - x_lo) * f.width; };
   const auto py = [&](double y) {
-    return f.bottom() - (y - y_ticks.front()) / (y_ticks.back() - y_ticks.front()) * f.height;
+    return f.bottom() - (ty(y) - y_ticks.front()) / (y_ticks.back() - y_ticks.front()) * f.height;
   };
 
   std::string out;
   const double height = f.bottom() + 46;
   open_svg(out, kWidth, height, chart.title);
-  y_axis(out, f, y_ticks, chart.y_label);
+  y_axis(out, f, y_ticks, chart.y_label, chart.log10_y);
   line(out, f.left, f.bottom(), f.right(), f.bottom(), "#333333");
   for (const double t : x_ticks) {
     const double x = px(t);
@@ -197,9 +272,9 @@ std::string render(const LineChart& chart) {
             chart.log2_x ? fmt::format("{:.0f}", std::exp2(t)) : tick_text(t));
   }
   text_at(out, f.left + f.width / 2, f.bottom() + 36, "middle", chart.x_label);
-  if (chart.reference_y && finite(*chart.reference_y)) {
+  if (reference) {
     const double y = py(*chart.reference_y);
-    line(out, f.left, y, f.right(), y, "#555555", R"( stroke-dasharray="5,4")");
+    line(out, f.left, y, f.right(), y, "#555555", R"( stroke-width="1.2" stroke-dasharray="3,6")");
     text_at(out, f.right() - 4, y - 4, "end", chart.reference_label, R"( fill="#555555")");
   }
   std::vector<std::string> names;
@@ -209,18 +284,15 @@ std::string render(const LineChart& chart) {
     std::string points;
     std::string marks;
     for (const Point& p : s.points) {
-      if (!finite(p.x) || !finite(p.y) || (chart.log2_x && p.x <= 0)) continue;
-      const double x = px(chart.log2_x ? std::log2(p.x) : p.x), y = py(p.y);
+      if (!drawn(p)) continue;
+      const double x = px(tx(p.x)), y = py(p.y);
       fmt::format_to(std::back_inserter(points), "{}{:.1f},{:.1f}", points.empty() ? "" : " ", x, y);
-      fmt::format_to(std::back_inserter(marks),
-                     R"(<circle cx="{:.1f}" cy="{:.1f}" r="3.5" fill="{}"><title>{}: {}, {}</title></circle>)"
-                     "\n",
-                     x, y, color(i), escape_xml(s.name), tick_text(p.x), fmt::format("{:.4g}", p.y));
+      marker(marks, i, x, y, fmt::format("{}: {}, {:.4g}", s.name, tick_text(p.x), p.y));
     }
     fmt::format_to(std::back_inserter(out),
-                   R"(<polyline class="series" fill="none" stroke="{}" stroke-width="2.5" points="{}"/>)"
+                   R"(<polyline class="series" fill="none" stroke="{}" stroke-width="2.5"{} points="{}"/>)"
                    "\n{}",
-                   color(i), points, marks);
+                   color(i), dash_attribute(i), points, marks);
   }
   legend(out, f, names, "line");
   out += "</svg>\n";

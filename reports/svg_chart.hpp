@@ -1,4 +1,6 @@
-// A small SVG chart module: line charts (linear or log2 x axis, e.g. GPU counts), stacked bar charts
+// A small SVG chart module: line charts (linear or log2 x axis, e.g. GPU counts; linear or log10 y
+// axis; each series with its own colour, dash pattern and marker shape, so lines that overlap stay
+// apart and the chart reads in grey), stacked bar charts
 // with an optional reference line (e.g. memory capacity), and a timeline of spans on lanes. Each
 // render() returns one self-contained <svg> element (inline styles, no scripts, no external
 // references) with axes, ticks, a legend and every text XML-escaped. Non-finite values are skipped, so
@@ -28,6 +30,7 @@ struct LineChart {
   std::string x_label{};
   std::string y_label{};
   bool log2_x = false;  // ticks at powers of two; x must be > 0
+  bool log10_y = false;  // ticks at 1, 2 and 5 times powers of ten; y must be > 0 (y_from_zero ignored)
   bool y_from_zero = true;
   std::vector<Series> series{};
   std::optional<double> reference_y{};  // a dashed horizontal line, e.g. 100% efficiency
@@ -79,5 +82,7 @@ std::vector<double> nice_ticks(double lo, double hi, int target);
 
 // The palette colour of series i (cycles).
 const char* color(std::size_t i);
+// The stroke-dasharray of line series i ("" for solid; cycles with a period prime to the palette's).
+const char* dash(std::size_t i);
 
 }  // namespace dtsim::reports::svg

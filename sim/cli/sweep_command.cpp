@@ -82,11 +82,25 @@ Shard parse_shard(const std::string& text) {
   return {k - 1, n};
 }
 
-// "Sweep of FILE over /a x /b".
-std::string sweep_title(const std::string& source, const std::vector<config::SweepAxis>& axes) {
+std::string axes_text(const std::vector<config::SweepAxis>& axes) {
   std::string over;
   for (const config::SweepAxis& axis : axes) over += (over.empty() ? "" : " \u00d7 ") + axis.pointer;
-  return fmt::format("Sweep of {} over {}", source == "-" ? "standard input" : source, over);
+  return over;
+}
+
+// "Sweep of FILE over /a x /b", for messages.
+std::string sweep_title(const std::string& source, const std::vector<config::SweepAxis>& axes) {
+  return fmt::format("Sweep of {} over {}", source == "-" ? "standard input" : source, axes_text(axes));
+}
+
+// The report's title: "NAME: sweep over /a x /b", NAME the scenario's name (its file where it has none).
+std::string report_title(const std::string& source, const std::string& text,
+                         const std::vector<config::SweepAxis>& axes) {
+  const nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
+  const bool named = doc.is_object() && doc.contains("name") && doc["name"].is_string() &&
+                     !doc["name"].get<std::string>().empty();
+  if (!named) return sweep_title(source, axes);
+  return fmt::format("{}: sweep over {}", doc["name"].get<std::string>(), axes_text(axes));
 }
 
 // A report entry per point: the --set assignments as knobs, labelled by their last pointer segment.
@@ -253,7 +267,7 @@ int sweep_command(const SweepOptions& o, std::istream& in, std::ostream& out, st
     if (progress) err << "\n";
     std::string report_text;
     if (want_report) {
-      results::ReportData data{.title = title,
+      results::ReportData data{.title = report_title(o.scenario, text, axes),
                                .kind = results::ReportKind::sweep,
                                .scaling = scaling == config::Scaling::weak ? results::ReportScaling::weak
                                           : scaling == config::Scaling::strong

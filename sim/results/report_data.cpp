@@ -96,6 +96,8 @@ std::vector<ScalingSeries> scaling_series(const ReportData& data) {
     it->points.push_back({.gpus = e.result.scenario.gpu_count(),
                           .samples_per_s = e.result.throughput.samples_per_s,
                           .tokens_per_s = e.result.throughput.tokens_per_s,
+                          .model_tflops_per_gpu = e.result.flops.model_tflops_per_gpu,
+                          .mfu = e.result.flops.mfu,
                           .efficiency = 0.0,
                           .entry = i});
   }

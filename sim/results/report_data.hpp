@@ -65,6 +65,8 @@ struct ScalingPoint {
   std::int64_t gpus = 0;
   double samples_per_s = 0.0;
   double tokens_per_s = 0.0;
+  double model_tflops_per_gpu = 0.0;
+  double mfu = 0.0;
   double efficiency = 0.0;
   std::size_t entry = 0;  // index into ReportData::entries
 };

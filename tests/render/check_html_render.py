@@ -6,11 +6,17 @@ Usage: check_html_render.py DTSIM SOURCE_DIR WORK_DIR
 1. `dtsim sweep scenarios/default.json` (weak scaling over nodes and fabrics) writes an HTML report.
 2. The HTML parses as XML; it has the scaling, breakdown and memory charts (SVG elements, one line
    per fabric, bars) and no NaN/Inf.
-3. Chromium (Debian package `chromium`, installed by `make deps`) takes a screenshot; the PNG is decoded
-   (zlib from the standard library) and must not be blank: enough non-white pixels and several colours.
+3. At 1,000 and 1,600 px wide, Chromium (Debian package `chromium`, installed by `make deps`) lays the
+   page out and a probe script (added to a copy of the report; the report itself has none) reports
+   whether anything is cut: the page wider than the window, or a chart or table whose right edge
+   passes the body's. Then Chromium takes a screenshot at each width (kept in WORK_DIR, printed); the PNG
+   is decoded (zlib from the standard library) and must not be blank: enough non-white pixels and
+   several colours.
 Fails loudly, never skips: a missing chromium is a failure with the fix in the message.
 """
+import json
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -76,10 +82,8 @@ def main():
     dtsim, source, work = sys.argv[1:4]
     os.makedirs(work, exist_ok=True)
     report = os.path.join(work, "weak_scaling.html")
-    png = os.path.join(work, "weak_scaling.png")
-    for path in (report, png):
-        if os.path.exists(path):
-            os.remove(path)
+    if os.path.exists(report):
+        os.remove(report)
     cmd = [dtsim, "sweep", os.path.join(source, "scenarios", "default.json"), "--set", "/cluster/nodes=1,2,4,8",
            "--set", "/cluster/network/fabric=tcp,efa,infiniband", "--scaling", "weak", "--report", report]
     run = subprocess.run(cmd, capture_output=True, text=True, check=False)
@@ -98,34 +102,74 @@ def main():
     lines = [p for p in root.iter(SVG + "polyline") if p.get("class") == "series"]
     bars = [r for r in root.iter(SVG + "rect") if r.get("class") == "bar"]
     print(f"report: {len(svgs)} charts, {len(lines)} lines, {len(bars)} bars")
-    if len(svgs) < 4:
-        fail(f"expected at least 4 charts (throughput, efficiency, breakdown, memory), found {len(svgs)}")
-    if len(lines) != 6:
-        fail(f"expected 2 scaling charts x 3 fabrics = 6 lines, found {len(lines)}")
+    if len(svgs) < 6:
+        fail(f"expected at least 6 charts (throughput, efficiency, TFLOP/s, MFU, breakdown, memory), "
+             f"found {len(svgs)}")
+    if len(lines) != 12:
+        fail(f"expected 4 scaling charts x 3 fabrics = 12 lines, found {len(lines)}")
     if not bars:
         fail("no bars drawn")
 
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if chromium is None:
         fail("chromium is not installed: run `make deps` (Debian package chromium) to render HTML reports")
-    shot = subprocess.run([chromium, "--headless", "--disable-gpu", "--no-sandbox", "--hide-scrollbars",
-                           "--disable-dev-shm-usage",
-                           f"--user-data-dir={os.path.join(work, 'chromium-profile')}", f"--screenshot={png}",
-                           "--window-size=1200,1600", "file://" + os.path.abspath(report)],
-                          capture_output=True, text=True, timeout=120, check=False)
-    if shot.returncode != 0 or not os.path.exists(png):
-        fail(f"chromium exited {shot.returncode} without a screenshot: {shot.stderr[-2000:]}")
-    width, height, rows = decode_png(png)
-    pixels = [p for row in rows for p in row]
-    non_white = sum(1 for p in pixels if min(p) < 240)
-    colours = len(set(pixels))
-    share = non_white / len(pixels)
-    print(f"screenshot {width}x{height}: {share:.1%} non-white pixels, {colours} colours")
-    if share < 0.02 or colours < 8:
-        fail("the screenshot looks blank")
-    # The palette's first series colour (#1f77b4) must be on screen: a chart line or bar was painted.
-    if not any(abs(p[0] - 0x1f) < 24 and abs(p[1] - 0x77) < 24 and abs(p[2] - 0xb4) < 24 for p in pixels):
-        fail("no chart colour in the screenshot")
+    base = [chromium, "--headless", "--disable-gpu", "--no-sandbox", "--hide-scrollbars", "--disable-dev-shm-usage",
+            f"--user-data-dir={os.path.join(work, 'chromium-profile')}"]
+
+    # The layout probe: a copy of the report with a script that writes what overflows into the DOM.
+    probe = os.path.join(work, "weak_scaling_probe.html")
+    script = """<script>//<![CDATA[
+window.addEventListener('load', function () {
+  var body = document.body.getBoundingClientRect();
+  var cut = [];
+  if (document.documentElement.scrollWidth > window.innerWidth) cut.push('page ' + document.documentElement.scrollWidth);
+  document.querySelectorAll('svg, table').forEach(function (e, i) {
+    var r = e.getBoundingClientRect();
+    if (r.right > body.right + 0.5 || r.left < body.left - 0.5) cut.push(e.tagName + ' ' + i + ' ' + Math.round(r.left) + '..' + Math.round(r.right));
+  });
+  var out = document.createElement('pre');
+  out.id = 'layout-probe';
+  out.textContent = JSON.stringify({width: window.innerWidth, body: Math.round(body.width), cut: cut});
+  document.body.appendChild(out);
+});
+//]]></script>"""
+    with open(probe, "w", encoding="utf-8") as f:
+        f.write(text.replace("</body>", script + "</body>"))
+    for width in (1000, 1600):
+        dom = subprocess.run(base + [f"--window-size={width},1600", "--virtual-time-budget=5000", "--dump-dom",
+                                     "file://" + os.path.abspath(probe)],
+                             capture_output=True, text=True, timeout=120, check=False)
+        found = re.search(r'<pre id="layout-probe">(.*?)</pre>', dom.stdout)
+        if dom.returncode != 0 or not found:
+            fail(f"chromium --dump-dom at {width} px exited {dom.returncode} without the probe's result: "
+                 f"{dom.stderr[-2000:]}")
+        layout = json.loads(found.group(1).replace("&quot;", '"').replace("&amp;", "&"))
+        print(f"layout at {width} px: window {layout['width']} px, body {layout['body']} px, "
+              f"cut: {layout['cut'] or 'nothing'}")
+        if layout["cut"]:
+            fail(f"at {width} px wide, part of the report is cut or scrolls sideways: {layout['cut']}")
+
+        png = os.path.join(work, f"weak_scaling_{width}.png")
+        if os.path.exists(png):
+            os.remove(png)
+        shot = subprocess.run(base + [f"--screenshot={png}", f"--window-size={width},1600",
+                                      "file://" + os.path.abspath(report)],
+                              capture_output=True, text=True, timeout=120, check=False)
+        if shot.returncode != 0 or not os.path.exists(png):
+            fail(f"chromium exited {shot.returncode} without a screenshot: {shot.stderr[-2000:]}")
+        shot_width, height, rows = decode_png(png)
+        pixels = [p for row in rows for p in row]
+        non_white = sum(1 for p in pixels if min(p) < 240)
+        colours = len(set(pixels))
+        share = non_white / len(pixels)
+        print(f"screenshot {png}: {shot_width}x{height}, {share:.1%} non-white pixels, {colours} colours")
+        if shot_width != width:
+            fail(f"the screenshot is {shot_width} px wide, not {width}")
+        if share < 0.02 or colours < 8:
+            fail("the screenshot looks blank")
+        # The palette's first series colour (#1f77b4) must be on screen: a chart line or bar was painted.
+        if not any(abs(p[0] - 0x1f) < 24 and abs(p[1] - 0x77) < 24 and abs(p[2] - 0xb4) < 24 for p in pixels):
+            fail("no chart colour in the screenshot")
     print("ok")
 
 

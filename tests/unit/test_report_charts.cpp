@@ -54,13 +54,41 @@ TEST_CASE("a line chart draws one polyline per series, is well-formed and never 
       {.name = "bad", .points = {{8, std::numeric_limits<double>::quiet_NaN()}, {16, INFINITY}, {0, 3}}});
   const std::string out = svg::render(chart);
   CHECK(occurrences(out, "<polyline class=\"series\"") == 3);
-  CHECK(occurrences(out, "<circle") == 6);  // the third series has no drawable point
+  // Markers by series: circles for the first (3 points + its legend entry), squares for the second
+  // (3 + 1, besides the background rectangle), triangles for the third (its legend entry only: it has
+  // no drawable point); dashes by series: solid, "7,4", "2,3".
+  CHECK(occurrences(out, "<circle") == 4);
+  CHECK(occurrences(out, "<rect") == 1 + 4);
+  CHECK(occurrences(out, "<polygon") == 1);
+  CHECK(occurrences(out, "stroke-dasharray=\"7,4\"") == 2);  // the second series' line and legend
+  CHECK(occurrences(out, "stroke-dasharray=\"2,3\"") == 2);
   CHECK(out.find("nan") == std::string::npos);
   CHECK(out.find("inf") == std::string::npos);
   CHECK(out.find("Throughput &lt;samples/s&gt; &amp; more") != std::string::npos);
   CHECK(out.find(">1024<") != std::string::npos);  // log2 axis ticks at powers of two, 8 .. 1024
   CHECK(out.find(">8<") != std::string::npos);
   CHECK(dtsim::test::xml_error(out).empty());
+}
+
+TEST_CASE("a log-log line chart: decade ticks on y, points placed by their logarithm") {
+  svg::LineChart chart{.title = "t", .x_label = "GPUs", .y_label = "tokens/s", .log2_x = true, .log10_y = true};
+  // y from 150 to 120,000: decades 10^2 .. 10^6 (more than two decades: no 2 and 5 ticks).
+  chart.series.push_back({.name = "a", .points = {{8, 150}, {64, 1200}, {512, 120000}}});
+  chart.series.push_back({.name = "zero", .points = {{8, 0}, {16, -1}}});  // not drawable on a log axis
+  const std::string out = svg::render(chart);
+  CHECK(out.find(">100<") != std::string::npos);
+  CHECK(out.find(">1M<") != std::string::npos);
+  CHECK(out.find(">200<") == std::string::npos);
+  // Three points of series a; equal ratios are equal distances: 150 -> 1200 is x8, as is 15,000 -> 120,000.
+  CHECK(occurrences(out, "<circle") == 3 + 1);
+  CHECK(out.find("nan") == std::string::npos);
+  CHECK(dtsim::test::xml_error(out).empty());
+  // Two decades or fewer: 1, 2 and 5 ticks.
+  svg::LineChart narrow{.title = "t", .log10_y = true};
+  narrow.series.push_back({.name = "a", .points = {{1, 150}, {2, 900}}});
+  const std::string n = svg::render(narrow);
+  CHECK(n.find(">200<") != std::string::npos);
+  CHECK(n.find(">500<") != std::string::npos);
 }
 
 TEST_CASE("a stacked bar chart draws one rectangle per positive part and the reference line") {

@@ -47,11 +47,15 @@ TEST_CASE("sweep --report .html: a weak-scaling report with one line per fabric,
   CHECK(text.find("http://www.w3.org/2000/svg") != std::string::npos);
   CHECK(text.find("nan") == std::string::npos);
   CHECK(text.find("Infinity") == std::string::npos);
-  // Throughput and efficiency charts, three fabrics each.
-  CHECK(occurrences(text, "<polyline class=\"series\"") == 6);
-  CHECK(text.find("<th>fabric=efa samples/s</th>") != std::string::npos);
+  // Throughput (tokens/s of a transformer, log-log), efficiency, model TFLOP/s per GPU and MFU charts,
+  // three fabrics each; the title is the scenario's name.
+  CHECK(occurrences(text, "<polyline class=\"series\"") == 12);
+  CHECK(text.find("<th>fabric=efa tokens/s</th>") != std::string::npos);
+  CHECK(text.find("<th>fabric=efa MFU</th>") != std::string::npos);
+  CHECK(text.find("Throughput vs GPUs (tokens/s, log-log)") != std::string::npos);
+  CHECK(text.find("<h1>gpt-1.3b data-parallel on 2x DGX A100: sweep over /cluster/nodes") != std::string::npos);
   // Breakdown and memory: stacked bars for the 9 points.
-  CHECK(occurrences(text, "<svg ") == 4);
+  CHECK(occurrences(text, "<svg ") == 6);
   // Scaling, breakdown, memory and all results; no timeline (sweep points carry no trace).
   CHECK(occurrences(text, "<section id=") == 4);
   CHECK(text.find("id=\"timeline\"") == std::string::npos);
@@ -111,6 +115,25 @@ TEST_CASE("compare --report .html: one bar per plan in the strategy chart - run 
   CHECK(dtsim::test::xml_error(run_text).empty());
   CHECK(run_text.find("id=\"timeline\"") != std::string::npos);
   CHECK(occurrences(run_text, "<rect class=\"span\"") > 10);
+}
+
+TEST_CASE("compare --report .html of layer-table workloads: their architecture, sync and time to target") {
+  const auto dir = scratch_dir("report_data_parallel");
+  const std::string html = (dir / "dp.html").string();
+  const std::string ps = kSource + "/scenarios/ps-vs-allreduce/resnet50-64gpu-ps-async.json";
+  const std::string allreduce = kSource + "/scenarios/ps-vs-allreduce/resnet50-64gpu-allreduce-sync.json";
+  REQUIRE(run_status({"compare", ps, allreduce, "--no-timing", "--report", html}) == dtsim::cli::kExitOk);
+  const std::string text = read_file(html);
+  CHECK(dtsim::test::xml_error(text).empty());
+  CHECK(text.find("id=\"data-parallel\"") != std::string::npos);
+  // The transformer strategy table (schedule, pipeline bubble) says nothing about them.
+  CHECK(text.find("id=\"strategies\"") == std::string::npos);
+  const std::size_t from = text.find("id=\"data-parallel\"");
+  const std::string section = text.substr(from, text.find("</section>", from) - from);
+  CHECK(section.find("<th>time to target (h)</th>") != std::string::npos);
+  CHECK(section.find("<td>parameter_server</td><td>async</td>") != std::string::npos);
+  CHECK(section.find("<td>allreduce</td><td>sync</td>") != std::string::npos);
+  CHECK(occurrences(section, "<rect class=\"bar\"") == 2);
 }
 
 TEST_CASE("search --report .html: one bar per ranked plan, the plans' degrees as table columns") {
