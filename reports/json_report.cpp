@@ -1,4 +1,4 @@
-// Result v1 (README "Result v1"): the resolved scenario and every number of the result record, in a
+// Result v1 (docs/scenario-and-result.md "Result v1"): the resolved scenario and every number of the result record, in a
 // fixed key order so that the same record always renders to the same bytes. Doubles are written in
 // their shortest round-trip form. engine.wall_s is the one value that depends on the machine running
 // dtsim, not on the scenario; callers that need reproducible bytes zero it first (`dtsim run

@@ -1,5 +1,5 @@
 // Renderers of result records (DESIGN.md: reports compute nothing; they format what the engine and
-// models produced). Text for terminals, JSON (Result v1, README "Result v1"), CSV (one header row and
+// models produced). Text for terminals, JSON (Result v1, docs/scenario-and-result.md "Result v1"), CSV (one header row and
 // one row per result), and Chrome trace JSON that Perfetto and chrome://tracing open.
 #pragma once
 

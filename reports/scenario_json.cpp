@@ -1,4 +1,4 @@
-// The resolved scenario in Scenario v1 form (README "Scenario v1"): presets expanded, defaults filled in,
+// The resolved scenario in Scenario v1 form (docs/scenario-and-result.md "Scenario v1"): presets expanded, defaults filled in,
 // so that a result names everything it was computed from. Enumerations use their JSON names
 // (config::to_string); sizes keep the units of their keys.
 #include "core/units.hpp"

@@ -1,4 +1,4 @@
-// Validated regimes (hardware_profiles/accuracy.json, README "Expected error"): for each validation
+// Validated regimes (hardware_profiles/accuracy.json, docs/accuracy.md "Expected error"): for each validation
 // group of tests/validation, what its runs were (workload, GPU family, scale, software stack), whether
 // its figure is a time or a rate, and its signed errors (predicted - measured) / measured in % as the
 // validation record has them. The validation tests keep the figures equal to the record.

@@ -1,4 +1,4 @@
-// Data-parallel training of a layer-table workload (README "Data-parallel classics"): architecture
+// Data-parallel training of a layer-table workload (docs/data-parallel.md "Data-parallel classics"): architecture
 // (all-reduce, parameter servers, hybrid), synchronization (sync, async, bounded staleness), per-worker
 // compute-time variability and stragglers. Read from the scenario's "training" object by
 // read_data_parallel (config/layer_table_loader.hpp); simulated by engine/dp_training.

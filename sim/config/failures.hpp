@@ -1,4 +1,4 @@
-// Failures over a whole training run (scenario key "failures"; README "Failures and goodput"): how often
+// Failures over a whole training run (scenario key "failures"; docs/failures.md "Failures and goodput"): how often
 // the cluster's parts fail, what a failure costs, how state is checkpointed and how the job recovers.
 // models/failures/ turns it into goodput and time to train; this file is the typed form only.
 //

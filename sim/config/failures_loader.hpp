@@ -1,5 +1,5 @@
 // Reads the scenario's (or a plan's) "failures" block and the failure presets of
-// hardware_profiles/failures (config/failures.hpp has the meaning; README "Failures and goodput").
+// hardware_profiles/failures (config/failures.hpp has the meaning; docs/failures.md "Failures and goodput").
 #pragma once
 
 #include <optional>

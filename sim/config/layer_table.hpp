@@ -1,4 +1,4 @@
-// A workload given as a per-layer table (models/layer_table/tables/<id>.json, README "Layer tables"):
+// A workload given as a per-layer table (models/layer_table/tables/<id>.json, models/layer_table/README.md, docs/data-parallel.md):
 // per layer its forward FLOPs, implicit-GEMM shape and output activation bytes for one sample, its
 // parameter tensors (variables) and whether it is a sparse embedding. Typed and validated by
 // layer_table_loader; costed by models/layer_table (the compute model's roofline).

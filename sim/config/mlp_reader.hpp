@@ -1,4 +1,4 @@
-// Reader of an inline multi-layer-perceptron model (scenario "model" with "kind": "mlp"; README,
+// Reader of an inline multi-layer-perceptron model (scenario "model" with "kind": "mlp"; docs/scenario-and-result.md,
 // Scenario v1): layers (hidden layers after the input layer), hidden_size, input_size, output_size,
 // all positive integers; strict (no other key).
 #pragma once

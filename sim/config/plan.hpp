@@ -1,4 +1,4 @@
-// Plan v1, typed: a capacity-planning question (README "Capacity planning: dtsim plan"). The model,
+// Plan v1, typed: a capacity-planning question (docs/search-and-plan.md "Capacity planning"). The model,
 // training and optional parallelism/simulation keys are those of Scenario v1; each candidate cluster
 // (a node type and fabric with its price per GPU-hour or per node-hour, at each of several node counts)
 // becomes one resolved Scenario of that model on that cluster, with its global batch as the plan's

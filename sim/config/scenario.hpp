@@ -1,5 +1,5 @@
 // Scenario v1, typed and resolved: the only form of a scenario the rest of dtsim sees.
-// JSON keys and their meaning are documented in README.md ("Scenario v1"); the loader in
+// JSON keys and their meaning are documented in docs/scenario-and-result.md ("Scenario v1"); the loader in
 // scenario_loader.hpp validates strictly and resolves presets and hardware profiles.
 #pragma once
 
@@ -74,7 +74,7 @@ struct TransformerSpec {
 };
 
 // fat_tree: all NICs of a node on the node's leaf switch. rail_optimized: NIC i of every node of a rail
-// group on leaf i of that group (README "Topology").
+// group on leaf i of that group (docs/networks.md "Topology").
 enum class TopologyKind { fat_tree, rail_optimized };
 
 // All-reduce algorithm: NCCL-like choice by predicted time, or one forced (where it does not apply to
@@ -130,7 +130,7 @@ inline constexpr std::array kPipelineComms{PipelineComm::overlapped, PipelineCom
 // zero_stage 3). The defaults describe FSDP-style engines (PyTorch FSDP, Megatron-Core's FSDP, DeepSpeed
 // since it coalesces its gathers): one flat all-gather per layer, issued one layer ahead, the gathered
 // layer kept through recompute and backward. The alternatives describe DeepSpeed's ZeRO-3 as it shipped
-// in 2021 (README, "ZeRO-3 implementations").
+// in 2021 (docs/parallelism.md, "ZeRO-3 implementations").
 //   fetch:        prefetch  - a layer's gather starts when the previous layer starts; the layer keeps its
 //                             parameters through recompute and backward
 //                 on_demand - each use of the weights (forward, full recompute, backward) gathers when it
@@ -240,7 +240,7 @@ struct SimulationSpec {
   std::uint64_t seed = 1;
 };
 
-// A software stack (hardware_profiles/software/<id>.json, README "Software stacks"): the implementation
+// A software stack (hardware_profiles/software/<id>.json, docs/parallelism.md "Software stacks"): the implementation
 // facts of a training framework at a version, which a scenario may otherwise state key by key. Each set
 // field is the default of its scenario key; a key the scenario writes wins. tp_comm_overlap applies
 // where sequence parallelism is on, zero3 where zero_stage is 3.

@@ -75,7 +75,7 @@ TransformerSpec read_model(ObjectReader& top, const DataPaths& data, const Softw
   return spec;
 }
 
-// "cluster.network.topology": kind, leaf and spine tiers (README "Topology").
+// "cluster.network.topology": kind, leaf and spine tiers (docs/networks.md "Topology").
 void read_topology(ObjectReader& topology, NetworkSpec& net) {
   topology.expect_keys(
       {"kind", "oversubscription", "nodes_per_leaf", "leaves_per_pod", "core_oversubscription"});

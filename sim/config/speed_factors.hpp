@@ -1,5 +1,5 @@
 // Nodes and GPUs that run at another speed than their profiles say (scenario key
-// cluster.speed_factors; README "Stragglers and degraded links"): a GPU held back by its clocks (heat,
+// cluster.speed_factors; docs/networks.md "Stragglers and degraded links"): a GPU held back by its clocks (heat,
 // power capping, a bad fan), a node whose network links came up degraded. Each entry names a node and,
 // optionally, one of its GPUs (its index among the GPUs in use on the node: rank = node x GPUs per node +
 // gpu), with

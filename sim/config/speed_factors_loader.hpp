@@ -1,5 +1,5 @@
 // Reads cluster.speed_factors and checks it against the rest of the scenario (config/speed_factors.hpp
-// has the meaning; README "Stragglers and degraded links").
+// has the meaning; docs/networks.md "Stragglers and degraded links").
 #pragma once
 
 #include <string>

@@ -2,7 +2,7 @@
 // node's switch (NVSwitch or PCIe), NICs, leaf, spine and core switches; one directed edge per link
 // direction, with the bandwidth and latency of the node and fabric profiles.
 //
-// Layout (README "Topology"):
+// Layout (docs/networks.md "Topology"):
 //   inside a node   GPU <-> node switch (intra bandwidth x intra efficiency, intra latency on the way
 //                   out of the GPU); node switch <-> NIC i (as fast as the intra link: not a bottleneck)
 //   fat-tree        every NIC of a node on the node's leaf; `nodes_per_leaf` nodes per leaf

@@ -1,5 +1,5 @@
 // ZeRO-3 / fully sharded data parallelism: how one layer's parameters are cut into collectives
-// (config::Zero3Spec has the knobs; README, "ZeRO-3 implementations").
+// (config::Zero3Spec has the knobs; docs/parallelism.md, "ZeRO-3 implementations").
 //
 // Each collective moves a group of the layer's parameter tensors, counted per tensor-parallel rank:
 //   granularity layer:  one group, the whole layer (FSDP's and Megatron-Core FSDP's unit);

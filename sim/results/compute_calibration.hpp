@@ -1,5 +1,5 @@
 // Calibration of the compute model to a throughput measured on one GPU (training.measured_single_gpu,
-// README "Data-parallel classics"): "I measured my model on one GPU at X samples/s; predict the cluster".
+// docs/data-parallel.md "Data-parallel classics"): "I measured my model on one GPU at X samples/s; predict the cluster".
 //
 // The one-GPU copy of a scenario runs the same model, precision, micro-batch (for layer-table models the
 // per-worker batch), recompute and optimizer on one GPU of the same kind: one node of one GPU, every

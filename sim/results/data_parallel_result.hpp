@@ -1,4 +1,4 @@
-// Result blocks of data-parallel training of layer-table workloads (README "Result", blocks
+// Result blocks of data-parallel training of layer-table workloads (docs/scenario-and-result.md "Result", blocks
 // "data_parallel" and "convergence"): what the event-driven simulation of every worker and server
 // measured, and the time-to-converge outcome model on top of it.
 #pragma once

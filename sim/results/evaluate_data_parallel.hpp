@@ -1,4 +1,4 @@
-// The pipeline for a layer-table workload trained data-parallel (README "Data-parallel classics"):
+// The pipeline for a layer-table workload trained data-parallel (docs/data-parallel.md "Data-parallel classics"):
 //
 //   layer table x per-worker batch -> compute ops (models/layer_table) -> durations (compute model)
 //   -> variables placed on all-reduce buckets and/or parameter servers -> event-driven simulation of

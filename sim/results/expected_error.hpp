@@ -1,4 +1,4 @@
-// The expected error of a prediction (README "Expected error"): the band of signed errors that the
+// The expected error of a prediction (docs/accuracy.md "Expected error"): the band of signed errors that the
 // closest validated regime (config/accuracy.hpp) showed against published or measured runs, stated
 // beside the iteration time so that a planner reads it with its uncertainty.
 //

@@ -3,7 +3,7 @@
 // alone on one GPU, as the measurements did. Bound for each table: MAPE <= 10% and >= 80% of the row
 // pairs (measurements more than 5% apart) ordered. Both miss it (printed; the bounds are warnings, the fidelity record binds): dtsim
 // costs a convolution as its implicit GEMM at the GPU's GEMM curve and batch norm as bandwidth-bound
-// passes, see README "Data-parallel classics".
+// passes, see docs/data-parallel.md "Data-parallel classics".
 //
 //   TensorFlow's published benchmarks of 2017 (tf_benchmarks_p100_2017.json beside this file): images/s
 //   of Inception-v3, ResNet-50 (v1) and VGG-16 on one Tesla P100 SXM2 of a DGX-1, batch 64 and 32, fp32.

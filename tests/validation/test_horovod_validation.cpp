@@ -6,7 +6,7 @@
 // measured. One set of profile constants, no per-row knobs. The parameter-server rows use what that
 // software did, stated in the data file ("software"): TensorFlow's gRPC transport, one push and pull
 // per machine, variables placed greedily by size as tf_cnn_benchmarks did. The model misses the bound
-// (printed), so its bounds are warnings (the fidelity record binds): see README "Data-parallel classics", validation.
+// (printed), so its bounds are warnings (the fidelity record binds): see docs/data-parallel.md "Data-parallel classics", validation.
 //
 // A second table runs the same rows with each row's published single-GPU rate (the same README table's
 // images/s of that model on one GPU of that cluster: "single_gpu" in the data file) given as

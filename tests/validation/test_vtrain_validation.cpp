@@ -10,7 +10,7 @@
 // dtsim is 7% fast (median) on the one-node runs, most at micro-batch 2, and 13% on the 64-GPU ones
 // (27% at tensor parallel 16 across two nodes, where the network sets the pace). The host issues what
 // the stack launches (its scripted kernels, per-tensor gradient additions and tensor-parallel
-// collective calls: README "The host").
+// collective calls: docs/parallelism.md "The host").
 #include <doctest/doctest.h>
 
 #include <fmt/format.h>
