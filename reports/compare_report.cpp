@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/units.hpp"
+#include "reports/output_envelope.hpp"
 #include "reports/reports.hpp"
 
 namespace dtsim::reports {
@@ -153,9 +154,11 @@ void write_compare_text(std::ostream& out, const std::vector<Result>& results) {
   }
 }
 
-void write_compare_json(std::ostream& out, const std::vector<Result>& results) {
-  nlohmann::ordered_json j = nlohmann::ordered_json::array();
-  for (const auto& r : results) j.push_back(result_json(r));
+void write_compare_json(std::ostream& out, const std::vector<Result>& results,
+                        const std::vector<std::string>& scenarios) {
+  nlohmann::ordered_json j = output_envelope("compare", {{"scenarios", scenarios}});
+  nlohmann::ordered_json& list = j["results"] = nlohmann::ordered_json::array();
+  for (const auto& r : results) list.push_back(result_json(r));
   out << j.dump(2) << "\n";
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <ostream>
+#include <string>
 #include <vector>
 
 #include "results/result.hpp"
@@ -10,6 +11,8 @@
 namespace dtsim::reports {
 
 void write_compare_text(std::ostream& out, const std::vector<results::Result>& results);
-void write_compare_json(std::ostream& out, const std::vector<results::Result>& results);
+// Output v1 (output_envelope.hpp): inputs {"scenarios": [paths]}, "results": one Result v1 each.
+void write_compare_json(std::ostream& out, const std::vector<results::Result>& results,
+                        const std::vector<std::string>& scenarios);
 
 }  // namespace dtsim::reports

@@ -7,6 +7,7 @@
 
 #include "reports/data_parallel_report.hpp"
 #include "reports/goodput_report.hpp"
+#include "reports/output_envelope.hpp"
 #include "reports/reports.hpp"
 
 namespace dtsim::reports {
@@ -114,9 +115,14 @@ nlohmann::ordered_json result_json(const results::Result& result) {
   return j;
 }
 
-void write_json(std::ostream& out, const results::Result& result) {
+void write_json(std::ostream& out, const results::Result& result, const nlohmann::ordered_json& inputs) {
+  nlohmann::ordered_json j = output_envelope("run", inputs);
+  nlohmann::ordered_json fields = result_json(result);
+  for (auto& [key, value] : fields.items()) {
+    if (!j.contains(key)) j[key] = std::move(value);  // schema_version and dtsim_version are the envelope's
+  }
   // Invalid UTF-8 in a name is replaced rather than failing the whole report.
-  out << result_json(result).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << '\n';
+  out << j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << '\n';
 }
 
 }  // namespace dtsim::reports

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "reports/output_envelope.hpp"
+
 namespace dtsim::reports {
 
 namespace {
@@ -42,21 +44,21 @@ void write_nccl_tests_text(std::ostream& out, const NcclTestsTable& table) {
                      table.rows.empty() ? 0.0 : sum / static_cast<double>(table.rows.size()));
 }
 
-void write_nccl_tests_json(std::ostream& out, const NcclTestsTable& table) {
-  nlohmann::ordered_json j;
-  j["schema_version"] = 1;
+void write_nccl_tests_json(std::ostream& out, const NcclTestsTable& table, const nlohmann::ordered_json& inputs) {
+  nlohmann::ordered_json j = output_envelope("nccl-tests", inputs);
   j["title"] = table.title;
   if (!table.note.empty()) j["note"] = table.note;
   j["op"] = table.op;
   j["type"] = table.type;
   j["ranks"] = table.ranks;
-  auto& rows = j["rows"] = nlohmann::ordered_json::array();
+  // nccl-tests' "GB/s" columns are 10^9 bytes per second.
+  auto& rows = j["results"] = nlohmann::ordered_json::array();
   for (const auto& r : table.rows) {
     rows.push_back({{"size_bytes", r.size_bytes},
                     {"count", r.count},
                     {"time_us", r.time_us},
-                    {"algbw_gbps", r.algbw_gbps},
-                    {"busbw_gbps", r.busbw_gbps}});
+                    {"algbw_gbytes_per_s", r.algbw_gbps},
+                    {"busbw_gbytes_per_s", r.busbw_gbps}});
   }
   out << j.dump(2) << "\n";
 }

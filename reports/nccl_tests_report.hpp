@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "network/nccl_tests.hpp"
 
 namespace dtsim::reports {
@@ -21,6 +23,7 @@ struct NcclTestsTable {
 };
 
 void write_nccl_tests_text(std::ostream& out, const NcclTestsTable& table);
-void write_nccl_tests_json(std::ostream& out, const NcclTestsTable& table);
+// Output v1 (output_envelope.hpp) with `inputs`; "results": one row per size, bandwidths in 10^9 bytes/s.
+void write_nccl_tests_json(std::ostream& out, const NcclTestsTable& table, const nlohmann::ordered_json& inputs);
 
 }  // namespace dtsim::reports

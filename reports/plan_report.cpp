@@ -6,6 +6,7 @@
 
 #include "core/units.hpp"
 #include "reports/goodput_report.hpp"
+#include "reports/output_envelope.hpp"
 #include "reports/search_report.hpp"
 
 namespace dtsim::reports {
@@ -175,8 +176,9 @@ nlohmann::ordered_json row_json(const config::Plan& p, const search::PlanRow& r)
   return j;
 }
 
-void write_json(std::ostream& out, const config::Plan& p, const search::PlanOutcome& o) {
-  nlohmann::ordered_json j;
+void write_json(std::ostream& out, const config::Plan& p, const search::PlanOutcome& o,
+                const nlohmann::ordered_json& inputs) {
+  nlohmann::ordered_json j = output_envelope("plan", inputs);
   j["name"] = p.name;
   j["tokens"] = p.tokens ? nlohmann::ordered_json(*p.tokens) : nlohmann::ordered_json();
   j["steps"] = p.steps ? nlohmann::ordered_json(*p.steps) : nlohmann::ordered_json();
@@ -195,7 +197,7 @@ void write_json(std::ostream& out, const config::Plan& p, const search::PlanOutc
   j["fastest"] = o.fastest ? nlohmann::ordered_json(*o.fastest) : nlohmann::ordered_json();
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   for (const auto& r : o.rows) rows.push_back(row_json(p, r));
-  j["clusters"] = std::move(rows);
+  j["results"] = std::move(rows);
   out << j.dump(2) << "\n";
 }
 
@@ -237,13 +239,13 @@ void write_csv(std::ostream& out, const config::Plan& p, const search::PlanOutco
 }  // namespace
 
 void write_plan(std::ostream& out, const config::Plan& plan, const search::PlanOutcome& outcome,
-                Format format) {
+                Format format, const nlohmann::ordered_json& inputs) {
   switch (format) {
     case Format::text:
       write_text(out, plan, outcome);
       return;
     case Format::json:
-      write_json(out, plan, outcome);
+      write_json(out, plan, outcome, inputs);
       return;
     case Format::csv:
       write_csv(out, plan, outcome);

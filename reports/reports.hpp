@@ -22,9 +22,12 @@ nlohmann::ordered_json scenario_json(const config::Scenario& scenario);
 nlohmann::ordered_json result_json(const results::Result& result);
 
 void write_text(std::ostream& out, const results::Result& result);
-void write_json(std::ostream& out, const results::Result& result);
+// A run's JSON: Output v1's envelope (output_envelope.hpp) with `inputs`, and the Result's keys.
+void write_json(std::ostream& out, const results::Result& result,
+                const nlohmann::ordered_json& inputs = nlohmann::ordered_json::object());
 void write_csv(std::ostream& out, const std::vector<results::Result>& results);
-void write_result(std::ostream& out, const results::Result& result, Format format);
+void write_result(std::ostream& out, const results::Result& result, Format format,
+                  const nlohmann::ordered_json& inputs = nlohmann::ordered_json::object());
 
 // Chrome trace event format (JSON object with "traceEvents"); requires result.trace.
 void write_chrome_trace(std::ostream& out, const results::Result& result);

@@ -7,6 +7,7 @@
 
 #include "core/units.hpp"
 #include "reports/csv_report.hpp"
+#include "reports/output_envelope.hpp"
 
 namespace dtsim::reports {
 
@@ -76,8 +77,8 @@ void write_text(std::ostream& out, const config::Scenario& base, const search::S
   }
 }
 
-void write_json(std::ostream& out, const search::SearchOutcome& o) {
-  nlohmann::ordered_json j;
+void write_json(std::ostream& out, const search::SearchOutcome& o, const nlohmann::ordered_json& inputs) {
+  nlohmann::ordered_json j = output_envelope("search", inputs);
   j["search"] = search_counts_json(o);
   nlohmann::ordered_json top = nlohmann::ordered_json::array();
   for (const auto& e : o.top) {
@@ -88,7 +89,7 @@ void write_json(std::ostream& out, const search::SearchOutcome& o) {
     row["result"] = result_json(e.result);
     top.push_back(std::move(row));
   }
-  j["top"] = std::move(top);
+  j["results"] = std::move(top);
   out << j.dump(2) << "\n";
 }
 
@@ -132,13 +133,13 @@ void write_rejections_text(std::ostream& out, const search::SearchOutcome& o, co
 }
 
 void write_search(std::ostream& out, const config::Scenario& base, const search::SearchOutcome& outcome,
-                  Format format) {
+                  Format format, const nlohmann::ordered_json& inputs) {
   switch (format) {
     case Format::text:
       write_text(out, base, outcome);
       return;
     case Format::json:
-      write_json(out, outcome);
+      write_json(out, outcome, inputs);
       return;
     case Format::csv:
       write_csv(out, outcome);

@@ -10,8 +10,10 @@
 
 namespace dtsim::reports {
 
+// JSON: Output v1 (output_envelope.hpp) with `inputs`, the search's counts ("search") and the ranked
+// plans ("results": rank, label, headroom_bytes, result).
 void write_search(std::ostream& out, const config::Scenario& base, const search::SearchOutcome& outcome,
-                  Format format);
+                  Format format, const nlohmann::ordered_json& inputs = nlohmann::ordered_json::object());
 
 // Pieces the capacity plan's renderer shares.
 nlohmann::ordered_json search_counts_json(const search::SearchOutcome& outcome);

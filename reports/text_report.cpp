@@ -189,13 +189,14 @@ void write_text(std::ostream& out, const results::Result& result) {
 }
 
 // One record in the chosen format. CSV of one record is its header and one row.
-void write_result(std::ostream& out, const results::Result& result, Format format) {
+void write_result(std::ostream& out, const results::Result& result, Format format,
+                  const nlohmann::ordered_json& inputs) {
   switch (format) {
     case Format::text:
       write_text(out, result);
       return;
     case Format::json:
-      write_json(out, result);
+      write_json(out, result, inputs);
       return;
     case Format::csv:
       write_csv_header(out);

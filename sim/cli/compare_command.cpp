@@ -42,7 +42,7 @@ int compare_command(const CompareOptions& o, std::istream& in, std::ostream& out
   }
   std::ostringstream text;
   if (o.format == "json") {
-    reports::write_compare_json(text, all);
+    reports::write_compare_json(text, all, o.scenarios);
   } else if (o.format == "csv") {
     reports::write_csv(text, all);
   } else {

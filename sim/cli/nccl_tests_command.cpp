@@ -178,7 +178,19 @@ int nccl_tests_command(const NcclTestsOptions& o, std::ostream& out) {
   }
   std::ostringstream text;
   if (o.format == "json") {
-    reports::write_nccl_tests_json(text, table);
+    reports::write_nccl_tests_json(text, table,
+                                   {{"node", cluster.node.id},
+                                    {"nodes", cluster.cluster.nodes},
+                                    {"ranks_per_node", per_node},
+                                    {"fabric", cluster.cluster.network.fabric},
+                                    {"op", o.op},
+                                    {"type", o.type},
+                                    {"min_bytes", o.min_bytes},
+                                    {"max_bytes", o.max_bytes},
+                                    {"factor", o.factor},
+                                    {"network", o.network},
+                                    {"algo", o.algo},
+                                    {"proto", o.proto}});
   } else {
     reports::write_nccl_tests_text(text, table);
   }

@@ -37,13 +37,13 @@ CLI::App* add_plan_command(CLI::App& app, PlanCommandOptions& o) {
 
 int plan_command(const PlanCommandOptions& o, std::istream& in, std::ostream& out) {
   check_outputs({{"--out", o.out_path}}, {o.plan});
-  std::vector<config::PriceOverride> prices;
+  std::vector<config::PriceOverride> prices_given;
   for (const std::string& p : o.usd_per_gpu_hour)
-    prices.push_back(config::parse_price_override(p, config::PriceBasis::gpu_hour, "usd-per-gpu-hour"));
+    prices_given.push_back(config::parse_price_override(p, config::PriceBasis::gpu_hour, "usd-per-gpu-hour"));
   for (const std::string& p : o.usd_per_node_hour)
-    prices.push_back(config::parse_price_override(p, config::PriceBasis::node_hour, "usd-per-node-hour"));
+    prices_given.push_back(config::parse_price_override(p, config::PriceBasis::node_hour, "usd-per-node-hour"));
   const config::Plan plan =
-      config::load_plan_text(read_scenario_text(o.plan, in), o.plan, config::default_data_paths(), prices);
+      config::load_plan_text(read_scenario_text(o.plan, in), o.plan, config::default_data_paths(), prices_given);
   search::PlanOutcome outcome =
       search::evaluate_plan(plan, worker_threads(o.jobs), static_cast<std::size_t>(o.top));
   const auto regimes = config::load_accuracy(config::default_data_paths().hardware_profiles);
@@ -60,7 +60,10 @@ int plan_command(const PlanCommandOptions& o, std::istream& in, std::ostream& ou
     }
   }
   std::ostringstream text;
-  reports::write_plan(text, plan, outcome, output_format(o.format));
+  nlohmann::ordered_json prices = nlohmann::ordered_json::array();
+  for (const config::PriceOverride& p : prices_given) prices.push_back(p.option);
+  reports::write_plan(text, plan, outcome, output_format(o.format),
+                      {{"plan", o.plan}, {"top", o.top}, {"prices", std::move(prices)}});
   write_output(text.str(), o.out_path, out);
   return outcome.cheapest || outcome.fastest ? kExitOk : kExitInfeasible;
 }

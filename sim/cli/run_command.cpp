@@ -68,7 +68,7 @@ int run_command(const RunOptions& options, std::istream& in, std::ostream& out, 
   const bool infeasible = result.status == results::Status::infeasible;
 
   std::ostringstream report;
-  reports::write_result(report, result, format);
+  reports::write_result(report, result, format, {{"scenario", options.scenario}});
 
   std::vector<OutputFile> files;
   if (!options.out_path.empty()) files.push_back({options.out_path, report.str()});

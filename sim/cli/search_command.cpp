@@ -136,7 +136,8 @@ int search_command(const SearchCommandOptions& o, std::istream& in, std::ostream
   const auto regimes = config::load_accuracy(config::default_data_paths().hardware_profiles);
   for (search::SearchEntry& e : outcome.top) results::state_expected_error(e.result, regimes);
   std::ostringstream text;
-  reports::write_search(text, base, outcome, output_format(o.format));
+  reports::write_search(text, base, outcome, output_format(o.format),
+                        {{"scenario", o.scenario}, {"top", o.top}, {"exact", o.exact}});
   // The report and --out are opened before either is written: one bad path leaves no file behind.
   std::vector<OutputFile> files;
   if (!o.report_path.empty()) {

@@ -244,7 +244,7 @@ int sweep_command(const SweepOptions& o, std::istream& in, std::ostream& out, st
         } else {
           nlohmann::ordered_json j;
           j["index"] = index;
-          j["set"] = sets[i];
+          j["set"] = space.assignment_object(index);
           j["result"] = reports::result_json(r);
           line << j.dump() << "\n";
         }

@@ -8,6 +8,7 @@
 #include "config/json_text.hpp"
 
 #include "core/errors.hpp"
+#include "reports/output_envelope.hpp"
 
 namespace dtsim::cli {
 
@@ -37,7 +38,7 @@ std::string sweep_header_line(const SweepIdentity& sweep) {
   s["axes"] = std::move(axes);
   s["points"] = sweep.points;
   if (sweep.shard) s["shard"] = fmt::format("{}/{}", sweep.shard->k + 1, sweep.shard->n);
-  Json line;
+  Json line = reports::output_envelope("sweep", {{"scenario", sweep.scenario}});
   line["sweep"] = std::move(s);
   return line.dump() + "\n";
 }
@@ -84,7 +85,10 @@ SweepLine parse_sweep_line(const std::string& line, const std::string& file, std
     throw core::InputError(file, "", fmt::format("line {}: not a JSON object ({})", number, e.what()));
   }
   const Json& j = out.json;
-  if (j.is_object() && j.size() == 1 && j.contains("sweep") && j["sweep"].is_object()) {
+  // The first line: Output v1's envelope with "command": "sweep" and the sweep (or, as written before
+  // the envelope, the "sweep" object alone).
+  const bool envelope = j.is_object() && j.contains("command") && j["command"] == "sweep";
+  if (j.is_object() && (j.size() == 1 || envelope) && j.contains("sweep") && j["sweep"].is_object()) {
     out.kind = SweepLineKind::header;
     return out;
   }

@@ -1,9 +1,12 @@
 // The lines of a sweep's output, as dtsim sweep writes them and dtsim merge and sweep --resume read them.
 //
 // JSON Lines (--format jsonl):
-//   {"sweep":{"scenario":PATH,"scenario_fnv1a64":HEX,"scaling":S,"axes":[{"pointer":P,"values":[...]}...],
-//             "points":N[,"shard":"K/M"]}}      first line: which sweep (N: all its points)
-//   {"index":I,"set":["P=V",...],"result":{...}}  one per point, in index order
+//   {"schema_version":1,"dtsim_version":V,"command":"sweep","inputs":{"scenario":PATH},
+//    "sweep":{"scenario":PATH,"scenario_fnv1a64":HEX,"scaling":S,"axes":[{"pointer":P,"values":[...]}...],
+//             "points":N[,"shard":"K/M"]}}      first line: Output v1's envelope and which sweep (N: all
+//                                              its points); a first line of the "sweep" object alone,
+//                                              as written before the envelope, is read too
+//   {"index":I,"set":{"P":V,...},"result":{...}}  one per point, in index order (V: the value as JSON)
 //   {"sweep_complete":true,"points":C}            last line, written once every point of the file is
 //                                                 (C: the point lines above it)
 // A file without the last line is an unfinished sweep. Two files are of the same sweep when their

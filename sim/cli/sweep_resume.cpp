@@ -72,7 +72,7 @@ PartialSweep read_partial_sweep(const std::string& path, const std::string& head
       out.complete = true;
     } else if (parsed.kind == SweepLineKind::point) {
       const std::uint64_t index = out.points < count ? shard.index(out.points) : 0;
-      const Json expected_set = space.assignment(index);
+      const Json expected_set = space.assignment_object(index);
       if (out.points >= count || static_cast<std::uint64_t>(parsed.index) != index ||
           !parsed.json.contains("set") || parsed.json["set"] != expected_set) {
         throw core::InputError(path, "",

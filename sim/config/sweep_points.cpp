@@ -168,6 +168,15 @@ std::vector<std::string> SweepSpace::assignment(std::uint64_t index) const {
   return out;
 }
 
+nlohmann::ordered_json SweepSpace::assignment_object(std::uint64_t index) const {
+  const std::vector<std::size_t> d = digits(index);
+  nlohmann::ordered_json out = nlohmann::ordered_json::object();
+  for (std::size_t a = 0; a < axes_.size(); ++a) {
+    out[axes_[a].pointer] = nlohmann::ordered_json::parse(value_of(axes_[a].values[d[a]]).dump());
+  }
+  return out;
+}
+
 SweepPoint SweepSpace::point(std::uint64_t index) const {
   const std::vector<std::size_t> d = digits(index);
   json doc = base_;

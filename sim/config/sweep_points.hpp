@@ -49,6 +49,8 @@ class SweepSpace {
   const std::vector<SweepAxis>& axes() const { return axes_; }
   // "pointer=value" per axis of point `index` (< size()).
   std::vector<std::string> assignment(std::uint64_t index) const;
+  // The same as an object {pointer: value}, in axis order, each value as JSON (a bare word a string).
+  nlohmann::ordered_json assignment_object(std::uint64_t index) const;
   // The point's assignment and scenario text; InputError when a value cannot be set there.
   SweepPoint point(std::uint64_t index) const;
 

@@ -433,7 +433,9 @@ TEST_CASE("dtsim search: json and csv output, same bytes with --no-timing on 1 a
   CHECK(cc.status == 0);
   CHECK(cc.out.rfind("rank,label,headroom_bytes,name,", 0) == 0);
   // Each listed plan carries the error band of the closest validated regime (H100, several nodes).
-  const auto top = nlohmann::json::parse(ja.out)["top"];
+  const auto doc = nlohmann::json::parse(ja.out);
+  CHECK(doc["command"] == "search");
+  const auto top = doc["results"];
   REQUIRE_FALSE(top.empty());
   CHECK(top[0]["result"]["expected_error"]["validated"] == true);
   std::vector<std::string> t = common;
@@ -465,7 +467,7 @@ TEST_CASE(
   const std::string csv = out_csv.str();
   CHECK(std::count(csv.begin(), csv.end(), '\n') == 3);
   // Each cluster's best plan carries the error band of its validated regime (A100 one node, several).
-  const auto rows = nlohmann::json::parse(out_json.str())["clusters"];
+  const auto rows = nlohmann::json::parse(out_json.str())["results"];
   REQUIRE(rows.size() == 2);
   for (const auto& row : rows) CHECK(row["result"]["expected_error"]["validated"] == true);
   // The CSV's MFU and memory columns are the best plan's result: mfu, its most loaded GPU's peak and
@@ -589,7 +591,7 @@ TEST_CASE("dtsim plan --top 2: each cluster's next ranked strategy, costed as th
   REQUIRE(dtsim::cli::run_cli({"plan", "-", "--format", "csv", "--top", "2"}, in_csv, out_csv, err) ==
           dtsim::cli::kExitOk);
   REQUIRE(dtsim::cli::run_cli({"plan", "-", "--top", "2"}, in_text, out_text, err) == dtsim::cli::kExitOk);
-  const auto clusters = nlohmann::json::parse(out_json.str())["clusters"];
+  const auto clusters = nlohmann::json::parse(out_json.str())["results"];
   REQUIRE(clusters.size() == 2);
   for (const auto& c : clusters) {
     REQUIRE(c["alternatives"].size() == 1);
