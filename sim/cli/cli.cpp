@@ -67,6 +67,8 @@ int run_cli(const std::vector<std::string>& args, std::istream& in, std::ostream
   CLI::App* kineto = add_import_kineto_command(*app.get_subcommand("import"), kineto_options);
   CalibrateOptions calibrate_options;
   CLI::App* calibrate = add_calibrate_command(app, calibrate_options);
+  SchemaCommandOptions schema_options;
+  CLI::App* schema = add_schema_command(app, schema_options);
 
   try {
     std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 consumes from the back
@@ -88,6 +90,7 @@ int run_cli(const std::vector<std::string>& args, std::istream& in, std::ostream
       if (import->parsed()) return import_nccl_command(import_options, out);
       if (kineto->parsed()) return import_kineto_command(kineto_options, out);
       if (calibrate->parsed()) return calibrate_command(calibrate_options, out, err);
+      if (schema->parsed()) return schema_command(schema_options, out);
       err << "error: a subcommand is required\nRun with --help for more information.\n";
       return kExitBadInput;
     } catch (const core::InputError& e) {

@@ -145,6 +145,15 @@ struct SearchCommandOptions {
 CLI::App* add_search_command(CLI::App& app, SearchCommandOptions& options);
 int search_command(const SearchCommandOptions& options, std::istream& in, std::ostream& out);
 
+// dtsim schema [NAME]: the JSON Schema NAME (schemas/NAME.schema.json), or without NAME the list of
+// names with their titles. An unknown name is bad input (exit 2) listing the names.
+struct SchemaCommandOptions {
+  std::string name;
+};
+
+CLI::App* add_schema_command(CLI::App& app, SchemaCommandOptions& options);
+int schema_command(const SchemaCommandOptions& options, std::ostream& out);
+
 struct PlanCommandOptions {
   std::string plan;
   int jobs = 0;  // 0: all cores

@@ -31,7 +31,8 @@ namespace {
 constexpr std::int64_t kSchemaVersion = 1;
 
 DataPaths data_paths_under(const std::filesystem::path& root) {
-  return DataPaths{(root / "hardware_profiles").string(), (root / "models" / "presets").string()};
+  return DataPaths{(root / "hardware_profiles").string(), (root / "models" / "presets").string(),
+                   (root / "schemas").string()};
 }
 
 std::string profile_path(const DataPaths& data, const char* kind, const std::string& id) {

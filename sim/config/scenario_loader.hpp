@@ -17,6 +17,7 @@ namespace dtsim::config {
 struct DataPaths {
   std::string hardware_profiles;  // folder with gpus/, nodes/, fabrics/
   std::string model_presets;      // folder with <preset>.json
+  std::string schemas;            // folder with <name>.schema.json (dtsim schema)
 };
 
 // The data folders: $DTSIM_DATA_DIR if set, else the installed share folder, else the source tree.

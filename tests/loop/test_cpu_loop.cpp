@@ -84,7 +84,8 @@ const Loop& run_loop() {
     l.loss_last = field(out, "loss_last");
 
     const dtsim::config::DataPaths data{profiles.string(),
-                                        (fs::path(DTSIM_SOURCE_DIR) / "models" / "presets").string()};
+                                        (fs::path(DTSIM_SOURCE_DIR) / "models" / "presets").string(),
+                                        (fs::path(DTSIM_SOURCE_DIR) / "schemas").string()};
     const auto scenario =
         dtsim::config::load_scenario((fs::path(DTSIM_TESTS_DIR) / "loop" / "mlp_dp2.json").string(), data);
     const auto result = dtsim::results::evaluate(scenario, {});

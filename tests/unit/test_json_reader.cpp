@@ -277,7 +277,7 @@ class DataFolder {
   explicit DataFolder(const std::string& tag)
       : root_(fs::temp_directory_path() / ("dtsim_test_" + tag + "_" + std::to_string(::getpid()))) {
     fs::remove_all(root_);
-    paths_ = {(root_ / "hardware_profiles").string(), (root_ / "presets").string()};
+    paths_ = {(root_ / "hardware_profiles").string(), (root_ / "presets").string(), (root_ / "schemas").string()};
     write("hardware_profiles/gpus/g1.json", gpu_profile());
     write("hardware_profiles/nodes/n1.json", node_profile());
     write("hardware_profiles/fabrics/f1.json", with_sources({{"schema_version", 1},

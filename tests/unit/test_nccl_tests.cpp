@@ -105,7 +105,8 @@ TEST_CASE("an imported fabric profile loads and reproduces its log") {
                                "--id", "efa-p4de", "--out", profile},
                               in, out, err) == 0);
   CHECK(out.str().find("fabric profile \"efa-p4de\"") != std::string::npos);
-  const dtsim::config::DataPaths data{(root / "hardware_profiles").string(), (root / "models" / "presets").string()};
+  const dtsim::config::DataPaths data{(root / "hardware_profiles").string(), (root / "models" / "presets").string(),
+                                      (root / "schemas").string()};
   dtsim::config::ClusterRequest request;
   request.node = "aws-p4d";
   request.nodes = 2;
