@@ -1,7 +1,10 @@
-// Report as CSV: "entry", one column per knob key, then the CSV result columns (csv_report.hpp), one
-// row per entry. Fields are quoted as RFC 4180 says.
+// Report as CSV: "entry", one column per knob key and per figure, then the CSV result columns
+// (csv_report.hpp), one row per entry. Fields are quoted as RFC 4180 says.
+#include <cmath>
 #include <sstream>
 #include <string>
+
+#include <fmt/format.h>
 
 #include "reports/csv_report.hpp"
 #include "reports/report_writer.hpp"
@@ -21,8 +24,10 @@ std::string field(const std::string& text) {
 
 void write_report_csv(std::ostream& out, const results::ReportData& data) {
   const std::vector<std::string> keys = results::knob_keys(data);
+  const std::vector<std::string> figures = results::figure_names(data);
   out << "entry";
   for (const std::string& key : keys) out << ',' << field(key);
+  for (const std::string& name : figures) out << ',' << field(name);
   out << ',';
   write_csv_header(out);
   for (const results::ReportEntry& e : data.entries) {
@@ -31,6 +36,14 @@ void write_report_csv(std::ostream& out, const results::ReportData& data) {
       std::string value;
       for (const results::Knob& k : e.knobs) {
         if (k.key == key) value = k.value;
+      }
+      out << ',' << field(value);
+    }
+    // A figure's value where it has one (full precision), else its text.
+    for (const std::string& name : figures) {
+      std::string value;
+      for (const results::Figure& f : e.figures) {
+        if (f.name == name) value = std::isfinite(f.value) ? fmt::format("{}", f.value) : f.text;
       }
       out << ',' << field(value);
     }

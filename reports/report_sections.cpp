@@ -3,6 +3,7 @@
 #include "reports/report_sections.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 #include <fmt/format.h>
@@ -33,6 +34,14 @@ std::string plan(const Result& r) {
   return fmt::format("{}x{}x{}x{}", p.data, p.tensor, p.pipeline, p.context);
 }
 
+// The entry's figure `name` as the tables show it, "-" where it has none.
+std::string figure_text(const ReportEntry& e, const std::string& name) {
+  for (const results::Figure& f : e.figures) {
+    if (f.name == name) return f.text;
+  }
+  return "-";
+}
+
 // The bar label: the entry's label, marked when the plan did not run.
 std::string bar_label(const ReportEntry& e) { return ok(e.result) ? e.label : e.label + " (infeasible)"; }
 
@@ -41,6 +50,8 @@ ReportSection results_section(const ReportData& data) {
   const std::vector<std::string> keys = results::knob_keys(data);
   s.table.header = {"entry"};
   s.table.header.insert(s.table.header.end(), keys.begin(), keys.end());
+  const std::vector<std::string> figures = results::figure_names(data);
+  s.table.header.insert(s.table.header.end(), figures.begin(), figures.end());
   // Goodput columns only where some entry states failures (results/goodput.hpp).
   const bool failures = std::any_of(data.entries.begin(), data.entries.end(),
                                     [](const ReportEntry& e) { return e.result.goodput.has_value(); });
@@ -63,6 +74,7 @@ ReportSection results_section(const ReportData& data) {
       }
       row.push_back(value);
     }
+    for (const std::string& name : figures) row.push_back(figure_text(e, name));
     row.push_back(std::to_string(r.scenario.gpu_count()));
     row.push_back(plan(r));
     row.emplace_back(results::to_string(r.status));
@@ -315,6 +327,36 @@ ReportSection timeline_section(const ReportEntry& entry) {
   return s;
 }
 
+// What a study computed beyond the results (a capacity plan's days and cost per cluster): one bar chart
+// per figure with a finite value, and the table of every figure.
+ReportSection figures_section(const ReportData& data) {
+  ReportSection s{.id = "figures",
+                  .heading = data.kind == results::ReportKind::plan ? "Time and cost by cluster" : "Figures"};
+  const std::vector<std::string> names = results::figure_names(data);
+  s.table.header = {"entry"};
+  s.table.header.insert(s.table.header.end(), names.begin(), names.end());
+  for (const std::string& name : names) {
+    svg::StackedBarChart chart{.title = name, .y_label = name};
+    chart.stacks = {{.name = name}};
+    bool any = false;
+    for (const ReportEntry& e : data.entries) {
+      double value = 0.0;
+      for (const results::Figure& f : e.figures) {
+        if (f.name == name && std::isfinite(f.value)) value = f.value, any = true;
+      }
+      chart.categories.push_back(bar_label(e));
+      chart.stacks[0].values.push_back(value);
+    }
+    if (any) s.svgs.push_back(svg::render(chart));
+  }
+  for (const ReportEntry& e : data.entries) {
+    std::vector<std::string> row{e.label};
+    for (const std::string& name : names) row.push_back(figure_text(e, name));
+    s.table.rows.push_back(std::move(row));
+  }
+  return s;
+}
+
 // Layer-table workloads trained data-parallel (all-reduce or parameter servers): what sets their pace
 // and how long they take to converge, where the transformer columns (schedule, bubble, MFU) say nothing.
 ReportSection data_parallel_section(const ReportData& data) {
@@ -352,15 +394,17 @@ ReportSection data_parallel_section(const ReportData& data) {
 std::vector<ReportSection> report_sections(const ReportData& data) {
   std::vector<ReportSection> sections;
   const std::vector<results::ScalingSeries> series = results::scaling_series(data);
-  if (data.kind == results::ReportKind::sweep && results::has_scaling(series))
-    sections.push_back(scaling_section(data, series));
+  const bool study = data.kind == results::ReportKind::sweep || data.kind == results::ReportKind::plan;
+  if (study && results::has_scaling(series)) sections.push_back(scaling_section(data, series));
+  if (!results::figure_names(data).empty()) sections.push_back(figures_section(data));
   const bool transformers = std::any_of(data.entries.begin(), data.entries.end(),
                                         [](const ReportEntry& e) { return !e.result.data_parallel; });
   if (std::any_of(data.entries.begin(), data.entries.end(),
                   [](const ReportEntry& e) { return e.result.data_parallel.has_value(); })) {
     sections.push_back(data_parallel_section(data));
   }
-  if (transformers && (data.kind == results::ReportKind::compare || data.kind == results::ReportKind::search)) {
+  if (transformers && (data.kind == results::ReportKind::compare || data.kind == results::ReportKind::search ||
+                       data.kind == results::ReportKind::plan)) {
     sections.push_back(strategy_section(data));
   }
   if (!data.entries.empty()) {

@@ -160,6 +160,7 @@ struct PlanCommandOptions {
   int top = 1;   // ranked strategies per cluster
   std::vector<std::string> usd_per_gpu_hour;   // NODE=USD, each
   std::vector<std::string> usd_per_node_hour;  // NODE=USD, each
+  std::string report_path;                     // --report FILE.html|.md|.csv
   std::string format = "text";
   std::string out_path;
   bool no_timing = false;

@@ -1,4 +1,4 @@
-// `--report FILE.html|.md|.csv` on run, sweep, compare and search: the option (its extension is checked when
+// `--report FILE.html|.md|.csv` on run, sweep, compare, search and plan: the option (its extension is checked when
 // the command line is parsed, so anything else is a usage error, exit 2) and the rendering of a
 // ReportData into the file's format.
 #pragma once

@@ -19,6 +19,8 @@ const char* to_string(ReportKind k) {
       return "sweep";
     case ReportKind::compare:
       return "compare";
+    case ReportKind::plan:
+      return "plan";
     case ReportKind::search:
       return "search";
   }
@@ -45,6 +47,16 @@ std::vector<std::string> knob_keys(const ReportData& data) {
     }
   }
   return keys;
+}
+
+std::vector<std::string> figure_names(const ReportData& data) {
+  std::vector<std::string> names;
+  for (const ReportEntry& e : data.entries) {
+    for (const Figure& f : e.figures) {
+      if (std::find(names.begin(), names.end(), f.name) == names.end()) names.push_back(f.name);
+    }
+  }
+  return names;
 }
 
 namespace {

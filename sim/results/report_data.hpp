@@ -23,7 +23,7 @@
 
 namespace dtsim::results {
 
-enum class ReportKind { run, sweep, compare, search };
+enum class ReportKind { run, sweep, compare, search, plan };
 enum class ReportScaling { none, weak, strong };
 
 struct Knob {
@@ -31,10 +31,19 @@ struct Knob {
   std::string value{};  // as the user wrote it, e.g. "efa"
 };
 
+// A figure a study computed for an entry beyond its Result (a capacity plan's days and cost): a column
+// of the results table and, where its value is finite, a bar of that figure's chart.
+struct Figure {
+  std::string name{};  // e.g. "days to train"
+  double value = 0.0;  // NaN: shown as text only
+  std::string text{};  // as the tables show it
+};
+
 struct ReportEntry {
   std::string label{};  // short row name
   std::vector<Knob> knobs{};
   Result result{};
+  std::vector<Figure> figures{};
 };
 
 struct ReportData {
@@ -49,6 +58,8 @@ const char* to_string(ReportScaling s);
 
 // The knob keys, in first-seen order over the entries (the table columns).
 std::vector<std::string> knob_keys(const ReportData& data);
+// The figure names, in first-seen order over the entries.
+std::vector<std::string> figure_names(const ReportData& data);
 
 // Throughput against GPU count, one series per combination of the knobs that do not set the GPU count.
 // A knob "sets the GPU count" when it takes more than one value and every entry with the same value of

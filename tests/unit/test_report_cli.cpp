@@ -136,6 +136,34 @@ TEST_CASE("compare --report .html of layer-table workloads: their architecture, 
   CHECK(occurrences(section, "<rect class=\"bar\"") == 2);
 }
 
+TEST_CASE("plan --report: days and cost per cluster, scaling per node type, the plan's figures as columns") {
+  const auto dir = scratch_dir("report_plan");
+  const std::string html = (dir / "plan.html").string();
+  const std::string csv = (dir / "plan.csv").string();
+  const std::string plan = kSource + "/scenarios/plans/llama3-8b-100b-tokens-weak.json";
+  REQUIRE(run_status({"plan", plan, "--no-timing", "--report", html}) == dtsim::cli::kExitOk);
+  const std::string text = read_file(html);
+  CHECK(dtsim::test::xml_error(text).empty());
+  CHECK(text.find("<h1>Llama 3 8B on 100B tokens, batch per GPU held</h1>") != std::string::npos);
+  // Days, cost and GPU-hours: one bar per cluster (4 aws-p5 and 3 aws-p4d node counts) each.
+  const std::size_t from = text.find("id=\"figures\"");
+  REQUIRE(from != std::string::npos);
+  const std::string figures = text.substr(from, text.find("</section>", from) - from);
+  CHECK(occurrences(figures, "<rect class=\"bar\"") == 3 * 7);
+  CHECK(figures.find("<th>days to train</th>") != std::string::npos);
+  CHECK(figures.find(">cheapest<") != std::string::npos);
+  // Scaling: one line per node type and fabric in each of the four charts.
+  CHECK(text.find("id=\"scaling\"") != std::string::npos);
+  CHECK(occurrences(text, "<polyline class=\"series\"") == 4 * 2);
+  // The CSV report: the knobs, then the figures, then the result columns.
+  REQUIRE(run_status({"plan", plan, "--no-timing", "--report", csv}) == dtsim::cli::kExitOk);
+  const std::string rows = read_file(csv);
+  CHECK(rows.rfind("entry,/cluster/node,/cluster/network/fabric,/cluster/nodes,days to train,cost (USD),GPU-hours,"
+                   "strategy,meets the plan,pick,",
+                   0) == 0);
+  CHECK(occurrences(rows, "\n") == 1 + 7);
+}
+
 TEST_CASE("search --report .html: one bar per ranked plan, the plans' degrees as table columns") {
   const auto dir = scratch_dir("report_search");
   const std::string html = (dir / "search.html").string();
