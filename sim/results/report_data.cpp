@@ -39,24 +39,33 @@ const char* to_string(ReportScaling s) {
   return "?";
 }
 
-std::vector<std::string> knob_keys(const ReportData& data) {
-  std::vector<std::string> keys;
-  for (const ReportEntry& e : data.entries) {
-    for (const Knob& k : e.knobs) {
-      if (std::find(keys.begin(), keys.end(), k.key) == keys.end()) keys.push_back(k.key);
-    }
-  }
-  return keys;
-}
+namespace report_data_detail {
 
-std::vector<std::string> figure_names(const ReportData& data) {
+// The names `name(item)` of every entry's `items(entry)`, each once, in first-seen order.
+template <typename Items, typename Name>
+std::vector<std::string> first_seen(const ReportData& data, Items items, Name name) {
   std::vector<std::string> names;
   for (const ReportEntry& e : data.entries) {
-    for (const Figure& f : e.figures) {
-      if (std::find(names.begin(), names.end(), f.name) == names.end()) names.push_back(f.name);
+    for (const auto& item : items(e)) {
+      const std::string& n = name(item);
+      if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
     }
   }
   return names;
+}
+
+}  // namespace report_data_detail
+
+std::vector<std::string> knob_keys(const ReportData& data) {
+  return report_data_detail::first_seen(
+      data, [](const ReportEntry& e) -> const std::vector<Knob>& { return e.knobs; },
+      [](const Knob& k) -> const std::string& { return k.key; });
+}
+
+std::vector<std::string> figure_names(const ReportData& data) {
+  return report_data_detail::first_seen(
+      data, [](const ReportEntry& e) -> const std::vector<Figure>& { return e.figures; },
+      [](const Figure& f) -> const std::string& { return f.name; });
 }
 
 namespace {
