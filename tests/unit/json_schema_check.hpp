@@ -1,5 +1,6 @@
 // A JSON Schema (draft 2020-12) checker for the tests, of the keywords the schemas in schemas/ use:
-// $ref (to another file of the folder, "name.schema.json", or into one, "...#/$defs/x"), type (one or a
+// $ref (to another file of the folder, "name.schema.json", into one, "name.schema.json#/$defs/x", or
+// into the current file, "#/$defs/x"), $defs, type (one or a
 // list; "integer" is a number without a fraction), const, enum, properties, required,
 // additionalProperties (false or a schema), items, oneOf, anyOf, minimum and pattern. check() returns
 // one message per violation, each with the JSON pointer of the value; an unknown keyword is reported,
@@ -13,6 +14,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -25,6 +27,7 @@ class SchemaChecker {
 
   std::vector<std::string> check(const nlohmann::json& value, const std::string& schema_file) {
     std::vector<std::string> errors;
+    current_ = schema_file;
     validate(value, document(schema_file), "", errors);
     return errors;
   }
@@ -52,23 +55,31 @@ class SchemaChecker {
     return false;
   }
 
-  const nlohmann::json& resolve(const std::string& ref) {
+  // The file a reference names (the current one for "#/..."), and the schema it points at.
+  std::pair<std::string, const nlohmann::json*> resolve(const std::string& ref) {
     const std::size_t hash = ref.find('#');
-    const nlohmann::json& doc = document(ref.substr(0, hash));
-    if (hash == std::string::npos) return doc;
-    return doc.at(nlohmann::json::json_pointer(ref.substr(hash + 1)));
+    const std::string file = hash == 0 ? current_ : ref.substr(0, hash);
+    const nlohmann::json& doc = document(file);
+    if (hash == std::string::npos) return {file, &doc};
+    return {file, &doc.at(nlohmann::json::json_pointer(ref.substr(hash + 1)))};
   }
 
   void validate(const nlohmann::json& v, const nlohmann::json& s, const std::string& at,
                 std::vector<std::string>& errors) {
     static const std::set<std::string> kKnown = {
         "$schema", "$id", "title", "description", "$ref", "type", "const", "enum", "properties", "required",
-        "additionalProperties", "items", "oneOf", "anyOf", "minimum", "pattern"};
+        "additionalProperties", "items", "oneOf", "anyOf", "minimum", "pattern", "$defs"};
     const std::string where = at.empty() ? "/" : at;
     for (const auto& [key, _] : s.items()) {
       if (!kKnown.contains(key)) errors.push_back(where + ": the schema uses \"" + key + "\", which this checker does not know");
     }
-    if (s.contains("$ref")) validate(v, resolve(s["$ref"].get<std::string>()), at, errors);
+    if (s.contains("$ref")) {
+      const auto [file, target] = resolve(s["$ref"].get<std::string>());
+      const std::string outer = current_;
+      current_ = file;  // references inside the target are relative to its file
+      validate(v, *target, at, errors);
+      current_ = outer;
+    }
     if (s.contains("type")) {
       const nlohmann::json& t = s["type"];
       bool ok = false;
@@ -129,6 +140,7 @@ class SchemaChecker {
 
   std::filesystem::path folder_;
   std::map<std::string, nlohmann::json> documents_;
+  std::string current_;  // the file of the schema being applied
 };
 
 }  // namespace dtsim::test

@@ -1,7 +1,8 @@
 // Output v1 (docs/scenario-and-result.md): what every command writes as JSON validates against its
 // schema in schemas/, over workloads that exercise each optional block (transformers, FP8, ZeRO-3,
 // stragglers on a rail-optimized fabric, layer-table data-parallel training, a measured one-GPU rate,
-// failures and goodput, an infeasible plan), and `dtsim schema` prints those files.
+// failures and goodput, an infeasible plan); the shipped scenarios and plans validate against the input
+// schemas; and `dtsim schema` prints those files.
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -135,11 +136,32 @@ TEST_CASE("Output v1: compare, search, plan, sweep and nccl-tests validate again
   expect_valid(t.out, "output-nccl-tests", "nccl-tests");
 }
 
+TEST_CASE("Scenario v1 and Plan v1 schemas: every shipped file validates; structural errors are caught") {
+  std::size_t n = 0;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(kSource + "/scenarios")) {
+    if (entry.path().extension() != ".json") continue;
+    const std::string path = entry.path().string();
+    const bool plan = path.find("/scenarios/plans/") != std::string::npos;
+    expect_valid(dtsim::testing::read_file(path), plan ? "plan" : "scenario", path);
+    ++n;
+  }
+  CHECK(n >= 45);
+  // Unknown keys, values outside an enumeration, a wrong type: the schema refuses them as dtsim does
+  // (the loader's rules between keys are its own: tests/invalid/cases).
+  for (const char* name : {"bad_precision", "bad_schedule", "bad_fp8_recipe", "failures_unknown_key",
+                           "measured_single_gpu_unknown_key", "dp_unknown_key_parameter_server"}) {
+    CAPTURE(name);
+    const nlohmann::json doc =
+        nlohmann::json::parse(dtsim::testing::read_file(kSource + "/tests/invalid/cases/" + name + ".json"));
+    CHECK_FALSE(checker().check(doc, "scenario.schema.json").empty());
+  }
+}
+
 TEST_CASE("dtsim schema prints each schema file and lists them; an unknown name is bad input") {
   const auto list = run_dtsim({"schema"});
   REQUIRE(list.status == 0);
-  for (const char* name : {"result", "output-run", "output-compare", "output-search", "output-plan",
-                           "output-sweep-line", "output-nccl-tests"}) {
+  for (const char* name : {"scenario", "plan", "result", "output-run", "output-compare", "output-search",
+                           "output-plan", "output-sweep-line", "output-nccl-tests"}) {
     CAPTURE(name);
     CHECK(list.out.find(std::string(name) + " ") != std::string::npos);
     const auto one = run_dtsim({"schema", name});
@@ -151,4 +173,5 @@ TEST_CASE("dtsim schema prints each schema file and lists them; an unknown name 
   CHECK(bad.status == 2);
   CHECK(bad.out.empty());
   CHECK(bad.err.find("/name: got \"scenarios\"; expected one of output-compare") != std::string::npos);
+  CHECK(bad.err.find("scenario") != std::string::npos);
 }
