@@ -1,13 +1,14 @@
 // Output v1 (docs/scenario-and-result.md): what every command writes as JSON validates against its
 // schema in schemas/, over workloads that exercise each optional block (transformers, FP8, ZeRO-3,
 // stragglers on a rail-optimized fabric, layer-table data-parallel training, a measured one-GPU rate,
-// failures and goodput, an infeasible plan); the shipped scenarios and plans validate against the input
-// schemas; and `dtsim schema` prints those files.
+// failures and goodput, an infeasible plan); the shipped scenarios, plans, hardware profiles, presets and
+// a profile dtsim fits validate against the input schemas; and `dtsim schema` prints those files.
 #include <doctest/doctest.h>
 
 #include <filesystem>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -157,11 +158,38 @@ TEST_CASE("Scenario v1 and Plan v1 schemas: every shipped file validates; struct
   }
 }
 
+TEST_CASE("hardware profiles, model presets and the validated regimes validate against their schemas") {
+  const std::vector<std::pair<std::string, std::string>> folders = {
+      {"hardware_profiles/gpus", "profile-gpu"},         {"hardware_profiles/nodes", "profile-node"},
+      {"hardware_profiles/fabrics", "profile-fabric"},   {"hardware_profiles/software", "profile-software"},
+      {"hardware_profiles/ps_transports", "profile-ps-transport"},
+      {"hardware_profiles/failures", "profile-failures"}, {"models/presets", "model-preset"}};
+  std::size_t n = 0;
+  for (const auto& [folder, schema] : folders) {
+    for (const auto& entry : std::filesystem::directory_iterator(kSource + "/" + folder)) {
+      if (entry.path().extension() != ".json") continue;
+      expect_valid(dtsim::testing::read_file(entry.path()), schema, entry.path().string());
+      ++n;
+    }
+  }
+  CHECK(n >= 50);
+  expect_valid(dtsim::testing::read_file(kSource + "/hardware_profiles/accuracy.json"), "accuracy", "accuracy.json");
+  // A profile dtsim writes: a fabric fitted by import nccl-tests.
+  const auto dir = dtsim::testing::scratch_dir("schema_import");
+  const std::string out = (dir / "fitted.json").string();
+  const auto o = run_dtsim({"import", "nccl-tests", kSource + "/tests/validation/nccl_logs/aws_p4de_2node_efa400_allreduce.log",
+                            "--node", "aws-p4d", "--nodes", "2", "--min-bytes", "64M", "--id", "fitted", "--out", out});
+  REQUIRE_MESSAGE(o.status == 0, o.err);
+  expect_valid(dtsim::testing::read_file(out), "profile-fabric", "import nccl-tests");
+}
+
 TEST_CASE("dtsim schema prints each schema file and lists them; an unknown name is bad input") {
   const auto list = run_dtsim({"schema"});
   REQUIRE(list.status == 0);
   for (const char* name : {"scenario", "plan", "result", "output-run", "output-compare", "output-search",
-                           "output-plan", "output-sweep-line", "output-nccl-tests"}) {
+                           "output-plan", "output-sweep-line", "output-nccl-tests", "profile-gpu", "profile-node",
+                           "profile-fabric", "profile-software", "profile-ps-transport", "profile-failures",
+                           "model-preset", "accuracy"}) {
     CAPTURE(name);
     CHECK(list.out.find(std::string(name) + " ") != std::string::npos);
     const auto one = run_dtsim({"schema", name});
@@ -172,6 +200,7 @@ TEST_CASE("dtsim schema prints each schema file and lists them; an unknown name 
   const auto bad = run_dtsim({"schema", "scenarios"});
   CHECK(bad.status == 2);
   CHECK(bad.out.empty());
-  CHECK(bad.err.find("/name: got \"scenarios\"; expected one of output-compare") != std::string::npos);
+  CHECK(bad.err.find("/name: got \"scenarios\"; expected one of accuracy, model-preset, output-compare") !=
+        std::string::npos);
   CHECK(bad.err.find("scenario") != std::string::npos);
 }
