@@ -41,11 +41,8 @@ void write_report_csv(std::ostream& out, const results::ReportData& data) {
     }
     // A figure's value where it has one (full precision), else its text.
     for (const std::string& name : figures) {
-      std::string value;
-      for (const results::Figure& f : e.figures) {
-        if (f.name == name) value = std::isfinite(f.value) ? fmt::format("{}", f.value) : f.text;
-      }
-      out << ',' << field(value);
+      const results::Figure* f = results::find_figure(e, name);
+      out << ',' << field(f == nullptr ? std::string() : std::isfinite(f->value) ? fmt::format("{}", f->value) : f->text);
     }
     out << ',';
     write_csv_row(out, e.result);

@@ -36,10 +36,8 @@ std::string plan(const Result& r) {
 
 // The entry's figure `name` as the tables show it, "-" where it has none.
 std::string figure_text(const ReportEntry& e, const std::string& name) {
-  for (const results::Figure& f : e.figures) {
-    if (f.name == name) return f.text;
-  }
-  return "-";
+  const results::Figure* f = results::find_figure(e, name);
+  return f != nullptr ? f->text : "-";
 }
 
 // The bar label: the entry's label, marked when the plan did not run.
@@ -340,12 +338,11 @@ ReportSection figures_section(const ReportData& data) {
     chart.stacks = {{.name = name}};
     bool any = false;
     for (const ReportEntry& e : data.entries) {
-      double value = 0.0;
-      for (const results::Figure& f : e.figures) {
-        if (f.name == name && std::isfinite(f.value)) value = f.value, any = true;
-      }
+      const results::Figure* f = results::find_figure(e, name);
+      const bool drawn = f != nullptr && std::isfinite(f->value);
+      any = any || drawn;
       chart.categories.push_back(bar_label(e));
-      chart.stacks[0].values.push_back(value);
+      chart.stacks[0].values.push_back(drawn ? f->value : 0.0);
     }
     if (any) s.svgs.push_back(svg::render(chart));
   }

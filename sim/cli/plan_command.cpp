@@ -65,14 +65,14 @@ results::ReportData plan_report_data(const config::Plan& plan, const search::Pla
       entry.result.memory.capacity_bytes_per_gpu = c.scenario.gpu.hbm_bytes;
     }
     const double nan = std::nan("");
-    const auto number = [](double v, const char* format) { return fmt::format(fmt::runtime(format), v); };
     std::string pick;
     if (outcome.cheapest == i) pick = "cheapest";
     if (outcome.fastest == i) pick += pick.empty() ? "fastest" : ", fastest";
     if (row.feasible) {
-      entry.figures = {{"days to train", row.train_s / core::kSecondsPerDay, number(row.train_s / core::kSecondsPerDay, "{:.1f}")},
-                       {"cost (USD)", row.cost_usd, number(row.cost_usd, "{:.0f}")},
-                       {"GPU-hours", row.gpu_hours, number(row.gpu_hours, "{:.0f}")}};
+      const double days = row.train_s / core::kSecondsPerDay;
+      entry.figures = {{"days to train", days, fmt::format("{:.1f}", days)},
+                       {"cost (USD)", row.cost_usd, fmt::format("{:.0f}", row.cost_usd)},
+                       {"GPU-hours", row.gpu_hours, fmt::format("{:.0f}", row.gpu_hours)}};
     }
     entry.figures.push_back({"strategy", nan, row.feasible ? row.strategy : "-"});
     entry.figures.push_back({"meets the plan", nan, row.meets() ? "yes" : "no"});
@@ -88,9 +88,9 @@ int plan_command(const PlanCommandOptions& o, std::istream& in, std::ostream& ou
   check_outputs({{"--out", o.out_path}, {"--report", o.report_path}}, {o.plan});
   std::vector<config::PriceOverride> prices_given;
   for (const std::string& p : o.usd_per_gpu_hour)
-    prices_given.push_back(config::parse_price_override(p, config::PriceBasis::gpu_hour, "usd-per-gpu-hour"));
+    prices_given.push_back(config::parse_price_override(p, config::PriceBasis::gpu_hour));
   for (const std::string& p : o.usd_per_node_hour)
-    prices_given.push_back(config::parse_price_override(p, config::PriceBasis::node_hour, "usd-per-node-hour"));
+    prices_given.push_back(config::parse_price_override(p, config::PriceBasis::node_hour));
   const config::Plan plan =
       config::load_plan_text(read_scenario_text(o.plan, in), o.plan, config::default_data_paths(), prices_given);
   search::PlanOutcome outcome =

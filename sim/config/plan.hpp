@@ -30,6 +30,10 @@ struct PlanSearchBounds {
 // How a price was stated: per GPU-hour or per hour of a whole node.
 enum class PriceBasis { gpu_hour, node_hour };
 inline const char* to_string(PriceBasis b) { return b == PriceBasis::gpu_hour ? "gpu_hour" : "node_hour"; }
+// The command-line option that states a price on this basis, without its dashes.
+inline const char* price_option(PriceBasis b) {
+  return b == PriceBasis::gpu_hour ? "usd-per-gpu-hour" : "usd-per-node-hour";
+}
 
 // Where a candidate's price comes from, in order: the command line (--usd-per-gpu-hour or
 // --usd-per-node-hour NODE=USD), the candidate's "usd_per_gpu_hour" or "usd_per_node_hour" with its
@@ -38,7 +42,7 @@ struct PriceOverride {
   std::string node_id;
   PriceBasis basis = PriceBasis::gpu_hour;
   double usd = 0.0;
-  std::string option;  // the option as given, for the cluster's price source
+  std::string option;  // the option as given ("--usd-per-node-hour NODE=USD"), for the cluster's price source
 };
 
 struct PlanCluster {

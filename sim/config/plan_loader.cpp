@@ -160,8 +160,9 @@ StatedPrice read_price(ObjectReader& c, const NodeProfile& node, std::span<const
 
 }  // namespace
 
-PriceOverride parse_price_override(const std::string& text, PriceBasis basis, const std::string& option) {
+PriceOverride parse_price_override(const std::string& text, PriceBasis basis) {
   const std::size_t eq = text.find('=');
+  const std::string option = price_option(basis);
   const std::string pointer = "/" + option;
   const auto bad = [&] {
     return core::InputError("command line", pointer,
@@ -193,7 +194,7 @@ Plan load_plan_text(const std::string& text, const std::string& source, const Da
   for (std::size_t i = 0; i < prices.size(); ++i) {
     for (std::size_t k = 0; k < i; ++k) {
       if (prices[k].node_id == prices[i].node_id) {
-        throw core::InputError("command line", "/" + prices[i].option.substr(2, prices[i].option.find(' ') - 2),
+        throw core::InputError("command line", fmt::format("/{}", price_option(prices[i].basis)),
                                fmt::format("got \"{}\" after \"{}\"; expected one price per node",
                                            prices[i].option, prices[k].option));
       }
@@ -275,7 +276,7 @@ Plan load_plan_text(const std::string& text, const std::string& source, const Da
   for (const PriceOverride& p : prices) {
     if (std::none_of(plan.clusters.begin(), plan.clusters.end(),
                      [&](const PlanCluster& c) { return c.node_id == p.node_id; })) {
-      throw core::InputError("command line", "/" + p.option.substr(2, p.option.find(' ') - 2),
+      throw core::InputError("command line", fmt::format("/{}", price_option(p.basis)),
                              fmt::format("got \"{}\" for node \"{}\", which no candidate of {} uses",
                                          p.option, p.node_id, source));
     }

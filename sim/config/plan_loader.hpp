@@ -19,8 +19,8 @@ namespace dtsim::config {
 Plan load_plan_text(const std::string& text, const std::string& source_name, const DataPaths& data,
                     std::span<const PriceOverride> prices = {});
 
-// "NODE=USD" of --usd-per-gpu-hour or --usd-per-node-hour (`option`, without its dashes): InputError of
-// the command line when it is not a node id, "=" and a positive number.
-PriceOverride parse_price_override(const std::string& text, PriceBasis basis, const std::string& option);
+// "NODE=USD" of --usd-per-gpu-hour or --usd-per-node-hour (price_option(basis)): InputError of the
+// command line when it is not a node id, "=" and a positive number.
+PriceOverride parse_price_override(const std::string& text, PriceBasis basis);
 
 }  // namespace dtsim::config

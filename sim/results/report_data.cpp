@@ -62,6 +62,13 @@ std::vector<std::string> knob_keys(const ReportData& data) {
       [](const Knob& k) -> const std::string& { return k.key; });
 }
 
+const Figure* find_figure(const ReportEntry& entry, const std::string& name) {
+  for (const Figure& f : entry.figures) {
+    if (f.name == name) return &f;
+  }
+  return nullptr;
+}
+
 std::vector<std::string> figure_names(const ReportData& data) {
   return report_data_detail::first_seen(
       data, [](const ReportEntry& e) -> const std::vector<Figure>& { return e.figures; },

@@ -60,6 +60,8 @@ const char* to_string(ReportScaling s);
 std::vector<std::string> knob_keys(const ReportData& data);
 // The figure names, in first-seen order over the entries.
 std::vector<std::string> figure_names(const ReportData& data);
+// The entry's figure `name`, or nullptr when it has none.
+const Figure* find_figure(const ReportEntry& entry, const std::string& name);
 
 // Throughput against GPU count, one series per combination of the knobs that do not set the GPU count.
 // A knob "sets the GPU count" when it takes more than one value and every entry with the same value of

@@ -49,8 +49,8 @@ TEST_CASE("plan prices: per node-hour is divided by the node's GPUs; the node pr
 
 TEST_CASE("plan prices: a command-line price wins over the candidate's and the profile's") {
   const std::vector<dtsim::config::PriceOverride> prices = {
-      dtsim::config::parse_price_override("aws-p4d=16", PriceBasis::node_hour, "usd-per-node-hour"),
-      dtsim::config::parse_price_override("dgx-a100=1.5", PriceBasis::gpu_hour, "usd-per-gpu-hour")};
+      dtsim::config::parse_price_override("aws-p4d=16", PriceBasis::node_hour),
+      dtsim::config::parse_price_override("dgx-a100=1.5", PriceBasis::gpu_hour)};
   const auto plan = load(R"([{"node": "dgx-a100", "usd_per_gpu_hour": 9.0, "price_source": "list", "nodes": [1]},
                              {"node": "aws-p4d", "nodes": [1]}])",
                          "", prices);
