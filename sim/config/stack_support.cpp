@@ -17,6 +17,11 @@ std::optional<std::string> unsupported_by_stack(const Scenario& s) {
   if (p.zero_stage >= 0 && p.zero_stage < 4 && !can.zero_stages[static_cast<std::size_t>(p.zero_stage)])
     return refuse(fmt::format("ZeRO stage {}", p.zero_stage));
   if (p.distributed_optimizer && !can.distributed_optimizer) return refuse("Megatron's distributed optimizer");
+  if (p.pipeline > 1 && !can.pipeline_parallel) return refuse("pipeline parallelism");
+  if (p.zero_stage == 0 && p.data > 1 && (p.tensor > 1 || p.context > 1 || p.pipeline > 1) &&
+      !can.unsharded_data_parallel_with_model_parallel) {
+    return refuse("unsharded data parallelism (ZeRO stage 0) beside tensor, context or pipeline parallelism");
+  }
   if (p.pipeline > 1 && p.zero_stage > can.max_zero_stage_with_pipeline) {
     return refuse(fmt::format("ZeRO stage {} with pipeline parallelism (at most stage {} beside it)", p.zero_stage,
                               can.max_zero_stage_with_pipeline));

@@ -20,6 +20,10 @@ struct StackSupport {
   int max_zero_stage_with_pipeline = 3;                     // the highest stage beside pipeline > 1
   bool context_parallel = true;
   bool interleaved_schedule = true;
+  bool pipeline_parallel = true;  // a scheduled micro-batch pipeline (pipeline > 1)
+  // Plain replicas (ZeRO stage 0 with data > 1) beside tensor, context or pipeline parallelism; torchtitan
+  // of 2024 ran DDP on one-dimensional meshes only.
+  bool unsharded_data_parallel_with_model_parallel = true;
 };
 
 // Why the scenario's software stack cannot run its plan, or nothing (also when it names no stack or its

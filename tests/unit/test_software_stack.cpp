@@ -210,8 +210,34 @@ TEST_CASE("a stack's \"supports\" makes the plans it cannot run infeasible, with
   why = dtsim::config::unsupported_by_stack(load("megatron-deepspeed-2023", plan(1, 4, true)));
   REQUIRE(why);
   CHECK(why->find("the interleaved schedule") != std::string::npos);
-  // A stack without the block and no stack at all are not checked.
-  CHECK_FALSE(dtsim::config::unsupported_by_stack(load("megatron-lm-2021", plan(3, 4))));
+  // Megatron-LM of 2021: the SC'21 paper's ZeRO-3 ran without model parallelism; no distributed optimizer.
+  CHECK_FALSE(dtsim::config::unsupported_by_stack(load("megatron-lm-2021", plan(0, 4, true))));
+  why = dtsim::config::unsupported_by_stack(load("megatron-lm-2021", plan(3, 4)));
+  REQUIRE(why);
+  CHECK(why->find("ZeRO stage 3 with pipeline parallelism (at most stage 0 beside it)") != std::string::npos);
+  why = dtsim::config::unsupported_by_stack(load("megatron-lm-2021", plan(1, 1)));
+  REQUIRE(why);
+  CHECK(why->find("ZeRO stage 1") != std::string::npos);
+  CHECK_FALSE(dtsim::config::unsupported_by_stack(load("megatron-lm-2022", plan(0, 4, true))));
+  // torchtitan of 2024: FSDP2 beside a pipeline keeps parameters gathered (stage 2 at most), and DDP
+  // replicas only on a one-dimensional mesh (TP 8 x PP 4 leaves data 4 here).
+  CHECK_FALSE(dtsim::config::unsupported_by_stack(load("torchtitan-2024", plan(2, 4, true))));
+  why = dtsim::config::unsupported_by_stack(load("torchtitan-2024", plan(3, 4)));
+  REQUIRE(why);
+  CHECK(why->find("at most stage 2 beside it") != std::string::npos);
+  why = dtsim::config::unsupported_by_stack(load("torchtitan-2024", plan(0, 1)));
+  REQUIRE(why);
+  CHECK(why->find("unsharded data parallelism (ZeRO stage 0) beside tensor, context or pipeline "
+                  "parallelism") != std::string::npos);
+  CHECK_FALSE(dtsim::config::unsupported_by_stack(load("torchtitan-2024", [](json& j) {
+    j["parallelism"] = {{"data", 128}, {"zero_stage", 0}};  // DDP alone
+  })));
+  // Hugging Face transformers: ZeRO through DeepSpeed or FSDP, no pipeline schedule.
+  CHECK_FALSE(dtsim::config::unsupported_by_stack(load("hf-transformers-2025", plan(3, 1))));
+  why = dtsim::config::unsupported_by_stack(load("hf-transformers-2025", plan(0, 4)));
+  REQUIRE(why);
+  CHECK(why->find("does not run pipeline parallelism") != std::string::npos);
+  // No stack at all is not checked.
   CHECK_FALSE(dtsim::config::unsupported_by_stack(load("", plan(3, 4))));
 }
 
@@ -245,5 +271,9 @@ TEST_CASE("a bad \"supports\" block is reported at its pointer") {
   bad.erase("context_parallel");
   e = error_for(bad);
   CHECK(e.pointer() == "/supports/context_parallel");
+  bad = good;
+  bad["pipeline_parallel"] = "no";
+  e = error_for(bad);
+  CHECK(e.pointer() == "/supports/pipeline_parallel");
   fs::remove_all(root);
 }
