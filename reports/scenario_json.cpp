@@ -75,6 +75,12 @@ nlohmann::ordered_json cluster_json(const config::Scenario& scenario) {
     }
     j["speed_factors"] = std::move(factors);
   }
+  if (!scenario.cluster.mixed_gpus.empty()) {
+    nlohmann::ordered_json mixed = nlohmann::ordered_json::array();
+    for (const config::MixedGpus& m : scenario.cluster.mixed_gpus)
+      mixed.push_back({{"first_node", m.first_node}, {"nodes", m.nodes}, {"gpu", m.gpu.id}});
+    j["mixed_gpus"] = std::move(mixed);
+  }
   return j;
 }
 

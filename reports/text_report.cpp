@@ -63,6 +63,11 @@ void write_setup(std::ostream& out, const config::Scenario& s) {
     if (f.nic != 1.0) where += fmt::format("{} NICs x{}", f.compute != 1.0 ? "," : ":", f.nic);
     line(out, "", "speed factor, " + where);
   }
+  for (const config::MixedGpus& e : s.cluster.mixed_gpus) {
+    line(out, "", e.nodes == 1 ? fmt::format("node {}: {} GPUs", e.first_node, e.gpu.id)
+                               : fmt::format("nodes {}-{}: {} GPUs", e.first_node, e.first_node + e.nodes - 1,
+                                             e.gpu.id));
+  }
 
   const config::ParallelismSpec& p = s.parallelism;
   std::string parallel =

@@ -62,7 +62,7 @@ results::ReportData plan_report_data(const config::Plan& plan, const search::Pla
       entry.result.scenario = c.scenario;
       entry.result.status = results::Status::infeasible;
       entry.result.reason = row.reason;
-      entry.result.memory.capacity_bytes_per_gpu = c.scenario.gpu.hbm_bytes;
+      entry.result.memory.capacity_bytes_per_gpu = c.scenario.hbm_bytes_per_gpu();
     }
     const double nan = std::nan("");
     std::string pick;

@@ -3,6 +3,7 @@
 // scenario_loader.hpp validates strictly and resolves presets and hardware profiles.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -13,6 +14,7 @@
 #include "config/failures.hpp"
 #include "config/hardware.hpp"
 #include "config/layer_table.hpp"
+#include "config/mixed_gpus.hpp"
 #include "config/speed_factors.hpp"
 
 namespace dtsim::config {
@@ -112,6 +114,7 @@ struct ClusterSpec {
   std::int64_t node_gpus = 0;         // GPUs of the node profile, used or not
   NetworkSpec network;
   std::vector<SpeedFactor> speed_factors;  // GPUs and NICs slower or faster than their profiles
+  std::vector<MixedGpus> mixed_gpus;        // nodes whose GPUs are another profile's (mixed generations)
 };
 
 enum class Schedule { one_f_one_b, gpipe, interleaved };
@@ -284,6 +287,13 @@ struct Scenario {
   FabricProfile fabric;
 
   std::int64_t gpu_count() const { return cluster.nodes * node.gpus_per_node; }
+  // The memory of the job's smallest GPU: a plan fits when it fits there (the node profile's GPU unless
+  // cluster.mixed_gpus mixes others in).
+  double hbm_bytes_per_gpu() const {
+    double least = gpu.hbm_bytes;
+    for (const MixedGpus& e : cluster.mixed_gpus) least = std::min(least, e.gpu.hbm_bytes);
+    return least;
+  }
 };
 
 const char* to_string(Precision p);

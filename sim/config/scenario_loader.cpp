@@ -18,6 +18,7 @@
 #include "config/parallelism_loader.hpp"
 #include "config/profile_loader.hpp"
 #include "config/failures_loader.hpp"
+#include "config/mixed_gpus_loader.hpp"
 #include "config/speed_factors_loader.hpp"
 #include "core/checked_math.hpp"
 #include "core/units.hpp"
@@ -109,7 +110,7 @@ void narrow_node(NodeProfile& node, std::int64_t gpus) {
 // Reads "cluster" and resolves the node, GPU and fabric profiles into `scenario`.
 void read_cluster(ObjectReader& top, const DataPaths& data, Scenario& scenario) {
   ObjectReader cluster = top.child("cluster");
-  cluster.expect_keys({"node", "nodes", "gpus", "network", "speed_factors"});
+  cluster.expect_keys({"node", "nodes", "gpus", "network", "speed_factors", "mixed_gpus"});
   ClusterSpec& spec = scenario.cluster;
   spec.node_id = cluster.required<std::string>("node");
   scenario.node = load_node_profile(data.hardware_profiles, spec.node_id,
@@ -159,6 +160,7 @@ void read_cluster(ObjectReader& top, const DataPaths& data, Scenario& scenario) 
                                CollectiveProtocol::ll128, CollectiveProtocol::simple}));
   network.finish();
   spec.speed_factors = read_speed_factors(cluster, spec.nodes, scenario.node.gpus_per_node);
+  spec.mixed_gpus = read_mixed_gpus(cluster, spec.nodes, data.hardware_profiles);
   cluster.finish();
 
   scenario.gpu = load_gpu_profile(data.hardware_profiles, scenario.node.gpu,
@@ -324,6 +326,7 @@ Scenario load_scenario_text(const std::string& text, const std::string& source_n
   if (scenario.layer_model) check_layer_table_scenario(top.file(), scenario);
   scenario.simulation = read_simulation(top);
   check_speed_factors(top.file(), scenario);
+  check_mixed_gpus(top.file(), scenario);
   scenario.failures = read_failures(top, data.hardware_profiles, {});
   check_failures(top.file(), scenario);
   top.finish();

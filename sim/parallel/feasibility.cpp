@@ -56,6 +56,13 @@ std::optional<std::string> infeasibility(const config::Scenario& s) {
                        "linear layers' GEMMs",
                        s.gpu.id);
   }
+  for (const config::MixedGpus& e : s.cluster.mixed_gpus) {
+    if (!e.gpu.peak_tflops[static_cast<int>(t.precision)] ||
+        (t.precision == config::Precision::fp8 && !e.gpu.peak_tflops[static_cast<int>(config::Precision::bf16)])) {
+      return fmt::format("{} (cluster.mixed_gpus, nodes {}-{}) has no {} support (no peak in its profile)", e.gpu.id,
+                         e.first_node, e.first_node + e.nodes - 1, config::to_string(t.precision));
+    }
+  }
   if (m.kind == config::ModelKind::mlp && (p.tensor > 1 || p.context > 1 || p.expert > 1)) {
     return fmt::format(
         "the mlp model supports data and pipeline parallelism only (tensor {}, context {}, expert {})",

@@ -33,7 +33,7 @@ Memory memory_of(const config::Scenario& s, const parallel::MemoryEstimate& e) {
   m.activations_bytes = e.activations_bytes;
   m.buffers_bytes = e.buffers_bytes;
   m.peak_bytes_per_gpu = e.total_bytes();
-  m.capacity_bytes_per_gpu = s.gpu.hbm_bytes;
+  m.capacity_bytes_per_gpu = s.hbm_bytes_per_gpu();
   m.fits = m.peak_bytes_per_gpu <= m.capacity_bytes_per_gpu;
   return m;
 }
@@ -103,36 +103,56 @@ Result infeasible(const config::Scenario& scenario, std::string reason) {
   result.scenario = scenario;
   result.status = Status::infeasible;
   result.reason = std::move(reason);
-  result.memory.capacity_bytes_per_gpu = scenario.gpu.hbm_bytes;
+  result.memory.capacity_bytes_per_gpu = scenario.hbm_bytes_per_gpu();
   result.memory.fits = false;
   return result;
 }
 
-// GPUs at another speed (cluster.speed_factors; every-rank mode only, as the loader checks): one
-// compute model per distinct speed, each duration divided by it, and each rank's model.
+// GPUs at another speed (cluster.speed_factors) or of another profile (cluster.mixed_gpus; both in
+// every-rank mode only, as the loader checks): one compute model per distinct (GPU, speed), each
+// duration divided by the speed, and each rank's model; the mean peak of the ranks' GPUs.
 struct RankComputeModels {
-  std::vector<compute::ComputeModel> slower;
+  std::vector<compute::ComputeModel> others;
   std::vector<const compute::ComputeModel*> of_rank;  // empty: every rank `compute`
+  double mean_peak_flops_per_s = 0.0;
 };
 
 RankComputeModels rank_compute_models(const config::Scenario& scenario, const compute::ComputeModel& compute,
                                       double compute_scale) {
   RankComputeModels out;
+  out.mean_peak_flops_per_s = compute.peak_flops_per_s();
   if (scenario.simulation.ranks != config::RankMode::all) return out;
-  const std::vector<double> speeds = config::rank_compute_speeds(
-      scenario.cluster.speed_factors, scenario.gpu_count(), scenario.node.gpus_per_node);
-  std::vector<double> distinct;
-  for (const double f : speeds) {
-    if (f != 1.0 && std::find(distinct.begin(), distinct.end(), f) == distinct.end()) distinct.push_back(f);
+  const std::int64_t ranks = scenario.gpu_count();
+  const std::vector<double> speeds =
+      config::rank_compute_speeds(scenario.cluster.speed_factors, ranks, scenario.node.gpus_per_node);
+  const std::vector<int> gpus =
+      config::rank_gpu_entries(scenario.cluster.mixed_gpus, ranks, scenario.node.gpus_per_node);
+  if (speeds.empty() && gpus.empty()) return out;
+  const auto key_of = [&](std::size_t r) {
+    return std::pair<int, double>{gpus.empty() ? -1 : gpus[r], speeds.empty() ? 1.0 : speeds[r]};
+  };
+  std::vector<std::pair<int, double>> distinct;
+  for (std::size_t r = 0; r < static_cast<std::size_t>(ranks); ++r) {
+    const auto key = key_of(r);
+    if (key != std::pair<int, double>{-1, 1.0} && std::find(distinct.begin(), distinct.end(), key) == distinct.end())
+      distinct.push_back(key);
   }
-  out.slower.reserve(distinct.size());  // the pointers below stay valid
-  for (const double f : distinct)
-    out.slower.emplace_back(scenario.gpu, scenario.training.precision, compute_scale / f);
-  out.of_rank.reserve(speeds.size());
-  for (const double f : speeds) {
-    const auto it = std::find(distinct.begin(), distinct.end(), f);
-    out.of_rank.push_back(it == distinct.end() ? &compute : &out.slower[static_cast<std::size_t>(it - distinct.begin())]);
+  out.others.reserve(distinct.size());  // the pointers below stay valid
+  for (const auto& [gpu, speed] : distinct) {
+    const config::GpuProfile& profile =
+        gpu < 0 ? scenario.gpu : scenario.cluster.mixed_gpus[static_cast<std::size_t>(gpu)].gpu;
+    out.others.emplace_back(profile, scenario.training.precision, compute_scale / speed);
   }
+  out.of_rank.reserve(static_cast<std::size_t>(ranks));
+  double peak_sum = 0.0;
+  for (std::size_t r = 0; r < static_cast<std::size_t>(ranks); ++r) {
+    const auto it = std::find(distinct.begin(), distinct.end(), key_of(r));
+    const compute::ComputeModel* model =
+        it == distinct.end() ? &compute : &out.others[static_cast<std::size_t>(it - distinct.begin())];
+    out.of_rank.push_back(model);
+    peak_sum += model->peak_flops_per_s();
+  }
+  out.mean_peak_flops_per_s = peak_sum / static_cast<double>(ranks);
   return out;
 }
 
@@ -143,7 +163,7 @@ Result evaluate_transformer(const config::Scenario& scenario, const EvaluateOpti
   if (auto reason = parallel::infeasibility(scenario)) return infeasible(scenario, std::move(*reason));
   Result result;
   result.scenario = scenario;
-  result.memory.capacity_bytes_per_gpu = scenario.gpu.hbm_bytes;
+  result.memory.capacity_bytes_per_gpu = scenario.hbm_bytes_per_gpu();
   result.memory = memory_of(scenario, parallel::memory_per_gpu(scenario));
   if (!result.memory.fits) {
     result.status = Status::infeasible;
@@ -165,7 +185,7 @@ Result evaluate_transformer(const config::Scenario& scenario, const EvaluateOpti
   const double t = core::ns_to_seconds(run.makespan);
   const double gpus = static_cast<double>(scenario.gpu_count());
   const double batch = static_cast<double>(scenario.training.global_batch_size);
-  const double peak = compute.peak_flops_per_s();
+  const double peak = speeds.mean_peak_flops_per_s;
   result.iteration_time_s = t;
   result.throughput.samples_per_s = batch / t;
   result.throughput.tokens_per_s = batch * static_cast<double>(scenario.model.seq_length) / t;

@@ -23,6 +23,11 @@ double as_time_error(double rate_error_pct) { return 100.0 * (1.0 / (1.0 + rate_
 ExpectedError expected_error(const config::Scenario& scenario, const std::vector<config::ValidatedRegime>& regimes) {
   const bool layer_table = scenario.layer_model.has_value();
   const std::string family = family_of(scenario.gpu.id);
+  if (!scenario.cluster.mixed_gpus.empty()) {
+    ExpectedError none;
+    none.reason = "no validated runs on mixed GPU generations";
+    return none;
+  }
   const config::RegimeScale scale = scale_of(scenario);
   constexpr std::array<const char*, 3> kMatch{"GPU, scale and software", "GPU and scale", "GPU"};
   for (std::size_t level = 0; level < kMatch.size(); ++level) {

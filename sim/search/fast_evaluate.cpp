@@ -92,7 +92,7 @@ results::Result evaluate_extrapolated(const config::Scenario& scenario, Extrapol
   // needs a feasible plan (one whose products of degrees fit in 64 bits).
   if (parallel::infeasibility(scenario)) return results::evaluate(scenario, options);
   const parallel::MemoryEstimate e = parallel::memory_per_gpu(scenario);
-  if (e.total_bytes() > scenario.gpu.hbm_bytes) return results::evaluate(scenario, options);
+  if (e.total_bytes() > scenario.hbm_bytes_per_gpu()) return results::evaluate(scenario, options);
   const std::int64_t m = parallel::micro_batches(scenario);
   const std::int64_t chunks = scenario.parallelism.pipeline * scenario.parallelism.virtual_stages;
   // A dimension is extrapolated only where that simulates fewer (micro-batch x layer) steps than its
@@ -131,7 +131,7 @@ results::Result evaluate_extrapolated(const config::Scenario& scenario, Extrapol
   result.memory.activations_bytes = e.activations_bytes;
   result.memory.buffers_bytes = e.buffers_bytes;
   result.memory.peak_bytes_per_gpu = e.total_bytes();
-  result.memory.capacity_bytes_per_gpu = scenario.gpu.hbm_bytes;
+  result.memory.capacity_bytes_per_gpu = scenario.hbm_bytes_per_gpu();
   result.memory.fits = true;
   const double t = combine(r, w, [](const results::Result& x) { return x.iteration_time_s; });
   const double gpus = static_cast<double>(scenario.gpu_count());

@@ -88,8 +88,8 @@ std::size_t first_broken_rule(const config::Scenario& s, double headroom_bytes) 
   if (config::unsupported_by_stack(s)) return kUnsupported;
   if (parallel::infeasibility(s)) return kOther;
   const double used = parallel::memory_per_gpu(s).total_bytes();
-  if (used > s.gpu.hbm_bytes) return kMemory;
-  if (used > s.gpu.hbm_bytes - headroom_bytes) return kHeadroom;
+  if (used > s.hbm_bytes_per_gpu()) return kMemory;
+  if (used > s.hbm_bytes_per_gpu() - headroom_bytes) return kHeadroom;
   return kRuleCount;
 }
 
