@@ -16,55 +16,13 @@
 #include "models/layer_table/layer_ops.hpp"
 #include "network/analytic_model.hpp"
 #include "network/collective_cost.hpp"
+#include "results/distribution.hpp"
 
 namespace dtsim::results {
 
 namespace {
 
 constexpr double kSecondsPerHour = 3600.0;
-
-Distribution distribution_of(std::vector<double> values) {
-  Distribution d;
-  if (values.empty()) return d;
-  std::sort(values.begin(), values.end());
-  double sum = 0.0;
-  for (const double v : values) sum += v;
-  const auto quantile = [&](double q) {
-    const auto i = static_cast<std::size_t>(q * static_cast<double>(values.size() - 1) + 0.5);
-    return values[std::min(i, values.size() - 1)];
-  };
-  d.mean = sum / static_cast<double>(values.size());
-  d.p50 = quantile(0.50);
-  d.p99 = quantile(0.99);
-  d.max = values.back();
-  return d;
-}
-
-// Mean, nearest-rank quantiles and maximum of values given as counts per value.
-Distribution distribution_of_histogram(const std::vector<std::uint64_t>& counts) {
-  Distribution d;
-  std::uint64_t n = 0;
-  double sum = 0.0;
-  for (std::size_t v = 0; v < counts.size(); ++v) {
-    n += counts[v];
-    sum += static_cast<double>(v) * static_cast<double>(counts[v]);
-  }
-  if (n == 0) return d;
-  const auto quantile = [&](double q) {
-    const auto rank = static_cast<std::uint64_t>(q * static_cast<double>(n - 1) + 0.5);
-    std::uint64_t seen = 0;
-    for (std::size_t v = 0; v < counts.size(); ++v) {
-      seen += counts[v];
-      if (seen > rank) return static_cast<double>(v);
-    }
-    return static_cast<double>(counts.size() - 1);
-  };
-  d.mean = sum / static_cast<double>(n);
-  d.p50 = quantile(0.50);
-  d.p99 = quantile(0.99);
-  d.max = quantile(1.0);
-  return d;
-}
 
 double duration_s(const compute::ComputeModel& compute, const std::vector<graph::ComputeOp>& ops) {
   double t = 0.0;
@@ -289,7 +247,7 @@ Result evaluate_data_parallel(const config::Scenario& scenario, const EvaluateOp
   // What the simulation measured.
   stats.worker_steps_per_s = steps_per_s;
   stats.measured_window_s = run.window_s;
-  stats.staleness = distribution_of_histogram(run.staleness);
+  stats.staleness = distribution_of_counts(run.staleness);
   std::vector<double> waits;
   for (const auto& w : run.workers) {
     const double n = static_cast<double>(std::max<std::int64_t>(w.steps, 1));
