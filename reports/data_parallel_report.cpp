@@ -15,6 +15,14 @@ void line(std::ostream& out, const char* label, const std::string& text) {
   out << fmt::format("{:<{}}{}\n", label, kLabelWidth, text);
 }
 
+std::string human_time(double s) {
+  if (s >= 86400.0) return fmt::format("{:.2f} days", s / 86400.0);
+  if (s >= 3600.0) return fmt::format("{:.2f} h", s / 3600.0);
+  return fmt::format("{:.1f} s", s);
+}
+
+}  // namespace
+
 nlohmann::ordered_json distribution_json(const results::Distribution& d) {
   nlohmann::ordered_json j;
   j["mean"] = d.mean;
@@ -23,14 +31,6 @@ nlohmann::ordered_json distribution_json(const results::Distribution& d) {
   j["max"] = d.max;
   return j;
 }
-
-std::string human_time(double s) {
-  if (s >= 86400.0) return fmt::format("{:.2f} days", s / 86400.0);
-  if (s >= 3600.0) return fmt::format("{:.2f} h", s / 3600.0);
-  return fmt::format("{:.1f} s", s);
-}
-
-}  // namespace
 
 nlohmann::ordered_json layer_model_json(const config::LayerTable& t) {
   nlohmann::ordered_json j;

@@ -104,6 +104,8 @@ nlohmann::ordered_json result_json(const results::Result& result) {
                                 {"predicted_samples_per_s", c->predicted_samples_per_s},
                                 {"source", c->source}};
   }
+  if (const auto& jit = result.jitter)
+    j["jitter"] = {{"iterations", jit->iterations}, {"iteration_s", distribution_json(jit->iteration_s)}};
   j["throughput"] = throughput_json(result.throughput);
   j["flops"] = flops_json(result.flops);
   j["breakdown_s"] = breakdown_json(result.breakdown);

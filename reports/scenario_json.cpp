@@ -71,6 +71,7 @@ nlohmann::ordered_json cluster_json(const config::Scenario& scenario) {
       if (f.gpu) e["gpu"] = *f.gpu;
       e["compute"] = f.compute;
       if (!f.gpu) e["nic"] = f.nic;  // a node's only
+      if (f.jitter_cv > 0.0) e["jitter_cv"] = f.jitter_cv;
       factors.push_back(std::move(e));
     }
     j["speed_factors"] = std::move(factors);
@@ -133,6 +134,7 @@ nlohmann::ordered_json simulation_json(const config::SimulationSpec& s) {
   j["network"] = config::to_string(s.network);
   j["ranks"] = config::to_string(s.ranks);
   j["seed"] = s.seed;
+  j["jitter_iterations"] = s.jitter_iterations;
   return j;
 }
 

@@ -61,6 +61,8 @@ void write_setup(std::ostream& out, const config::Scenario& s) {
     std::string where = f.gpu ? fmt::format("node {} GPU {}", f.node, *f.gpu) : fmt::format("node {}", f.node);
     if (f.compute != 1.0) where += fmt::format(": compute x{}", f.compute);
     if (f.nic != 1.0) where += fmt::format("{} NICs x{}", f.compute != 1.0 ? "," : ":", f.nic);
+    if (f.jitter_cv > 0.0)
+      where += fmt::format("{} jitter CV {}", f.compute != 1.0 || f.nic != 1.0 ? "," : ":", f.jitter_cv);
     line(out, "", "speed factor, " + where);
   }
   for (const config::MixedGpus& e : s.cluster.mixed_gpus) {
@@ -100,6 +102,10 @@ void write_setup(std::ostream& out, const config::Scenario& s) {
 
 void write_performance(std::ostream& out, const results::Result& r) {
   line(out, "iteration", fmt::format("{:.6f} s", r.iteration_time_s));
+  if (const auto& j = r.jitter) {
+    line(out, "jitter", fmt::format("mean of {} sampled iterations; p50 {:.6f} s, p99 {:.6f} s, max {:.6f} s",
+                                    j->iterations, j->iteration_s.p50, j->iteration_s.p99, j->iteration_s.max));
+  }
   if (const auto& e = r.expected_error; e && !e->validated) {
     line(out, "error band", "none: " + e->reason + " (hardware_profiles/accuracy.json)");
   } else if (e) {

@@ -241,7 +241,10 @@ struct SimulationSpec {
   NetworkFidelity network = NetworkFidelity::analytic;
   RankMode ranks = RankMode::symmetric;
   std::uint64_t seed = 1;
+  // Iterations sampled when speed factors state jitter (config/speed_factors.hpp, jitter_cv).
+  std::int64_t jitter_iterations = 16;
 };
+inline constexpr std::int64_t kMaxJitterIterations = 1000;
 
 // A software stack (hardware_profiles/software/<id>.json, docs/parallelism.md "Software stacks"): the implementation
 // facts of a training framework at a version, which a scenario may otherwise state key by key. Each set

@@ -242,7 +242,7 @@ SimulationSpec read_simulation(ObjectReader& top) {
   const json empty = json::object();
   const json* found = top.find("simulation");
   ObjectReader r(found != nullptr ? *found : empty, top.file(), pointer_append(top.pointer(), "simulation"));
-  r.expect_keys({"network", "ranks", "seed"});
+  r.expect_keys({"network", "ranks", "seed", "jitter_iterations"});
   SimulationSpec s;
   s.network = r.optional_enum<NetworkFidelity>(
       "network", NetworkFidelity::analytic,
@@ -256,6 +256,8 @@ SimulationSpec read_simulation(ObjectReader& top) {
   s.ranks = r.optional_enum<RankMode>("ranks", RankMode::symmetric,
                                       named_choices(std::array{RankMode::symmetric, RankMode::all}));
   s.seed = static_cast<std::uint64_t>(r.optional<std::int64_t>("seed", 1, IntRule::non_negative()));
+  s.jitter_iterations = r.optional<std::int64_t>("jitter_iterations", s.jitter_iterations,
+                                                 IntRule::between(1, kMaxJitterIterations));
   r.finish();
   return s;
 }

@@ -1,5 +1,9 @@
 #include "config/speed_factors.hpp"
 
+#include <algorithm>
+
+#include "core/random.hpp"
+
 namespace dtsim::config {
 
 std::vector<double> rank_compute_speeds(const std::vector<SpeedFactor>& factors, std::int64_t ranks,
@@ -21,6 +25,21 @@ std::vector<double> node_nic_speeds(const std::vector<SpeedFactor>& factors, std
     if (f.nic == 1.0 || f.node >= nodes) continue;
     if (out.empty()) out.assign(static_cast<std::size_t>(nodes), 1.0);
     out[static_cast<std::size_t>(f.node)] *= f.nic;
+  }
+  return out;
+}
+
+bool has_jitter(const std::vector<SpeedFactor>& factors) {
+  return std::any_of(factors.begin(), factors.end(), [](const SpeedFactor& f) { return f.jitter_cv > 0.0; });
+}
+
+std::vector<SpeedFactor> jittered(const std::vector<SpeedFactor>& factors, std::uint64_t seed,
+                                  std::int64_t iteration) {
+  std::vector<SpeedFactor> out = factors;
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    if (out[i].jitter_cv <= 0.0) continue;
+    out[i].compute /= core::lognormal_factor(seed, static_cast<std::int64_t>(i), iteration, out[i].jitter_cv);
+    out[i].jitter_cv = 0.0;
   }
   return out;
 }

@@ -7,7 +7,14 @@
 //            issues them is not slowed);
 //   nic      the factor of the node's NIC bandwidth (a node entry only): every transfer across nodes
 //            through that node moves at that fraction of its share, and a collective spanning several
-//            nodes at the pace of its slowest node (a ring or tree moves in lockstep).
+//            nodes at the pace of its slowest node (a ring or tree moves in lockstep);
+//   jitter_cv the coefficient of variation of its GPUs' speed from iteration to iteration (a noisy
+//            neighbour, thermal or power throttling that comes and goes): in each of
+//            simulation.jitter_iterations sampled iterations every kernel of the entry's GPUs takes X
+//            times as long, X lognormal with mean 1 and this CV, drawn per (entry, iteration) from the
+//            scenario's seed (core/random.hpp; one draw for all GPUs of a node entry). The iteration time
+//            is the mean over the samples (results/evaluate.cpp), which every synchronizing collective
+//            pushes above the jitter-free time.
 // Entries that name the same GPU or node multiply. Only a simulation of every rank can tell one GPU from
 // another, so the loader refuses speed factors in symmetric mode, on the flow level for NIC factors and
 // for layer-table workloads (which state stragglers in "training").
@@ -24,7 +31,11 @@ struct SpeedFactor {
   std::optional<std::int64_t> gpu;  // absent: every GPU of the node
   double compute = 1.0;
   double nic = 1.0;
+  double jitter_cv = 0.0;
 };
+
+// The largest jitter an entry may state (a CV of 2 means the GPU is at times several times slower).
+inline constexpr double kMaxJitterCv = 2.0;
 
 // The largest factor an entry may state (a GPU 10x faster than its profile is a mistake, not a plan).
 inline constexpr double kMaxSpeedFactor = 10.0;
@@ -35,6 +46,12 @@ inline constexpr std::size_t kMaxComputeSpeeds = 64;
 // name it); empty when every GPU runs at its profile's speed.
 std::vector<double> rank_compute_speeds(const std::vector<SpeedFactor>& factors, std::int64_t ranks,
                                         std::int64_t gpus_per_node);
+// Whether any entry states jitter.
+bool has_jitter(const std::vector<SpeedFactor>& factors);
+// The entries as they are in sampled iteration `iteration`: each jittery entry's compute factor divided
+// by its lognormal draw for (seed, entry index, iteration), jitter_cv cleared.
+std::vector<SpeedFactor> jittered(const std::vector<SpeedFactor>& factors, std::uint64_t seed,
+                                  std::int64_t iteration);
 // The NIC factor of each of `nodes` nodes; empty when every NIC runs at its profile's speed.
 std::vector<double> node_nic_speeds(const std::vector<SpeedFactor>& factors, std::int64_t nodes);
 

@@ -26,15 +26,17 @@ std::vector<SpeedFactor> read_speed_factors(ObjectReader& cluster, std::int64_t 
   const NumberRule factor{0.0, true, kMaxSpeedFactor, false};
   for (std::size_t i = 0; i < found->size(); ++i) {
     ObjectReader e((*found)[i], cluster.file(), pointer_append(at, i));
-    e.expect_keys({"node", "gpu", "compute", "nic"});
+    e.expect_keys({"node", "gpu", "compute", "nic", "jitter_cv"});
     SpeedFactor f;
     f.node = e.required<std::int64_t>("node", IntRule::between(0, nodes - 1));
     f.gpu = e.maybe<std::int64_t>("gpu", IntRule::between(0, gpus_per_node - 1));
     f.compute = e.optional<double>("compute", 1.0, factor);
     f.nic = e.optional<double>("nic", 1.0, factor);
+    f.jitter_cv = e.optional<double>("jitter_cv", 0.0, NumberRule::between(0.0, kMaxJitterCv));
     if (f.gpu && e.has("nic"))
       throw e.error_at("nic", "a NIC factor is a node's: state it in an entry without \"gpu\"");
-    if (!e.has("compute") && !e.has("nic")) throw e.error_here("expected \"compute\", \"nic\" or both");
+    if (!e.has("compute") && !e.has("nic") && !e.has("jitter_cv"))
+      throw e.error_here("expected \"compute\", \"nic\", \"jitter_cv\" or several of them");
     e.finish();
     out.push_back(f);
   }
@@ -64,7 +66,10 @@ void check_speed_factors(const std::string& file, const Scenario& s) {
   }
   std::vector<double> speeds = rank_compute_speeds(factors, s.gpu_count(), s.node.gpus_per_node);
   std::sort(speeds.begin(), speeds.end());
-  const auto distinct = static_cast<std::size_t>(std::unique(speeds.begin(), speeds.end()) - speeds.begin());
+  // A jittery entry's GPUs may take a speed of their own in every sampled iteration.
+  const auto distinct = static_cast<std::size_t>(std::unique(speeds.begin(), speeds.end()) - speeds.begin()) +
+                        static_cast<std::size_t>(std::count_if(factors.begin(), factors.end(),
+                                                               [](const SpeedFactor& f) { return f.jitter_cv > 0.0; }));
   if (distinct > kMaxComputeSpeeds) {
     throw core::InputError(file, at,
                            fmt::format("{} distinct GPU speeds; dtsim takes at most {} (each is costed apart)",

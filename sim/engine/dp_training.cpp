@@ -5,6 +5,7 @@
 #include <numbers>
 
 #include "core/errors.hpp"
+#include "core/random.hpp"
 #include "engine/event_queue.hpp"
 
 namespace dtsim::engine {
@@ -29,25 +30,6 @@ constexpr std::uint32_t kIndexMask = (1u << kIndexBits) - 1;
 
 std::uint32_t payload(Kind k, std::int64_t index) {
   return (static_cast<std::uint32_t>(k) << kIndexBits) | static_cast<std::uint32_t>(index);
-}
-
-// splitmix64 (Steele et al. 2014): a counter-based generator, identical on every platform.
-std::uint64_t mix(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
-double uniform01(std::uint64_t bits) { return (static_cast<double>(bits >> 11) + 0.5) * 0x1.0p-53; }
-
-// Standard normal from two uniforms (Box-Muller).
-double standard_normal(std::uint64_t seed, std::int64_t worker, std::int64_t step) {
-  const std::uint64_t base = mix(
-      seed ^ mix(static_cast<std::uint64_t>(worker) * 0x100000001b3ULL + static_cast<std::uint64_t>(step)));
-  const double u1 = uniform01(mix(base));
-  const double u2 = uniform01(mix(base + 1));
-  return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
 }
 
 class Simulation {
@@ -400,13 +382,11 @@ double compute_factor(const DpTrainingSetup& setup, std::int64_t worker, std::in
     case config::Variability::none:
       break;
     case config::Variability::normal:
-      factor = std::max(0.05, 1.0 + cv * standard_normal(setup.seed, worker, step));
+      factor = std::max(0.05, 1.0 + cv * core::standard_normal(setup.seed, worker, step));
       break;
-    case config::Variability::lognormal: {
-      const double sigma2 = std::log1p(cv * cv);
-      factor = std::exp(-0.5 * sigma2 + std::sqrt(sigma2) * standard_normal(setup.seed, worker, step));
+    case config::Variability::lognormal:
+      factor = core::lognormal_factor(setup.seed, worker, step, cv);
       break;
-    }
   }
   if (worker >= setup.workers - setup.stragglers) factor *= setup.straggler_slowdown;
   return factor;

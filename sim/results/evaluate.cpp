@@ -18,6 +18,7 @@
 #include "parallel/lower.hpp"
 #include "parallel/memory_model.hpp"
 #include "results/compute_calibration.hpp"
+#include "results/distribution.hpp"
 #include "results/evaluate_data_parallel.hpp"
 #include "results/goodput.hpp"
 
@@ -45,6 +46,12 @@ std::string out_of_memory_reason(const Memory& m) {
       "activations {:.1f}, buffers {:.1f}) but the GPU has {:.1f} GiB",
       gib(m.peak_bytes_per_gpu), gib(m.weights_bytes), gib(m.gradients_bytes), gib(m.optimizer_bytes),
       gib(m.activations_bytes), gib(m.buffers_bytes), gib(m.capacity_bytes_per_gpu));
+}
+
+// a + w b, part by part.
+Breakdown add_scaled(Breakdown a, const Breakdown& b, double w) {
+  for (const auto part : kBreakdownParts) a.*part += w * b.*part;
+  return a;
 }
 
 // Mean over simulated ranks of where the time went.
@@ -117,14 +124,13 @@ struct RankComputeModels {
   double mean_peak_flops_per_s = 0.0;
 };
 
-RankComputeModels rank_compute_models(const config::Scenario& scenario, const compute::ComputeModel& compute,
-                                      double compute_scale) {
+RankComputeModels rank_compute_models(const config::Scenario& scenario, const std::vector<config::SpeedFactor>& factors,
+                                      const compute::ComputeModel& compute, double compute_scale) {
   RankComputeModels out;
   out.mean_peak_flops_per_s = compute.peak_flops_per_s();
   if (scenario.simulation.ranks != config::RankMode::all) return out;
   const std::int64_t ranks = scenario.gpu_count();
-  const std::vector<double> speeds =
-      config::rank_compute_speeds(scenario.cluster.speed_factors, ranks, scenario.node.gpus_per_node);
+  const std::vector<double> speeds = config::rank_compute_speeds(factors, ranks, scenario.node.gpus_per_node);
   const std::vector<int> gpus =
       config::rank_gpu_entries(scenario.cluster.mixed_gpus, ranks, scenario.node.gpus_per_node);
   if (speeds.empty() && gpus.empty()) return out;
@@ -178,14 +184,34 @@ Result evaluate_transformer(const config::Scenario& scenario, const EvaluateOpti
   engine_options.overlap_slowdown = scenario.gpu.overlap_slowdown;
   // A measured one-GPU rate scales the host's issue with the kernels (compute_model.hpp, duration_scale).
   engine_options.host_issue_ns_per_kernel = scenario.training.host_issue_us_per_kernel * 1e3 * compute_scale;
-  const RankComputeModels speeds = rank_compute_models(scenario, compute, compute_scale);
-  engine_options.rank_compute = speeds.of_rank;
-  const engine::EngineResult run = engine::simulate(lowered.graph, compute, *network, engine_options);
+  // Jittery GPUs: the iteration sampled simulation.jitter_iterations times, each with the speeds of its
+  // draws (config/speed_factors.hpp), and its figures averaged; the first sample's run gives the trace.
+  const auto& factors = scenario.cluster.speed_factors;
+  const bool jitter = config::has_jitter(factors);
+  const std::int64_t samples = jitter ? scenario.simulation.jitter_iterations : 1;
+  std::optional<engine::EngineResult> first_run;
+  std::vector<double> sample_s;
+  Breakdown mean_breakdown;
+  std::uint64_t events = 0;
+  double peak = 0.0;
+  for (std::int64_t k = 0; k < samples; ++k) {
+    const RankComputeModels speeds = rank_compute_models(
+        scenario, jitter ? config::jittered(factors, scenario.simulation.seed, k) : factors, compute, compute_scale);
+    engine_options.rank_compute = speeds.of_rank;
+    engine_options.record_spans = options.trace && k == 0;
+    engine::EngineResult run = engine::simulate(lowered.graph, compute, *network, engine_options);
+    sample_s.push_back(core::ns_to_seconds(run.makespan));
+    mean_breakdown = add_scaled(mean_breakdown, breakdown_of(run), 1.0 / static_cast<double>(samples));
+    events += run.events;
+    peak = speeds.mean_peak_flops_per_s;  // the same in every sample (peaks do not jitter)
+    if (k == 0) first_run = std::move(run);
+  }
+  const engine::EngineResult& run = *first_run;
+  if (jitter) result.jitter = Jitter{samples, distribution_of(sample_s)};
 
-  const double t = core::ns_to_seconds(run.makespan);
+  const double t = jitter ? result.jitter->iteration_s.mean : sample_s.front();
   const double gpus = static_cast<double>(scenario.gpu_count());
   const double batch = static_cast<double>(scenario.training.global_batch_size);
-  const double peak = speeds.mean_peak_flops_per_s;
   result.iteration_time_s = t;
   result.throughput.samples_per_s = batch / t;
   result.throughput.tokens_per_s = batch * static_cast<double>(scenario.model.seq_length) / t;
@@ -196,8 +222,8 @@ Result evaluate_transformer(const config::Scenario& scenario, const EvaluateOpti
   result.flops.peak_tflops_per_gpu = peak / core::kTera;
   result.flops.mfu = model_flops / (t * gpus) / peak;
   result.flops.hfu = lowered.hardware_flops / (t * gpus) / peak;
-  result.breakdown = breakdown_of(run);
-  result.engine.events = run.events;
+  result.breakdown = jitter ? mean_breakdown : breakdown_of(run);
+  result.engine.events = events;
   result.engine.tasks = lowered.graph.tasks().size();
   result.engine.simulated_ranks = lowered.graph.ranks();
   if (options.trace) result.trace = trace_of(lowered, run);

@@ -2,6 +2,7 @@
 // render it; they compute nothing. Every number here comes from the engine, the models and the profiles.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -50,6 +51,14 @@ struct Breakdown {
     return exposed_tensor_comm_s + exposed_context_comm_s + exposed_pipeline_comm_s + exposed_data_comm_s;
   }
 };
+
+// Every part of a breakdown, for code that treats them alike (weighted sums of several breakdowns).
+inline constexpr std::array<double Breakdown::*, 10> kBreakdownParts{
+    &Breakdown::forward_s,          &Breakdown::backward_s,
+    &Breakdown::recompute_s,        &Breakdown::optimizer_s,
+    &Breakdown::exposed_tensor_comm_s, &Breakdown::exposed_context_comm_s,
+    &Breakdown::exposed_pipeline_comm_s, &Breakdown::exposed_data_comm_s,
+    &Breakdown::pipeline_bubble_s,  &Breakdown::host_wait_s};
 
 // Per-GPU memory of the most loaded rank (the first pipeline stage), by part.
 struct Memory {
@@ -105,6 +114,13 @@ struct ComputeCalibration {
   std::string source;                    // the measurement's source, as given
 };
 
+// Iteration to iteration spread under jittery GPUs (cluster.speed_factors jitter_cv): the sampled
+// iterations' times; the result's iteration time, throughput, FLOP rates and breakdown are their means.
+struct Jitter {
+  std::int64_t iterations = 0;
+  Distribution iteration_s;  // mean, nearest-rank p50 and p99, max over the samples
+};
+
 struct Result {
   config::Scenario scenario;
   Status status = Status::ok;
@@ -120,6 +136,7 @@ struct Result {
   std::optional<ConvergenceResult> convergence;    // layer-table workloads
   std::optional<Interval> interval;                // present when the profiles carry a calibration spread
   std::optional<ComputeCalibration> compute_calibration;  // present with training.measured_single_gpu
+  std::optional<Jitter> jitter;                    // present when speed factors state jitter
   // The closest validated regime's band (expected_error.hpp): set by the commands that report a
   // prediction (run, compare, sweep), absent where no regime matches or none was looked up.
   std::optional<ExpectedError> expected_error;

@@ -44,18 +44,9 @@ double hardware_flops(const results::Result& r) {
 
 results::Breakdown combine_breakdown(const std::array<results::Result, 4>& r,
                                      const std::array<double, 4>& w) {
-  using B = results::Result;
   results::Breakdown b;
-  b.forward_s = combine(r, w, [](const B& x) { return x.breakdown.forward_s; });
-  b.backward_s = combine(r, w, [](const B& x) { return x.breakdown.backward_s; });
-  b.recompute_s = combine(r, w, [](const B& x) { return x.breakdown.recompute_s; });
-  b.optimizer_s = combine(r, w, [](const B& x) { return x.breakdown.optimizer_s; });
-  b.exposed_tensor_comm_s = combine(r, w, [](const B& x) { return x.breakdown.exposed_tensor_comm_s; });
-  b.exposed_context_comm_s = combine(r, w, [](const B& x) { return x.breakdown.exposed_context_comm_s; });
-  b.exposed_pipeline_comm_s = combine(r, w, [](const B& x) { return x.breakdown.exposed_pipeline_comm_s; });
-  b.exposed_data_comm_s = combine(r, w, [](const B& x) { return x.breakdown.exposed_data_comm_s; });
-  b.pipeline_bubble_s = combine(r, w, [](const B& x) { return x.breakdown.pipeline_bubble_s; });
-  b.host_wait_s = combine(r, w, [](const B& x) { return x.breakdown.host_wait_s; });
+  for (const auto part : results::kBreakdownParts)
+    b.*part = combine(r, w, [part](const results::Result& x) { return x.breakdown.*part; });
   return b;
 }
 
@@ -91,6 +82,8 @@ results::Result evaluate_extrapolated(const config::Scenario& scenario, Extrapol
   // Plans that cannot run (their result carries the reason) take the full path. The memory model
   // needs a feasible plan (one whose products of degrees fit in 64 bits).
   if (parallel::infeasibility(scenario)) return results::evaluate(scenario, options);
+  // Jittery GPUs: the sampled iterations' spread is not extrapolated (config/speed_factors.hpp).
+  if (config::has_jitter(scenario.cluster.speed_factors)) return results::evaluate(scenario, options);
   const parallel::MemoryEstimate e = parallel::memory_per_gpu(scenario);
   if (e.total_bytes() > scenario.hbm_bytes_per_gpu()) return results::evaluate(scenario, options);
   const std::int64_t m = parallel::micro_batches(scenario);

@@ -4,9 +4,12 @@
 // what an every-rank simulation makes of them.
 #include <doctest/doctest.h>
 
+#include <cmath>
+
 #include <nlohmann/json.hpp>
 
 #include "config/speed_factors.hpp"
+#include "core/random.hpp"
 #include "engine_fixture.hpp"
 #include "network/analytic_model.hpp"
 #include "parallel/group_layouts.hpp"
@@ -156,4 +159,63 @@ TEST_CASE("every rank: a degraded NIC slows the collectives that cross its node,
   CHECK(nic.breakdown.exposed_data_comm_s > base.breakdown.exposed_data_comm_s);
   CHECK(nic.iteration_time_s > base.iteration_time_s);
   CHECK(nic.breakdown.exposed_tensor_comm_s == doctest::Approx(base.breakdown.exposed_tensor_comm_s));
+}
+
+TEST_CASE("jitter: a draw per (entry, iteration), lognormal with mean 1 and the stated CV") {
+  // jittered() divides the entry's compute factor by X = core::lognormal_factor(seed, entry, iteration,
+  // cv) and clears the CV; an entry without jitter is left as it is.
+  const std::vector<SpeedFactor> factors{{0, std::nullopt, 0.8, 1.0, 0.0}, {1, std::nullopt, 1.0, 1.0, 0.3}};
+  const auto k3 = dtsim::config::jittered(factors, 7, 3);
+  CHECK(k3[0].compute == 0.8);
+  CHECK(k3[1].compute == 1.0 / dtsim::core::lognormal_factor(7, 1, 3, 0.3));
+  CHECK(k3[1].jitter_cv == 0.0);
+  CHECK(dtsim::config::jittered(factors, 7, 3)[1].compute == k3[1].compute);  // a pure function
+  CHECK(dtsim::config::jittered(factors, 7, 4)[1].compute != k3[1].compute);
+  CHECK(dtsim::config::has_jitter(factors));
+  CHECK_FALSE(dtsim::config::has_jitter({factors[0]}));
+  // Over 20,000 draws the sample mean is 1 and the sample CV 0.3, within a few standard errors
+  // (standard error of the mean 0.3 / sqrt(20000) = 0.002).
+  double sum = 0.0;
+  double sum_sq = 0.0;
+  constexpr int kDraws = 20000;
+  for (int i = 0; i < kDraws; ++i) {
+    const double x = dtsim::core::lognormal_factor(1, 0, i, 0.3);
+    sum += x;
+    sum_sq += x * x;
+  }
+  const double mean = sum / kDraws;
+  const double cv = std::sqrt(sum_sq / kDraws - mean * mean) / mean;
+  CHECK(mean == doctest::Approx(1.0).epsilon(0.01));
+  CHECK(cv == doctest::Approx(0.3).epsilon(0.05));
+}
+
+TEST_CASE("every rank: a jittery node lengthens the mean iteration; one sample is one speed factor") {
+  // Node 1 at CV 0.2: in each sample its GPUs take X times as long. A faster draw (X < 1) cannot end the
+  // iteration sooner (the other nodes' GPUs still take their time and every collective waits for the
+  // slowest member), a slower one holds everyone back: each sample takes at least the even time, and
+  // the mean more.
+  const auto base = dtsim::testing::evaluate_json(every_rank(nullptr));
+  nlohmann::json jittery = every_rank({{{"node", 1}, {"jitter_cv", 0.2}}});
+  const auto jit = dtsim::testing::evaluate_json(jittery);
+  REQUIRE(jit.jitter);
+  CHECK(jit.jitter->iterations == 16);
+  MESSAGE("even " << base.iteration_time_s << " s; node 1 at CV 0.2: mean " << jit.iteration_time_s << " s, p50 "
+                  << jit.jitter->iteration_s.p50 << " s, p99 " << jit.jitter->iteration_s.p99 << " s");
+  CHECK(jit.iteration_time_s == jit.jitter->iteration_s.mean);
+  CHECK(jit.iteration_time_s > base.iteration_time_s);
+  CHECK(jit.jitter->iteration_s.p50 >= 0.999 * base.iteration_time_s);
+  CHECK(jit.breakdown.compute_s() + jit.breakdown.exposed_comm_s() + jit.breakdown.optimizer_s +
+            jit.breakdown.pipeline_bubble_s + jit.breakdown.host_wait_s ==
+        doctest::Approx(jit.iteration_time_s));
+  // Same seed, same result; another seed, other draws.
+  CHECK(dtsim::testing::evaluate_json(jittery).iteration_time_s == jit.iteration_time_s);
+  jittery["simulation"]["seed"] = 2;
+  CHECK(dtsim::testing::evaluate_json(jittery).iteration_time_s != jit.iteration_time_s);
+  // One sample with seed 1 is the run with node 1's compute factor 1 / X(seed 1, entry 0, iteration 0).
+  jittery["simulation"]["seed"] = 1;
+  jittery["simulation"]["jitter_iterations"] = 1;
+  const auto one = dtsim::testing::evaluate_json(jittery);
+  const auto fixed = dtsim::testing::evaluate_json(
+      every_rank({{{"node", 1}, {"compute", 1.0 / dtsim::core::lognormal_factor(1, 0, 0, 0.2)}}}));
+  CHECK(one.iteration_time_s == fixed.iteration_time_s);
 }
