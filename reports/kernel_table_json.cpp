@@ -1,14 +1,17 @@
 #include "reports/kernel_table_json.hpp"
 
+#include <utility>
+
 #include "config/scenario.hpp"
+#include "reports/output_envelope.hpp"
 
 namespace dtsim::reports {
 
 nlohmann::ordered_json kernel_table_json(const calibration::KernelTable& t,
                                          const std::optional<GemmFitReport>& fit) {
-  nlohmann::ordered_json j;
-  j["schema_version"] = 1;
-  j["source"] = t.file;
+  nlohmann::ordered_json inputs = {{"trace", t.file}};
+  if (fit) inputs["gpu"] = fit->gpu;
+  nlohmann::ordered_json j = output_envelope("import kineto", std::move(inputs));
   j["total_gpu_us"] = t.total_us;
   nlohmann::ordered_json classes = nlohmann::ordered_json::array();
   for (const auto& c : t.classes) {

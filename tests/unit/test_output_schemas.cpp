@@ -181,13 +181,20 @@ TEST_CASE("hardware profiles, model presets and the validated regimes validate a
                             "--node", "aws-p4d", "--nodes", "2", "--min-bytes", "64M", "--id", "fitted", "--out", out});
   REQUIRE_MESSAGE(o.status == 0, o.err);
   expect_valid(dtsim::testing::read_file(out), "profile-fabric", "import nccl-tests");
+  // The kernel table import kineto writes, with a refitted curve.
+  const std::string table = (dir / "kernels.json").string();
+  const auto k = run_dtsim({"import", "kineto", kSource + "/tests/data/kineto/train_step.json", "--out", table, "--gpu",
+                            "h100-sxm5-80gb"});
+  REQUIRE_MESSAGE(k.status == 0, k.err);
+  expect_valid(dtsim::testing::read_file(table), "output-import-kineto", "import kineto");
 }
 
 TEST_CASE("dtsim schema prints each schema file and lists them; an unknown name is bad input") {
   const auto list = run_dtsim({"schema"});
   REQUIRE(list.status == 0);
   for (const char* name : {"scenario", "plan", "result", "output-run", "output-compare", "output-search",
-                           "output-plan", "output-sweep-line", "output-nccl-tests", "profile-gpu", "profile-node",
+                           "output-plan", "output-sweep-line", "output-nccl-tests", "output-import-kineto",
+                           "profile-gpu", "profile-node",
                            "profile-fabric", "profile-software", "profile-ps-transport", "profile-failures",
                            "model-preset", "accuracy"}) {
     CAPTURE(name);
