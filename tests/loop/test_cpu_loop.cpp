@@ -14,12 +14,14 @@
 #include <iostream>
 #include <sstream>
 #include <string>
+#include <utility>
 
 #include <fmt/format.h>
 #include <unistd.h>
 
 #include "config/scenario_loader.hpp"
 #include "results/evaluate.hpp"
+#include "../unit/json_schema_check.hpp"
 
 namespace fs = std::filesystem;
 
@@ -120,6 +122,20 @@ TEST_CASE("cpu loop: calibrate, train and predict run, and the numbers are sane"
   // Sane: within a factor of 5 either way even on a loaded machine.
   CHECK(l.predicted_s / l.measured_s > 0.2);
   CHECK(l.predicted_s / l.measured_s < 5.0);
+}
+
+TEST_CASE("cpu loop: the profiles calibrate writes validate against the profile schemas") {
+  REQUIRE(run_loop().ran);
+  dtsim::test::SchemaChecker checker(fs::path(DTSIM_SOURCE_DIR) / "schemas");
+  const fs::path profiles = fs::path(DTSIM_LOOP_WORK_DIR) / "hardware_profiles";
+  for (const auto& [folder, schema] : {std::pair{"gpus", "profile-gpu"}, std::pair{"nodes", "profile-node"}}) {
+    std::ifstream in(profiles / folder / "cpu-loop.json");
+    REQUIRE(in);
+    const auto errors = checker.check(nlohmann::json::parse(in), std::string(schema) + ".schema.json");
+    std::string all;
+    for (const auto& e : errors) all += e + "\n";
+    CHECK_MESSAGE(errors.empty(), folder << ": " << all);
+  }
 }
 
 TEST_CASE("cpu loop: prediction within 15% of the measured step time (quiet machine)" * doctest::may_fail()) {
