@@ -71,6 +71,7 @@ nlohmann::ordered_json cluster_json(const config::Scenario& scenario) {
       if (f.gpu) e["gpu"] = *f.gpu;
       e["compute"] = f.compute;
       if (!f.gpu) e["nic"] = f.nic;  // a node's only
+      if (!f.gpu && f.nvlink != 1.0) e["nvlink"] = f.nvlink;
       if (f.jitter_cv > 0.0) e["jitter_cv"] = f.jitter_cv;
       factors.push_back(std::move(e));
     }

@@ -61,8 +61,12 @@ void write_setup(std::ostream& out, const config::Scenario& s) {
     std::string where = f.gpu ? fmt::format("node {} GPU {}", f.node, *f.gpu) : fmt::format("node {}", f.node);
     if (f.compute != 1.0) where += fmt::format(": compute x{}", f.compute);
     if (f.nic != 1.0) where += fmt::format("{} NICs x{}", f.compute != 1.0 ? "," : ":", f.nic);
-    if (f.jitter_cv > 0.0)
-      where += fmt::format("{} jitter CV {}", f.compute != 1.0 || f.nic != 1.0 ? "," : ":", f.jitter_cv);
+    if (f.nvlink != 1.0)
+      where += fmt::format("{} NVLink x{}", f.compute != 1.0 || f.nic != 1.0 ? "," : ":", f.nvlink);
+    if (f.jitter_cv > 0.0) {
+      where += fmt::format("{} jitter CV {}", f.compute != 1.0 || f.nic != 1.0 || f.nvlink != 1.0 ? "," : ":",
+                           f.jitter_cv);
+    }
     line(out, "", "speed factor, " + where);
   }
   for (const config::MixedGpus& e : s.cluster.mixed_gpus) {

@@ -19,14 +19,28 @@ std::vector<double> rank_compute_speeds(const std::vector<SpeedFactor>& factors,
   return out;
 }
 
-std::vector<double> node_nic_speeds(const std::vector<SpeedFactor>& factors, std::int64_t nodes) {
+namespace {
+
+// Per node, the product of the entries' `field` factors; empty when all are 1.
+std::vector<double> node_speeds(const std::vector<SpeedFactor>& factors, std::int64_t nodes,
+                                double SpeedFactor::*field) {
   std::vector<double> out;
   for (const SpeedFactor& f : factors) {
-    if (f.nic == 1.0 || f.node >= nodes) continue;
+    if (f.*field == 1.0 || f.node >= nodes) continue;
     if (out.empty()) out.assign(static_cast<std::size_t>(nodes), 1.0);
-    out[static_cast<std::size_t>(f.node)] *= f.nic;
+    out[static_cast<std::size_t>(f.node)] *= f.*field;
   }
   return out;
+}
+
+}  // namespace
+
+std::vector<double> node_nic_speeds(const std::vector<SpeedFactor>& factors, std::int64_t nodes) {
+  return node_speeds(factors, nodes, &SpeedFactor::nic);
+}
+
+std::vector<double> node_nvlink_speeds(const std::vector<SpeedFactor>& factors, std::int64_t nodes) {
+  return node_speeds(factors, nodes, &SpeedFactor::nvlink);
 }
 
 bool has_jitter(const std::vector<SpeedFactor>& factors) {

@@ -8,6 +8,9 @@
 //   nic      the factor of the node's NIC bandwidth (a node entry only): every transfer across nodes
 //            through that node moves at that fraction of its share, and a collective spanning several
 //            nodes at the pace of its slowest node (a ring or tree moves in lockstep);
+//   nvlink   the factor of the node's NVLink (NVSwitch) bandwidth (a node entry only): every collective
+//            with members on that node moves its intra-node part at that fraction (a ring inside the
+//            node runs at the pace of its slowest link; NVLink SHARP too);
 //   jitter_cv the coefficient of variation of its GPUs' speed from iteration to iteration (a noisy
 //            neighbour, thermal or power throttling that comes and goes): in each of
 //            simulation.jitter_iterations sampled iterations every kernel of the entry's GPUs takes X
@@ -16,8 +19,8 @@
 //            is the mean over the samples (results/evaluate.cpp), which every synchronizing collective
 //            pushes above the jitter-free time.
 // Entries that name the same GPU or node multiply. Only a simulation of every rank can tell one GPU from
-// another, so the loader refuses speed factors in symmetric mode, on the flow level for NIC factors and
-// for layer-table workloads (which state stragglers in "training").
+// another, so the loader refuses speed factors in symmetric mode, on the flow level for NIC and NVLink
+// factors and for layer-table workloads (which state stragglers in "training").
 #pragma once
 
 #include <cstdint>
@@ -32,6 +35,7 @@ struct SpeedFactor {
   double compute = 1.0;
   double nic = 1.0;
   double jitter_cv = 0.0;
+  double nvlink = 1.0;
 };
 
 // The largest jitter an entry may state (a CV of 2 means the GPU is at times several times slower).
@@ -54,5 +58,7 @@ std::vector<SpeedFactor> jittered(const std::vector<SpeedFactor>& factors, std::
                                   std::int64_t iteration);
 // The NIC factor of each of `nodes` nodes; empty when every NIC runs at its profile's speed.
 std::vector<double> node_nic_speeds(const std::vector<SpeedFactor>& factors, std::int64_t nodes);
+// The NVLink factor of each of `nodes` nodes; empty when every node's NVLink runs at its profile's speed.
+std::vector<double> node_nvlink_speeds(const std::vector<SpeedFactor>& factors, std::int64_t nodes);
 
 }  // namespace dtsim::config

@@ -20,23 +20,26 @@ std::vector<SpeedFactor> read_speed_factors(ObjectReader& cluster, std::int64_t 
   if (!found->is_array()) {
     throw core::InputError(cluster.file(), at,
                            fmt::format("got a value of type {}; expected an array of objects with \"node\" and "
-                                       "\"compute\", \"nic\" or both",
+                                       "\"compute\", \"nic\", \"nvlink\" or \"jitter_cv\"",
                                        json_type_name(*found)));
   }
   const NumberRule factor{0.0, true, kMaxSpeedFactor, false};
   for (std::size_t i = 0; i < found->size(); ++i) {
     ObjectReader e((*found)[i], cluster.file(), pointer_append(at, i));
-    e.expect_keys({"node", "gpu", "compute", "nic", "jitter_cv"});
+    e.expect_keys({"node", "gpu", "compute", "nic", "nvlink", "jitter_cv"});
     SpeedFactor f;
     f.node = e.required<std::int64_t>("node", IntRule::between(0, nodes - 1));
     f.gpu = e.maybe<std::int64_t>("gpu", IntRule::between(0, gpus_per_node - 1));
     f.compute = e.optional<double>("compute", 1.0, factor);
     f.nic = e.optional<double>("nic", 1.0, factor);
+    f.nvlink = e.optional<double>("nvlink", 1.0, factor);
     f.jitter_cv = e.optional<double>("jitter_cv", 0.0, NumberRule::between(0.0, kMaxJitterCv));
     if (f.gpu && e.has("nic"))
       throw e.error_at("nic", "a NIC factor is a node's: state it in an entry without \"gpu\"");
-    if (!e.has("compute") && !e.has("nic") && !e.has("jitter_cv"))
-      throw e.error_here("expected \"compute\", \"nic\", \"jitter_cv\" or several of them");
+    if (f.gpu && e.has("nvlink"))
+      throw e.error_at("nvlink", "an NVLink factor is a node's: state it in an entry without \"gpu\"");
+    if (!e.has("compute") && !e.has("nic") && !e.has("nvlink") && !e.has("jitter_cv"))
+      throw e.error_here("expected \"compute\", \"nic\", \"nvlink\", \"jitter_cv\" or several of them");
     e.finish();
     out.push_back(f);
   }
@@ -58,11 +61,12 @@ void check_speed_factors(const std::string& file, const Scenario& s) {
                            "(symmetric mode simulates one rank per pipeline stage, as if all GPUs and NICs were "
                            "alike)");
   }
-  const bool nic = std::any_of(factors.begin(), factors.end(), [](const SpeedFactor& f) { return f.nic != 1.0; });
-  if (nic && s.simulation.network != NetworkFidelity::analytic) {
+  const bool links = std::any_of(factors.begin(), factors.end(),
+                                 [](const SpeedFactor& f) { return f.nic != 1.0 || f.nvlink != 1.0; });
+  if (links && s.simulation.network != NetworkFidelity::analytic) {
     throw core::InputError(file, at,
-                           "NIC factors are costed on the analytic network level only: use \"simulation\": "
-                           "{\"network\": \"analytic\"}, or give compute factors alone");
+                           "NIC and NVLink factors are costed on the analytic network level only: use "
+                           "\"simulation\": {\"network\": \"analytic\"}, or give compute factors alone");
   }
   std::vector<double> speeds = rank_compute_speeds(factors, s.gpu_count(), s.node.gpus_per_node);
   std::sort(speeds.begin(), speeds.end());

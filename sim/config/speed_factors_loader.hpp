@@ -16,7 +16,7 @@ std::vector<SpeedFactor> read_speed_factors(ObjectReader& cluster, std::int64_t 
                                             std::int64_t gpus_per_node);
 
 // Throws InputError at /cluster/speed_factors of `file` when the scenario cannot honour its speed
-// factors: a layer-table workload, symmetric mode, NIC factors on the flow level, or more than
+// factors: a layer-table workload, symmetric mode, NIC or NVLink factors on the flow level, or more than
 // kMaxComputeSpeeds distinct GPU speeds.
 void check_speed_factors(const std::string& file, const Scenario& s);
 

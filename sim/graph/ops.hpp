@@ -102,6 +102,9 @@ struct CommGroup {
   // share of the node's NICs it moves at is that fraction of the profile's (a ring or tree moves at the
   // pace of its slowest link). 1 inside a node.
   double nic_speed = 1.0;
+  // The slowest NVLink speed factor among its nodes (cluster.speed_factors): its intra-node part moves
+  // at that fraction of the profile's bandwidth.
+  double nvlink_speed = 1.0;
   // Members on the group's busiest node, and on its least busy one.
   std::int64_t ranks_per_node() const { return uneven ? uneven->most : size / nodes; }
   std::int64_t fewest_per_node() const { return uneven ? uneven->fewest : size / nodes; }

@@ -195,6 +195,16 @@ double fabric_divisor(const graph::CommGroup& group, const PathParams& path, Tra
 }
 
 CollectiveCost collective_cost(const graph::CommOp& op, const PathParams& path) {
+  // A degraded NVLink on one of the group's nodes (cluster.speed_factors): its intra-node bandwidths at
+  // that fraction, NVLink SHARP's included; latencies stay.
+  if (op.group.nvlink_speed != 1.0) {
+    PathParams slower = path;
+    slower.intra_bytes_per_s *= op.group.nvlink_speed;
+    slower.nvls_bytes_per_s *= op.group.nvlink_speed;
+    graph::CommOp plain = op;
+    plain.group.nvlink_speed = 1.0;
+    return collective_cost(plain, slower);
+  }
   const double n = static_cast<double>(op.group.size);
   const double nodes = static_cast<double>(op.group.nodes);
   const double s = op.bytes;

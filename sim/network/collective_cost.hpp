@@ -9,6 +9,7 @@
 // halving-doubling, whose partners at distances 1, 2, 4, ... assume the same members on every node,
 // does not apply. node_nic is the node's NIC bandwidth times the group's nic_speed (the slowest NIC
 // factor among its nodes, cluster.speed_factors): every algorithm moves in lockstep with its slowest link.
+// Likewise intra (and NVLink SHARP's bandwidth) is the profile's times the group's nvlink_speed.
 // Bus bytes per rank (nccl-tests PERFORMANCE.md): all_reduce 2(n-1)/n S, all_gather and
 // reduce_scatter (n-1)/n S, broadcast/reduce S.
 //

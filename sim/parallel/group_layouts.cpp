@@ -63,14 +63,19 @@ graph::CommGroup layout_of(std::int64_t size, const Spread& spread, std::int64_t
 bool heavier(const graph::CommGroup& a, const graph::CommGroup& b) {
   const auto weight = [](const graph::CommGroup& g) {
     // A group's share of a node's NICs: 1 / concurrent_per_node of them at nic_speed.
-    return std::make_tuple(g.nodes > 1, static_cast<double>(g.concurrent_per_node) / g.nic_speed, g.nodes,
-                           g.ranks_per_node(), g.node_stride);
+    return std::make_tuple(g.nodes > 1, static_cast<double>(g.concurrent_per_node) / g.nic_speed,
+                           1.0 / g.nvlink_speed, g.nodes, g.ranks_per_node(), g.node_stride);
   };
   return weight(a) > weight(b);
 }
 
-GroupLayouts::GroupLayouts(const Mesh& mesh, bool per_rank, std::vector<double> nic_speeds)
-    : mesh_(mesh), per_rank_(per_rank), nic_speeds_(std::move(nic_speeds)), tables_(kSlots) {
+GroupLayouts::GroupLayouts(const Mesh& mesh, bool per_rank, std::vector<double> nic_speeds,
+                           std::vector<double> nvlink_speeds)
+    : mesh_(mesh),
+      per_rank_(per_rank),
+      nic_speeds_(std::move(nic_speeds)),
+      nvlink_speeds_(std::move(nvlink_speeds)),
+      tables_(kSlots) {
   const std::int64_t nodes = (mesh.size() + mesh.gpus_per_node() - 1) / mesh.gpus_per_node();
   for (Table& t : tables_) {
     if (per_rank_) t.of_rank.assign(static_cast<std::size_t>(mesh.size()), 0);
@@ -149,9 +154,9 @@ void GroupLayouts::add_groups(GroupKind kind) {
         concurrent = std::max<std::int64_t>(concurrent, crossing[static_cast<std::size_t>(first / g + o)]);
     }
     graph::CommGroup layout = layout_of(size, s, concurrent);
-    if (s.node_offsets.size() > 1) {
-      for (const std::int64_t o : s.node_offsets)
-        layout.nic_speed = std::min(layout.nic_speed, nic_speed(first / g + o));
+    for (const std::int64_t o : s.node_offsets) {
+      if (s.node_offsets.size() > 1) layout.nic_speed = std::min(layout.nic_speed, nic_speed(first / g + o));
+      layout.nvlink_speed = std::min(layout.nvlink_speed, nvlink_speed(first / g + o));
     }
     keep(table, r, mesh_.coord_of(r).stage, layout);
   }
@@ -160,7 +165,11 @@ void GroupLayouts::add_groups(GroupKind kind) {
 graph::CommGroup GroupLayouts::pair(std::int64_t from, std::int64_t to) const {
   const std::int64_t a = mesh_.node_of(from);
   const std::int64_t b = mesh_.node_of(to);
-  if (a == b) return graph::CommGroup{2, 1, std::max<std::int64_t>(1, mesh_.gpus_per_node() / 2)};
+  if (a == b) {
+    graph::CommGroup inside{2, 1, std::max<std::int64_t>(1, mesh_.gpus_per_node() / 2)};
+    inside.nvlink_speed = nvlink_speed(a);
+    return inside;
+  }
   const std::int32_t concurrent =
       std::max(leaving_[static_cast<std::size_t>(a)], arriving_[static_cast<std::size_t>(b)]);
   graph::CommGroup out{2, 2, concurrent, a < b ? b - a : a - b};

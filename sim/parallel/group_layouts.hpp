@@ -8,6 +8,7 @@
 //                    data-parallel ranks on 8-GPU nodes: 8 and 4);
 //   node_stride      the common distance between its nodes' numbers when they are evenly spaced, else 1;
 //   nic_speed        across nodes, the slowest NIC speed factor among its nodes (cluster.speed_factors);
+//   nvlink_speed     the slowest NVLink speed factor among its nodes (a transfer between two nodes: 1);
 //   concurrent_per_node  how many groups of its kind share a node's NICs. Inside one node: GPUs per
 //                    node / its members (the flow level places that many side by side). Across nodes:
 //                    for each of its nodes, the groups of its kind that have members there and span
@@ -44,8 +45,9 @@ bool heavier(const graph::CommGroup& a, const graph::CommGroup& b);
 class GroupLayouts {
  public:
   // `per_rank`: keep every rank's own layouts (every-rank mode); otherwise each stage's slowest only.
-  // `nic_speeds`: per node, its NICs' speed factor (empty: all 1).
-  GroupLayouts(const Mesh& mesh, bool per_rank, std::vector<double> nic_speeds = {});
+  // `nic_speeds`, `nvlink_speeds`: per node, its NICs' and its NVLink's speed factor (empty: all 1).
+  GroupLayouts(const Mesh& mesh, bool per_rank, std::vector<double> nic_speeds = {},
+               std::vector<double> nvlink_speeds = {});
 
   // Rank r's group of `kind`; the slowest of `kind` among the groups of `stage`.
   const graph::CommGroup& group(std::int64_t r, GroupKind kind) const;
@@ -74,6 +76,9 @@ class GroupLayouts {
   void add_transfers(bool next);
   void add_exchanges();
   graph::CommGroup pair(std::int64_t from, std::int64_t to) const;
+  double nvlink_speed(std::int64_t node) const {
+    return nvlink_speeds_.empty() ? 1.0 : nvlink_speeds_[static_cast<std::size_t>(node)];
+  }
   double nic_speed(std::int64_t node) const {
     return nic_speeds_.empty() ? 1.0 : nic_speeds_[static_cast<std::size_t>(node)];
   }
@@ -83,6 +88,7 @@ class GroupLayouts {
   const Mesh& mesh_;
   bool per_rank_;
   std::vector<double> nic_speeds_;
+  std::vector<double> nvlink_speeds_;
   std::vector<Table> tables_;
   // Scratch, per node: pairs across nodes leaving and arriving (zero between uses).
   std::vector<std::int32_t> leaving_;

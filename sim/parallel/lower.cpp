@@ -24,6 +24,8 @@ Lowering::Lowering(const config::Scenario& s, const LowerOptions& options)
       fuse_(every_rank_ || options.fuse_kernels),
       layouts_(mesh_, every_rank_,
                every_rank_ ? config::node_nic_speeds(s.cluster.speed_factors, s.cluster.nodes)
+                           : std::vector<double>{},
+               every_rank_ ? config::node_nvlink_speeds(s.cluster.speed_factors, s.cluster.nodes)
                            : std::vector<double>{}),
       replicas_(every_rank_ ? 1 : s.parallelism.tensor * s.parallelism.context * s.parallelism.data) {
   const std::int64_t ranks = every_rank_ ? s.gpu_count() : p_;

@@ -105,6 +105,45 @@ TEST_CASE("a NIC factor divides the bandwidth term of a collective across nodes,
   CHECK(dtsim::network::collective_time_s(op, dtsim::testing::fixture_path()) == doctest::Approx(16e-3 + 5e-6));
 }
 
+TEST_CASE("an NVLink factor divides the bandwidth term inside a node, not its latency") {
+  // Fixture path: 200e9 B/s per GPU inside the node (test_network_analytic.cpp). A transfer inside a
+  // node: intra latency + 100 MB / 200e9 B/s = 0.5 ms; with the node's NVLink at 0.5, 1 ms: 0.5 ms more.
+  graph::CommGroup pair{2, 1, 4};
+  const graph::CommOp full{graph::CollectiveKind::send_recv, 100e6, pair};
+  pair.nvlink_speed = 0.5;
+  const graph::CommOp half{graph::CollectiveKind::send_recv, 100e6, pair};
+  const auto path = dtsim::testing::fixture_path();
+  CHECK(dtsim::network::collective_time_s(half, path) - dtsim::network::collective_time_s(full, path) ==
+        doctest::Approx(0.5e-3));
+  // An all-reduce of 8 inside the node: every algorithm's bandwidth term doubles. Two sizes give the
+  // slope (the latency cancels): 2 x the full-speed slope.
+  const auto slope = [&](double nvlink) {
+    graph::CommGroup eight{8, 1, 1};
+    eight.nvlink_speed = nvlink;
+    const graph::CommOp a{graph::CollectiveKind::all_reduce, 1e9, eight};
+    const graph::CommOp b{graph::CollectiveKind::all_reduce, 2e9, eight};
+    return dtsim::network::collective_time_s(b, path) - dtsim::network::collective_time_s(a, path);
+  };
+  CHECK(slope(0.5) == doctest::Approx(2 * slope(1.0)));
+}
+
+TEST_CASE("group layouts: a group carries its slowest node's NVLink factor") {
+  // 2 nodes of 8, tensor 8 x data 2: the tensor group of rank 8 lies in node 1 (NVLink at 0.5), rank 0's
+  // in node 0; each data group spans both nodes; a transfer inside node 1 carries its factor.
+  dtsim::config::Scenario s = dtsim::testing::fixture_scenario();
+  s.cluster.nodes = 2;
+  s.parallelism.data = 2;
+  s.parallelism.tensor = 8;
+  const dtsim::parallel::Mesh mesh = dtsim::parallel::Mesh::of(s);
+  const dtsim::parallel::GroupLayouts layouts(mesh, true, {}, {1.0, 0.5});
+  CHECK(layouts.group(0, dtsim::parallel::GroupKind::tensor).nvlink_speed == 1.0);
+  CHECK(layouts.group(8, dtsim::parallel::GroupKind::tensor).nvlink_speed == 0.5);
+  CHECK(layouts.group(0, dtsim::parallel::GroupKind::data).nvlink_speed == 0.5);
+  CHECK(dtsim::config::node_nvlink_speeds({{1, std::nullopt, 1.0, 1.0, 0.0, 0.5}}, 2) ==
+        std::vector<double>{1.0, 0.5});
+  CHECK(dtsim::config::node_nvlink_speeds({{1, std::nullopt, 0.5, 1.0}}, 2).empty());
+}
+
 namespace {
 
 // Llama 2 7B on 4 DGX H100 nodes, TP 2 x DP 16, every rank simulated, with `factors`.
@@ -159,6 +198,20 @@ TEST_CASE("every rank: a degraded NIC slows the collectives that cross its node,
   CHECK(nic.breakdown.exposed_data_comm_s > base.breakdown.exposed_data_comm_s);
   CHECK(nic.iteration_time_s > base.iteration_time_s);
   CHECK(nic.breakdown.exposed_tensor_comm_s == doctest::Approx(base.breakdown.exposed_tensor_comm_s));
+}
+
+TEST_CASE("every rank: a degraded NVLink slows the collectives inside its node") {
+  // Node 2's NVLink at 0.25: the tensor-parallel collectives of its pairs (inside the node) move at a
+  // quarter of their bandwidth; their exposed part and the iteration grow; compute does not change.
+  const auto base = dtsim::testing::evaluate_json(every_rank(nullptr));
+  const auto slow = dtsim::testing::evaluate_json(every_rank({{{"node", 2}, {"nvlink", 0.25}}}));
+  MESSAGE("exposed tensor-parallel communication: " << base.breakdown.exposed_tensor_comm_s << " s, with node 2's "
+                                                    << "NVLink at 0.25: " << slow.breakdown.exposed_tensor_comm_s
+                                                    << " s; iteration " << base.iteration_time_s << " -> "
+                                                    << slow.iteration_time_s << " s");
+  CHECK(slow.breakdown.exposed_tensor_comm_s > base.breakdown.exposed_tensor_comm_s);
+  CHECK(slow.iteration_time_s > base.iteration_time_s);
+  CHECK(slow.breakdown.forward_s == doctest::Approx(base.breakdown.forward_s).epsilon(0.02));
 }
 
 TEST_CASE("jitter: a draw per (entry, iteration), lognormal with mean 1 and the stated CV") {
