@@ -125,6 +125,9 @@ void write_layer_model_text(std::ostream& out, const config::Scenario& s) {
   if (d.variability != config::Variability::none) jitter += fmt::format(" cv {}", d.variability_cv);
   if (d.stragglers > 0) jitter += fmt::format(", {} stragglers x{}", d.stragglers, d.straggler_slowdown);
   line(out, "", jitter);
+  line(out, "simulation",
+       fmt::format("{} network (collectives; server transfers through the engine's ports), seed {}",
+                   config::to_string(s.simulation.network), s.simulation.seed));
 }
 
 void write_data_parallel_text(std::ostream& out, const results::Result& r) {

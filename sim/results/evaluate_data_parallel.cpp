@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -12,10 +13,10 @@
 #include "core/checked_math.hpp"
 #include "core/errors.hpp"
 #include "engine/dp_training.hpp"
+#include "graph/ops.hpp"
 #include "models/convergence/convergence.hpp"
 #include "models/layer_table/layer_ops.hpp"
-#include "network/analytic_model.hpp"
-#include "network/collective_cost.hpp"
+#include "network/network_model.hpp"
 #include "results/distribution.hpp"
 
 namespace dtsim::results {
@@ -126,13 +127,15 @@ Result evaluate_data_parallel(const config::Scenario& scenario, const EvaluateOp
   setup.pull_bytes = setup.push_bytes;
 
   // All-reduce fusion buckets along the backward pass (last layer first).
-  const network::PathParams path = network::path_params(scenario);
+  // The scenario's network level (simulation.network) costs every collective: the analytic model, or
+  // the flow level's simulation of each (the transfers to and from servers are the engine's ports).
+  const std::unique_ptr<network::NetworkModel> network = network::make_network_model(scenario, options.flow_cache);
   const auto allreduce_ns = [&](double bytes) {
     graph::CommOp op;
     op.kind = graph::CollectiveKind::all_reduce;
     op.bytes = bytes;
     op.group = graph::CommGroup{workers, scenario.cluster.nodes, 1};
-    return core::seconds_to_ns(network::collective_time_s(op, path));
+    return network->duration(op);
   };
   if (workers > 1 && stats.allreduce_bytes_per_step > 0.0) {
     double done_s = 0.0;
@@ -158,9 +161,9 @@ Result evaluate_data_parallel(const config::Scenario& scenario, const EvaluateOp
     local.bytes = stats.push_bytes_per_worker_step;
     local.group = graph::CommGroup{scenario.node.gpus_per_node, 1, 1};
     local.kind = graph::CollectiveKind::reduce;
-    setup.local_reduce_ns = core::seconds_to_ns(network::collective_time_s(local, path));
+    setup.local_reduce_ns = network->duration(local);
     local.kind = graph::CollectiveKind::broadcast;
-    setup.local_broadcast_ns = core::seconds_to_ns(network::collective_time_s(local, path));
+    setup.local_broadcast_ns = network->duration(local);
   }
   setup.workers = workers;
   setup.gpus_per_node = scenario.node.gpus_per_node;

@@ -11,7 +11,9 @@
 // each part of at most that size (BytePS-style partitioning, Jiang et al. OSDI'20); hybrid places the sparse
 // variables on the servers and all-reduces the dense ones (Parallax, Kim et al. EuroSys'19). All-reduce
 // buckets follow the backward pass in reverse layer order and close when they reach training.fusion_mb
-// (Horovod tensor fusion); each costs the network model's all-reduce over all workers. Transfers to and
+// (Horovod tensor fusion); each costs the scenario's network level's all-reduce over all workers
+// (simulation.network: analytic, or the flow level's simulation of it), as do the local reduce and
+// broadcast of local aggregation. Transfers to and
 // from servers also pass through parameter_server.transport (config::PsTransport): each server's sum of
 // squared message sizes (one message per variable or part) feeds the large-message receive time.
 #pragma once
