@@ -128,13 +128,14 @@ TEST_CASE("cpu loop: the profiles calibrate writes validate against the profile 
   REQUIRE(run_loop().ran);
   dtsim::test::SchemaChecker checker(fs::path(DTSIM_SOURCE_DIR) / "schemas");
   const fs::path profiles = fs::path(DTSIM_LOOP_WORK_DIR) / "hardware_profiles";
-  for (const auto& [folder, schema] : {std::pair{"gpus", "profile-gpu"}, std::pair{"nodes", "profile-node"}}) {
-    std::ifstream in(profiles / folder / "cpu-loop.json");
+  for (const auto& kind : {std::pair<std::string, std::string>{"gpus", "profile-gpu"},
+                           std::pair<std::string, std::string>{"nodes", "profile-node"}}) {
+    std::ifstream in(profiles / kind.first / "cpu-loop.json");
     REQUIRE(in);
-    const auto errors = checker.check(nlohmann::json::parse(in), std::string(schema) + ".schema.json");
-    std::string all;
+    const auto errors = checker.check(nlohmann::json::parse(in), kind.second + ".schema.json");
+    std::string all = kind.first + ": ";
     for (const auto& e : errors) all += e + "\n";
-    CHECK_MESSAGE(errors.empty(), folder << ": " << all);
+    CHECK_MESSAGE(errors.empty(), all);
   }
 }
 
