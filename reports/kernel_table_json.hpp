@@ -1,7 +1,7 @@
 // The kernel table of a PyTorch profiler trace (calibration/kernel_table.hpp) as JSON, written by
 // dtsim import kineto (Output v1: the envelope of reports/output_envelope.hpp with inputs "trace" and
-// "gpu", then the table's keys; schemas/output-import-kineto.schema.json): time per operator class, per kernel name (count, total, median, p10/p90 in
-// microseconds) and the GEMM throughput rows in the hardware_profiles gemm.measured schema (m, n, k,
+// "gpu", then the table's keys; schemas/output-import-kineto.schema.json): time per operator class,
+// per kernel name (count, total, median, p10/p90 in microseconds) and the GEMM throughput rows in the hardware_profiles gemm.measured schema (m, n, k,
 // precision, tflops), with the curve fitted to them when a GPU profile was given.
 #pragma once
 

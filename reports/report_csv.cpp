@@ -42,7 +42,9 @@ void write_report_csv(std::ostream& out, const results::ReportData& data) {
     // A figure's value where it has one (full precision), else its text.
     for (const std::string& name : figures) {
       const results::Figure* f = results::find_figure(e, name);
-      out << ',' << field(f == nullptr ? std::string() : std::isfinite(f->value) ? fmt::format("{}", f->value) : f->text);
+      std::string value;
+      if (f != nullptr) value = std::isfinite(f->value) ? fmt::format("{}", f->value) : f->text;
+      out << ',' << field(value);
     }
     out << ',';
     write_csv_row(out, e.result);

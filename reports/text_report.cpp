@@ -4,8 +4,10 @@
 #include <ostream>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/units.hpp"
 #include "reports/csv_report.hpp"
@@ -58,16 +60,13 @@ void write_setup(std::ostream& out, const config::Scenario& s) {
   if (const std::string note = config::extrapolation_note(s.fabric, s.cluster.nodes); !note.empty())
     line(out, "", note);
   for (const config::SpeedFactor& f : s.cluster.speed_factors) {
-    std::string where = f.gpu ? fmt::format("node {} GPU {}", f.node, *f.gpu) : fmt::format("node {}", f.node);
-    if (f.compute != 1.0) where += fmt::format(": compute x{}", f.compute);
-    if (f.nic != 1.0) where += fmt::format("{} NICs x{}", f.compute != 1.0 ? "," : ":", f.nic);
-    if (f.nvlink != 1.0)
-      where += fmt::format("{} NVLink x{}", f.compute != 1.0 || f.nic != 1.0 ? "," : ":", f.nvlink);
-    if (f.jitter_cv > 0.0) {
-      where += fmt::format("{} jitter CV {}", f.compute != 1.0 || f.nic != 1.0 || f.nvlink != 1.0 ? "," : ":",
-                           f.jitter_cv);
-    }
-    line(out, "", "speed factor, " + where);
+    std::vector<std::string> parts;
+    if (f.compute != 1.0) parts.push_back(fmt::format("compute x{}", f.compute));
+    if (f.nic != 1.0) parts.push_back(fmt::format("NICs x{}", f.nic));
+    if (f.nvlink != 1.0) parts.push_back(fmt::format("NVLink x{}", f.nvlink));
+    if (f.jitter_cv > 0.0) parts.push_back(fmt::format("jitter CV {}", f.jitter_cv));
+    const std::string where = f.gpu ? fmt::format("node {} GPU {}", f.node, *f.gpu) : fmt::format("node {}", f.node);
+    line(out, "", fmt::format("speed factor, {}{}{}", where, parts.empty() ? "" : ": ", fmt::join(parts, ", ")));
   }
   for (const config::MixedGpus& e : s.cluster.mixed_gpus) {
     line(out, "", e.nodes == 1 ? fmt::format("node {}: {} GPUs", e.first_node, e.gpu.id)

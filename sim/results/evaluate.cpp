@@ -169,7 +169,6 @@ Result evaluate_transformer(const config::Scenario& scenario, const EvaluateOpti
   if (auto reason = parallel::infeasibility(scenario)) return infeasible(scenario, std::move(*reason));
   Result result;
   result.scenario = scenario;
-  result.memory.capacity_bytes_per_gpu = scenario.hbm_bytes_per_gpu();
   result.memory = memory_of(scenario, parallel::memory_per_gpu(scenario));
   if (!result.memory.fits) {
     result.status = Status::infeasible;

@@ -4,7 +4,6 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
-#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -17,6 +16,7 @@
 #include "network/flow_cache.hpp"
 #include "reports/reports.hpp"
 #include "results/evaluate.hpp"
+#include "sample_moments.hpp"
 
 namespace {
 
@@ -113,19 +113,11 @@ TEST_CASE("dp training: compute factors are seeded, deterministic, mean 1 (logno
   s.variability = dtsim::config::Variability::lognormal;
   s.variability_cv = 0.2;
   s.seed = 42;
-  double sum = 0.0;
-  double sum2 = 0.0;
-  const int n = 20000;
-  for (int i = 0; i < n; ++i) {
-    const double f = dtsim::engine::compute_factor(s, i % 100, i / 100);
-    sum += f;
-    sum2 += f * f;
-  }
-  const double mean = sum / n;
-  const double cv = std::sqrt(sum2 / n - mean * mean) / mean;
+  const auto m = dtsim::testing::sample_moments(
+      20000, [&](int i) { return dtsim::engine::compute_factor(s, i % 100, i / 100); });
   // E[exp(mu + sigma Z)] = 1 with sigma^2 = ln(1 + cv^2), mu = -sigma^2/2; sampling error ~0.2/sqrt(n).
-  CHECK(mean == doctest::Approx(1.0).epsilon(0.01));
-  CHECK(cv == doctest::Approx(0.2).epsilon(0.05));
+  CHECK(m.mean == doctest::Approx(1.0).epsilon(0.01));
+  CHECK(m.cv == doctest::Approx(0.2).epsilon(0.05));
   CHECK(dtsim::engine::compute_factor(s, 7, 3) == dtsim::engine::compute_factor(s, 7, 3));
   s.stragglers = 1;
   s.straggler_slowdown = 2.0;

@@ -4,14 +4,13 @@
 // what an every-rank simulation makes of them.
 #include <doctest/doctest.h>
 
-#include <cmath>
-
 #include <nlohmann/json.hpp>
 
 #include "config/speed_factors.hpp"
 #include "core/random.hpp"
 #include "engine_fixture.hpp"
 #include "network/analytic_model.hpp"
+#include "sample_moments.hpp"
 #include "parallel/group_layouts.hpp"
 #include "parallel/mesh.hpp"
 #include "scenario_fixture.hpp"
@@ -228,18 +227,10 @@ TEST_CASE("jitter: a draw per (entry, iteration), lognormal with mean 1 and the 
   CHECK_FALSE(dtsim::config::has_jitter({factors[0]}));
   // Over 20,000 draws the sample mean is 1 and the sample CV 0.3, within a few standard errors
   // (standard error of the mean 0.3 / sqrt(20000) = 0.002).
-  double sum = 0.0;
-  double sum_sq = 0.0;
-  constexpr int kDraws = 20000;
-  for (int i = 0; i < kDraws; ++i) {
-    const double x = dtsim::core::lognormal_factor(1, 0, i, 0.3);
-    sum += x;
-    sum_sq += x * x;
-  }
-  const double mean = sum / kDraws;
-  const double cv = std::sqrt(sum_sq / kDraws - mean * mean) / mean;
-  CHECK(mean == doctest::Approx(1.0).epsilon(0.01));
-  CHECK(cv == doctest::Approx(0.3).epsilon(0.05));
+  const auto m =
+      dtsim::testing::sample_moments(20000, [](int i) { return dtsim::core::lognormal_factor(1, 0, i, 0.3); });
+  CHECK(m.mean == doctest::Approx(1.0).epsilon(0.01));
+  CHECK(m.cv == doctest::Approx(0.3).epsilon(0.05));
 }
 
 TEST_CASE("every rank: a jittery node lengthens the mean iteration; one sample is one speed factor") {
