@@ -17,11 +17,15 @@ namespace {
 
 using results::Result;
 
+// Which scenarios a row is about; shown when one of the compared scenarios is.
+enum class Applies { all, split, dlrm };
+
 struct Row {
   std::string label;
   std::function<std::string(const Result&)> cell;
-  bool needs_ok = false;  // blank for infeasible plans that never ran
-  bool failures = false;  // shown when a scenario states failures (its goodput)
+  bool needs_ok = false;           // blank for infeasible plans that never ran
+  bool failures = false;           // shown when a scenario states failures (its goodput)
+  Applies applies = Applies::all;  // split: a transformer's or layer table's parallel plan; dlrm: embeddings
 };
 
 std::string seconds(double s) { return fmt::format("{:.4f}", s); }
@@ -43,24 +47,49 @@ const std::vector<Row>& rows() {
          const auto& p = r.scenario.parallelism;
          return p.virtual_stages > 1 ? fmt::format("{} v{}", config::to_string(p.schedule), p.virtual_stages)
                                      : std::string(config::to_string(p.schedule));
-       }},
-      {"micro-batch", [](const Result& r) { return std::to_string(r.scenario.training.micro_batch_size); }},
+       },
+       false, false, Applies::split},
+      {"micro-batch", [](const Result& r) { return std::to_string(r.scenario.training.micro_batch_size); },
+       false, false, Applies::split},
       {"recompute",
        [](const Result& r) {
          return std::string(config::to_string(r.scenario.training.activation_recompute));
-       }},
+       },
+       false, false, Applies::split},
       {"ZeRO / dist. optimizer",
        [](const Result& r) {
          const auto& p = r.scenario.parallelism;
          return fmt::format("{} / {}", config::zero_stage_label(p), p.distributed_optimizer ? "yes" : "no");
-       }},
+       },
+       false, false, Applies::split},
+      {"embedding sharding",
+       [](const Result& r) {
+         const auto& e = r.scenario.parallelism.embeddings;
+         if (!r.scenario.dlrm) return std::string("-");
+         return e.per_table.empty()
+                    ? std::string(config::to_string(e.sharding))
+                    : fmt::format("{} (+{} own)", config::to_string(e.sharding), e.per_table.size());
+       },
+       false, false, Applies::dlrm},
+      {"embedding placement",
+       [](const Result& r) {
+         const auto& e = r.scenario.parallelism.embeddings;
+         if (!r.scenario.dlrm) return std::string("-");
+         return e.placement == config::EmbeddingPlacement::host_cached
+                    ? fmt::format("host, {:.0f}% cached", 100 * e.cache_fraction)
+                    : std::string(config::to_string(e.placement));
+       },
+       false, false, Applies::dlrm},
       {"iteration (s)", [](const Result& r) { return seconds(r.iteration_time_s); }, true},
       {"  error band",
        [](const Result& r) {
          return r.expected_error ? results::band_range(*r.expected_error) : std::string("-");
        },
        true},
-      {"tokens/s", [](const Result& r) { return fmt::format("{:.0f}", r.throughput.tokens_per_s); }, true},
+      {"samples/s", [](const Result& r) { return fmt::format("{:.0f}", r.throughput.samples_per_s); }, true,
+       false, Applies::dlrm},
+      {"tokens/s", [](const Result& r) { return fmt::format("{:.0f}", r.throughput.tokens_per_s); }, true,
+       false, Applies::split},
       {"model TFLOP/s/GPU",
        [](const Result& r) { return fmt::format("{:.1f}", r.flops.model_tflops_per_gpu); }, true},
       {"MFU", [](const Result& r) { return fmt::format("{:.1f}%", 100 * r.flops.mfu); }, true},
@@ -72,6 +101,18 @@ const std::vector<Row>& rows() {
        [](const Result& r) { return share(r.breakdown.exposed_comm_s(), r.iteration_time_s); }, true},
       {"  pipeline bubble",
        [](const Result& r) { return share(r.breakdown.pipeline_bubble_s, r.iteration_time_s); }, true},
+      {"lookup imbalance",
+       [](const Result& r) {
+         const auto& e = r.embeddings;
+         return e && e->ids_per_gpu_mean > 0 ? fmt::format("{:.2f}", e->ids_per_gpu_max / e->ids_per_gpu_mean)
+                                             : std::string("-");
+       },
+       true, false, Applies::dlrm},
+      {"ids served from HBM",
+       [](const Result& r) {
+         return r.embeddings ? fmt::format("{:.1f}%", 100 * r.embeddings->cache_hit_rate) : std::string("-");
+       },
+       true, false, Applies::dlrm},
       {"  waiting for the host",
        [](const Result& r) { return share(r.breakdown.host_wait_s, r.iteration_time_s); }, true},
       {"memory/GPU (GiB)",
@@ -84,7 +125,8 @@ const std::vector<Row>& rows() {
        [](const Result& r) {
          const auto& g = r.goodput;
          if (!g) return std::string("-");
-         return g->reason.empty() ? fmt::format("{:.2f}", g->wall_s.p50 / core::kSecondsPerDay) : std::string("no finish");
+         return g->reason.empty() ? fmt::format("{:.2f}", g->wall_s.p50 / core::kSecondsPerDay)
+                                  : std::string("no finish");
        },
        true, true},
       {"  goodput (p50)",
@@ -120,9 +162,15 @@ void write_compare_text(std::ostream& out, const std::vector<Result>& results) {
   const std::vector<std::string> names = headers(results);
   const bool failures =
       std::any_of(results.begin(), results.end(), [](const Result& r) { return r.goodput.has_value(); });
+  const bool dlrm = std::any_of(results.begin(), results.end(),
+                                [](const Result& r) { return r.scenario.dlrm.has_value(); });
+  const bool split =
+      std::any_of(results.begin(), results.end(), [](const Result& r) { return !r.scenario.dlrm; });
   std::vector<const Row*> shown;
   for (const auto& row : rows()) {
-    if (!row.failures || failures) shown.push_back(&row);
+    const bool applies = row.applies == Applies::all || (row.applies == Applies::dlrm && dlrm) ||
+                         (row.applies == Applies::split && split);
+    if ((!row.failures || failures) && applies) shown.push_back(&row);
   }
   std::size_t label_width = 0;
   for (const Row* row : shown) label_width = std::max(label_width, row->label.size());

@@ -27,14 +27,18 @@ std::string num(double v) { return fmt::format("{}", v); }
 std::string num(std::int64_t v) { return fmt::format("{}", v); }
 std::string flag(bool v) { return v ? "true" : "false"; }
 
-// The columns, in order: what was run, then what came out.
+// The columns, in order: what was run, then what came out; the breakdown's parts come between these and
+// kTailColumns.
 constexpr std::array kColumns = {
     Column{"name", [](const Result& r) { return r.scenario.name; }},
     Column{"status", [](const Result& r) { return std::string(results::to_string(r.status)); }},
     Column{"reason", [](const Result& r) { return r.reason; }},
     Column{"model",
            [](const Result& r) {
-             return r.scenario.layer_model ? r.scenario.layer_model->id : r.scenario.model.preset;
+             return r.scenario.layer_model ? r.scenario.layer_model->id
+                    : r.scenario.dlrm
+                        ? (r.scenario.dlrm->preset.empty() ? std::string("dlrm") : r.scenario.dlrm->preset)
+                        : r.scenario.model.preset;
            }},
     Column{"layers", [](const Result& r) { return num(r.scenario.model.layers); }},
     Column{"hidden_size", [](const Result& r) { return num(r.scenario.model.hidden_size); }},
@@ -80,17 +84,10 @@ constexpr std::array kColumns = {
     Column{"peak_tflops_per_gpu", [](const Result& r) { return num(r.flops.peak_tflops_per_gpu); }},
     Column{"mfu", [](const Result& r) { return num(r.flops.mfu); }},
     Column{"hfu", [](const Result& r) { return num(r.flops.hfu); }},
-    Column{"forward_s", [](const Result& r) { return num(r.breakdown.forward_s); }},
-    Column{"backward_s", [](const Result& r) { return num(r.breakdown.backward_s); }},
-    Column{"recompute_s", [](const Result& r) { return num(r.breakdown.recompute_s); }},
-    Column{"optimizer_s", [](const Result& r) { return num(r.breakdown.optimizer_s); }},
-    Column{"exposed_tensor_comm_s", [](const Result& r) { return num(r.breakdown.exposed_tensor_comm_s); }},
-    Column{"exposed_context_comm_s", [](const Result& r) { return num(r.breakdown.exposed_context_comm_s); }},
-    Column{"exposed_pipeline_comm_s",
-           [](const Result& r) { return num(r.breakdown.exposed_pipeline_comm_s); }},
-    Column{"exposed_data_comm_s", [](const Result& r) { return num(r.breakdown.exposed_data_comm_s); }},
-    Column{"pipeline_bubble_s", [](const Result& r) { return num(r.breakdown.pipeline_bubble_s); }},
-    Column{"host_wait_s", [](const Result& r) { return num(r.breakdown.host_wait_s); }},
+};
+
+// After the breakdown parts (results::kBreakdownParts, each as "<key>_s").
+constexpr std::array kTailColumns = {
     Column{"compute_s", [](const Result& r) { return num(r.breakdown.compute_s()); }},
     Column{"exposed_comm_s", [](const Result& r) { return num(r.breakdown.exposed_comm_s()); }},
     Column{"peak_bytes_per_gpu", [](const Result& r) { return num(r.memory.peak_bytes_per_gpu); }},
@@ -100,11 +97,13 @@ constexpr std::array kColumns = {
     // The closest validated regime's band of the iteration time's error (empty: none).
     Column{"expected_error_low_pct",
            [](const Result& r) {
-             return r.expected_error && r.expected_error->validated ? num(r.expected_error->low_pct) : std::string();
+             return r.expected_error && r.expected_error->validated ? num(r.expected_error->low_pct)
+                                                                    : std::string();
            }},
     Column{"expected_error_high_pct",
            [](const Result& r) {
-             return r.expected_error && r.expected_error->validated ? num(r.expected_error->high_pct) : std::string();
+             return r.expected_error && r.expected_error->validated ? num(r.expected_error->high_pct)
+                                                                    : std::string();
            }},
     // Under the scenario's failures (empty without them): median time to train and goodput over the runs.
     Column{"train_with_failures_p50_s",
@@ -116,8 +115,9 @@ constexpr std::array kColumns = {
              return r.goodput && r.goodput->reason.empty() ? num(r.goodput->goodput.p50) : std::string();
            }},
     Column{"compute_calibration_factor",
-           [](const Result&
-                  r) { return r.compute_calibration ? num(r.compute_calibration->factor) : std::string(); }},
+           [](const Result& r) {
+             return r.compute_calibration ? num(r.compute_calibration->factor) : std::string();
+           }},
 };
 
 void write_field(std::ostream& out, std::string_view field) {
@@ -144,10 +144,14 @@ void write_csv_header(std::ostream& out, const std::vector<std::string>& leading
     if (i > 0) out << ',';
     write_field(out, kColumns[i].name);
   }
+  for (const results::BreakdownPart& part : results::kBreakdownParts)
+    write_field(out << ',', std::string(part.key) + "_s");
+  for (const Column& column : kTailColumns) write_field(out << ',', column.name);
   out << '\n';
 }
 
-void write_csv_row(std::ostream& out, const results::Result& result, const std::vector<std::string>& leading) {
+void write_csv_row(std::ostream& out, const results::Result& result,
+                   const std::vector<std::string>& leading) {
   for (const std::string& value : leading) {
     write_field(out, value);
     out << ',';
@@ -156,6 +160,10 @@ void write_csv_row(std::ostream& out, const results::Result& result, const std::
     if (i > 0) out << ',';
     write_field(out, kColumns[i].value(result));
   }
+  for (const results::BreakdownPart& part : results::kBreakdownParts) {
+    write_field(out << ',', num(result.breakdown.*part.value));
+  }
+  for (const Column& column : kTailColumns) write_field(out << ',', column.value(result));
   out << '\n';
 }
 

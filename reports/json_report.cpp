@@ -5,6 +5,7 @@
 // --no-timing`).
 #include <ostream>
 
+#include "reports/dlrm_report.hpp"
 #include "reports/data_parallel_report.hpp"
 #include "reports/goodput_report.hpp"
 #include "reports/output_envelope.hpp"
@@ -33,16 +34,7 @@ nlohmann::ordered_json flops_json(const results::Flops& f) {
 
 nlohmann::ordered_json breakdown_json(const results::Breakdown& b) {
   nlohmann::ordered_json j;
-  j["forward"] = b.forward_s;
-  j["backward"] = b.backward_s;
-  j["recompute"] = b.recompute_s;
-  j["optimizer"] = b.optimizer_s;
-  j["exposed_tensor_comm"] = b.exposed_tensor_comm_s;
-  j["exposed_context_comm"] = b.exposed_context_comm_s;
-  j["exposed_pipeline_comm"] = b.exposed_pipeline_comm_s;
-  j["exposed_data_comm"] = b.exposed_data_comm_s;
-  j["pipeline_bubble"] = b.pipeline_bubble_s;
-  j["host_wait"] = b.host_wait_s;
+  for (const results::BreakdownPart& part : results::kBreakdownParts) j[part.key] = b.*part.value;
   j["compute"] = b.compute_s();
   j["exposed_comm"] = b.exposed_comm_s();
   return j;
@@ -114,6 +106,7 @@ nlohmann::ordered_json result_json(const results::Result& result) {
   if (result.data_parallel) j["data_parallel"] = data_parallel_json(*result.data_parallel);
   if (result.convergence) j["convergence"] = convergence_json(*result.convergence);
   if (result.goodput) j["goodput"] = goodput_json(*result.goodput);
+  if (result.embeddings) j["embeddings"] = embeddings_json(*result.embeddings);
   return j;
 }
 

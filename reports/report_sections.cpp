@@ -219,10 +219,8 @@ ReportSection breakdown_section(const ReportData& data) {
   ReportSection s{.id = "breakdown",
                   .heading = "Iteration time breakdown",
                   .note = "mean over the simulated ranks; the parts sum to the iteration time"};
-  const std::vector<std::string> parts = {"forward",         "backward",        "recompute",
-                                          "optimizer",       "exposed TP comm", "exposed CP comm",
-                                          "exposed PP comm", "exposed DP comm", "pipeline bubble",
-                                          "waiting for the host"};
+  std::vector<std::string> parts;
+  for (const results::BreakdownPart& part : results::kBreakdownParts) parts.emplace_back(part.short_label);
   svg::StackedBarChart chart{.title = "Where an iteration's time goes", .y_label = "seconds"};
   for (const std::string& p : parts) chart.stacks.push_back({.name = p});
   s.table.header = {"entry"};
@@ -230,16 +228,8 @@ ReportSection breakdown_section(const ReportData& data) {
   s.table.header.emplace_back("iteration (s)");
   for (const ReportEntry& e : data.entries) {
     const results::Breakdown& b = e.result.breakdown;
-    const std::vector<double> values = {b.forward_s,
-                                        b.backward_s,
-                                        b.recompute_s,
-                                        b.optimizer_s,
-                                        b.exposed_tensor_comm_s,
-                                        b.exposed_context_comm_s,
-                                        b.exposed_pipeline_comm_s,
-                                        b.exposed_data_comm_s,
-                                        b.pipeline_bubble_s,
-                                        b.host_wait_s};
+    std::vector<double> values;
+    for (const results::BreakdownPart& part : results::kBreakdownParts) values.push_back(b.*part.value);
     chart.categories.push_back(bar_label(e));
     std::vector<std::string> row{e.label};
     for (std::size_t i = 0; i < values.size(); ++i) {

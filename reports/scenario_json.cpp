@@ -2,6 +2,7 @@
 // so that a result names everything it was computed from. Enumerations use their JSON names
 // (config::to_string); sizes keep the units of their keys.
 #include "core/units.hpp"
+#include "reports/dlrm_report.hpp"
 #include "reports/data_parallel_report.hpp"
 #include "reports/goodput_report.hpp"
 #include "reports/reports.hpp"
@@ -146,10 +147,18 @@ nlohmann::ordered_json scenario_json(const config::Scenario& scenario) {
   j["schema_version"] = 1;
   j["name"] = scenario.name;
   if (!scenario.software.empty()) j["software"] = scenario.software;  // its settings are in the keys below
-  j["model"] = scenario.layer_model ? layer_model_json(*scenario.layer_model) : model_json(scenario.model);
+  j["model"] = scenario.layer_model ? layer_model_json(*scenario.layer_model)
+               : scenario.dlrm      ? dlrm_model_json(*scenario.dlrm)
+                                    : model_json(scenario.model);
   j["cluster"] = cluster_json(scenario);
   j["parallelism"] = parallelism_json(scenario.parallelism);
   j["training"] = training_json(scenario.training);
+  if (scenario.dlrm) {
+    j["parallelism"]["embeddings"] = embedding_plan_json(scenario.parallelism.embeddings);
+    // The keys a DLRM scenario may not state (config/dlrm_loader.hpp).
+    for (const char* key : {"micro_batch_size", "activation_recompute", "overlap_param_gather"}) j["training"].erase(key);
+    j["training"]["optimizer"] = config::to_string(scenario.training.optimizer);
+  }
   if (scenario.layer_model) j["training"].update(data_parallel_training_json(scenario.data_parallel));
   j["simulation"] = simulation_json(scenario.simulation);
   if (scenario.failures) j["failures"] = failures_json(*scenario.failures);

@@ -10,6 +10,7 @@
 #include <fmt/ranges.h>
 
 #include "core/units.hpp"
+#include "reports/dlrm_report.hpp"
 #include "reports/csv_report.hpp"
 #include "reports/data_parallel_report.hpp"
 #include "reports/goodput_report.hpp"
@@ -33,7 +34,9 @@ void write_setup(std::ostream& out, const config::Scenario& s) {
   const std::string model_name = m.preset.empty() ? std::string("transformer") : m.preset;
   line(out, "scenario", s.name);
   if (!s.software.empty()) line(out, "software", s.software);
-  if (m.kind == config::ModelKind::mlp) {
+  if (s.dlrm) {
+    write_dlrm_setup_text(out, s);
+  } else if (m.kind == config::ModelKind::mlp) {
     line(out, "model",
          fmt::format("mlp: input {}, {} + 1 layers of {}, output {}, optimizer {}", m.input_size, m.layers,
                      m.hidden_size, m.output_size, config::to_string(s.training.optimizer)));
@@ -74,6 +77,13 @@ void write_setup(std::ostream& out, const config::Scenario& s) {
                                              e.gpu.id));
   }
 
+  if (s.dlrm) {
+    write_dlrm_plan_text(out, s);
+    line(out, "simulation",
+         fmt::format("{} network, every rank (their embedding shards differ), seed {}",
+                     config::to_string(s.simulation.network), s.simulation.seed));
+    return;
+  }
   const config::ParallelismSpec& p = s.parallelism;
   std::string parallel =
       fmt::format("DP {} x TP {} x PP {} x CP {}", p.data, p.tensor, p.pipeline, p.context);
@@ -146,16 +156,9 @@ void write_breakdown(std::ostream& out, const results::Result& r) {
     out << fmt::format("  {:<{}}{:>12.6f}{:>9}\n", part, kPartWidth, seconds, share);
   };
   out << fmt::format("\n{:<{}}{:>12}{:>9}\n", "time per iteration", kPartWidth + 2, "seconds", "share");
-  row("forward", b.forward_s);
-  row("backward", b.backward_s);
-  row("recompute", b.recompute_s);
-  row("optimizer", b.optimizer_s);
-  row("exposed tensor comm", b.exposed_tensor_comm_s);
-  row("exposed context comm", b.exposed_context_comm_s);
-  row("exposed pipeline comm", b.exposed_pipeline_comm_s);
-  row("exposed data comm", b.exposed_data_comm_s);
-  row("pipeline bubble", b.pipeline_bubble_s);
-  if (b.host_wait_s > 0.0) row("waiting for the host", b.host_wait_s);
+  for (const results::BreakdownPart& part : results::kBreakdownParts) {
+    if (!part.optional || b.*part.value > 0.0) row(part.label, b.*part.value);
+  }
   out << fmt::format("  {:-<{}}\n", "", kPartWidth + 21);
   row("compute", b.compute_s());
   row("exposed comm", b.exposed_comm_s());
@@ -191,6 +194,10 @@ void write_text(std::ostream& out, const results::Result& result) {
   if (ok) write_performance(out, result);
   if (ok) write_breakdown(out, result);
   if (ok) write_data_parallel_text(out, result);
+  if (result.embeddings && result.memory.peak_bytes_per_gpu > 0.0) {
+    out << '\n';
+    write_embeddings_text(out, *result.embeddings);
+  }
   if (ok && result.goodput)
     write_goodput_text(out, *result.scenario.failures, *result.goodput, result.scenario.gpu_count());
   // A plan refused before the memory model or the engine ran (indivisible, too large) has neither.

@@ -29,6 +29,11 @@ int check_command(const CheckOptions& options, std::istream& in, std::ostream& o
                         config::to_string(s.data_parallel.sync));
     layers = s.layer_model->layers.size();
   }
+  if (s.dlrm) {
+    model = fmt::format("{}, {} tables {} in {}", s.dlrm->preset.empty() ? "dlrm" : s.dlrm->preset, s.dlrm->tables.size(),
+                        config::to_string(p.embeddings.sharding), config::to_string(p.embeddings.placement));
+    layers = s.dlrm->bottom_mlp.size() + s.dlrm->top_mlp.size();
+  }
   const std::string nodes =
       s.cluster.gpus ? fmt::format("{} x {} of {} GPUs of {}", s.cluster.nodes, s.node.gpus_per_node,
                                    s.cluster.node_gpus, s.cluster.node_id)

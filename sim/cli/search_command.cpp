@@ -113,12 +113,13 @@ int search_command(const SearchCommandOptions& o, std::istream& in, std::ostream
   check_outputs({{"--out", o.out_path}, {"--report", o.report_path}}, {o.scenario});
   const config::Scenario base = read_scenario(o.scenario, in);
   // The search space is the transformer's split (tensor, pipeline, context, data, recompute, sharding).
-  if (base.layer_model || base.model.kind != config::ModelKind::transformer) {
-    throw core::InputError(
-        o.scenario, "/model",
-        "search ranks parallel plans of transformer models; this scenario's model is " +
-            std::string(base.layer_model ? "a layer table (data-parallel only)" : "an MLP") +
-            ": use dtsim run or dtsim sweep instead");
+  if (base.layer_model || base.dlrm || base.model.kind != config::ModelKind::transformer) {
+    const std::string what = base.layer_model ? "a layer table (data-parallel only)"
+                             : base.dlrm      ? "a DLRM (its embedding plans are compared with dtsim compare or sweep)"
+                                              : "an MLP";
+    throw core::InputError(o.scenario, "/model",
+                           "search ranks parallel plans of transformer models; this scenario's model is " + what +
+                               ": use dtsim run or dtsim sweep instead");
   }
   if (base.training.measured_single_gpu) {
     throw core::InputError(

@@ -47,6 +47,7 @@ ComputeModel::ComputeModel(const config::GpuProfile& gpu, config::Precision prec
     memory_bytes_per_s_[c] =
         gpu.hbm_bandwidth_gbytes_per_s * core::kGiga * gpu.memory_efficiency_of(static_cast<core::MemoryClass>(c));
   }
+  host_bytes_per_s_ = gpu.host_link_gbytes_per_s * core::kGiga * gpu.host_gather_efficiency;
   DTSIM_CHECK(duration_scale > 0.0, "a compute duration scale must be positive");
 }
 
@@ -69,7 +70,8 @@ double ComputeModel::duration_s(const graph::ComputeOp& op) const {
     case graph::ComputeClass::optimizer:
       break;
   }
-  const double memory_time = op.bytes / memory_bytes_per_s_[static_cast<std::size_t>(op.memory)];
+  double memory_time = op.bytes / memory_bytes_per_s_[static_cast<std::size_t>(op.memory)];
+  if (op.host_bytes > 0.0) memory_time += op.host_bytes / host_bytes_per_s_;
   return (std::max(flop_time, memory_time) + op.kernels * gpu_->kernel_launch_us * 1e-6) * duration_scale_;
 }
 

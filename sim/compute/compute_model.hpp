@@ -1,7 +1,11 @@
 // Duration of a compute operator on one GPU (DESIGN.md, "Compute model"):
 //
-//   t = max( flops / (peak(precision) * efficiency(op)),  bytes / (hbm_bandwidth * memory_efficiency(class)) )
+//   t = max( flops / (peak(precision) * efficiency(op)),  bytes / (hbm_bandwidth * memory_efficiency(class))
+//                                                           + host_bytes / (host_link * host_gather_efficiency) )
 //       + kernels * kernel_launch
+//
+// host_bytes are rows of embedding tables in host memory, gathered over the GPU's host link (PCIe) by
+// unified-memory kernels; a profile without a host link has no such ops (the plan is refused before).
 //
 // memory_efficiency(class) is the profile's measured fraction of HBM bandwidth for the op's class of
 // memory-bound kernel (core/memory_class.hpp), its streaming memory_efficiency where it states none.
@@ -46,6 +50,7 @@ class ComputeModel {
   const config::GemmCurve* other_curve_;
   double other_peak_flops_per_s_;
   std::array<double, core::kMemoryClassCount> memory_bytes_per_s_{};  // by core::MemoryClass
+  double host_bytes_per_s_ = 0.0;  // ComputeOp::host_bytes: host link x host gather efficiency
   double element_bytes_;        // a linear layer's GEMM operands (1 in an FP8 run)
   double other_element_bytes_;  // other GEMMs' (BF16's in an FP8 run)
   double duration_scale_;

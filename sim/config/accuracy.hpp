@@ -12,10 +12,13 @@ namespace dtsim::config {
 
 enum class RegimeScale { one_gpu, one_node, multi_node };
 enum class RegimeMetric { time, rate };
+// The workload a group validates: transformers (and MLPs), layer-table workloads (CNNs, parameter
+// servers), recommendation models.
+enum class RegimeWorkload { transformer, layer_table, dlrm };
 
 struct ValidatedRegime {
   std::string group;     // the validation group's title
-  bool layer_table = false;  // layer-table workloads (CNNs, parameter servers); else transformers
+  RegimeWorkload workload = RegimeWorkload::transformer;
   std::string gpu;       // GPU family: a GPU profile id up to its first '-' ("a100", "h100")
   RegimeScale scale = RegimeScale::multi_node;
   std::string software;  // a software stack id; empty: none named

@@ -23,7 +23,9 @@ std::vector<ValidatedRegime> load_accuracy(const std::string& hardware_profiles)
   const nlohmann::json* regimes = top.find("regimes");
   if (regimes == nullptr || !regimes->is_array()) throw core::InputError(path, "/regimes", "expected an array");
   const auto percent = NumberRule::between(-1000.0, 1000.0);
-  constexpr std::array kWorkloads{Choice<bool>{"transformer", false}, Choice<bool>{"layer_table", true}};
+  constexpr std::array kWorkloads{Choice<RegimeWorkload>{"transformer", RegimeWorkload::transformer},
+                                  Choice<RegimeWorkload>{"layer_table", RegimeWorkload::layer_table},
+                                  Choice<RegimeWorkload>{"dlrm", RegimeWorkload::dlrm}};
   constexpr std::array kScales{Choice<RegimeScale>{"one_gpu", RegimeScale::one_gpu},
                                Choice<RegimeScale>{"one_node", RegimeScale::one_node},
                                Choice<RegimeScale>{"multi_node", RegimeScale::multi_node}};
@@ -35,7 +37,7 @@ std::vector<ValidatedRegime> load_accuracy(const std::string& hardware_profiles)
                    "median_signed_pct", "p10_signed_pct", "p90_signed_pct"});
     ValidatedRegime g;
     g.group = r.required<std::string>("group", StringRule::non_empty());
-    g.layer_table = r.enum_value<bool>("workload", kWorkloads);
+    g.workload = r.enum_value<RegimeWorkload>("workload", kWorkloads);
     g.gpu = r.required<std::string>("gpu", StringRule::non_empty());
     g.scale = r.enum_value<RegimeScale>("scale", kScales);
     g.software = r.required<std::string>("software", StringRule::any());

@@ -210,6 +210,11 @@ std::optional<FailureSpec> read_failures(ObjectReader& parent, const std::string
 void check_failures(const std::string& file, const Scenario& s) {
   if (!s.failures) return;
   const FailureSpec& f = *s.failures;
+  if (s.dlrm) {
+    throw core::InputError(file, "/failures",
+                           "failures are costed for transformer, MLP and layer-table workloads; a DLRM's checkpoint "
+                           "(terabytes of embedding tables) and recovery are not modelled: leave the block out");
+  }
   if (f.recovery == Recovery::elastic && s.layer_model) {
     throw core::InputError(file, "/failures/recovery",
                            "elastic recovery drops data-parallel replicas of a transformer or MLP model; a "

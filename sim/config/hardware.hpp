@@ -91,6 +91,11 @@ struct GpuProfile {
   double attention_half_keys = 0.0;
   // Measurements the attention parameters were fitted to (documentation and tests; may be empty).
   std::vector<AttentionMeasurement> attention_measured;
+  // The GPU's link to its host's memory (PCIe), per direction; 0 where the profile states none. Rows of
+  // embedding tables kept in host memory are gathered over it at host_gather_efficiency of it
+  // (ComputeOp::host_bytes).
+  double host_link_gbytes_per_s = 0.0;
+  double host_gather_efficiency = 0.0;
   double kernel_launch_us = 0.0;           // fixed cost per kernel
   double overlap_slowdown = 1.0;           // compute slowdown while a communication kernel runs beside it
   std::optional<ThroughputSpread> spread;  // calibrated profiles only

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "config/dlrm_loader.hpp"
 #include "core/checked_math.hpp"
 
 namespace dtsim::config {
@@ -69,7 +70,7 @@ ParallelismSpec read_parallelism(ObjectReader& top, const Scenario& scenario, co
   ObjectReader r(found != nullptr ? *found : empty, top.file(), pointer_append(top.pointer(), "parallelism"));
   r.expect_keys({"data", "tensor", "pipeline", "virtual_stages", "sequence_parallel", "context", "expert",
                  "zero_stage", "zero3", "distributed_optimizer", "tp_comm_overlap", "tp_backward_overlap",
-                 "schedule", "order", "pipeline_comm"});
+                 "schedule", "order", "pipeline_comm", "embeddings"});
   const IntRule positive = IntRule::positive();
   ParallelismSpec p;
   const std::optional<std::int64_t> data = r.maybe<std::int64_t>("data", positive);
@@ -104,6 +105,12 @@ ParallelismSpec read_parallelism(ObjectReader& top, const Scenario& scenario, co
   p.pipeline_comm = r.optional_enum<PipelineComm>(
       "pipeline_comm", software.pipeline_comm.value_or(PipelineComm::overlapped_if_interleaved),
       named_choices(kPipelineComms));
+  if (scenario.dlrm) {
+    p.embeddings = read_embedding_plan(r, *scenario.dlrm);
+  } else if (r.has("embeddings")) {
+    throw r.error_at("embeddings", "applies to DLRM models (\"model\": {\"kind\": \"dlrm\", ...}); expected no such "
+                                   "key");
+  }
   r.finish();
 
   if (overlap_asked && !sp_active) {

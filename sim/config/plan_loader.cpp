@@ -271,6 +271,11 @@ Plan load_plan_text(const std::string& text, const std::string& source, const Da
       }
       plan.clusters.push_back({i, node_id, fabric, usd_per_gpu_hour, price.basis, price.usd, price.source,
                                load_scenario_text(s.dump(), source, data)});
+      if (plan.clusters.back().scenario.dlrm) {
+        throw core::InputError(source, "/model",
+                               "plan ranks clusters by the best parallel plan of a transformer model; a DLRM's "
+                               "embedding plans and clusters are compared with dtsim compare or dtsim sweep");
+      }
     }
   }
   for (const PriceOverride& p : prices) {

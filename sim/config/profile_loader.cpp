@@ -89,7 +89,8 @@ GpuProfile load_gpu_profile(const std::string& hardware_profiles, const std::str
   r.expect_keys({"schema_version", "id", "name", "sources", "peak_tflops", "hbm_bytes",
                  "hbm_bandwidth_gbytes_per_s", "memory_efficiency", "memory_classes", "sm_count", "gemm",
                  "attention_efficiency", "attention_half_waves", "attention_half_keys", "attention_measured",
-                 "kernel_launch_us", "overlap_slowdown", "spread"});
+                 "kernel_launch_us", "overlap_slowdown", "spread", "host_link_gbytes_per_s",
+                 "host_gather_efficiency"});
   GpuProfile gpu;
   gpu.id = id;
   gpu.name = read_header(r, id);
@@ -168,6 +169,8 @@ GpuProfile load_gpu_profile(const std::string& hardware_profiles, const std::str
   });
   gpu.kernel_launch_us = r.required<double>("kernel_launch_us", NumberRule::positive());
   gpu.overlap_slowdown = r.required<double>("overlap_slowdown", NumberRule{1.0, false, 10.0, false});
+  gpu.host_link_gbytes_per_s = r.optional<double>("host_link_gbytes_per_s", 0.0, NumberRule::positive());
+  gpu.host_gather_efficiency = r.optional<double>("host_gather_efficiency", 0.0, NumberRule::fraction());
   if (auto spread = r.optional_child("spread")) {
     spread->expect_keys({"compute_p10", "compute_p90", "memory_p10", "memory_p90"});
     ThroughputSpread t;

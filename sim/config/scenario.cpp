@@ -142,6 +142,8 @@ const char* to_string(Optimizer o) {
       return "adam";
     case Optimizer::sgd:
       return "sgd";
+    case Optimizer::adagrad:
+      return "adagrad";
   }
   throw core::InternalError("to_string: invalid Optimizer value");
 }

@@ -11,6 +11,7 @@
 
 #include "config/stack_support.hpp"
 #include "config/data_parallel.hpp"
+#include "config/dlrm.hpp"
 #include "config/failures.hpp"
 #include "config/hardware.hpp"
 #include "config/layer_table.hpp"
@@ -189,10 +190,13 @@ struct ParallelismSpec {
   PipelineComm pipeline_comm = PipelineComm::overlapped_if_interleaved;
   // Rank placement: Megatron-LM's default numbers tensor ranks fastest, then context, data, pipeline.
   MeshOrder order{MeshDim::tensor, MeshDim::context, MeshDim::data, MeshDim::pipeline};
+  EmbeddingPlan embeddings;  // DLRM models only (parallelism.embeddings)
 };
 
 enum class Recompute { none, selective, full };
-enum class Optimizer { adam, sgd };
+// adagrad: DLRM models only (dense and embedding parameters with one state each, as torch.optim.Adagrad
+// and fbgemm's exact Adagrad).
+enum class Optimizer { adam, sgd, adagrad };
 
 // A throughput the user measured for this model on one GPU of the scenario's kind, at the scenario's
 // precision and micro-batch (per-worker batch for layer-table models). dtsim scales its compute
@@ -279,6 +283,8 @@ struct Scenario {
   TransformerSpec model;
   // The workload when "model" names a layer table ({"layer_table": id}); `model` is then unused.
   std::optional<LayerTable> layer_model;
+  // The workload when "model" is a recommendation model ({"kind": "dlrm", ...}); `model` is then unused.
+  std::optional<DlrmSpec> dlrm;
   DataParallelSpec data_parallel;  // training keys of layer-table workloads
   ClusterSpec cluster;
   ParallelismSpec parallelism;

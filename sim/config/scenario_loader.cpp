@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config/json_reader.hpp"
+#include "config/dlrm_loader.hpp"
 #include "config/layer_table_loader.hpp"
 #include "config/mlp_reader.hpp"
 #include "config/parallelism_loader.hpp"
@@ -38,6 +39,11 @@ DataPaths data_paths_under(const std::filesystem::path& root) {
 
 std::string profile_path(const DataPaths& data, const char* kind, const std::string& id) {
   return (std::filesystem::path(data.hardware_profiles) / kind / (id + ".json")).string();
+}
+
+// models/dlrm/presets, beside the transformer presets folder.
+std::string dlrm_presets_folder(const DataPaths& data) {
+  return (std::filesystem::path(data.model_presets).parent_path() / "dlrm" / "presets").string();
 }
 
 // models/layer_table/tables, beside the transformer presets folder.
@@ -68,6 +74,10 @@ TransformerSpec read_model(ObjectReader& top, const DataPaths& data, const Softw
   // Peek at the kind without reading it: the chosen reader declares and reads the keys.
   const json& raw = model.value();
   if (raw.is_object() && raw.contains("kind") && raw["kind"] == "mlp") return read_mlp(model);
+  if (raw.is_object() && raw.contains("kind") && raw["kind"] == "dlrm") {
+    scenario.dlrm = read_dlrm(model, dlrm_presets_folder(data));
+    return TransformerSpec{};
+  }
   if (model.find("preset") == nullptr) return with_software(read_transformer(model, std::nullopt));
   const std::string id = model.required<std::string>("preset");
   const TransformerSpec preset = load_model_preset(
@@ -190,6 +200,15 @@ TrainingSpec read_training(ObjectReader& top, const DataPaths& data, const Softw
       }
     }
   }
+  if (scenario.dlrm) {
+    for (const char* key : {"micro_batch_size", "activation_recompute", "overlap_param_gather", "grad_accumulation",
+                            "autocast", "fp8_recipe"}) {
+      if (r.has(key)) {
+        throw r.error_at(key, "applies to transformer and MLP models; a DLRM trains each GPU's share of the "
+                              "global batch at once; expected no such key");
+      }
+    }
+  }
   TrainingSpec t;
   t.global_batch_size = r.required<std::int64_t>("global_batch_size", IntRule::positive());
   t.micro_batch_size = r.optional<std::int64_t>("micro_batch_size", 1, IntRule::positive());
@@ -224,8 +243,11 @@ TrainingSpec read_training(ObjectReader& top, const DataPaths& data, const Softw
                                  "casts FP32 parameters to 16 bits) or \"autocast\": false",
                                  to_string(t.precision)));
   }
-  t.optimizer = r.optional_enum<Optimizer>("optimizer", Optimizer::adam,
-                                           named_choices(std::array{Optimizer::adam, Optimizer::sgd}));
+  t.optimizer = scenario.dlrm ? r.optional_enum<Optimizer>(
+                                    "optimizer", Optimizer::adagrad,
+                                    named_choices(std::array{Optimizer::adagrad, Optimizer::sgd, Optimizer::adam}))
+                              : r.optional_enum<Optimizer>("optimizer", Optimizer::adam,
+                                                           named_choices(std::array{Optimizer::adam, Optimizer::sgd}));
   if (std::optional<ObjectReader> m = r.optional_child("measured_single_gpu")) {
     m->expect_keys({"samples_per_s", "source"});
     MeasuredSingleGpu measured;
@@ -326,6 +348,7 @@ Scenario load_scenario_text(const std::string& text, const std::string& source_n
   scenario.parallelism = read_parallelism(top, scenario, software);
   scenario.training = read_training(top, data, software, scenario);
   if (scenario.layer_model) check_layer_table_scenario(top.file(), scenario);
+  if (scenario.dlrm) check_dlrm_scenario(top.file(), scenario);
   scenario.simulation = read_simulation(top);
   check_speed_factors(top.file(), scenario);
   check_mixed_gpus(top.file(), scenario);

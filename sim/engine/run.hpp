@@ -36,7 +36,7 @@ inline constexpr std::uint32_t kWordBits = 64;
 
 // Task node word: index << kOpShift | flags | category, where the index is the op's, or for a gang
 // task the gang's (Run::gangs_). Fused ops carry both the compute and the fused flag.
-inline constexpr std::uint32_t kCategoryBits = 3;
+inline constexpr std::uint32_t kCategoryBits = 4;
 inline constexpr std::uint32_t kCategoryMask = (1U << kCategoryBits) - 1;
 inline constexpr std::uint32_t kComputeOpFlag = 1U << kCategoryBits;
 inline constexpr std::uint32_t kFusedFlag = 1U << (kCategoryBits + 1);

@@ -37,6 +37,9 @@ struct ComputeOp {
   // the masked half; its backward recomputes the scores): scales the time, not the count.
   double executed_fraction = 1.0;
   double bytes = 0.0;  // bytes read and written in HBM
+  // Bytes read or written in the host's memory over the GPU's host link (embedding rows in host
+  // memory): at GpuProfile::host_link_gbytes_per_s x host_gather_efficiency, after the HBM bytes.
+  double host_bytes = 0.0;
   GemmShape gemm;      // meaningful for gemm and attention
   int kernels = 1;     // kernel launches it takes
   // A linear layer's GEMM (models/transformer/linear.hpp): in an FP8 run the only kind that runs in

@@ -303,6 +303,8 @@ const char* to_string(StreamKind k) {
       return "param_gather";
     case StreamKind::pipeline_send:
       return "pipeline_send";
+    case StreamKind::embedding_comm:
+      return "embedding_comm";
   }
   return "unknown";
 }
@@ -325,6 +327,8 @@ const char* to_string(Category c) {
       return "pipeline_comm";
     case Category::data_comm:
       return "data_comm";
+    case Category::embedding_comm:
+      return "embedding_comm";
   }
   return "unknown";
 }

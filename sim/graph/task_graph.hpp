@@ -39,8 +39,9 @@ enum class StreamKind : std::uint8_t {
   data_comm,     // gradient reductions
   param_gather,  // parameter all-gathers (ZeRO-3 / FSDP prefetch, distributed optimizer)
   pipeline_send,
+  embedding_comm,  // sharded embeddings' all-to-alls and reductions (models/dlrm)
 };
-inline constexpr int kStreamKindCount = 6;
+inline constexpr int kStreamKindCount = 7;
 
 // What the time of a task is accounted as, in the iteration breakdown.
 enum class Category : std::uint8_t {
@@ -52,8 +53,9 @@ enum class Category : std::uint8_t {
   context_comm,
   pipeline_comm,
   data_comm,
+  embedding_comm,  // sharded embeddings' exchanges (models/dlrm): pooled lookups forward, their gradients back
 };
-inline constexpr int kCategoryCount = 8;
+inline constexpr int kCategoryCount = 9;
 
 // A stream's program order is not stored: it is its tasks in increasing id order (stream_tasks()).
 struct Stream {

@@ -169,13 +169,15 @@ void Lowering::add_streams(std::int64_t ranks) {
     streams_[static_cast<std::size_t>(r)][k] =
         out_.graph.add_stream(static_cast<graph::RankId>(r), static_cast<StreamKind>(k));
   };
+  // The kinds a transformer's ranks use: every kind before the sharded embeddings' (models/dlrm).
+  constexpr int kinds = static_cast<int>(StreamKind::embedding_comm);
   if (every_rank_) {
-    for (int k = 0; k < graph::kStreamKindCount; ++k) {
+    for (int k = 0; k < kinds; ++k) {
       for (std::int64_t r = 0; r < ranks; ++r) add(r, k);
     }
   } else {
     for (std::int64_t r = 0; r < ranks; ++r) {
-      for (int k = 0; k < graph::kStreamKindCount; ++k) add(r, k);
+      for (int k = 0; k < kinds; ++k) add(r, k);
     }
   }
 }

@@ -21,7 +21,9 @@ double as_time_error(double rate_error_pct) { return 100.0 * (1.0 / (1.0 + rate_
 }  // namespace
 
 ExpectedError expected_error(const config::Scenario& scenario, const std::vector<config::ValidatedRegime>& regimes) {
-  const bool layer_table = scenario.layer_model.has_value();
+  const config::RegimeWorkload workload = scenario.layer_model ? config::RegimeWorkload::layer_table
+                                          : scenario.dlrm        ? config::RegimeWorkload::dlrm
+                                                                 : config::RegimeWorkload::transformer;
   const std::string family = family_of(scenario.gpu.id);
   if (!scenario.cluster.mixed_gpus.empty()) {
     ExpectedError none;
@@ -33,7 +35,7 @@ ExpectedError expected_error(const config::Scenario& scenario, const std::vector
   for (std::size_t level = 0; level < kMatch.size(); ++level) {
     const config::ValidatedRegime* best = nullptr;
     for (const config::ValidatedRegime& r : regimes) {
-      if (r.layer_table != layer_table || r.gpu != family) continue;
+      if (r.workload != workload || r.gpu != family) continue;
       if (level <= 1 && r.scale != scale) continue;
       if (level == 0 && r.software != scenario.software) continue;
       if (best == nullptr || r.n > best->n) best = &r;
@@ -57,7 +59,9 @@ ExpectedError expected_error(const config::Scenario& scenario, const std::vector
     return e;
   }
   ExpectedError none;
-  none.reason = fmt::format("no validated {} runs on {} GPUs", layer_table ? "layer-table" : "transformer", family);
+  constexpr std::array<const char*, 3> kWorkloadNames{"transformer", "layer-table", "DLRM"};
+  none.reason =
+      fmt::format("no validated {} runs on {} GPUs", kWorkloadNames[static_cast<std::size_t>(workload)], family);
   return none;
 }
 

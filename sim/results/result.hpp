@@ -44,21 +44,43 @@ struct Breakdown {
   double exposed_context_comm_s = 0.0;
   double exposed_pipeline_comm_s = 0.0;
   double exposed_data_comm_s = 0.0;
+  double exposed_embedding_comm_s = 0.0;  // sharded embeddings' exchanges (models/dlrm)
   double pipeline_bubble_s = 0.0;  // idle: nothing to run (pipeline fill/drain, waiting on peers)
   double host_wait_s = 0.0;        // idle: the next kernel not yet issued by the host
   double compute_s() const { return forward_s + backward_s + recompute_s; }
   double exposed_comm_s() const {
-    return exposed_tensor_comm_s + exposed_context_comm_s + exposed_pipeline_comm_s + exposed_data_comm_s;
+    return exposed_tensor_comm_s + exposed_context_comm_s + exposed_pipeline_comm_s + exposed_data_comm_s +
+           exposed_embedding_comm_s;
   }
 };
 
-// Every part of a breakdown, for code that treats them alike (weighted sums of several breakdowns).
-inline constexpr std::array<double Breakdown::*, 10> kBreakdownParts{
-    &Breakdown::forward_s,          &Breakdown::backward_s,
-    &Breakdown::recompute_s,        &Breakdown::optimizer_s,
-    &Breakdown::exposed_tensor_comm_s, &Breakdown::exposed_context_comm_s,
-    &Breakdown::exposed_pipeline_comm_s, &Breakdown::exposed_data_comm_s,
-    &Breakdown::pipeline_bubble_s,  &Breakdown::host_wait_s};
+// One part of a breakdown, as every report names it: `key` in JSON (CSV adds "_s"), `label` in the
+// text summary, `short_label` in the HTML report's chart and table. `optional`: the text summary leaves
+// the row out while it is 0 (parts only some workloads have).
+struct BreakdownPart {
+  double Breakdown::* value;
+  const char* key;
+  const char* label;
+  const char* short_label;
+  bool optional = false;
+};
+
+// Every part of a breakdown, in the order reports list them; code that treats them alike (weighted
+// sums of several breakdowns, report columns) iterates this table.
+inline constexpr std::array<BreakdownPart, 11> kBreakdownParts{{
+    {&Breakdown::forward_s, "forward", "forward", "forward"},
+    {&Breakdown::backward_s, "backward", "backward", "backward"},
+    {&Breakdown::recompute_s, "recompute", "recompute", "recompute"},
+    {&Breakdown::optimizer_s, "optimizer", "optimizer", "optimizer"},
+    {&Breakdown::exposed_tensor_comm_s, "exposed_tensor_comm", "exposed tensor comm", "exposed TP comm"},
+    {&Breakdown::exposed_context_comm_s, "exposed_context_comm", "exposed context comm", "exposed CP comm"},
+    {&Breakdown::exposed_pipeline_comm_s, "exposed_pipeline_comm", "exposed pipeline comm", "exposed PP comm"},
+    {&Breakdown::exposed_data_comm_s, "exposed_data_comm", "exposed data comm", "exposed DP comm"},
+    {&Breakdown::exposed_embedding_comm_s, "exposed_embedding_comm", "exposed embedding comm",
+     "exposed embedding comm", true},
+    {&Breakdown::pipeline_bubble_s, "pipeline_bubble", "pipeline bubble", "pipeline bubble"},
+    {&Breakdown::host_wait_s, "host_wait", "waiting for the host", "waiting for the host", true},
+}};
 
 // Per-GPU memory of the most loaded rank (the first pipeline stage), by part.
 struct Memory {
@@ -121,6 +143,18 @@ struct Jitter {
   Distribution iteration_s;  // mean, nearest-rank p50 and p99, max over the samples
 };
 
+// A DLRM's embedding tables as the plan placed them (parallel/embedding_shards.hpp).
+struct EmbeddingSummary {
+  // Tables by sharding type, in the order of config::kEmbeddingShardings.
+  std::array<std::int64_t, config::kEmbeddingShardings.size()> tables{};
+  double ids_per_gpu_max = 0.0;   // ids looked up per iteration on the busiest GPU
+  double ids_per_gpu_mean = 0.0;  // and on the mean GPU (max / mean: the lookup imbalance)
+  double hbm_bytes_max = 0.0;     // embedding shards' weights, states and caches on the fullest GPU
+  double host_bytes_per_node_max = 0.0;  // shards in host memory on the fullest node
+  double cache_hit_rate = 1.0;    // ids served from HBM over all ids (1 without a host tier)
+  double pooled_alltoall_bytes = 0.0;   // the pooled values' all-to-all (CommOp bytes), each way
+};
+
 struct Result {
   config::Scenario scenario;
   Status status = Status::ok;
@@ -137,6 +171,7 @@ struct Result {
   std::optional<Interval> interval;                // present when the profiles carry a calibration spread
   std::optional<ComputeCalibration> compute_calibration;  // present with training.measured_single_gpu
   std::optional<Jitter> jitter;                    // present when speed factors state jitter
+  std::optional<EmbeddingSummary> embeddings;      // DLRM models
   // The closest validated regime's band (expected_error.hpp): set by the commands that report a
   // prediction (run, compare, sweep), absent where no regime matches or none was looked up.
   std::optional<ExpectedError> expected_error;

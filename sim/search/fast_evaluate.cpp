@@ -45,8 +45,10 @@ double hardware_flops(const results::Result& r) {
 results::Breakdown combine_breakdown(const std::array<results::Result, 4>& r,
                                      const std::array<double, 4>& w) {
   results::Breakdown b;
-  for (const auto part : results::kBreakdownParts)
-    b.*part = combine(r, w, [part](const results::Result& x) { return x.breakdown.*part; });
+  for (const results::BreakdownPart& part : results::kBreakdownParts) {
+    const auto value = part.value;
+    b.*value = combine(r, w, [value](const results::Result& x) { return x.breakdown.*value; });
+  }
   return b;
 }
 

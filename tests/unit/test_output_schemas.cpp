@@ -46,7 +46,8 @@ TEST_CASE("Output v1: run's JSON validates against output-run, for each kind of 
        {"default.json", "llama3-70b-h100-512.json", "gpt3-175b-data-parallel-only.json",
         "gpt-1.3b-1024-a100-fat-tree-flow.json", "failures/llama3-405b-16k-h100-failures.json",
         "ps-vs-allreduce/resnet50-64gpu-ps-bounded-stragglers.json",
-        "ps-vs-allreduce/inception-v3-64-p100-tcp-measured-gpu.json", "bert-large-256-p3dn-efa.json"}) {
+        "ps-vs-allreduce/inception-v3-64-p100-tcp-measured-gpu.json", "bert-large-256-p3dn-efa.json",
+        "dlrm-criteo-1tb-p4d.json", "dlrm-1tb/host-cached.json", "dlrm-1tb/hbm-data-parallel.json"}) {
     const auto o = run_dtsim({"run", scenario(s), "--format", "json", "--no-timing"});
     REQUIRE((o.status == 0 || o.status == 3));
     expect_valid(o.out, "output-run", s);
@@ -163,7 +164,8 @@ TEST_CASE("hardware profiles, model presets and the validated regimes validate a
       {"hardware_profiles/gpus", "profile-gpu"},         {"hardware_profiles/nodes", "profile-node"},
       {"hardware_profiles/fabrics", "profile-fabric"},   {"hardware_profiles/software", "profile-software"},
       {"hardware_profiles/ps_transports", "profile-ps-transport"},
-      {"hardware_profiles/failures", "profile-failures"}, {"models/presets", "model-preset"}};
+      {"hardware_profiles/failures", "profile-failures"}, {"models/presets", "model-preset"},
+      {"models/dlrm/presets", "model-preset"}};
   std::size_t n = 0;
   for (const auto& [folder, schema] : folders) {
     for (const auto& entry : std::filesystem::directory_iterator(kSource + "/" + folder)) {

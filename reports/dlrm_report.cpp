@@ -1,0 +1,143 @@
+#include "reports/dlrm_report.hpp"
+
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "core/units.hpp"
+#include "models/dlrm/dlrm.hpp"
+
+namespace dtsim::reports {
+
+// Named, not anonymous: unity builds put several files in one translation unit.
+namespace dlrm_text {
+
+constexpr int kLabelWidth = 13;
+
+void line(std::ostream& out, const char* label, const std::string& text) {
+  out << fmt::format("{:<{}}{}\n", label, kLabelWidth, text);
+}
+
+std::string widths(const std::vector<std::int64_t>& w) { return fmt::format("{}", fmt::join(w, "-")); }
+
+}  // namespace dlrm_text
+
+nlohmann::ordered_json dlrm_model_json(const config::DlrmSpec& m) {
+  nlohmann::ordered_json j;
+  j["kind"] = "dlrm";
+  j["dense_features"] = m.dense_features;
+  j["bottom_mlp"] = m.bottom_mlp;
+  j["top_mlp"] = m.top_mlp;
+  j["interaction"] = config::to_string(m.interaction);
+  if (m.interaction == config::Interaction::dcn_v2) {
+    j["dcn_layers"] = m.dcn_layers;
+    j["dcn_low_rank"] = m.dcn_low_rank;
+  }
+  j["embedding_precision"] = config::to_string(m.embedding_precision);
+  nlohmann::ordered_json tables = nlohmann::ordered_json::array();
+  for (const config::EmbeddingTable& t : m.tables) {
+    nlohmann::ordered_json e;
+    e["name"] = t.name;
+    e["rows"] = t.rows;
+    e["dim"] = t.dim;
+    e["pooling"] = t.pooling;
+    if (t.zipf_exponent > 0.0) e["zipf_exponent"] = t.zipf_exponent;
+    tables.push_back(std::move(e));
+  }
+  j["tables"] = std::move(tables);
+  return j;
+}
+
+nlohmann::ordered_json embedding_plan_json(const config::EmbeddingPlan& p) {
+  nlohmann::ordered_json j;
+  j["sharding"] = config::to_string(p.sharding);
+  if (!p.per_table.empty()) {
+    nlohmann::ordered_json per = nlohmann::ordered_json::object();
+    for (const auto& [name, how] : p.per_table) per[name] = config::to_string(how);
+    j["per_table"] = std::move(per);
+  }
+  j["placement"] = config::to_string(p.placement);
+  if (p.placement == config::EmbeddingPlacement::host_cached) j["cache_fraction"] = p.cache_fraction;
+  j["column_shard_dim"] = p.column_shard_dim;
+  j["pipelined"] = p.pipelined;
+  return j;
+}
+
+nlohmann::ordered_json embeddings_json(const results::EmbeddingSummary& e) {
+  nlohmann::ordered_json j;
+  nlohmann::ordered_json tables;
+  for (std::size_t k = 0; k < config::kEmbeddingShardings.size(); ++k) {
+    tables[config::to_string(config::kEmbeddingShardings[k])] = e.tables[k];
+  }
+  j["tables"] = std::move(tables);
+  j["ids_per_gpu_max"] = e.ids_per_gpu_max;
+  j["ids_per_gpu_mean"] = e.ids_per_gpu_mean;
+  j["hbm_bytes_max"] = e.hbm_bytes_max;
+  j["host_bytes_per_node_max"] = e.host_bytes_per_node_max;
+  j["cache_hit_rate"] = e.cache_hit_rate;
+  j["pooled_alltoall_bytes"] = e.pooled_alltoall_bytes;
+  return j;
+}
+
+void write_dlrm_setup_text(std::ostream& out, const config::Scenario& s) {
+  const config::DlrmSpec& m = *s.dlrm;
+  const std::string interaction =
+      m.interaction == config::Interaction::dot
+          ? std::string("dot interaction")
+          : fmt::format("DCN-v2 interaction ({} layers, rank {})", m.dcn_layers, m.dcn_low_rank);
+  dlrm_text::line(out, "model",
+                  fmt::format("{}: DLRM, {} dense features, bottom MLP {}, top MLP {}, {}",
+                              m.preset.empty() ? "dlrm" : m.preset, m.dense_features,
+                              dlrm_text::widths(m.bottom_mlp), dlrm_text::widths(m.top_mlp), interaction));
+  dlrm_text::line(
+      out, "",
+      fmt::format(
+          "{} embedding tables, {:.4g} rows of {} ({}), {:.4g} ids per sample; {:.4g} dense and {:.4g} "
+          "embedding parameters",
+          m.tables.size(), m.embedding_rows(), m.embedding_dim(), config::to_string(m.embedding_precision),
+          m.lookups_per_sample(), models::dlrm_dense_parameters(m), models::dlrm_embedding_parameters(m)));
+}
+
+void write_dlrm_plan_text(std::ostream& out, const config::Scenario& s) {
+  dlrm_text::line(out, "parallelism",
+                  fmt::format("DP {} (the dense layers), embedding tables sharded", s.parallelism.data));
+  const config::EmbeddingPlan& p = s.parallelism.embeddings;
+  std::string plan = config::to_string(p.sharding);
+  if (!p.per_table.empty()) plan += fmt::format(" ({} tables sharded as per_table says)", p.per_table.size());
+  plan += fmt::format(", placed in {}", config::to_string(p.placement));
+  if (p.placement == config::EmbeddingPlacement::host_cached) {
+    plan += fmt::format(" with {:.0f}% of each shard's rows cached in HBM", 100.0 * p.cache_fraction);
+  }
+  plan += p.pipelined ? ", ids sent a batch ahead" : ", ids sent before each batch's lookups";
+  dlrm_text::line(out, "embeddings", plan);
+  const config::TrainingSpec& t = s.training;
+  dlrm_text::line(
+      out, "training",
+      fmt::format("global batch {} ({} per GPU), {} dense layers, optimizer {}, host {} us per kernel",
+                  t.global_batch_size, t.global_batch_size / s.gpu_count(), config::to_string(t.precision),
+                  config::to_string(t.optimizer), t.host_issue_us_per_kernel));
+}
+
+void write_embeddings_text(std::ostream& out, const results::EmbeddingSummary& e) {
+  std::vector<std::string> parts;
+  for (std::size_t k = 0; k < config::kEmbeddingShardings.size(); ++k) {
+    if (e.tables[k] > 0)
+      parts.push_back(fmt::format("{} {}", e.tables[k], config::to_string(config::kEmbeddingShardings[k])));
+  }
+  dlrm_text::line(out, "tables", fmt::format("{}", fmt::join(parts, ", ")));
+  dlrm_text::line(
+      out, "lookups",
+      fmt::format("{:.4g} ids per GPU per iteration at most, {:.4g} on average (imbalance {:.2f})",
+                  e.ids_per_gpu_max, e.ids_per_gpu_mean,
+                  e.ids_per_gpu_mean > 0.0 ? e.ids_per_gpu_max / e.ids_per_gpu_mean : 1.0));
+  dlrm_text::line(out, "shards",
+                  fmt::format("{:.2f} GiB in HBM on the fullest GPU, {:.2f} GiB in host memory on the "
+                              "fullest node; {:.1f}% of ids "
+                              "served from HBM",
+                              e.hbm_bytes_max / core::kGiB, e.host_bytes_per_node_max / core::kGiB,
+                              100.0 * e.cache_hit_rate));
+}
+
+}  // namespace dtsim::reports

@@ -1,0 +1,170 @@
+// DLRM models (config/dlrm.hpp, models/dlrm/dlrm.hpp) and their embedding shards
+// (parallel/embedding_shards.hpp): parameter and FLOP counts of the shipped preset, the greedy placement,
+// the bytes each GPU's lookups move, the exchanges, the host tiers and the cache's hit rate, each derived
+// in a comment from the model's equations; and a whole iteration on the engine.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "config/scenario_loader.hpp"
+#include "models/dlrm/dlrm.hpp"
+#include "parallel/embedding_shards.hpp"
+#include "results/evaluate.hpp"
+#include "scenario_fixture.hpp"
+
+using dtsim::config::EmbeddingPlacement;
+using dtsim::config::EmbeddingSharding;
+
+// Named, not anonymous: unity builds put several files in one translation unit.
+namespace dlrm_test {
+
+// The fixture's GPU (1e12 B/s of HBM, 80e9 bytes) on one node of two, a global batch of 1000 (500 per
+// GPU), four tables of 1000 rows of 128 FP32 columns with 4, 3, 2 and 1 ids per sample, SGD (no state).
+dtsim::config::Scenario two_gpus() {
+  auto s = dtsim::testing::fixture_scenario();
+  s.cluster.nodes = 1;
+  s.node.gpus_per_node = 2;
+  s.parallelism.data = 2;
+  s.training.global_batch_size = 1000;
+  s.training.precision = dtsim::config::Precision::fp32;
+  s.training.optimizer = dtsim::config::Optimizer::sgd;
+  s.node.host_memory_bytes = 1e12;
+  dtsim::config::DlrmSpec m;
+  m.dense_features = 13;
+  m.bottom_mlp = {64, 128};
+  m.top_mlp = {64, 1};
+  for (int i = 0; i < 4; ++i) m.tables.push_back({fmt::format("t{}", i), 1000, 128, 4.0 - i, 0.0});
+  s.dlrm = m;
+  return s;
+}
+
+}  // namespace dlrm_test
+
+TEST_CASE("DLRM: the torchrec Criteo 1TB preset's parameters and FLOPs") {
+  const auto s = dtsim::config::load_scenario_text(
+      R"({"schema_version": 1, "name": "p", "model": {"kind": "dlrm", "preset": "torchrec-dlrm-criteo-1tb"},
+          "cluster": {"node": "aws-p4d", "nodes": 1}, "training": {"global_batch_size": 16384, "precision": "fp32"}})",
+      "p.json", dtsim::config::default_data_paths());
+  const auto& m = *s.dlrm;
+  // Bottom 13-512-256-128: 13x512+512 + 512x256+256 + 256x128+128 = 171,392.
+  CHECK(dtsim::models::dlrm_bottom_parameters(m) == 171392.0);
+  // Dot interaction of F = 27 vectors of 128: the top MLP's input 128 + 27x26/2 = 479.
+  CHECK(dtsim::models::dlrm_interaction_width(m) == 479);
+  // Top 479-1024-1024-512-256-1: 490,496+1024 + 1,048,576+1024 + 524,288+512 + 131,072+256 + 256+1.
+  CHECK(dtsim::models::dlrm_top_parameters(m) == 2197505.0);
+  // 204,184,588 rows of 128 (torchrec_dlrm/README.MD: 97.36 GiB of FP32 rows).
+  CHECK(dtsim::models::dlrm_embedding_parameters(m) == 204184588.0 * 128.0);
+  // Forward per sample: 2 x (13x512 + 512x256 + 256x128) = 340,992; 2 x (479x1024 + 1024x1024 + 1024x512 +
+  // 512x256 + 256) = 4,389,376; 2 x 27^2 x 128 = 186,624; x3 for forward and backward.
+  CHECK(dtsim::models::dlrm_model_flops_per_iteration(m, 1) == 3.0 * (340992.0 + 4389376.0 + 186624.0));
+  CHECK(s.training.optimizer == dtsim::config::Optimizer::adagrad);  // a DLRM's default
+}
+
+TEST_CASE("DLRM: table-wise shards go greedily to the GPU with the least lookup work") {
+  auto s = dlrm_test::two_gpus();
+  const auto layout = dtsim::parallel::shard_embeddings(s, 0.0);
+  REQUIRE_FALSE(layout.infeasible);
+  // Per shard: B x pooling ids; forward bytes ids x (128 x 4 + 8) + the pooled output 1000 x 128 x 4 =
+  // 512,000; backward the pooled gradient 512,000 + ids x (2 x 512 + 8) (SGD: no state). Work, forward
+  // and backward: 4000 x 1552 + 1,024,000 = 7,232,000 (t0), 5,680,000, 4,128,000, 2,576,000 (t3).
+  // Greedy: t0 -> GPU 0, t1 -> GPU 1, t2 -> GPU 1 (5.68e6 < 7.23e6), t3 -> GPU 0 (7.23e6 < 9.81e6).
+  CHECK(layout.ranks[0].ids == 5000.0);
+  CHECK(layout.ranks[1].ids == 5000.0);
+  // GPU 0: t0 4000 x 520 + 512,000 = 2,592,000 and t3 1000 x 520 + 512,000 = 1,032,000.
+  CHECK(layout.ranks[0].forward.bytes == doctest::Approx(3624000.0));
+  CHECK(layout.ranks[0].forward.host_bytes == 0.0);
+  // Each GPU sends two tables' pooled values for the other's 500 samples: 2 x 1000 x 128 x 4 x 1/2 =
+  // 512,000, and receives 500 x 4 x 512 x 1/2 = 512,000: the all-to-all's buffer 512,000 x 2 / 1.
+  CHECK(layout.pooled_alltoall_bytes == doctest::Approx(1024000.0));
+  // Ids to the tables' GPUs: 500 samples x 10 ids x 8 bytes.
+  CHECK(layout.ids_alltoall_bytes == doctest::Approx(40000.0));
+  CHECK(layout.row_wise_bytes == 0.0);
+  CHECK(layout.ranks[0].hbm_weight_bytes == doctest::Approx(2 * 1000 * 128 * 4.0));
+}
+
+TEST_CASE("DLRM: a row-wise table splits its ids evenly and reduce-scatters its partial sums") {
+  auto s = dlrm_test::two_gpus();
+  s.parallelism.embeddings.per_table = {{"t0", EmbeddingSharding::row_wise}};
+  const auto layout = dtsim::parallel::shard_embeddings(s, 0.0);
+  REQUIRE_FALSE(layout.infeasible);
+  // t0's 4000 ids, 2000 on each GPU, and B x d x e = 1000 x 128 x 4 partial sums reduce-scattered.
+  CHECK(layout.row_wise_bytes == doctest::Approx(512000.0));
+  // The rest greedily: t1 (5.68e6) -> GPU 0 (0 vs 0 after t0's even halves: ties to the lowest rank),
+  // t2 -> GPU 1, t3 -> GPU 1 (4.128e6 < 5.68e6): GPU 0 2000 + 3000 ids, GPU 1 2000 + 2000 + 1000.
+  CHECK(layout.ranks[0].ids == 5000.0);
+  CHECK(layout.ranks[1].ids == 5000.0);
+}
+
+TEST_CASE("DLRM: rows in host memory move over the host link; an HBM cache serves its hit rate") {
+  auto s = dlrm_test::two_gpus();
+  s.parallelism.embeddings.placement = EmbeddingPlacement::host;
+  auto layout = dtsim::parallel::shard_embeddings(s, 0.0);
+  REQUIRE_FALSE(layout.infeasible);
+  // GPU 0's 5000 ids read 512-byte rows from the host; ids and pooled outputs stay in HBM.
+  CHECK(layout.ranks[0].forward.host_bytes == doctest::Approx(5000 * 512.0));
+  CHECK(layout.ranks[0].forward.bytes == doctest::Approx(5000 * 8.0 + 2 * 512000.0));
+  CHECK(layout.ranks[0].hbm_weight_bytes == 0.0);
+  CHECK(layout.ranks[0].host_bytes == doctest::Approx(2 * 1000 * 128 * 4.0));
+  CHECK(layout.cache_hit_rate == 0.0);
+
+  // A cache of half the rows, every row alike: half the ids hit.
+  s.parallelism.embeddings.placement = EmbeddingPlacement::host_cached;
+  s.parallelism.embeddings.cache_fraction = 0.5;
+  layout = dtsim::parallel::shard_embeddings(s, 0.0);
+  CHECK(layout.cache_hit_rate == doctest::Approx(0.5));
+  CHECK(layout.ranks[0].forward.host_bytes == doctest::Approx(2500 * 512.0));
+  CHECK(layout.ranks[0].hbm_weight_bytes == doctest::Approx(0.5 * 2 * 1000 * 128 * 4.0));
+
+  // Host memory is the node's: 4 x 512,000 bytes of rows do not fit in 1 MB.
+  s.node.host_memory_bytes = 1e6;
+  layout = dtsim::parallel::shard_embeddings(s, 0.0);
+  REQUIRE(layout.infeasible);
+  CHECK(layout.infeasible->find("host memory") != std::string::npos);
+}
+
+TEST_CASE("DLRM: the hit rate of a cache of the most popular rows under Zipf popularity") {
+  // Every row alike: the cached fraction.
+  CHECK(dtsim::parallel::zipf_cache_hit_rate(1e6, 0.2, 0.0) == doctest::Approx(0.2));
+  CHECK(dtsim::parallel::zipf_cache_hit_rate(1e6, 1.0, 1.2) == 1.0);
+  // s = 1: H(k) ~ ln k + 0.5772 (Euler's constant): 1% of 1e6 rows serve (ln 1e4 + 0.5772) / (ln 1e6 +
+  // 0.5772) = 9.7875 / 14.3927 = 0.6800 of the ids.
+  CHECK(dtsim::parallel::zipf_cache_hit_rate(1e6, 0.01, 1.0) == doctest::Approx(0.6800).epsilon(1e-3));
+  // Steeper popularity, more hits from the same cache.
+  CHECK(dtsim::parallel::zipf_cache_hit_rate(1e6, 0.01, 1.2) >
+        dtsim::parallel::zipf_cache_hit_rate(1e6, 0.01, 1.0));
+}
+
+TEST_CASE("DLRM: a table that fits no GPU makes the plan infeasible, with the table's name") {
+  auto s = dlrm_test::two_gpus();
+  s.dlrm->tables[2].rows = 1000000000;  // 1e9 x 128 x 4 = 512 GB on one 80 GB GPU
+  const auto layout = dtsim::parallel::shard_embeddings(s, 0.0);
+  REQUIRE(layout.infeasible);
+  CHECK(layout.infeasible->find("\"t2\"") != std::string::npos);
+  CHECK(layout.infeasible->find("fits no GPU") != std::string::npos);
+  const auto r = dtsim::results::evaluate(s, {});
+  CHECK(r.status == dtsim::results::Status::infeasible);
+  CHECK(r.reason == *layout.infeasible);
+}
+
+TEST_CASE("DLRM: an iteration on the engine waits at each exchange for the GPU with the most lookups") {
+  auto s = dlrm_test::two_gpus();
+  // One table, on GPU 0: GPU 1 has no lookups and waits for GPU 0's at the all-to-all.
+  s.dlrm->tables.resize(1);
+  const auto r = dtsim::results::evaluate(s, {});
+  REQUIRE(r.status == dtsim::results::Status::ok);
+  REQUIRE(r.embeddings);
+  CHECK(r.embeddings->ids_per_gpu_max == 4000.0);
+  CHECK(r.embeddings->ids_per_gpu_mean == 2000.0);
+  CHECK(r.breakdown.pipeline_bubble_s > 0.0);
+  CHECK(r.breakdown.exposed_embedding_comm_s > 0.0);
+  double parts = 0.0;
+  for (const auto& part : dtsim::results::kBreakdownParts) parts += r.breakdown.*part.value;
+  CHECK(parts == doctest::Approx(r.iteration_time_s).epsilon(1e-9));
+  CHECK(r.engine.simulated_ranks == 2);
+  CHECK(r.throughput.samples_per_s == doctest::Approx(1000.0 / r.iteration_time_s));
+  // Same scenario, same bytes: deterministic.
+  CHECK(dtsim::results::evaluate(s, {}).iteration_time_s == r.iteration_time_s);
+}
