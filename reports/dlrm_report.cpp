@@ -106,9 +106,16 @@ void write_dlrm_plan_text(std::ostream& out, const config::Scenario& s) {
   const config::EmbeddingPlan& p = s.parallelism.embeddings;
   std::string plan = config::to_string(p.sharding);
   if (!p.per_table.empty()) plan += fmt::format(" ({} tables sharded as per_table says)", p.per_table.size());
-  plan += fmt::format(", placed in {}", config::to_string(p.placement));
-  if (p.placement == config::EmbeddingPlacement::host_cached) {
-    plan += fmt::format(" with {:.0f}% of each shard's rows cached in HBM", 100.0 * p.cache_fraction);
+  switch (p.placement) {
+    case config::EmbeddingPlacement::hbm:
+      plan += ", rows in HBM";
+      break;
+    case config::EmbeddingPlacement::host:
+      plan += ", rows in host memory";
+      break;
+    case config::EmbeddingPlacement::host_cached:
+      plan += fmt::format(", rows in host memory with {:.0f}% of each shard's cached in HBM", 100.0 * p.cache_fraction);
+      break;
   }
   plan += p.pipelined ? ", ids sent a batch ahead" : ", ids sent before each batch's lookups";
   dlrm_text::line(out, "embeddings", plan);

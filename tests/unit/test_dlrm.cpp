@@ -168,3 +168,47 @@ TEST_CASE("DLRM: an iteration on the engine waits at each exchange for the GPU w
   // Same scenario, same bytes: deterministic.
   CHECK(dtsim::results::evaluate(s, {}).iteration_time_s == r.iteration_time_s);
 }
+
+TEST_CASE("DLRM: column-wise shards, table-row-wise nodes and replicated tables") {
+  auto s = dlrm_test::two_gpus();
+  // t0 in column shards of 64: two shards of 1000 x 64, each looking up all 4000 ids of t0 at 64 x 4 =
+  // 256 bytes a row (block penalty 1.15 for 64 <= d < 128).
+  s.parallelism.embeddings.per_table = {{"t0", EmbeddingSharding::column_wise}};
+  s.parallelism.embeddings.column_shard_dim = 64;
+  auto layout = dtsim::parallel::shard_embeddings(s, 0.0);
+  REQUIRE_FALSE(layout.infeasible);
+  int t0_shards = 0;
+  for (const auto& sh : layout.shards) {
+    if (sh.table != 0) continue;
+    ++t0_shards;
+    CHECK(sh.columns == 64.0);
+    CHECK(sh.ids == 4000.0);
+  }
+  CHECK(t0_shards == 2);
+
+  // Every table replicated: each GPU looks up its own 500 samples' ids (500 x 10), no exchange, and
+  // the tables' gradients (4 x 1000 x 128 x 4 bytes) are all-reduced.
+  s = dlrm_test::two_gpus();
+  s.parallelism.embeddings.sharding = EmbeddingSharding::data_parallel;
+  layout = dtsim::parallel::shard_embeddings(s, 0.0);
+  REQUIRE_FALSE(layout.infeasible);
+  CHECK(layout.ranks[0].ids == 5000.0);
+  CHECK(layout.ranks[1].ids == 5000.0);
+  CHECK(layout.pooled_alltoall_bytes == 0.0);
+  CHECK(layout.ids_alltoall_bytes == 0.0);
+  CHECK(layout.data_parallel_gradient_bytes == doctest::Approx(4 * 1000 * 128 * 4.0));
+
+  // Table-row-wise on one node of two GPUs: each table's rows over both, B x pooling / 2 ids each
+  // (4000 + 3000 + 2000 + 1000) / 2, and the node reduce-scatters B x d x e = 512,000 bytes per table.
+  s = dlrm_test::two_gpus();
+  s.parallelism.embeddings.sharding = EmbeddingSharding::table_row_wise;
+  layout = dtsim::parallel::shard_embeddings(s, 0.0);
+  REQUIRE_FALSE(layout.infeasible);
+  CHECK(layout.ranks[0].ids == 5000.0);
+  CHECK(layout.ranks[1].ids == 5000.0);
+  REQUIRE(layout.node_row_bytes.size() == 1);
+  CHECK(layout.node_row_bytes[0] == doctest::Approx(4 * 512000.0));
+  const auto r = dtsim::results::evaluate(s, {});
+  REQUIRE(r.status == dtsim::results::Status::ok);
+  CHECK(r.embeddings->tables[static_cast<std::size_t>(EmbeddingSharding::table_row_wise)] == 4);
+}
