@@ -114,7 +114,8 @@ void write_dlrm_plan_text(std::ostream& out, const config::Scenario& s) {
       plan += ", rows in host memory";
       break;
     case config::EmbeddingPlacement::host_cached:
-      plan += fmt::format(", rows in host memory with {:.0f}% of each shard's cached in HBM", 100.0 * p.cache_fraction);
+      plan += fmt::format(", rows in host memory with {:.0f}% of each shard's cached in HBM",
+                          100.0 * p.cache_fraction);
       break;
   }
   plan += p.pipelined ? ", ids sent a batch ahead" : ", ids sent before each batch's lookups";

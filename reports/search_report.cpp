@@ -16,9 +16,11 @@ namespace {
 double gib(double bytes) { return bytes / core::kGiB; }
 
 void write_text(std::ostream& out, const config::Scenario& base, const search::SearchOutcome& o) {
-  out << fmt::format("search  {} on {} x {} ({} GPUs), global batch {}\n",
-                     base.model.preset.empty() ? "model" : base.model.preset, base.cluster.nodes,
-                     base.node.id, base.gpu_count(), base.training.global_batch_size);
+  const std::string model = base.dlrm ? (base.dlrm->preset.empty() ? std::string("DLRM") : base.dlrm->preset) + ", its embedding plans"
+                          : base.model.preset.empty() ? std::string("model")
+                                                      : base.model.preset;
+  out << fmt::format("search  {} on {} x {} ({} GPUs), global batch {}\n", model, base.cluster.nodes, base.node.id,
+                     base.gpu_count(), base.training.global_batch_size);
   out << fmt::format(
       "plans   {} enumerated, {} pruned before simulation, {} simulated ({}), {} bounded out\n", o.enumerated,
       o.pruned, o.evaluated, o.extrapolated ? "extrapolated from short simulations" : "full simulation",
@@ -54,8 +56,11 @@ void write_text(std::ostream& out, const config::Scenario& base, const search::S
   }
   // Under the scenario's failures, each plan's median days to train and goodput (results/goodput.hpp).
   const bool failures = o.top.front().result.goodput.has_value();
+  // A DLRM's rate is in samples (it has no tokens).
+  const bool samples = base.dlrm.has_value();
   out << fmt::format("\n{:>4}  {:<46} {:>10} {:>11} {:>6} {:>9} {:>9}{}\n", "rank", "plan", "iter (s)",
-                     "tokens/s", "MFU", "mem GiB", "headroom", failures ? "      days  goodput" : "");
+                     samples ? "samples/s" : "tokens/s", "MFU", "mem GiB", "headroom",
+                     failures ? "      days  goodput" : "");
   for (const auto& e : o.top) {
     const auto& r = e.result;
     std::string outcome;
@@ -65,7 +70,8 @@ void write_text(std::ostream& out, const config::Scenario& base, const search::S
       outcome = "  does not finish";
     }
     out << fmt::format("{:>4}  {:<46} {:>10.4f} {:>11.0f} {:>5.1f}% {:>9.1f} {:>9.1f}{}\n", e.rank, e.label,
-                       r.iteration_time_s, r.throughput.tokens_per_s, 100.0 * r.flops.mfu,
+                       r.iteration_time_s, samples ? r.throughput.samples_per_s : r.throughput.tokens_per_s,
+                       100.0 * r.flops.mfu,
                        gib(r.memory.peak_bytes_per_gpu), gib(e.headroom_bytes), outcome);
   }
   // The plans share their GPU, scale and software, so one regime's band holds for all of them.

@@ -12,6 +12,7 @@
 #include "core/errors.hpp"
 #include "reports/search_report.hpp"
 #include "results/evaluate.hpp"
+#include "search/embedding_search.hpp"
 #include "search/search.hpp"
 
 namespace dtsim::cli {
@@ -93,18 +94,24 @@ static results::ReportData search_report_data(const config::Scenario& base,
   for (const search::SearchEntry& e : outcome.top) {
     const config::ParallelismSpec& p = e.result.scenario.parallelism;
     const config::TrainingSpec& t = e.result.scenario.training;
-    data.entries.push_back({.label = "#" + std::to_string(e.rank) + " " + e.label,
-                            .knobs = {{"tensor", std::to_string(p.tensor)},
-                                      {"pipeline", std::to_string(p.pipeline)},
-                                      {"data", std::to_string(p.data)},
-                                      {"context", std::to_string(p.context)},
-                                      {"virtual_stages", std::to_string(p.virtual_stages)},
-                                      {"micro_batch_size", std::to_string(t.micro_batch_size)},
-                                      {"activation_recompute", config::to_string(t.activation_recompute)},
-                                      {"sequence_parallel", p.sequence_parallel ? "true" : "false"},
-                                      {"zero_stage", std::to_string(p.zero_stage)},
-                                      {"distributed_optimizer", p.distributed_optimizer ? "true" : "false"}},
-                            .result = e.result});
+    std::vector<results::Knob> knobs;
+    if (base.dlrm) {
+      knobs = {{"sharding", config::to_string(p.embeddings.sharding)},
+               {"tables sharded otherwise", std::to_string(p.embeddings.per_table.size())},
+               {"placement", config::to_string(p.embeddings.placement)}};
+    } else {
+      knobs = {{"tensor", std::to_string(p.tensor)},
+               {"pipeline", std::to_string(p.pipeline)},
+               {"data", std::to_string(p.data)},
+               {"context", std::to_string(p.context)},
+               {"virtual_stages", std::to_string(p.virtual_stages)},
+               {"micro_batch_size", std::to_string(t.micro_batch_size)},
+               {"activation_recompute", config::to_string(t.activation_recompute)},
+               {"sequence_parallel", p.sequence_parallel ? "true" : "false"},
+               {"zero_stage", std::to_string(p.zero_stage)},
+               {"distributed_optimizer", p.distributed_optimizer ? "true" : "false"}};
+    }
+    data.entries.push_back({.label = "#" + std::to_string(e.rank) + " " + e.label, .knobs = knobs, .result = e.result});
   }
   return data;
 }
@@ -112,13 +119,13 @@ static results::ReportData search_report_data(const config::Scenario& base,
 int search_command(const SearchCommandOptions& o, std::istream& in, std::ostream& out) {
   check_outputs({{"--out", o.out_path}, {"--report", o.report_path}}, {o.scenario});
   const config::Scenario base = read_scenario(o.scenario, in);
-  // The search space is the transformer's split (tensor, pipeline, context, data, recompute, sharding).
-  if (base.layer_model || base.dlrm || base.model.kind != config::ModelKind::transformer) {
-    const std::string what = base.layer_model ? "a layer table (data-parallel only)"
-                             : base.dlrm      ? "a DLRM (its embedding plans are compared with dtsim compare or sweep)"
-                                              : "an MLP";
+  // The search space is the transformer's split (tensor, pipeline, context, data, recompute, sharding), or a
+  // DLRM's embedding plans (embedding_search.hpp).
+  if (base.layer_model || (!base.dlrm && base.model.kind != config::ModelKind::transformer)) {
     throw core::InputError(o.scenario, "/model",
-                           "search ranks parallel plans of transformer models; this scenario's model is " + what +
+                           "search ranks parallel plans of transformer models and embedding plans of DLRM models; "
+                           "this scenario's model is " +
+                               std::string(base.layer_model ? "a layer table (data-parallel only)" : "an MLP") +
                                ": use dtsim run or dtsim sweep instead");
   }
   if (base.training.measured_single_gpu) {
@@ -132,7 +139,8 @@ int search_command(const SearchCommandOptions& o, std::istream& in, std::ostream
   options.top = static_cast<std::size_t>(o.top);
   options.jobs = worker_threads(o.jobs);
   options.extrapolate = !o.exact;
-  search::SearchOutcome outcome = search::search(base, options);
+  search::SearchOutcome outcome =
+      base.dlrm ? search::search_embedding_plans(base, options) : search::search(base, options);
   if (o.no_timing) zero_timing(outcome);
   const auto regimes = config::load_accuracy(config::default_data_paths().hardware_profiles);
   for (search::SearchEntry& e : outcome.top) results::state_expected_error(e.result, regimes);

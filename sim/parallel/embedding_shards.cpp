@@ -1,6 +1,7 @@
 #include "parallel/embedding_shards.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <numeric>
 
@@ -131,6 +132,16 @@ EmbeddingLayout shard_embeddings(const config::Scenario& s, double reserved_hbm_
     }
   }
 
+  // A cache's hit rate per (shard rows, exponent), computed once: the shards are costed several times.
+  std::vector<std::array<double, 3>> hit_rates;  // rows, exponent, hit rate
+  const auto cached_hit_rate = [&](double rows, double exponent) {
+    for (const auto& [r, x, h] : hit_rates) {
+      if (r == rows && x == exponent) return h;
+    }
+    const double h = zipf_cache_hit_rate(rows, plan.cache_fraction, exponent);
+    hit_rates.push_back({rows, exponent, h});
+    return h;
+  };
   // Bytes of one shard: lookups forward and backward, weights and states, and where they live.
   const auto cost_of = [&](const EmbeddingShard& sh, double& hbm_resident, double& host_resident,
                            double* hbm_state = nullptr) {
@@ -143,9 +154,7 @@ EmbeddingLayout shard_embeddings(const config::Scenario& s, double reserved_hbm_
     const EmbeddingPlacement where = dp ? EmbeddingPlacement::hbm : plan.placement;
     double hit = 1.0;
     if (where == EmbeddingPlacement::host) hit = 0.0;
-    if (where == EmbeddingPlacement::host_cached) {
-      hit = zipf_cache_hit_rate(sh.rows, plan.cache_fraction, table.zipf_exponent);
-    }
+    if (where == EmbeddingPlacement::host_cached) hit = cached_hit_rate(sh.rows, table.zipf_exponent);
     hbm_resident = where == EmbeddingPlacement::hbm           ? weights
                    : where == EmbeddingPlacement::host_cached ? plan.cache_fraction * sh.rows * sh.columns * e
                                                               : 0.0;

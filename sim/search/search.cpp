@@ -56,7 +56,8 @@ std::vector<std::size_t> rank_results(const std::vector<results::Result>& result
     if (results[i].status == results::Status::ok) order.push_back(i);
   }
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    const double ta = results[a].throughput.tokens_per_s, tb = results[b].throughput.tokens_per_s;
+    // Samples per second: within one search the same model and batch, so tokens per second rank alike.
+    const double ta = results[a].throughput.samples_per_s, tb = results[b].throughput.samples_per_s;
     if (ta != tb) return ta > tb;
     return headroom(results[a]) > headroom(results[b]);
   });

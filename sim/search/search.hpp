@@ -1,6 +1,6 @@
 // Strategy search: enumerate the plans of a model on a cluster (space.hpp), prune those that break a
 // rule or do not fit in memory, estimate the iteration of every remaining plan on a pool of threads
-// (fast_evaluate.hpp by default, or the full simulation) and rank them: highest tokens/s first, ties
+// (fast_evaluate.hpp by default, or the full simulation) and rank them: highest samples/s (so tokens/s) first, ties
 // broken by the larger memory headroom (GPU memory minus the most loaded GPU's peak), then by
 // enumeration order. The ranking does not depend on the number of threads.
 #pragma once
@@ -103,7 +103,8 @@ BoundedEvaluation evaluate_bounded(const std::vector<Candidate>& candidates, std
                                    std::size_t jobs, bool extrapolate, bool branch_and_bound,
                                    network::FlowCache* flow_cache = nullptr);
 
-// Indexes of `results` ranked as above (only status ok), best first, at most `top`.
+// Indexes of `results` ranked as above (only status ok), best first, at most `top`. Also ranks a DLRM's
+// embedding plans (embedding_search.hpp).
 std::vector<std::size_t> rank_results(const std::vector<results::Result>& results, std::size_t top);
 
 }  // namespace dtsim::search

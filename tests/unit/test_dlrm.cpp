@@ -14,6 +14,7 @@
 #include "parallel/embedding_shards.hpp"
 #include "results/evaluate.hpp"
 #include "scenario_fixture.hpp"
+#include "search/embedding_search.hpp"
 
 using dtsim::config::EmbeddingPlacement;
 using dtsim::config::EmbeddingSharding;
@@ -211,4 +212,33 @@ TEST_CASE("DLRM: column-wise shards, table-row-wise nodes and replicated tables"
   const auto r = dtsim::results::evaluate(s, {});
   REQUIRE(r.status == dtsim::results::Status::ok);
   CHECK(r.embeddings->tables[static_cast<std::size_t>(EmbeddingSharding::table_row_wise)] == 4);
+}
+
+TEST_CASE(
+    "DLRM: search enumerates the embedding plans that can differ and ranks them by samples per second") {
+  auto s = dlrm_test::two_gpus();
+  // No host link on the fixture's GPU: HBM only. No table wider than a 128-column shard, none above a
+  // quarter of HBM, all under 64 MiB: table_wise, row_wise, table_row_wise, data_parallel, and
+  // table_wise with the small tables replicated.
+  const auto candidates = dtsim::search::embedding_plan_candidates(s);
+  REQUIRE(candidates.size() == 5);
+  CHECK(candidates[0].label == "table_wise; HBM");
+  CHECK(candidates[3].label == "data_parallel; HBM");
+  CHECK(candidates[4].label == "table_wise, small data_parallel; HBM");
+  CHECK(candidates[4].scenario.parallelism.embeddings.per_table.size() == 4);
+
+  dtsim::search::SearchOptions options;
+  options.top = 5;
+  options.jobs = 1;
+  const auto one = dtsim::search::search_embedding_plans(s, options);
+  options.jobs = 2;
+  const auto two = dtsim::search::search_embedding_plans(s, options);
+  REQUIRE(one.top.size() == 5);
+  CHECK(one.enumerated == 5);
+  for (std::size_t i = 0; i < one.top.size(); ++i) {
+    CHECK(one.top[i].rank == i + 1);
+    CHECK(one.top[i].label == two.top[i].label);  // the ranking does not depend on the threads
+    if (i > 0)
+      CHECK(one.top[i - 1].result.throughput.samples_per_s >= one.top[i].result.throughput.samples_per_s);
+  }
 }

@@ -98,6 +98,10 @@ TEST_CASE("Output v1: compare, search, plan, sweep and nccl-tests validate again
                             "--no-timing"});
   REQUIRE(s.status == 0);
   expect_valid(s.out, "output-search", "search");
+  const auto d = run_dtsim({"search", scenario("dlrm-criteo-1tb-p4d.json"), "--top", "3", "--format", "json",
+                            "--no-timing"});
+  REQUIRE_MESSAGE(d.status == 0, d.err);
+  expect_valid(d.out, "output-search", "search of a DLRM's embedding plans");
 
   for (const std::string p : {"plans/gpt3-175b-300b-tokens.json", "plans/llama3-8b-100b-tokens-weak.json"}) {
     const auto o = run_dtsim({"plan", scenario(p), "--top", "2", "--format", "json", "--no-timing",
