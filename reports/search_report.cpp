@@ -1,5 +1,6 @@
 #include "reports/search_report.hpp"
 
+#include <algorithm>
 #include <sstream>
 #include <string>
 
@@ -16,11 +17,13 @@ namespace {
 double gib(double bytes) { return bytes / core::kGiB; }
 
 void write_text(std::ostream& out, const config::Scenario& base, const search::SearchOutcome& o) {
-  const std::string model = base.dlrm ? (base.dlrm->preset.empty() ? std::string("DLRM") : base.dlrm->preset) + ", its embedding plans"
-                          : base.model.preset.empty() ? std::string("model")
-                                                      : base.model.preset;
-  out << fmt::format("search  {} on {} x {} ({} GPUs), global batch {}\n", model, base.cluster.nodes, base.node.id,
-                     base.gpu_count(), base.training.global_batch_size);
+  const std::string model =
+      base.dlrm
+          ? (base.dlrm->preset.empty() ? std::string("DLRM") : base.dlrm->preset) + ", its embedding plans"
+      : base.model.preset.empty() ? std::string("model")
+                                  : base.model.preset;
+  out << fmt::format("search  {} on {} x {} ({} GPUs), global batch {}\n", model, base.cluster.nodes,
+                     base.node.id, base.gpu_count(), base.training.global_batch_size);
   out << fmt::format(
       "plans   {} enumerated, {} pruned before simulation, {} simulated ({}), {} bounded out\n", o.enumerated,
       o.pruned, o.evaluated, o.extrapolated ? "extrapolated from short simulations" : "full simulation",
@@ -58,7 +61,9 @@ void write_text(std::ostream& out, const config::Scenario& base, const search::S
   const bool failures = o.top.front().result.goodput.has_value();
   // A DLRM's rate is in samples (it has no tokens).
   const bool samples = base.dlrm.has_value();
-  out << fmt::format("\n{:>4}  {:<46} {:>10} {:>11} {:>6} {:>9} {:>9}{}\n", "rank", "plan", "iter (s)",
+  std::size_t width = 46;  // the plan column: as wide as the longest label
+  for (const auto& e : o.top) width = std::max(width, e.label.size());
+  out << fmt::format("\n{:>4}  {:<{}} {:>10} {:>11} {:>6} {:>9} {:>9}{}\n", "rank", "plan", width, "iter (s)",
                      samples ? "samples/s" : "tokens/s", "MFU", "mem GiB", "headroom",
                      failures ? "      days  goodput" : "");
   for (const auto& e : o.top) {
@@ -69,15 +74,16 @@ void write_text(std::ostream& out, const config::Scenario& base, const search::S
     } else if (g) {
       outcome = "  does not finish";
     }
-    out << fmt::format("{:>4}  {:<46} {:>10.4f} {:>11.0f} {:>5.1f}% {:>9.1f} {:>9.1f}{}\n", e.rank, e.label,
-                       r.iteration_time_s, samples ? r.throughput.samples_per_s : r.throughput.tokens_per_s,
-                       100.0 * r.flops.mfu,
+    out << fmt::format("{:>4}  {:<{}} {:>10.4f} {:>11.0f} {:>5.1f}% {:>9.1f} {:>9.1f}{}\n", e.rank, e.label,
+                       width, r.iteration_time_s,
+                       samples ? r.throughput.samples_per_s : r.throughput.tokens_per_s, 100.0 * r.flops.mfu,
                        gib(r.memory.peak_bytes_per_gpu), gib(e.headroom_bytes), outcome);
   }
   // The plans share their GPU, scale and software, so one regime's band holds for all of them.
   if (const auto& b = o.top.front().result.expected_error; b && b->validated) {
-    out << fmt::format("\nerror band {} on each iteration time (p10 .. p90 of validated runs: {}, n = {}, same {})\n",
-                       results::band_range(*b), b->group, b->n, b->match);
+    out << fmt::format(
+        "\nerror band {} on each iteration time (p10 .. p90 of validated runs: {}, n = {}, same {})\n",
+        results::band_range(*b), b->group, b->n, b->match);
   } else if (b) {
     out << fmt::format("\nerror band none: {}\n", b->reason);
   }

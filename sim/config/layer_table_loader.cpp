@@ -173,7 +173,9 @@ DataParallelSpec read_data_parallel(ObjectReader& r, const std::string& hardware
             named_choices(std::array{VariablePlacement::round_robin, VariablePlacement::greedy_by_size})));
     d.parameter_server.apply_gbytes_per_s = ps->optional<double>(
         "apply_gbytes_per_s", d.parameter_server.apply_gbytes_per_s, NumberRule::positive());
-    if (const auto mb = ps->maybe<double>("partition_mb", NumberRule::positive())) {
+    // Parts of at least 1 KiB: smaller ones would cut a variable into more parts than it has values
+    // worth sending apart (and 1e-300 MiB into more than a loop can count).
+    if (const auto mb = ps->maybe<double>("partition_mb", NumberRule::at_least(1.0 / 1024.0))) {
       d.parameter_server.partition_bytes = *mb * kBytesPerMiB;
     }
     d.parameter_server.local_aggregation = ps->optional<bool>("local_aggregation", false);

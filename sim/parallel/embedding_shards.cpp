@@ -87,6 +87,27 @@ EmbeddingLayout shard_embeddings(const config::Scenario& s, double reserved_hbm_
   const double nd = static_cast<double>(n);
   const double gd = static_cast<double>(per_node);
   EmbeddingLayout out;
+  // Too large to simulate: refused before anything per GPU or per shard is allocated.
+  // Shards placed greedily (weighed against every GPU) and shards in place (row-wise: one per GPU).
+  double to_place = 0.0;
+  double in_place = 0.0;
+  for (const config::EmbeddingTable& table : m.tables) {
+    const EmbeddingSharding how = plan.sharding_of(table.name);
+    if (how == EmbeddingSharding::row_wise) {
+      in_place += nd;
+    } else if (how == EmbeddingSharding::column_wise) {
+      to_place += std::ceil(static_cast<double>(table.dim) / static_cast<double>(plan.column_shard_dim));
+    } else {
+      to_place += 1.0;
+    }
+  }
+  if (n > kMaxDlrmGpus || to_place * nd > kMaxShardPlacements || in_place > kMaxShardPlacements) {
+    out.infeasible = fmt::format(
+        "too large to simulate: {} GPUs, {:.0f} embedding shards to place and {:.0f} row-wise shards (a DLRM "
+        "simulates every GPU, at most {}, and weighs at most {:.0e} shard placements)",
+        n, to_place, in_place, kMaxDlrmGpus, kMaxShardPlacements);
+    return out;
+  }
   out.ranks.assign(static_cast<std::size_t>(n), {});
   out.node_row_bytes.assign(static_cast<std::size_t>(nodes), 0.0);
   std::vector<Work> work(static_cast<std::size_t>(n));

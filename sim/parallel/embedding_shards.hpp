@@ -80,6 +80,12 @@ struct EmbeddingLayout {
   std::optional<std::string> infeasible;  // why the plan cannot run
 };
 
+// The most GPUs a DLRM simulates (every one of them), and the most shard placements the greedy
+// placement weighs (shards x GPUs, or nodes for table-row-wise shards): beyond, the plan is too large to
+// simulate (an infeasible result, as the transformer's kMaxSimulated).
+inline constexpr std::int64_t kMaxDlrmGpus = std::int64_t{1} << 20;
+inline constexpr double kMaxShardPlacements = 2e8;
+
 // `reserved_hbm_bytes`: HBM each GPU needs besides its shards (the dense part's memory).
 EmbeddingLayout shard_embeddings(const config::Scenario& scenario, double reserved_hbm_bytes);
 

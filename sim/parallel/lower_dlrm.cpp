@@ -29,6 +29,7 @@ class DlrmLowering {
         out_{graph::TaskGraph(static_cast<std::uint32_t>(n_)), {}, 1, 0.0} {}
 
   LoweredGraph run() {
+    out_.graph.set_task_limit(static_cast<std::size_t>(kMaxSimulated));
     add_streams();
     const config::DlrmSpec& m = *s_.dlrm;
     const std::int64_t local = s_.training.global_batch_size / n_;

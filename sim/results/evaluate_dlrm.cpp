@@ -95,6 +95,11 @@ Result evaluate_dlrm(const config::Scenario& scenario, const EvaluateOptions& op
   Result result;
   result.scenario = scenario;
   result.memory = memory;
+  if (layout.ranks.empty()) {  // refused before any GPU's shards were placed (too large to simulate)
+    result.status = Status::infeasible;
+    result.reason = *layout.infeasible;
+    return result;
+  }
   result.embeddings = summary_of(scenario, layout);
   if (layout.infeasible || !memory.fits) {
     result.status = Status::infeasible;
