@@ -60,7 +60,7 @@ double zipf_cache_hit_rate(double rows, double fraction, double exponent) {
   return harmonic(cached, exponent) / harmonic(rows, exponent);
 }
 
-double embedding_state_bytes_per_element(config::Optimizer optimizer) {
+double optimizer_state_bytes_per_value(config::Optimizer optimizer) {
   using namespace shard_costs;
   switch (optimizer) {
     case config::Optimizer::sgd:
@@ -83,7 +83,7 @@ EmbeddingLayout shard_embeddings(const config::Scenario& s, double reserved_hbm_
   const double batch = static_cast<double>(s.training.global_batch_size);
   const double local = batch / static_cast<double>(n);
   const double e = models::activation_bytes_per_element(m.embedding_precision);
-  const double state = embedding_state_bytes_per_element(s.training.optimizer);
+  const double state = optimizer_state_bytes_per_value(s.training.optimizer);
   const double nd = static_cast<double>(n);
   const double gd = static_cast<double>(per_node);
   EmbeddingLayout out;

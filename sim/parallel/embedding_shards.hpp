@@ -92,7 +92,8 @@ EmbeddingLayout shard_embeddings(const config::Scenario& scenario, double reserv
 // Fraction of lookups a cache of `fraction` of `rows` rows serves, under Zipf popularity `exponent`.
 double zipf_cache_hit_rate(double rows, double fraction, double exponent);
 
-// Bytes of optimizer state per element of an embedding row.
-double embedding_state_bytes_per_element(config::Optimizer optimizer);
+// Bytes of optimizer state per value, for an embedding row's elements and the dense parameters alike
+// (FP32 states: sgd none, adagrad one, adam two).
+double optimizer_state_bytes_per_value(config::Optimizer optimizer);
 
 }  // namespace dtsim::parallel

@@ -18,8 +18,6 @@ using graph::Category;
 using graph::StreamKind;
 using graph::TaskId;
 
-constexpr double kDenseBytes = 4.0;  // FP32 dense parameters and gradients
-
 class DlrmLowering {
  public:
   DlrmLowering(const config::Scenario& s, const EmbeddingLayout& layout)
@@ -236,7 +234,7 @@ class DlrmLowering {
 
   // The dense optimizer step, and the data-parallel tables' (dense in torchrec: their whole gradient).
   graph::OpId optimizer_op() {
-    const double state = dense_state_bytes_per_parameter(s_.training.optimizer);
+    const double state = optimizer_state_bytes_per_value(s_.training.optimizer);
     const double params = models::dlrm_dense_parameters(*s_.dlrm);
     const double per_param =
         2 * kDenseBytes + kDenseBytes + 2 * state;  // parameter r/w, gradient, states r/w
@@ -260,11 +258,6 @@ class DlrmLowering {
 };
 
 }  // namespace dlrm_lowering
-
-double dense_state_bytes_per_parameter(config::Optimizer optimizer) {
-  using namespace dlrm_lowering;
-  return embedding_state_bytes_per_element(optimizer);
-}
 
 LoweredGraph lower_dlrm(const config::Scenario& scenario, const EmbeddingLayout& layout) {
   using namespace dlrm_lowering;

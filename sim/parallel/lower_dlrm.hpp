@@ -31,7 +31,7 @@ namespace dtsim::parallel {
 // Requires a DLRM scenario whose layout is feasible (layout.infeasible empty).
 LoweredGraph lower_dlrm(const config::Scenario& scenario, const EmbeddingLayout& layout);
 
-// Bytes of optimizer state per dense parameter.
-double dense_state_bytes_per_parameter(config::Optimizer optimizer);
+// Bytes of a dense parameter and of its gradient (FP32).
+inline constexpr double kDenseBytes = 4.0;
 
 }  // namespace dtsim::parallel

@@ -18,8 +18,6 @@ namespace dtsim::results {
 // Named, not anonymous: unity builds put several files in one translation unit.
 namespace dlrm_evaluation {
 
-constexpr double kDenseBytes = 4.0;  // FP32 dense parameters and gradients (lower_dlrm.hpp)
-
 EmbeddingSummary summary_of(const config::Scenario& s, const parallel::EmbeddingLayout& layout) {
   EmbeddingSummary out;
   const config::EmbeddingPlan& plan = s.parallelism.embeddings;
@@ -64,10 +62,10 @@ Result evaluate_dlrm(const config::Scenario& scenario, const EvaluateOptions& op
 
   // The dense part on every GPU, then the shards in what is left.
   const double dense = models::dlrm_dense_parameters(m);
-  const double state = parallel::dense_state_bytes_per_parameter(scenario.training.optimizer);
+  const double state = parallel::optimizer_state_bytes_per_value(scenario.training.optimizer);
   Memory memory;
-  memory.weights_bytes = dense * kDenseBytes;
-  memory.gradients_bytes = dense * kDenseBytes;
+  memory.weights_bytes = dense * parallel::kDenseBytes;
+  memory.gradients_bytes = dense * parallel::kDenseBytes;
   memory.optimizer_bytes = dense * state;
   memory.activations_bytes = models::dlrm_dense_activation_bytes(m, local, precision);
   const double reserved =

@@ -40,7 +40,7 @@ std::string placement_label(const Placement& p) {
 // A table's weights and optimizer state.
 double table_bytes(const config::Scenario& s, const config::EmbeddingTable& t) {
   const double e = models::activation_bytes_per_element(s.dlrm->embedding_precision);
-  const double state = parallel::embedding_state_bytes_per_element(s.training.optimizer);
+  const double state = parallel::optimizer_state_bytes_per_value(s.training.optimizer);
   return static_cast<double>(t.rows) * static_cast<double>(t.dim) * (e + state);
 }
 
