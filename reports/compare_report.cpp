@@ -17,8 +17,9 @@ namespace {
 
 using results::Result;
 
-// Which scenarios a row is about; shown when one of the compared scenarios is.
-enum class Applies { all, split, dlrm };
+// Which scenarios a row is about; shown when one of the compared scenarios is. samples: a DLRM or a
+// layer table (models counted in samples); input: a scenario with an input pipeline.
+enum class Applies { all, split, dlrm, samples, input };
 
 struct Row {
   std::string label;
@@ -87,7 +88,7 @@ const std::vector<Row>& rows() {
        },
        true},
       {"samples/s", [](const Result& r) { return fmt::format("{:.0f}", r.throughput.samples_per_s); }, true,
-       false, Applies::dlrm},
+       false, Applies::samples},
       {"tokens/s", [](const Result& r) { return fmt::format("{:.0f}", r.throughput.tokens_per_s); }, true,
        false, Applies::split},
       {"model TFLOP/s/GPU",
@@ -115,6 +116,20 @@ const std::vector<Row>& rows() {
        true, false, Applies::dlrm},
       {"  waiting for the host",
        [](const Result& r) { return share(r.breakdown.host_wait_s, r.iteration_time_s); }, true},
+      {"  waiting for input data",
+       [](const Result& r) { return share(r.breakdown.data_stall_s, r.iteration_time_s); }, true, false,
+       Applies::input},
+      {"input (samples/s)",
+       [](const Result& r) {
+         return r.input && !r.input->limited_by.empty() ? fmt::format("{:.0f}", r.input->samples_per_s)
+                                                        : std::string("-");
+       },
+       true, false, Applies::input},
+      {"input limited by",
+       [](const Result& r) {
+         return r.input && !r.input->limited_by.empty() ? r.input->limited_by : std::string("-");
+       },
+       true, false, Applies::input},
       {"memory/GPU (GiB)",
        [](const Result& r) {
          return fmt::format("{:.1f} of {:.0f}", r.memory.peak_bytes_per_gpu / core::kGiB,
@@ -166,10 +181,16 @@ void write_compare_text(std::ostream& out, const std::vector<Result>& results) {
                                 [](const Result& r) { return r.scenario.dlrm.has_value(); });
   const bool split =
       std::any_of(results.begin(), results.end(), [](const Result& r) { return !r.scenario.dlrm; });
+  const bool samples = std::any_of(results.begin(), results.end(), [](const Result& r) {
+    return r.scenario.dlrm.has_value() || r.scenario.layer_model.has_value();
+  });
+  const bool input = std::any_of(results.begin(), results.end(),
+                                 [](const Result& r) { return r.scenario.input.has_value(); });
   std::vector<const Row*> shown;
   for (const auto& row : rows()) {
     const bool applies = row.applies == Applies::all || (row.applies == Applies::dlrm && dlrm) ||
-                         (row.applies == Applies::split && split);
+                         (row.applies == Applies::split && split) ||
+                         (row.applies == Applies::samples && samples) || (row.applies == Applies::input && input);
     if ((!row.failures || failures) && applies) shown.push_back(&row);
   }
   std::size_t label_width = 0;

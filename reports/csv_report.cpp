@@ -114,6 +114,10 @@ constexpr std::array kTailColumns = {
            [](const Result& r) {
              return r.goodput && r.goodput->reason.empty() ? num(r.goodput->goodput.p50) : std::string();
            }},
+    // The input pipeline's rate and the resource that limits it (empty without a pipeline).
+    Column{"input_samples_per_s",
+           [](const Result& r) { return r.input ? num(r.input->samples_per_s) : std::string(); }},
+    Column{"input_limited_by", [](const Result& r) { return r.input ? r.input->limited_by : std::string(); }},
     Column{"compute_calibration_factor",
            [](const Result& r) {
              return r.compute_calibration ? num(r.compute_calibration->factor) : std::string();

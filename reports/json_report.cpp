@@ -8,6 +8,7 @@
 #include "reports/dlrm_report.hpp"
 #include "reports/data_parallel_report.hpp"
 #include "reports/goodput_report.hpp"
+#include "reports/input_report.hpp"
 #include "reports/output_envelope.hpp"
 #include "reports/reports.hpp"
 
@@ -107,6 +108,7 @@ nlohmann::ordered_json result_json(const results::Result& result) {
   if (result.convergence) j["convergence"] = convergence_json(*result.convergence);
   if (result.goodput) j["goodput"] = goodput_json(*result.goodput);
   if (result.embeddings) j["embeddings"] = embeddings_json(*result.embeddings);
+  if (result.input) j["input"] = input_rate_json(*result.input);
   return j;
 }
 

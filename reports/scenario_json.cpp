@@ -5,6 +5,7 @@
 #include "reports/dlrm_report.hpp"
 #include "reports/data_parallel_report.hpp"
 #include "reports/goodput_report.hpp"
+#include "reports/input_report.hpp"
 #include "reports/reports.hpp"
 
 namespace dtsim::reports {
@@ -162,6 +163,7 @@ nlohmann::ordered_json scenario_json(const config::Scenario& scenario) {
   if (scenario.layer_model) j["training"].update(data_parallel_training_json(scenario.data_parallel));
   j["simulation"] = simulation_json(scenario.simulation);
   if (scenario.failures) j["failures"] = failures_json(*scenario.failures);
+  if (scenario.input) j["input"] = input_spec_json(*scenario.input);
   return j;
 }
 

@@ -14,6 +14,7 @@
 #include "reports/csv_report.hpp"
 #include "reports/data_parallel_report.hpp"
 #include "reports/goodput_report.hpp"
+#include "reports/input_report.hpp"
 #include "reports/reports.hpp"
 
 namespace dtsim::reports {
@@ -198,6 +199,7 @@ void write_text(std::ostream& out, const results::Result& result) {
     out << '\n';
     write_embeddings_text(out, *result.embeddings);
   }
+  if (ok && result.input) write_input_text(out, *result.input, result.iteration_time_s);
   if (ok && result.goodput)
     write_goodput_text(out, *result.scenario.failures, *result.goodput, result.scenario.gpu_count());
   // A plan refused before the memory model or the engine ran (indivisible, too large) has neither.

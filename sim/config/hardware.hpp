@@ -122,6 +122,9 @@ struct NodeProfile {
   double nic_gbps = 0.0;  // default line rate per NIC
   int nics_per_node = 0;  // at most kMaxNicsPerGpu x gpus_per_node
   double host_memory_bytes = 0.0;
+  // Physical CPU cores of the node's host (all sockets); absent when the profile's sources do not say.
+  // Data-loader workers preprocess on them (config/input_pipeline.hpp).
+  std::optional<std::int64_t> host_cpu_cores;
   // A list price of the whole node per hour (profile key "price"), with its source and date; empty for
   // nodes sold rather than rented. Plans cost a cluster from it when their candidate states no price.
   std::optional<double> usd_per_node_hour;

@@ -192,7 +192,7 @@ NodeProfile load_node_profile(const std::string& hardware_profiles, const std::s
   const std::string& path = file.path;
   ObjectReader r(file.doc, path, "");
   r.expect_keys({"schema_version", "id", "name", "sources", "gpu", "gpus_per_node", "intra_node", "network",
-                 "host_memory_bytes", "price"});
+                 "host_memory_bytes", "host_cpu_cores", "price"});
   NodeProfile node;
   node.id = id;
   node.name = read_header(r, id);
@@ -222,6 +222,7 @@ NodeProfile load_node_profile(const std::string& hardware_profiles, const std::s
   network.finish();
 
   node.host_memory_bytes = r.required<double>("host_memory_bytes", NumberRule::positive());
+  node.host_cpu_cores = r.maybe<std::int64_t>("host_cpu_cores", IntRule::positive());
   if (std::optional<ObjectReader> price = r.optional_child("price")) {
     price->expect_keys({"usd_per_node_hour"});
     node.usd_per_node_hour = price->required<double>("usd_per_node_hour", NumberRule::positive());

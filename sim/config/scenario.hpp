@@ -13,6 +13,7 @@
 #include "config/data_parallel.hpp"
 #include "config/dlrm.hpp"
 #include "config/failures.hpp"
+#include "config/input_pipeline.hpp"
 #include "config/hardware.hpp"
 #include "config/layer_table.hpp"
 #include "config/mixed_gpus.hpp"
@@ -291,6 +292,8 @@ struct Scenario {
   TrainingSpec training;
   SimulationSpec simulation;
   std::optional<FailureSpec> failures;  // absent: the run is costed as if nothing failed
+  // Where the samples come from (config/input_pipeline.hpp); absent: data is always ready.
+  std::optional<InputPipelineSpec> input;
   GpuProfile gpu;
   NodeProfile node;
   FabricProfile fabric;

@@ -19,6 +19,7 @@
 #include "config/parallelism_loader.hpp"
 #include "config/profile_loader.hpp"
 #include "config/failures_loader.hpp"
+#include "config/input_pipeline_loader.hpp"
 #include "config/mixed_gpus_loader.hpp"
 #include "config/speed_factors_loader.hpp"
 #include "core/checked_math.hpp"
@@ -330,7 +331,7 @@ Scenario load_scenario_text(const std::string& text, const std::string& source_n
                                                      version, kSchemaVersion));
   }
   top.expect_keys({"schema_version", "name", "software", "model", "cluster", "parallelism", "training", "simulation",
-                   "failures"});
+                   "failures", "input"});
 
   Scenario scenario;
   scenario.source = source_name;
@@ -354,6 +355,7 @@ Scenario load_scenario_text(const std::string& text, const std::string& source_n
   check_mixed_gpus(top.file(), scenario);
   scenario.failures = read_failures(top, data.hardware_profiles, {});
   check_failures(top.file(), scenario);
+  scenario.input = read_input(top, scenario);
   top.finish();
   return scenario;
 }

@@ -67,6 +67,11 @@ class Simulation {
     first_done_.assign(w, 0);
     finished_.assign(w, 0);
     result_.workers.assign(w, DpWorkerStats{});
+    load_end_.assign(w, 0);
+    if (s.input_prefetch && s.input_load_ns > 0) {
+      DTSIM_CHECK(s.input_prefetch_batches >= 1, "prefetching needs a buffer of a batch or more");
+      consumed_.assign(w, std::vector<core::TimeNs>(static_cast<std::size_t>(s.input_prefetch_batches), 0));
+    }
   }
 
   DpTrainingResult run() {
@@ -120,7 +125,29 @@ class Simulation {
   std::size_t at(std::int64_t i) const { return static_cast<std::size_t>(i); }
   std::int64_t node_of_client(std::int64_t c) const { return c * s_.client_size / s_.gpus_per_node; }
 
-  void start_step(std::int64_t w, core::TimeNs now) {
+  // When worker w's batch for its next step is loaded, given that it is ready to train at `now`
+  // (DpTrainingSetup: the input pipeline).
+  core::TimeNs batch_ready(std::int64_t w, core::TimeNs now) {
+    if (s_.input_load_ns == 0) return now;
+    if (!s_.input_prefetch) return now + s_.input_load_ns;
+    // The loader starts a batch once the previous one is loaded and a buffer slot is free: the batch
+    // input_prefetch_batches before it has gone to training.
+    const std::int64_t k = clock_[at(w)];
+    const std::size_t ring = static_cast<std::size_t>(s_.input_prefetch_batches);
+    std::vector<core::TimeNs>& consumed = consumed_[at(w)];
+    core::TimeNs start = load_end_[at(w)];
+    if (k >= s_.input_prefetch_batches) start = std::max(start, consumed[static_cast<std::size_t>(k) % ring]);
+    load_end_[at(w)] = start + s_.input_load_ns;
+    return std::max(now, load_end_[at(w)]);
+  }
+
+  void start_step(std::int64_t w, core::TimeNs ready) {
+    const core::TimeNs now = batch_ready(w, ready);
+    // The warm-up step's wait (the first batch, loaded before anything runs) is not the steady state's.
+    if (clock_[at(w)] > 0) result_.workers[at(w)].input_wait_s += core::ns_to_seconds(now - ready);
+    if (s_.input_prefetch && s_.input_load_ns > 0) {
+      consumed_[at(w)][static_cast<std::size_t>(clock_[at(w)] % s_.input_prefetch_batches)] = now;
+    }
     const double factor = compute_factor(s_, w, clock_[at(w)]);
     const auto fwd = core::seconds_to_ns(core::ns_to_seconds(s_.forward_ns) * factor);
     const auto bwd = core::seconds_to_ns(core::ns_to_seconds(s_.backward_ns) * factor);
@@ -366,6 +393,10 @@ class Simulation {
   std::int64_t clients_ = 0;
   std::vector<std::int64_t> client_ready_;
   std::vector<core::TimeNs> step_start_, first_done_, finished_, completions_;
+  // The input pipeline: per worker, when its loader finished its last batch, and when each of the last
+  // input_prefetch_batches batches went to training (a ring by step).
+  std::vector<core::TimeNs> load_end_;
+  std::vector<std::vector<core::TimeNs>> consumed_;
   core::TimeNs comm_free_ = 0;
   std::int64_t buckets_done_ = 0;
   std::int64_t min_clock_ = 0;

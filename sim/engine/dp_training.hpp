@@ -81,11 +81,19 @@ struct DpTrainingSetup {
   double straggler_slowdown = 1.0;
   std::int64_t steps = 2;  // per worker; the first is warm-up
   std::uint64_t seed = 1;
+  // The input pipeline (models/input/input_pipeline.hpp): each worker's batch takes input_load_ns to
+  // load. Prefetching, a worker's loader loads its batches back to back, at most input_prefetch_batches
+  // ahead of the batch it trains on, and a step starts once its batch is loaded; without, the worker
+  // loads each batch after its previous step and then computes. 0: data is always ready.
+  core::TimeNs input_load_ns = 0;
+  bool input_prefetch = false;
+  std::int64_t input_prefetch_batches = 1;
 };
 
 struct DpWorkerStats {
   double compute_s = 0.0;  // time computing
   double wait_s = 0.0;     // time not computing: communicating, waiting on peers, servers or the bound
+  double input_wait_s = 0.0;  // of wait_s: waiting for the input pipeline's next batch, after the warm-up step
   std::int64_t steps = 0;
 };
 

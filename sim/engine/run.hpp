@@ -79,6 +79,7 @@ struct alignas(64) StreamState {
   std::uint16_t local = 0;  // index among the rank's streams, by increasing stream id
   std::uint16_t speed = 0;  // its rank's compute model (Run::compute_models_)
   bool comm = false;        // a non-compute stream
+  bool input = false;       // the input pipeline's (comm too): its loads slow nothing, expose nothing
   bool busy = false;
   bool queued = false;    // in a ready list
   bool slowable = false;  // running a compute op on a compute stream: re-rated with its rank's communication
@@ -112,6 +113,7 @@ struct RankState {
   std::uint32_t comm_running = 0;  // tasks with a non-zero duration running on its comm streams
   std::uint32_t host_waiting = 0;  // ready compute tasks waiting for the host to issue them
   std::uint32_t nic_users = 0;     // running communication tasks through the node's NICs
+  std::uint32_t input_waiting = 0;  // streams at a task that waits for the input pipeline's batch
   std::uint64_t compute_bits = 0;
   std::uint64_t comm_bits = 0;
   std::uint32_t stream_begin = 0;  // into Run::running_category_ and Run::rank_streams_
@@ -171,7 +173,7 @@ class Run {
   void enqueue(StreamId s, StreamState& st);
   void issue(StreamId s, StreamState& st);
   void wake(StreamId s);
-  void set_host_waiting(RankState& rank, bool waiting);
+  void set_waiting(RankState& rank, std::uint32_t RankState::*count, bool waiting);
   void arrive(StreamId s, StreamState& st);
   void start_ready();
   void start(StreamId s);
@@ -238,6 +240,8 @@ class Run {
   std::vector<HostCost> host_cost_;     // per op, with a host
   std::vector<TimeNs> kernel_issue_;    // per fused kernel, with a host: its first launch's issue
   std::vector<bool> host_waits_;        // per task, with a host: TaskGraph::host_waits()
+  std::vector<std::uint8_t> input_waits_;  // per task, with an input pipeline: TaskGraph::input_waits()
+  bool input_ = false;                     // the graph has tasks that wait for the input pipeline
   std::vector<std::uint8_t> host_calls_;  // per task, with a host: TaskGraph::host_calls(), saturated
   std::array<TimeNs, 256> call_issue_{};  // the host's time for n collective calls
 };

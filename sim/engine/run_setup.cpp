@@ -37,6 +37,14 @@ Run::Run(const graph::TaskGraph& graph, const compute::ComputeModel& compute,
     for (StreamState& st : streams_) st.speed = speeds[st.rank];
   }
   if (host_) setup_host(options.host_issue_ns_per_kernel);
+  input_ = !graph.input_waits().empty();
+  if (input_) {
+    input_waits_.assign(graph.tasks().size(), 0);
+    for (const TaskId t : graph.input_waits()) {
+      DTSIM_CHECK(t < input_waits_.size(), fmt::format("input wait on task {} of {}", t, input_waits_.size()));
+      input_waits_[t] = 1;
+    }
+  }
   queue_.reserve(streams_.size() + 1);  // at most one running task or wake-up per stream
   ready_comm_.reserve(streams_.size());
   ready_compute_.reserve(streams_.size());
@@ -174,6 +182,7 @@ void Run::setup_streams() {
     st.local = static_cast<std::uint16_t>(per_rank[in.rank]++);
     rank_streams_[ranks_[in.rank].stream_begin + st.local] = s;
     st.comm = in.kind != graph::StreamKind::compute;
+    st.input = in.kind == graph::StreamKind::input;
   }
 }
 
@@ -231,6 +240,8 @@ TimeNs Run::cost(std::uint32_t op, std::uint16_t speed) {
   } else if (const auto* m = std::get_if<graph::CommOp>(&o)) {
     duration = network_.duration(*m);
     if (m->copies) duration += compute.duration(*m->copies);
+  } else if (const auto* load = std::get_if<graph::LoadOp>(&o)) {
+    duration = core::seconds_to_ns(load->seconds);
   } else {
     duration = cost_fused(op, std::get<graph::FusedOp>(o), speed);
   }

@@ -61,22 +61,25 @@ void Run::issue(StreamId s, StreamState& st) {
     ready_compute_.push_back(s);
     return;
   }
-  set_host_waiting(ranks_[st.rank], true);
+  set_waiting(ranks_[st.rank], &RankState::host_waiting, true);
   queue_.push(issued, s | kWakeBit);
 }
 
 void Run::wake(StreamId s) {
-  set_host_waiting(ranks_[streams_[s].rank], false);
+  set_waiting(ranks_[streams_[s].rank], &RankState::host_waiting, false);
   ready_compute_.push_back(s);
 }
 
-void Run::set_host_waiting(RankState& rank, bool waiting) {
+// One more or one fewer of the rank's streams waits (`count`: RankState::host_waiting for a ready
+// compute task the host has not issued, RankState::input_waiting for a task whose batch the input
+// pipeline has not loaded): close the books at now_ and open the state after the change.
+void Run::set_waiting(RankState& rank, std::uint32_t RankState::*count, bool waiting) {
   rank.acc[rank.slot] += now_ - rank.last_change;
   rank.last_change = now_;
   if (waiting) {
-    ++rank.host_waiting;
+    ++(rank.*count);
   } else {
-    --rank.host_waiting;
+    --(rank.*count);
   }
   rank.slot = current_slot(rank);
 }
@@ -90,7 +93,11 @@ void Run::set_host_waiting(RankState& rank, bool waiting) {
     if (--head.pending == 0) enqueue(head.stream, streams_[head.stream]);
     return;
   }
-  if (!st.queued && head.pending == 0) enqueue(s, st);
+  if (!st.queued && head.pending == 0) {
+    enqueue(s, st);
+  } else if (input_ && head.pending != 0 && input_waits_[st.head] != 0) [[unlikely]] {
+    set_waiting(ranks_[st.rank], &RankState::input_waiting, true);
+  }
 }
 
 // Communication first, so that compute starting at the same instant sees it running.
@@ -153,7 +160,7 @@ inline void Run::start_ready() {
     return;
   }
   st.slowable = false;
-  if (st.comm && duration > 0 && slowed_ && rank.comm_running++ == 0) rerate_compute(rank, true);
+  if (st.comm && !st.input && duration > 0 && slowed_ && rank.comm_running++ == 0) rerate_compute(rank, true);
   if (share_nics_ && duration > 0 && nic_op_[op] != 0) [[unlikely]] {
     start_nic_task(s, {&s, 1}, duration);
     return;
@@ -316,7 +323,7 @@ void Run::pause(StreamId s, StreamState& st) {
   st.slowable = false;
   if (record_spans_) spans_.push_back(Span{st.head, st.start, now_});  // the kernels run so far
   set_busy(rank, st, false);
-  set_host_waiting(rank, true);
+  set_waiting(rank, &RankState::host_waiting, true);
   queue_.push(rate.issue_base + kernel_issue_[rate.kernel], s | kWakeBit);
 }
 
@@ -392,7 +399,7 @@ void Run::advance_kernels(RateState& rate) const {
   if (record_spans_) spans_.push_back(Span{st.head, st.start, now_});
   RankState& rank = ranks_[st.rank];
   set_busy(rank, st, false);
-  if (st.comm && slowed_ && now_ > st.start && --rank.comm_running == 0) rerate_compute(rank, false);
+  if (st.comm && !st.input && slowed_ && now_ > st.start && --rank.comm_running == 0) rerate_compute(rank, false);
   if (rates_[s].nic_share != 0) [[unlikely]]
     finish_nic_task(s, {&s, 1});
   advance(st);
@@ -426,12 +433,20 @@ void Run::finish_gang(StreamState& first) {
     if (--succ.pending != 0) continue;
     // A gang's count includes its members reaching it: at 0 it heads all of them.
     StreamState& other = streams_[succ.stream];
-    if (!other.busy && !other.queued && other.head == next) enqueue(succ.stream, other);
+    if (!other.busy && !other.queued && other.head == next) {
+      if (input_ && input_waits_[next] != 0) [[unlikely]]
+        set_waiting(ranks_[other.rank], &RankState::input_waiting, false);  // its stream had reached it (Run::arrive)
+      enqueue(succ.stream, other);
+    }
   }
 }
 
 // Closes the rank's current state at now_ and opens the one after the change.
 [[gnu::always_inline]] inline void Run::set_busy(RankState& rank, StreamState& st, bool busy) {
+  if (st.input) [[unlikely]] {  // a load neither computes nor communicates: the rank's state stays
+    st.busy = busy;
+    return;
+  }
   rank.acc[rank.slot] += now_ - rank.last_change;
   rank.last_change = now_;
   const std::uint64_t bit = std::uint64_t{1} << (st.local % kWordBits);
@@ -444,7 +459,8 @@ void Run::finish_gang(StreamState& first) {
   rank.slot = current_slot(rank);
 }
 
-// Lowest busy compute stream's category, else lowest busy comm stream's, else idle.
+// Lowest busy compute stream's category, else lowest busy comm stream's, else the data stall while a
+// stream waits for the input pipeline's batch, else waiting for the host, else idle.
 inline std::uint8_t Run::current_slot(const RankState& rank) const {
   const std::uint8_t* category = &running_category_[rank.stream_begin];
   if (rank.compute_bits != 0) return category[std::countr_zero(rank.compute_bits)];
@@ -460,6 +476,8 @@ inline std::uint8_t Run::current_slot(const RankState& rank) const {
                                        category[lowest(rank, w, extra_comm_bits_[w])]);
     }
   }
+  if (rank.input_waiting != 0) [[unlikely]]
+    return static_cast<std::uint8_t>(graph::kCategoryCount + static_cast<int>(graph::Category::input));
   return rank.host_waiting != 0 ? kHostWaitSlot : kIdleSlot;
 }
 

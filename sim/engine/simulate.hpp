@@ -1,8 +1,8 @@
 // simulate(): replays a finalized task graph. Discrete events on an integer-nanosecond clock, one
 // event per task completion, ordered by (time, sequence). A task starts when it is at the head of its
 // stream and its dependencies are done, and ends at start + duration; its duration comes from the
-// compute model (compute ops) or the network model (communication ops), memoized per op (each op is
-// costed once, at its first use). Zero durations are allowed.
+// compute model (compute ops) or the network model (communication ops), or is the op's own (a LoadOp,
+// timed by the input pipeline's model), memoized per op (each op is costed once, at its first use). Zero durations are allowed.
 //
 // A gang task (task_graph.hpp) starts once it heads every member stream and its dependencies are
 // done; it runs its collective's duration (never slowed) on all members at once: each member rank's
@@ -53,11 +53,17 @@
 // tasks (collectives of every member at once) cost their copy kernels with `compute`. Without
 // rank_compute every rank uses `compute`.
 //
+// Input pipeline: a LoadOp task (graph/ops.hpp) runs on an input stream for its given time; it slows
+// nothing and is neither compute nor communication in the books below. A task marked with
+// TaskGraph::add_input_wait waits (a dependency) for its rank's load: while its stream has reached it
+// and the load is not done, the rank waits for data.
+//
 // The engine accumulates, per simulated rank, the time spent in each state over [0, makespan]: a
 // compute-kind stream busy -> busy_ns[category of its task]; else a communication stream busy ->
-// exposed_ns[category of its task]; else, while a ready compute task waits to be issued, host_wait_ns;
-// else idle. When several streams qualify, the lowest stream id
-// decides. The parts of every rank sum exactly to the makespan.
+// exposed_ns[category of its task]; else, while a stream waits for the input pipeline's batch,
+// exposed_ns[input] (the data stall); else, while a ready compute task waits to be issued, host_wait_ns;
+// else idle. When several streams qualify, the lowest stream id decides. The parts of every rank sum
+// exactly to the makespan.
 //
 // Throws InternalError when the graph is not finalized or when tasks remain that can never start
 // ("deadlock: N tasks never ran, e.g. <task>"); TaskGraph::validate() finds the latter beforehand.

@@ -125,6 +125,15 @@ struct CommOp {
   std::optional<ComputeOp> copies = std::nullopt;
 };
 
+// A rank's part of one global batch, supplied by the input pipeline (models/input/input_pipeline.hpp)
+// in the time that model gives: it runs on the rank's input stream, takes no GPU resource and slows
+// nothing beside it. The GPU waits for it only where its dependencies say so (the lowering's
+// input_load.hpp).
+struct LoadOp {
+  double seconds = 0.0;
+  double samples = 0.0;  // the global batch's, for traces and tests
+};
+
 const char* to_string(ComputeClass c);
 const char* to_string(CollectiveKind k);
 

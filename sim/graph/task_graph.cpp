@@ -305,6 +305,8 @@ const char* to_string(StreamKind k) {
       return "pipeline_send";
     case StreamKind::embedding_comm:
       return "embedding_comm";
+    case StreamKind::input:
+      return "input";
   }
   return "unknown";
 }
@@ -329,6 +331,8 @@ const char* to_string(Category c) {
       return "data_comm";
     case Category::embedding_comm:
       return "embedding_comm";
+    case Category::input:
+      return "input";
   }
   return "unknown";
 }

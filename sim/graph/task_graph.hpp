@@ -40,8 +40,9 @@ enum class StreamKind : std::uint8_t {
   param_gather,  // parameter all-gathers (ZeRO-3 / FSDP prefetch, distributed optimizer)
   pipeline_send,
   embedding_comm,  // sharded embeddings' all-to-alls and reductions (models/dlrm)
+  input,           // the input pipeline's loads of batches (graph::LoadOp)
 };
-inline constexpr int kStreamKindCount = 7;
+inline constexpr int kStreamKindCount = 8;
 
 // What the time of a task is accounted as, in the iteration breakdown.
 enum class Category : std::uint8_t {
@@ -54,8 +55,9 @@ enum class Category : std::uint8_t {
   pipeline_comm,
   data_comm,
   embedding_comm,  // sharded embeddings' exchanges (models/dlrm): pooled lookups forward, their gradients back
+  input,           // the input pipeline's load of a batch; exposed, it is the GPU waiting for data
 };
-inline constexpr int kCategoryCount = 9;
+inline constexpr int kCategoryCount = 10;
 
 // A stream's program order is not stored: it is its tasks in increasing id order (stream_tasks()).
 struct Stream {
@@ -74,7 +76,7 @@ struct Task {
 // Every-rank simulations hold tens of millions of tasks: keep each at 16 bytes.
 static_assert(sizeof(Task) == 16);
 
-using Op = std::variant<ComputeOp, CommOp, FusedOp>;
+using Op = std::variant<ComputeOp, CommOp, FusedOp, LoadOp>;
 
 // The member streams of gang task `task`: gang_streams()[begin .. begin + size).
 struct Gang {
@@ -115,6 +117,11 @@ class TaskGraph {
   // issued only once its dependencies are done (engine/simulate.hpp, "Host"). Ids in any order.
   void add_host_wait(TaskId task) { host_waits_.push_back(task); }
   const std::vector<TaskId>& host_waits() const { return host_waits_; }
+  // `task`, on a compute stream, waits for its rank's batch from the input pipeline (a dependency on
+  // a LoadOp task): while its stream has reached it and it waits, with nothing else running on the
+  // rank, the engine counts the time as the data stall (parallel/input_load.hpp). Ids in any order.
+  void add_input_wait(TaskId task) { input_waits_.push_back(task); }
+  const std::vector<TaskId>& input_waits() const { return input_waits_; }
   // The host calls `calls` collectives (NCCL launches on their streams) between the compute task
   // before `task` on its stream and `task`, each at the cost of one kernel launch: `task` is issued
   // that much later (engine/simulate.hpp, "Host"). On a compute stream; ids in any order.
@@ -193,6 +200,7 @@ class TaskGraph {
   std::vector<TaskId> successors_;
   std::vector<std::uint32_t> pred_count_;
   std::vector<TaskId> host_waits_;
+  std::vector<TaskId> input_waits_;
   std::vector<HostCalls> host_calls_;
   bool finalized_ = false;
 };

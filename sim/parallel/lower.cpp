@@ -6,6 +6,7 @@
 
 #include "core/errors.hpp"
 #include "parallel/feasibility.hpp"
+#include "parallel/input_load.hpp"
 #include "parallel/lowering.hpp"
 
 namespace dtsim::parallel {
@@ -51,6 +52,13 @@ LoweredGraph Lowering::run() {
   emit_steps();
   for (std::int64_t r = 0; r < ranks; ++r) connect_stages(r);
   for (std::int64_t r = 0; r < ranks; ++r) emit_gradient_sync_and_optimizer(r);
+  if (const std::optional<InputLoad> load = add_input_load_ops(s_, out_.graph)) {
+    for (std::int64_t r = 0; r < ranks; ++r) {
+      const auto i = static_cast<std::size_t>(r);
+      add_input_load(*load, out_.graph, static_cast<graph::RankId>(r), step_first_[i],
+                     streams_[i][static_cast<int>(StreamKind::compute)]);
+    }
+  }
   out_.graph.finalize();
   return std::move(out_);
 }

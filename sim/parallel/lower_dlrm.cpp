@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "models/dlrm/dlrm.hpp"
+#include "parallel/input_load.hpp"
 
 namespace dtsim::parallel {
 
@@ -51,11 +52,14 @@ class DlrmLowering {
       ids = all_ranks(graph::CollectiveKind::all_to_all, layout_.ids_alltoall_bytes, "ids_all_to_all");
 
     std::vector<TaskId> lookups(static_cast<std::size_t>(n_));
+    std::vector<TaskId> first_compute(static_cast<std::size_t>(n_));
     for (std::int64_t r = 0; r < n_; ++r) {
-      run_ops(r, bottom_fwd, Category::forward);
+      const TaskId first = run_ops(r, bottom_fwd, Category::forward, true);
       const graph::OpId op = out_.graph.add_op(layout_.ranks[static_cast<std::size_t>(r)].forward);
       lookups[static_cast<std::size_t>(r)] =
           task(r, StreamKind::compute, op, Category::forward, lookup_label);
+      first_compute[static_cast<std::size_t>(r)] =
+          first != graph::TaskGraph::kNoTask ? first : lookups[static_cast<std::size_t>(r)];
       if (!s_.parallelism.embeddings.pipelined && !ids.empty())
         out_.graph.add_dependency(ids.front(), lookups[static_cast<std::size_t>(r)]);
     }
@@ -124,6 +128,12 @@ class DlrmLowering {
     reduce(models::dlrm_interaction_parameters(m) * kDenseBytes, inter_done, "dcn_gradient_all_reduce");
     reduce(models::dlrm_bottom_parameters(m) * kDenseBytes, bottom_done, "bottom_mlp_gradient_all_reduce");
     reduce(layout_.data_parallel_gradient_bytes, embeddings_done, "data_parallel_tables_gradient_all_reduce");
+    if (const std::optional<InputLoad> load = add_input_load_ops(s_, out_.graph)) {
+      for (std::int64_t r = 0; r < n_; ++r) {
+        add_input_load(*load, out_.graph, static_cast<graph::RankId>(r), first_compute[static_cast<std::size_t>(r)],
+                       stream(r, StreamKind::compute));
+      }
+    }
     out_.graph.finalize();
     out_.graph.validate();
     for (std::int64_t r = 0; r < n_; ++r) out_.rank_names.push_back(fmt::format("rank {}", r));

@@ -14,6 +14,7 @@ config::Scenario single_gpu_copy(const config::Scenario& scenario) {
   copy.parallelism = config::ParallelismSpec{};
   copy.simulation.network = config::NetworkFidelity::analytic;  // nothing to send
   copy.training.measured_single_gpu.reset();
+  copy.input.reset();  // the calibration is of compute: the copy's data is always ready
   if (scenario.layer_model) {
     copy.training.global_batch_size = scenario.training.global_batch_size / scenario.gpu_count();
     config::DataParallelSpec& dp = copy.data_parallel;

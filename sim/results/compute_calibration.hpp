@@ -4,7 +4,7 @@
 // The one-GPU copy of a scenario runs the same model, precision, micro-batch (for layer-table models the
 // per-worker batch), recompute and optimizer on one GPU of the same kind: one node of one GPU, every
 // parallel degree 1, a global batch of one micro-batch (b), all-reduce without servers, no variability
-// or stragglers. It has no communication, so the engine's iteration time T_pred of the copy is pure
+// or stragglers, no input pipeline (the measurement is taken as the GPU's rate). It has no communication, so the engine's iteration time T_pred of the copy is pure
 // compute. With the measured rate X, the measured one-GPU iteration takes T_meas = b / X and
 //
 //   factor f = T_pred / T_meas,      every compute duration of the real scenario x (1 / f)

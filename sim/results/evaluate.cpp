@@ -164,6 +164,11 @@ Result evaluate_transformer(const config::Scenario& scenario, const EvaluateOpti
   return result;
 }
 
+// The input pipeline's rate beside a result that ran (its load is in the iteration already).
+void state_input(Result& result) {
+  if (result.status == Status::ok && result.scenario.input) result.input = models::input_rate(result.scenario);
+}
+
 // evaluate() but for plans found infeasible on the way (core::InfeasibleError).
 Result evaluate_feasible(const config::Scenario& scenario, const EvaluateOptions& caller_options) {
   const auto started = std::chrono::steady_clock::now();
@@ -177,6 +182,7 @@ Result evaluate_feasible(const config::Scenario& scenario, const EvaluateOptions
   if (scenario.dlrm) {
     Result result = evaluate_dlrm(scenario, options);
     if (result.status == Status::ok) result.interval = calibration_interval(scenario, options.flow_cache);
+    state_input(result);
     return result;
   }
   if (!scenario.layer_model) {
@@ -188,6 +194,7 @@ Result evaluate_feasible(const config::Scenario& scenario, const EvaluateOptions
   Result result = scenario.layer_model ? evaluate_data_parallel(scenario, options, scale)
                                        : evaluate_transformer(scenario, options, scale);
   result.compute_calibration = calibrated.calibration;
+  state_input(result);
   estimate_goodput(result);
   // The one-GPU copy's simulation is part of this evaluation's wall time.
   if (calibrated.calibration) {

@@ -15,6 +15,7 @@
 #include "engine/dp_training.hpp"
 #include "graph/ops.hpp"
 #include "models/convergence/convergence.hpp"
+#include "models/input/input_pipeline.hpp"
 #include "models/layer_table/layer_ops.hpp"
 #include "network/network_model.hpp"
 #include "results/distribution.hpp"
@@ -199,6 +200,12 @@ Result evaluate_data_parallel(const config::Scenario& scenario, const EvaluateOp
   setup.straggler_slowdown = dp.straggler_slowdown;
   setup.steps = dp.steps;
   setup.seed = scenario.simulation.seed;
+  if (scenario.input) {
+    const models::InputRate input = models::input_rate(scenario);
+    setup.input_load_ns = core::seconds_to_ns(input.load_s);
+    setup.input_prefetch = input.prefetch;
+    setup.input_prefetch_batches = std::max<std::int64_t>(input.prefetch_batches, 1);
+  }
 
   if (auto reason = beyond_pairs(stats.allreduce_buckets)) {
     result.status = Status::infeasible;
@@ -226,7 +233,12 @@ Result evaluate_data_parallel(const config::Scenario& scenario, const EvaluateOp
   result.breakdown.forward_s = forward_s;
   result.breakdown.backward_s = backward_s;
   result.breakdown.optimizer_s = optimizer_s;
-  result.breakdown.exposed_data_comm_s = std::max(0.0, iteration_s - forward_s - backward_s - optimizer_s);
+  double input_wait_s = 0.0;  // per step after the warm-up, mean over workers
+  for (const auto& w : run.workers)
+    input_wait_s += w.input_wait_s / static_cast<double>(std::max<std::int64_t>(w.steps - 1, 1));
+  result.breakdown.data_stall_s = input_wait_s / static_cast<double>(run.workers.size());
+  result.breakdown.exposed_data_comm_s =
+      std::max(0.0, iteration_s - forward_s - backward_s - optimizer_s - result.breakdown.data_stall_s);
 
   const double value = models::bytes_per_value(precision);
   const double params = table.params();

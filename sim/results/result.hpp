@@ -14,6 +14,7 @@
 #include "results/data_parallel_result.hpp"
 #include "results/expected_error.hpp"
 #include "models/failures/goodput.hpp"
+#include "models/input/input_pipeline.hpp"
 
 namespace dtsim::results {
 
@@ -47,6 +48,7 @@ struct Breakdown {
   double exposed_embedding_comm_s = 0.0;  // sharded embeddings' exchanges (models/dlrm)
   double pipeline_bubble_s = 0.0;  // idle: nothing to run (pipeline fill/drain, waiting on peers)
   double host_wait_s = 0.0;        // idle: the next kernel not yet issued by the host
+  double data_stall_s = 0.0;       // idle but for the input pipeline's load (models/input)
   double compute_s() const { return forward_s + backward_s + recompute_s; }
   double exposed_comm_s() const {
     return exposed_tensor_comm_s + exposed_context_comm_s + exposed_pipeline_comm_s + exposed_data_comm_s +
@@ -67,7 +69,7 @@ struct BreakdownPart {
 
 // Every part of a breakdown, in the order reports list them; code that treats them alike (weighted
 // sums of several breakdowns, report columns) iterates this table.
-inline constexpr std::array<BreakdownPart, 11> kBreakdownParts{{
+inline constexpr std::array<BreakdownPart, 12> kBreakdownParts{{
     {&Breakdown::forward_s, "forward", "forward", "forward"},
     {&Breakdown::backward_s, "backward", "backward", "backward"},
     {&Breakdown::recompute_s, "recompute", "recompute", "recompute"},
@@ -80,6 +82,7 @@ inline constexpr std::array<BreakdownPart, 11> kBreakdownParts{{
      "exposed embedding comm", true},
     {&Breakdown::pipeline_bubble_s, "pipeline_bubble", "pipeline bubble", "pipeline bubble"},
     {&Breakdown::host_wait_s, "host_wait", "waiting for the host", "waiting for the host", true},
+    {&Breakdown::data_stall_s, "data_stall", "waiting for input data", "data stall", true},
 }};
 
 // Per-GPU memory of the most loaded rank (the first pipeline stage), by part.
@@ -177,6 +180,8 @@ struct Result {
   std::optional<ExpectedError> expected_error;
   // Goodput and time to train under the scenario's failures (results/goodput.hpp); absent without them.
   std::optional<models::GoodputEstimate> goodput;
+  // The input pipeline's rate and what limits it (models/input/input_pipeline.hpp); absent without one.
+  std::optional<models::InputRate> input;
 };
 
 const char* to_string(Status s);

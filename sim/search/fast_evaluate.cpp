@@ -86,6 +86,9 @@ results::Result evaluate_extrapolated(const config::Scenario& scenario, Extrapol
   if (parallel::infeasibility(scenario)) return results::evaluate(scenario, options);
   // Jittery GPUs: the sampled iterations' spread is not extrapolated (config/speed_factors.hpp).
   if (config::has_jitter(scenario.cluster.speed_factors)) return results::evaluate(scenario, options);
+  // An input pipeline: the iteration is max(the rest, the batch's load) or their sum, and the load grows
+  // with the micro-batches of the short runs: not on the bilinear law.
+  if (scenario.input) return results::evaluate(scenario, options);
   const parallel::MemoryEstimate e = parallel::memory_per_gpu(scenario);
   if (e.total_bytes() > scenario.hbm_bytes_per_gpu()) return results::evaluate(scenario, options);
   const std::int64_t m = parallel::micro_batches(scenario);

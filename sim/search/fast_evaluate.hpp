@@ -28,6 +28,10 @@
 // m = 2p on, 2 p v > 2 (p - 1) + (v - 1) p: every stage has a steady phase, and each further group of
 // p micro-batches adds the same steady-state steps.
 //
+// Plans with an input pipeline (scenario key "input") are simulated in full: the iteration is the
+// larger of the rest and the batch's load (or their sum), which the short runs' smaller batches do not
+// extrapolate.
+//
 // Memory, status and the model FLOP rates are those of the real scenario; engine.events and
 // engine.tasks count what the short simulations processed.
 #pragma once

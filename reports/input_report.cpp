@@ -1,0 +1,69 @@
+#include "reports/input_report.hpp"
+
+#include <string>
+
+#include <fmt/format.h>
+
+namespace dtsim::reports {
+
+namespace input_text {
+
+// Samples per second as a reader would write them: whole numbers, or three digits below 100.
+std::string rate(double samples_per_s) {
+  return samples_per_s >= 100.0 ? fmt::format("{:.0f}", samples_per_s) : fmt::format("{:.3g}", samples_per_s);
+}
+
+}  // namespace input_text
+
+nlohmann::ordered_json input_spec_json(const config::InputPipelineSpec& in) {
+  nlohmann::ordered_json j;
+  j["sample_bytes"] = in.sample_bytes;
+  j["preprocess_core_s"] = in.preprocess_core_s;
+  j["workers_per_gpu"] = in.workers_per_gpu;
+  if (in.workers_per_gpu > 0) j["prefetch_factor"] = in.prefetch_factor;
+  if (in.storage_gbytes_per_s) j["storage_gbytes_per_s"] = *in.storage_gbytes_per_s;
+  j["cache_hit"] = in.cache_hit;
+  j["dedup_factor"] = in.dedup_factor;
+  if (in.host_cpu_cores) j["host_cpu_cores"] = *in.host_cpu_cores;
+  if (const auto& r = in.reader_servers) {
+    j["reader_servers"] = {{"count", r->count}, {"cores", r->cores}, {"nic_gbps", r->nic_gbps}};
+    j["tensor_bytes"] = in.tensor_bytes;
+  }
+  return j;
+}
+
+nlohmann::ordered_json input_rate_json(const models::InputRate& rate) {
+  nlohmann::ordered_json j;
+  j["samples_per_s"] = rate.samples_per_s;
+  if (rate.limited_by.empty()) {
+    j["limited_by"] = nullptr;
+  } else {
+    j["limited_by"] = rate.limited_by;
+  }
+  j["load_s"] = rate.load_s;
+  j["prefetch"] = rate.prefetch;
+  nlohmann::ordered_json limits = nlohmann::ordered_json::array();
+  for (const models::InputLimit& l : rate.limits)
+    limits.push_back({{"resource", l.resource}, {"samples_per_s", l.samples_per_s}});
+  j["limits"] = std::move(limits);
+  return j;
+}
+
+void write_input_text(std::ostream& out, const models::InputRate& rate, double iteration_s) {
+  constexpr int kLabelWidth = 13;  // text_report.cpp's column of section labels
+  out << '\n';
+  if (rate.limited_by.empty()) {
+    out << fmt::format("{:<{}}{}\n", "input", kLabelWidth, "no resource with a cost: data is always ready");
+    return;
+  }
+  out << fmt::format("{:<{}}{} samples/s, limited by {}: a global batch in {:.6f} s ({}; iteration {:.6f} s)\n",
+                     "input", kLabelWidth, input_text::rate(rate.samples_per_s), rate.limited_by, rate.load_s,
+                     rate.prefetch ? "prefetched beside the iteration" : "loaded before it: no workers",
+                     iteration_s);
+  std::string limits;
+  for (const models::InputLimit& l : rate.limits)
+    limits += fmt::format("{}{} {}", limits.empty() ? "" : ", ", l.resource, input_text::rate(l.samples_per_s));
+  out << fmt::format("{:<{}}{} samples/s\n", "", kLabelWidth, limits);
+}
+
+}  // namespace dtsim::reports

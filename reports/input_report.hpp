@@ -1,0 +1,21 @@
+// Rendering of the input pipeline (config/input_pipeline.hpp, models/input/input_pipeline.hpp): the
+// scenario echo's "input" block (Scenario v1 keys, readable back), the result's "input" block (JSON) and
+// the terminal summary's input section. Computes nothing.
+#pragma once
+
+#include <ostream>
+
+#include <nlohmann/json.hpp>
+
+#include "config/input_pipeline.hpp"
+#include "models/input/input_pipeline.hpp"
+
+namespace dtsim::reports {
+
+nlohmann::ordered_json input_spec_json(const config::InputPipelineSpec& in);
+nlohmann::ordered_json input_rate_json(const models::InputRate& rate);
+
+// The rate, what limits it, each resource's rate and the load of one batch beside `iteration_s`.
+void write_input_text(std::ostream& out, const models::InputRate& rate, double iteration_s);
+
+}  // namespace dtsim::reports
