@@ -26,6 +26,10 @@ struct Column {
 std::string num(double v) { return fmt::format("{}", v); }
 std::string num(std::int64_t v) { return fmt::format("{}", v); }
 std::string flag(bool v) { return v ? "true" : "false"; }
+// A transformer's shape, empty for the workloads that have none (layer tables, DLRMs).
+std::string transformer_num(const Result& r, std::int64_t v) {
+  return r.scenario.layer_model || r.scenario.dlrm ? std::string() : num(v);
+}
 
 // The columns, in order: what was run, then what came out; the breakdown's parts come between these and
 // kTailColumns.
@@ -40,9 +44,9 @@ constexpr std::array kColumns = {
                         ? (r.scenario.dlrm->preset.empty() ? std::string("dlrm") : r.scenario.dlrm->preset)
                         : r.scenario.model.preset;
            }},
-    Column{"layers", [](const Result& r) { return num(r.scenario.model.layers); }},
-    Column{"hidden_size", [](const Result& r) { return num(r.scenario.model.hidden_size); }},
-    Column{"seq_length", [](const Result& r) { return num(r.scenario.model.seq_length); }},
+    Column{"layers", [](const Result& r) { return transformer_num(r, r.scenario.model.layers); }},
+    Column{"hidden_size", [](const Result& r) { return transformer_num(r, r.scenario.model.hidden_size); }},
+    Column{"seq_length", [](const Result& r) { return transformer_num(r, r.scenario.model.seq_length); }},
     Column{"gpus", [](const Result& r) { return num(r.scenario.gpu_count()); }},
     Column{"nodes", [](const Result& r) { return num(r.scenario.cluster.nodes); }},
     Column{"node", [](const Result& r) { return r.scenario.cluster.node_id; }},
@@ -67,12 +71,14 @@ constexpr std::array kColumns = {
     Column{"schedule",
            [](const Result& r) { return std::string(config::to_string(r.scenario.parallelism.schedule)); }},
     Column{"global_batch_size", [](const Result& r) { return num(r.scenario.training.global_batch_size); }},
-    Column{"micro_batch_size", [](const Result& r) { return num(r.scenario.training.micro_batch_size); }},
+    Column{"micro_batch_size",  // a DLRM has none (config/dlrm_loader.hpp)
+           [](const Result& r) { return r.scenario.dlrm ? std::string() : num(r.scenario.training.micro_batch_size); }},
     Column{"precision",
            [](const Result& r) { return std::string(config::to_string(r.scenario.training.precision)); }},
     Column{"activation_recompute",
            [](const Result& r) {
-             return std::string(config::to_string(r.scenario.training.activation_recompute));
+             return r.scenario.dlrm ? std::string()
+                                    : std::string(config::to_string(r.scenario.training.activation_recompute));
            }},
     Column{"network_model",
            [](const Result& r) { return std::string(config::to_string(r.scenario.simulation.network)); }},

@@ -32,7 +32,7 @@ nlohmann::ordered_json input_spec_json(const config::InputPipelineSpec& in) {
   return j;
 }
 
-nlohmann::ordered_json input_rate_json(const models::InputRate& rate) {
+nlohmann::ordered_json input_rate_json(const models::InputRate& rate, const models::InputSizing* sizing) {
   nlohmann::ordered_json j;
   j["samples_per_s"] = rate.samples_per_s;
   if (rate.limited_by.empty()) {
@@ -46,10 +46,18 @@ nlohmann::ordered_json input_rate_json(const models::InputRate& rate) {
   for (const models::InputLimit& l : rate.limits)
     limits.push_back({{"resource", l.resource}, {"samples_per_s", l.samples_per_s}});
   j["limits"] = std::move(limits);
+  if (sizing != nullptr) {
+    j["demand_samples_per_s"] = sizing->demand_samples_per_s;
+    nlohmann::ordered_json needs = nlohmann::ordered_json::array();
+    for (const models::InputNeed& n : sizing->needs)
+      needs.push_back({{"quantity", n.quantity}, {"stated", n.stated}, {"needed", n.needed}});
+    j["needs"] = std::move(needs);
+  }
   return j;
 }
 
-void write_input_text(std::ostream& out, const models::InputRate& rate, double iteration_s) {
+void write_input_text(std::ostream& out, const models::InputRate& rate, const models::InputSizing* sizing,
+                      double iteration_s) {
   constexpr int kLabelWidth = 13;  // text_report.cpp's column of section labels
   out << '\n';
   if (rate.limited_by.empty()) {
@@ -64,6 +72,12 @@ void write_input_text(std::ostream& out, const models::InputRate& rate, double i
   for (const models::InputLimit& l : rate.limits)
     limits += fmt::format("{}{} {}", limits.empty() ? "" : ", ", l.resource, input_text::rate(l.samples_per_s));
   out << fmt::format("{:<{}}{} samples/s\n", "", kLabelWidth, limits);
+  if (sizing == nullptr) return;
+  std::string needs;
+  for (const models::InputNeed& n : sizing->needs)
+    needs += fmt::format("{}{} {:.4g} (stated {:.4g})", needs.empty() ? "" : ", ", n.quantity, n.needed, n.stated);
+  out << fmt::format("{:<{}}to feed {} samples/s (the GPUs without waiting): {}\n", "", kLabelWidth,
+                     input_text::rate(sizing->demand_samples_per_s), needs);
 }
 
 }  // namespace dtsim::reports

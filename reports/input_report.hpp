@@ -13,9 +13,12 @@
 namespace dtsim::reports {
 
 nlohmann::ordered_json input_spec_json(const config::InputPipelineSpec& in);
-nlohmann::ordered_json input_rate_json(const models::InputRate& rate);
+// The result's "input" block: the rate and its limits, and the sizing when there is one.
+nlohmann::ordered_json input_rate_json(const models::InputRate& rate, const models::InputSizing* sizing);
 
-// The rate, what limits it, each resource's rate and the load of one batch beside `iteration_s`.
-void write_input_text(std::ostream& out, const models::InputRate& rate, double iteration_s);
+// The rate, what limits it, each resource's rate and the load of one batch beside `iteration_s`; then
+// what each resource needs to keep up with the GPUs (`sizing`, when there is one).
+void write_input_text(std::ostream& out, const models::InputRate& rate, const models::InputSizing* sizing,
+                      double iteration_s);
 
 }  // namespace dtsim::reports

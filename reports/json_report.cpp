@@ -108,7 +108,7 @@ nlohmann::ordered_json result_json(const results::Result& result) {
   if (result.convergence) j["convergence"] = convergence_json(*result.convergence);
   if (result.goodput) j["goodput"] = goodput_json(*result.goodput);
   if (result.embeddings) j["embeddings"] = embeddings_json(*result.embeddings);
-  if (result.input) j["input"] = input_rate_json(*result.input);
+  if (result.input) j["input"] = input_rate_json(*result.input, result.input_sizing ? &*result.input_sizing : nullptr);
   return j;
 }
 

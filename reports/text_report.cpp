@@ -199,7 +199,9 @@ void write_text(std::ostream& out, const results::Result& result) {
     out << '\n';
     write_embeddings_text(out, *result.embeddings);
   }
-  if (ok && result.input) write_input_text(out, *result.input, result.iteration_time_s);
+  if (ok && result.input)
+    write_input_text(out, *result.input, result.input_sizing ? &*result.input_sizing : nullptr,
+                     result.iteration_time_s);
   if (ok && result.goodput)
     write_goodput_text(out, *result.scenario.failures, *result.goodput, result.scenario.gpu_count());
   // A plan refused before the memory model or the engine ran (indivisible, too large) has neither.

@@ -1,6 +1,7 @@
 #include "models/input/input_pipeline.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/errors.hpp"
 #include "core/units.hpp"
@@ -43,6 +44,50 @@ InputRate input_rate(const config::Scenario& scenario) {
   }
   if (!out.limited_by.empty())
     out.load_s = static_cast<double>(scenario.training.global_batch_size) / out.samples_per_s;
+  return out;
+}
+
+namespace input_sizing {
+
+// The whole count that covers x, ignoring rounding noise in x (8.000000001 servers is 8).
+double whole(double x) { return std::ceil(x * (1.0 - 1e-9)); }
+
+}  // namespace input_sizing
+
+InputSizing size_input(const config::Scenario& scenario, double demand_samples_per_s) {
+  using input_sizing::whole;
+  DTSIM_CHECK(scenario.input.has_value(), "size_input needs an input pipeline");
+  const config::InputPipelineSpec& in = *scenario.input;
+  const double demand = demand_samples_per_s;
+  const double nodes = static_cast<double>(scenario.cluster.nodes);
+  const double gpus_per_node = static_cast<double>(scenario.node.gpus_per_node);
+  const double per_sample_core_s = in.preprocess_core_s / in.dedup_factor;
+  const double per_sample_tensor = in.tensor_bytes / in.dedup_factor;
+  InputSizing out;
+  out.demand_samples_per_s = demand;
+  const double read_bytes = in.sample_bytes / in.dedup_factor * (1.0 - in.cache_hit);
+  if (in.storage_gbytes_per_s && read_bytes > 0.0)
+    out.needs.push_back({"storage GB/s", *in.storage_gbytes_per_s, demand * read_bytes / core::kGiga});
+  if (in.reader_servers) {
+    const config::ReaderServers& r = *in.reader_servers;
+    const double servers = static_cast<double>(r.count);
+    if (per_sample_core_s > 0.0) {
+      out.needs.push_back(
+          {"reader servers (cores)", servers, whole(demand * per_sample_core_s / static_cast<double>(r.cores))});
+    }
+    out.needs.push_back(
+        {"reader servers (NICs)", servers, whole(demand * per_sample_tensor / core::gbps_to_bytes_per_s(r.nic_gbps))});
+    const config::NetworkSpec& net = scenario.cluster.network;
+    out.needs.push_back({"trainer NIC Gb/s per node", net.nics_per_node * net.nic_gbps,
+                         demand * per_sample_tensor * 8.0 / nodes / core::kGiga});
+  } else if (per_sample_core_s > 0.0) {
+    const double cores = demand * per_sample_core_s / nodes;
+    const double host_cores =
+        static_cast<double>(in.host_cpu_cores.value_or(scenario.node.host_cpu_cores.value_or(0)));
+    out.needs.push_back({"data-loader workers per GPU", static_cast<double>(in.workers_per_gpu),
+                         std::max(1.0, whole(cores / gpus_per_node))});
+    out.needs.push_back({"host CPU cores per node", host_cores, whole(cores)});
+  }
   return out;
 }
 

@@ -49,4 +49,26 @@ struct InputRate {
 // the node profile's), which the loader checks.
 InputRate input_rate(const config::Scenario& scenario);
 
+// Sizing: what the pipeline needs to keep up with GPUs that consume `demand` samples per second (the
+// global batch over the iteration without its data stall). For each resource with a cost, the stated
+// quantity and the least that supplies the demand:
+//   storage GB/s                        demand x s (1 - cache_hit) / 1e9
+//   data-loader workers per GPU         ceil(demand x c / (nodes x GPUs per node)), at least 1
+//   host CPU cores per node             ceil(demand x c / nodes)                 (trainer hosts)
+//   reader servers                      ceil(demand x c / cores), and ceil(demand x t / NIC bytes/s)
+//                                       for their NICs                           (reader servers)
+//   trainer NIC Gb/s per node           demand x t x 8 / nodes / 1e9             (reader servers)
+struct InputNeed {
+  std::string quantity;  // "storage GB/s", "data-loader workers per GPU", ...
+  double stated = 0.0;
+  double needed = 0.0;
+};
+
+struct InputSizing {
+  double demand_samples_per_s = 0.0;
+  std::vector<InputNeed> needs;
+};
+
+InputSizing size_input(const config::Scenario& scenario, double demand_samples_per_s);
+
 }  // namespace dtsim::models

@@ -114,15 +114,10 @@ class DlrmLowering {
     // The gradients' all-reduces, in the order their backward ends on every rank; the step waits for them.
     const auto reduce = [&](double bytes, const std::vector<TaskId>& after, const char* label) {
       if (bytes <= 0.0 || n_ == 1) return;
-      std::vector<graph::StreamId> members;
-      for (std::int64_t r = 0; r < n_; ++r) members.push_back(stream(r, StreamKind::data_comm));
-      graph::Task t;
-      t.op = all_reduce_op(bytes);
-      t.category = Category::data_comm;
-      t.label = out_.graph.add_label(label);
-      const TaskId gang = out_.graph.add_gang_task(t, members);
-      for (const TaskId done : after) out_.graph.add_dependency(done, gang);
-      for (const TaskId step : steps) out_.graph.add_dependency(gang, step);
+      const TaskId all_reduce = gang(graph::CollectiveKind::all_reduce, bytes, all_group(), 0, StreamKind::data_comm,
+                                     Category::data_comm, label);
+      for (const TaskId done : after) out_.graph.add_dependency(done, all_reduce);
+      for (const TaskId step : steps) out_.graph.add_dependency(all_reduce, step);
     };
     reduce(models::dlrm_top_parameters(m) * kDenseBytes, top_done, "top_mlp_gradient_all_reduce");
     reduce(models::dlrm_interaction_parameters(m) * kDenseBytes, inter_done, "dcn_gradient_all_reduce");
@@ -194,28 +189,27 @@ class DlrmLowering {
 
   graph::CommGroup all_group() const { return graph::CommGroup(n_, s_.cluster.nodes, 1, 1); }
 
-  graph::OpId all_reduce_op(double bytes) {
+  // One gang task: the collective `kind` of `bytes` over `group`, on the `k` streams of ranks
+  // [first, first + group.size), accounted as `category`.
+  TaskId gang(graph::CollectiveKind kind, double bytes, const graph::CommGroup& group, std::int64_t first,
+              StreamKind k, Category category, const char* label) {
     graph::CommOp op;
-    op.kind = graph::CollectiveKind::all_reduce;
+    op.kind = kind;
     op.bytes = bytes;
-    op.group = all_group();
-    return out_.graph.add_op(op);
+    op.group = group;
+    std::vector<graph::StreamId> members;
+    for (std::int64_t r = first; r < first + group.size; ++r) members.push_back(stream(r, k));
+    graph::Task t;
+    t.op = out_.graph.add_op(op);
+    t.category = category;
+    t.label = out_.graph.add_label(label);
+    return out_.graph.add_gang_task(t, members);
   }
 
   // One gang over every rank's embedding stream.
   std::vector<TaskId> all_ranks(graph::CollectiveKind kind, double bytes, const char* label) {
     if (n_ == 1) return {};
-    graph::CommOp op;
-    op.kind = kind;
-    op.bytes = bytes;
-    op.group = all_group();
-    std::vector<graph::StreamId> members;
-    for (std::int64_t r = 0; r < n_; ++r) members.push_back(stream(r, StreamKind::embedding_comm));
-    graph::Task t;
-    t.op = out_.graph.add_op(op);
-    t.category = Category::embedding_comm;
-    t.label = out_.graph.add_label(label);
-    return {out_.graph.add_gang_task(t, members)};
+    return {gang(kind, bytes, all_group(), 0, StreamKind::embedding_comm, Category::embedding_comm, label)};
   }
 
   // Per node with table-row-wise tables, one gang over its GPUs' embedding streams.
@@ -224,20 +218,9 @@ class DlrmLowering {
     const std::int64_t g = s_.node.gpus_per_node;
     for (std::size_t node = 0; node < layout_.node_row_bytes.size(); ++node) {
       if (layout_.node_row_bytes[node] <= 0.0 || g == 1) continue;
-      graph::CommOp op;
-      op.kind = kind;
-      op.bytes = layout_.node_row_bytes[node];
-      op.group = graph::CommGroup(g, 1, 1, 1);
-      std::vector<graph::StreamId> members;
-      for (std::int64_t r = static_cast<std::int64_t>(node) * g; r < static_cast<std::int64_t>(node + 1) * g;
-           ++r) {
-        members.push_back(stream(r, StreamKind::embedding_comm));
-      }
-      graph::Task t;
-      t.op = out_.graph.add_op(op);
-      t.category = Category::embedding_comm;
-      t.label = out_.graph.add_label(label);
-      out.push_back(out_.graph.add_gang_task(t, members));
+      out.push_back(gang(kind, layout_.node_row_bytes[node], graph::CommGroup(g, 1, 1, 1),
+                         static_cast<std::int64_t>(node) * g, StreamKind::embedding_comm, Category::embedding_comm,
+                         label));
     }
     return out;
   }

@@ -164,9 +164,16 @@ Result evaluate_transformer(const config::Scenario& scenario, const EvaluateOpti
   return result;
 }
 
-// The input pipeline's rate beside a result that ran (its load is in the iteration already).
+// The input pipeline's rate beside a result that ran (its load is in the iteration already), and what it
+// needs to keep up with the GPUs: the global batch over the iteration without its data stall.
 void state_input(Result& result) {
-  if (result.status == Status::ok && result.scenario.input) result.input = models::input_rate(result.scenario);
+  if (result.status != Status::ok || !result.scenario.input) return;
+  result.input = models::input_rate(result.scenario);
+  const double busy_s = result.iteration_time_s - result.breakdown.data_stall_s;
+  if (busy_s > 0.0) {
+    result.input_sizing = models::size_input(
+        result.scenario, static_cast<double>(result.scenario.training.global_batch_size) / busy_s);
+  }
 }
 
 // evaluate() but for plans found infeasible on the way (core::InfeasibleError).

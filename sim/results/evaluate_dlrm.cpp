@@ -72,18 +72,17 @@ Result evaluate_dlrm(const config::Scenario& scenario, const EvaluateOptions& op
       memory.weights_bytes + memory.gradients_bytes + memory.optimizer_bytes + memory.activations_bytes;
   const parallel::EmbeddingLayout layout = parallel::shard_embeddings(scenario, reserved);
 
-  // The GPU that needs the most.
-  double most = -1.0;
-  for (const parallel::RankEmbeddings& r : layout.ranks)
-    most = std::max(most, r.hbm_weight_bytes + r.hbm_state_bytes);
-  for (const parallel::RankEmbeddings& r : layout.ranks) {
-    if (r.hbm_weight_bytes + r.hbm_state_bytes != most) continue;
+  // The GPU that needs the most (the first of them).
+  const auto fullest = std::max_element(
+      layout.ranks.begin(), layout.ranks.end(), [](const parallel::RankEmbeddings& a, const parallel::RankEmbeddings& b) {
+        return a.hbm_weight_bytes + a.hbm_state_bytes < b.hbm_weight_bytes + b.hbm_state_bytes;
+      });
+  if (fullest != layout.ranks.end()) {
     const double dp_weights = layout.data_parallel_gradient_bytes;  // rows x dim x e of the replicated tables
-    memory.weights_bytes += r.hbm_weight_bytes + dp_weights;
+    memory.weights_bytes += fullest->hbm_weight_bytes + dp_weights;
     memory.gradients_bytes += dp_weights;  // torchrec's data-parallel tables keep a dense gradient
-    memory.optimizer_bytes += r.hbm_state_bytes + (layout.data_parallel_hbm_bytes - dp_weights);
+    memory.optimizer_bytes += fullest->hbm_state_bytes + (layout.data_parallel_hbm_bytes - dp_weights);
     memory.buffers_bytes = layout.buffer_bytes;
-    break;
   }
   memory.peak_bytes_per_gpu = memory.weights_bytes + memory.gradients_bytes + memory.optimizer_bytes +
                               memory.activations_bytes + memory.buffers_bytes;

@@ -180,8 +180,10 @@ struct Result {
   std::optional<ExpectedError> expected_error;
   // Goodput and time to train under the scenario's failures (results/goodput.hpp); absent without them.
   std::optional<models::GoodputEstimate> goodput;
-  // The input pipeline's rate and what limits it (models/input/input_pipeline.hpp); absent without one.
+  // The input pipeline's rate and what limits it (models/input/input_pipeline.hpp), and what it needs
+  // to keep up with the GPUs; absent without one.
   std::optional<models::InputRate> input;
+  std::optional<models::InputSizing> input_sizing;
 };
 
 const char* to_string(Status s);

@@ -206,3 +206,51 @@ TEST_CASE("input: the reports show the rate, what limits it and the data stall")
   CHECK(json["scenario"]["input"]["workers_per_gpu"] == 0);
   CHECK_FALSE(json["scenario"]["input"].contains("prefetch_factor"));
 }
+
+TEST_CASE("input: sizing says how many workers, cores, reader servers and how much storage feed the GPUs") {
+  auto s = input_test::with_input();
+  s.input->storage_gbytes_per_s = 2.0;
+  // Demand 10000 samples/s on 4 nodes of 8 GPUs, 0.01 core-s and 1e6 bytes per sample:
+  //   storage: 10000 x 1e6 / 1e9 = 10 GB/s; cores per node: 10000 x 0.01 / 4 = 25; workers per GPU:
+  //   ceil(25 / 8) = 4.
+  dtsim::models::InputSizing z = dtsim::models::size_input(s, 10000.0);
+  REQUIRE(z.needs.size() == 3);
+  CHECK(z.needs[0].quantity == "storage GB/s");
+  CHECK(z.needs[0].stated == 2.0);
+  CHECK(z.needs[0].needed == doctest::Approx(10.0));
+  CHECK(z.needs[1].quantity == "data-loader workers per GPU");
+  CHECK(z.needs[1].stated == 2.0);
+  CHECK(z.needs[1].needed == 4.0);
+  CHECK(z.needs[2].quantity == "host CPU cores per node");
+  CHECK(z.needs[2].stated == 16.0);
+  CHECK(z.needs[2].needed == 25.0);
+  // Exactly the capacity needs no more: 6400 samples/s is what 16 cores per node supply (16 x 4 / 0.01).
+  z = dtsim::models::size_input(s, 6400.0);
+  CHECK(z.needs[2].needed == 16.0);
+  CHECK(z.needs[1].needed == 2.0);
+  // Reader servers of 32 cores and 8 Gb/s sending 1e5 bytes per sample: ceil(10000 x 0.01 / 32) = 4 for
+  // their cores, ceil(10000 x 1e5 / 1e9) = 1 for their NICs; the trainers receive 10000 x 1e5 x 8 / 4 /
+  // 1e9 = 2 Gb/s per node of their 8 x 200.
+  s.input->host_cpu_cores.reset();
+  s.input->reader_servers = dtsim::config::ReaderServers{2, 32, 8.0};
+  s.input->tensor_bytes = 1e5;
+  z = dtsim::models::size_input(s, 10000.0);
+  REQUIRE(z.needs.size() == 4);
+  CHECK(z.needs[1].quantity == "reader servers (cores)");
+  CHECK(z.needs[1].needed == 4.0);
+  CHECK(z.needs[2].quantity == "reader servers (NICs)");
+  CHECK(z.needs[2].needed == 1.0);
+  CHECK(z.needs[3].quantity == "trainer NIC Gb/s per node");
+  CHECK(z.needs[3].stated == 1600.0);
+  CHECK(z.needs[3].needed == doctest::Approx(2.0));
+}
+
+TEST_CASE("input: a result's sizing feeds the GPUs' own rate, the iteration without its data stall") {
+  nlohmann::json j = input_test::llama_scenario();
+  j["input"] = {{"sample_bytes", 1e6}, {"workers_per_gpu", 2}, {"storage_gbytes_per_s", 0.001}};
+  const auto r = dtsim::testing::evaluate_json(j);
+  REQUIRE(r.input_sizing.has_value());
+  const double demand = 16.0 / (r.iteration_time_s - r.breakdown.data_stall_s);
+  CHECK(r.input_sizing->demand_samples_per_s == doctest::Approx(demand));
+  CHECK(r.input_sizing->needs[0].needed == doctest::Approx(demand * 1e6 / 1e9));
+}
