@@ -73,11 +73,15 @@ void write_input_text(std::ostream& out, const models::InputRate& rate, const mo
     limits += fmt::format("{}{} {}", limits.empty() ? "" : ", ", l.resource, input_text::rate(l.samples_per_s));
   out << fmt::format("{:<{}}{} samples/s\n", "", kLabelWidth, limits);
   if (sizing == nullptr) return;
-  std::string needs;
-  for (const models::InputNeed& n : sizing->needs)
-    needs += fmt::format("{}{} {:.4g} (stated {:.4g})", needs.empty() ? "" : ", ", n.quantity, n.needed, n.stated);
   out << fmt::format("{:<{}}to feed {} samples/s (the GPUs without waiting): {}\n", "", kLabelWidth,
-                     input_text::rate(sizing->demand_samples_per_s), needs);
+                     input_text::rate(sizing->demand_samples_per_s), input_needs_text(*sizing));
+}
+
+std::string input_needs_text(const models::InputSizing& sizing) {
+  std::string needs;
+  for (const models::InputNeed& n : sizing.needs)
+    needs += fmt::format("{}{} {:.4g} (stated {:.4g})", needs.empty() ? "" : ", ", n.quantity, n.needed, n.stated);
+  return needs;
 }
 
 }  // namespace dtsim::reports

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <ostream>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
@@ -15,6 +16,9 @@ namespace dtsim::reports {
 nlohmann::ordered_json input_spec_json(const config::InputPipelineSpec& in);
 // The result's "input" block: the rate and its limits, and the sizing when there is one.
 nlohmann::ordered_json input_rate_json(const models::InputRate& rate, const models::InputSizing* sizing);
+
+// "storage GB/s 7.21 (stated 10), data-loader workers per GPU 6 (stated 5), ...": what feeds the GPUs.
+std::string input_needs_text(const models::InputSizing& sizing);
 
 // The rate, what limits it, each resource's rate and the load of one batch beside `iteration_s`; then
 // what each resource needs to keep up with the GPUs (`sizing`, when there is one).

@@ -6,6 +6,7 @@
 
 #include "core/units.hpp"
 #include "reports/goodput_report.hpp"
+#include "reports/input_report.hpp"
 #include "reports/output_envelope.hpp"
 #include "reports/search_report.hpp"
 
@@ -16,8 +17,16 @@ namespace {
 
 std::string yes_no(bool v) { return v ? "yes" : "no"; }
 
+// A DLRM's clusters are compared in samples per second, a transformer's in tokens per second.
+bool in_samples(const config::Plan& p) { return !p.clusters.empty() && p.clusters.front().scenario.dlrm; }
+double rate_of(const config::Plan& p, const results::Result& r) {
+  return in_samples(p) ? r.throughput.samples_per_s : r.throughput.tokens_per_s;
+}
+
 std::string goal_text(const config::Plan& p) {
-  std::string work = p.tokens ? fmt::format("{:.4g} tokens", *p.tokens) : fmt::format("{} steps", *p.steps);
+  std::string work = p.tokens    ? fmt::format("{:.4g} tokens", *p.tokens)
+                     : p.samples ? fmt::format("{:.4g} samples", *p.samples)
+                                 : fmt::format("{} steps", *p.steps);
   std::string limits;
   if (p.deadline_days) limits += fmt::format("deadline {:g} days", *p.deadline_days);
   if (p.budget_usd) limits += fmt::format("{}budget ${:.0f}", limits.empty() ? "" : ", ", *p.budget_usd);
@@ -52,11 +61,13 @@ void write_pick(std::ostream& out, const char* what, const search::PlanOutcome& 
     return;
   }
   const search::PlanRow& r = o.rows[*index];
+  // Days, or hours for a run shorter than a day; then the range the closest validated regime's band implies.
   const double days = r.train_s / core::kSecondsPerDay;
-  // The days the closest validated regime's band implies.
+  const bool in_days = days >= 1.0;
+  const double time = in_days ? days : r.train_s / 3600.0;
   std::string band;
   if (const auto& e = r.best.expected_error; e && e->validated) {
-    band = fmt::format(" (likely {:.1f} .. {:.1f}: error band {})", e->measured_low(days), e->measured_high(days),
+    band = fmt::format(" (likely {:.1f} .. {:.1f}: error band {})", e->measured_low(time), e->measured_high(time),
                        results::band_range(*e));
   }
   // With failures: the spread of the whole-run simulation and its goodput.
@@ -65,9 +76,14 @@ void write_pick(std::ostream& out, const char* what, const search::PlanOutcome& 
     failures = fmt::format(" (failures: p10 {:.1f} .. p90 {:.1f}, goodput {:.1f}%)", g->wall_s.p10 / core::kSecondsPerDay,
                            g->wall_s.p90 / core::kSecondsPerDay, g->goodput.p50 * 100.0);
   }
-  out << fmt::format("{:<9} {} x {} ({}, {} GPUs): {:.1f} days{}{}, ${:.0f}, {}\n", what,
-                     r.cluster->scenario.cluster.nodes, r.cluster->node_id, r.cluster->fabric, r.gpus, days, band,
-                     failures, r.cost_usd, r.strategy);
+  const std::string duration = fmt::format("{:.1f} {}", time, in_days ? "days" : "hours");
+  out << fmt::format("{:<9} {} x {} ({}, {} GPUs): {}{}{}, ${:.0f}, {}\n", what, r.cluster->scenario.cluster.nodes,
+                     r.cluster->node_id, r.cluster->fabric, r.gpus, duration, band, failures, r.cost_usd, r.strategy);
+  // The readers it needs (the plan's input pipeline): what limits them and what feeds the GPUs.
+  if (r.best.input && r.best.input_sizing && !r.best.input->limited_by.empty()) {
+    out << fmt::format("{:<9} input {:.0f} samples/s, limited by {}; to feed the GPUs: {}\n", "",
+                       r.best.input->samples_per_s, r.best.input->limited_by, input_needs_text(*r.best.input_sizing));
+  }
 }
 
 void write_text(std::ostream& out, const config::Plan& p, const search::PlanOutcome& o) {
@@ -89,7 +105,7 @@ void write_text(std::ostream& out, const config::Plan& p, const search::PlanOutc
   };
   out << fmt::format("\n{:<10} {:<11} {:>5} {:>6}{} {:>7} {:<44} {:>9} {:>6} {:>7} {:>8} {:>8} {:>12} {:>8} {:>6}{}\n",
                      "node", "fabric", "nodes", "GPUs", scaled ? fmt::format(" {:>6}", "batch") : "", "$/GPU-h",
-                     "best strategy", "tokens/s", "MFU", "mem GiB", "headroom", "days", "cost ($)", "deadline",
+                     "best strategy", in_samples(p) ? "samples/s" : "tokens/s", "MFU", "mem GiB", "headroom", "days", "cost ($)", "deadline",
                      "budget", p.failures ? "  goodput" : "");
   for (const search::PlanRow& r : o.rows) {
     const auto& c = *r.cluster;
@@ -103,7 +119,7 @@ void write_text(std::ostream& out, const config::Plan& p, const search::PlanOutc
                        "{:>12.0f} {:>8} {:>6}{}\n",
                        c.node_id, c.fabric, c.scenario.cluster.nodes, r.gpus, batch_of(c), c.usd_per_gpu_hour,
                        r.strategy,
-                       r.best.throughput.tokens_per_s, r.best.flops.mfu * 100.0, memory.peak_bytes_per_gpu / core::kGiB,
+                       rate_of(p, r.best), r.best.flops.mfu * 100.0, memory.peak_bytes_per_gpu / core::kGiB,
                        (memory.capacity_bytes_per_gpu - memory.peak_bytes_per_gpu) / core::kGiB,
                        r.train_s / core::kSecondsPerDay, r.cost_usd,
                        p.deadline_days ? yes_no(r.meets_deadline) : "-", p.budget_usd ? yes_no(r.meets_budget) : "-",
@@ -118,7 +134,7 @@ void write_text(std::ostream& out, const config::Plan& p, const search::PlanOutc
       const auto& m = a.result.memory;
       out << fmt::format("{:>{}} #{:<2} {:<44} {:>9.0f} {:>5.1f}% {:>7.1f} {:>8.1f} {:>8.1f} {:>12.0f}{}\n", "",
                          scaled ? 46 : 39, a.rank,
-                         a.strategy, a.result.throughput.tokens_per_s, a.result.flops.mfu * 100.0,
+                         a.strategy, rate_of(p, a.result), a.result.flops.mfu * 100.0,
                          m.peak_bytes_per_gpu / core::kGiB, (m.capacity_bytes_per_gpu - m.peak_bytes_per_gpu) / core::kGiB,
                          a.train_s / core::kSecondsPerDay, a.cost_usd,
                          a.result.goodput ? fmt::format(" {:>23.1f}%", a.result.goodput->goodput.p50 * 100.0) : "");
@@ -181,6 +197,7 @@ void write_json(std::ostream& out, const config::Plan& p, const search::PlanOutc
   nlohmann::ordered_json j = output_envelope("plan", inputs);
   j["name"] = p.name;
   j["tokens"] = p.tokens ? nlohmann::ordered_json(*p.tokens) : nlohmann::ordered_json();
+  j["samples"] = p.samples ? nlohmann::ordered_json(*p.samples) : nlohmann::ordered_json();
   j["steps"] = p.steps ? nlohmann::ordered_json(*p.steps) : nlohmann::ordered_json();
   j["deadline_days"] = p.deadline_days ? nlohmann::ordered_json(*p.deadline_days) : nlohmann::ordered_json();
   j["budget_usd"] = p.budget_usd ? nlohmann::ordered_json(*p.budget_usd) : nlohmann::ordered_json();
@@ -203,7 +220,7 @@ void write_json(std::ostream& out, const config::Plan& p, const search::PlanOutc
 
 void write_csv(std::ostream& out, const config::Plan& p, const search::PlanOutcome& o) {
   out << "node,fabric,nodes,gpus,global_batch_size,usd_per_gpu_hour,usd_per_node_hour,status,strategy,tokens_per_s,iteration_s,mfu,peak_memory_gib,"
-         "headroom_gib,train_days,gpu_hours,cost_usd,meets_deadline,meets_budget,cheapest,fastest,reason,rank\n";
+         "headroom_gib,train_days,gpu_hours,cost_usd,meets_deadline,meets_budget,cheapest,fastest,samples_per_s,reason,rank\n";
   // One line per ranked strategy of a cluster (rank 1 its best, which the picks are made on).
   const auto line = [&](const search::PlanRow& r, std::string_view status, std::string_view strategy,
                         const results::Result& res, double train_s, double gpu_hours, double cost_usd,
@@ -212,7 +229,7 @@ void write_csv(std::ostream& out, const config::Plan& p, const search::PlanOutco
     const auto& c = *r.cluster;
     const auto& memory = res.memory;
     const bool ok = status == "ok";
-    out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},\"{}\",{}\n", c.node_id,
+    out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},\"{}\",{}\n", c.node_id,
                        c.fabric, c.scenario.cluster.nodes, r.gpus, c.scenario.training.global_batch_size,
                        c.usd_per_gpu_hour, usd_per_node_hour(c), status, strategy,
                        res.throughput.tokens_per_s, res.iteration_time_s, res.flops.mfu,
@@ -220,7 +237,8 @@ void write_csv(std::ostream& out, const config::Plan& p, const search::PlanOutco
                        ok ? (memory.capacity_bytes_per_gpu - memory.peak_bytes_per_gpu) / core::kGiB : 0.0,
                        train_s / core::kSecondsPerDay, gpu_hours, cost_usd,
                        p.deadline_days ? yes_no(meets_deadline) : "", p.budget_usd ? yes_no(meets_budget) : "",
-                       cheapest, fastest, reason, rank == 0 ? std::string() : std::to_string(rank));
+                       cheapest, fastest, res.throughput.samples_per_s, reason,
+                       rank == 0 ? std::string() : std::to_string(rank));
   };
   for (std::size_t i = 0; i < o.rows.size(); ++i) {
     const auto& r = o.rows[i];

@@ -74,13 +74,14 @@ struct PlanBatch {
 struct Plan {
   std::string source;
   std::string name;
-  std::optional<double> tokens;       // training tokens, or
+  std::optional<double> tokens;       // training tokens (not for a DLRM), or
+  std::optional<double> samples;      // training samples, or
   std::optional<std::int64_t> steps;  // iterations
   std::optional<double> deadline_days;  // absent with budget_usd: every cluster that runs meets the plan
   std::optional<double> budget_usd;
   PlanSearchBounds search;
   PlanBatch batch;
-  // Failures over the run (config/failures.hpp, without its length: the plan's tokens or steps); each
+  // Failures over the run (config/failures.hpp, without its length: the plan's tokens, samples or steps); each
   // cluster's time and cost are then those of its whole-run simulation.
   std::optional<FailureSpec> failures;
   std::vector<PlanCluster> clusters;  // candidates in file order, node counts ascending

@@ -158,6 +158,25 @@ StatedPrice read_price(ObjectReader& c, const NodeProfile& node, std::span<const
       node.id, node.id));
 }
 
+// A DLRM's plan: its clusters are ranked by their best embedding plan (search/embedding_search.hpp),
+// in samples.
+void check_dlrm_plan(const Plan& plan, bool has_search, const std::string& source) {
+  if (plan.tokens) {
+    throw core::InputError(source, "/tokens",
+                           "a DLRM trains on samples, not tokens: give \"samples\" (or \"steps\")");
+  }
+  if (has_search) {
+    throw core::InputError(source, "/search",
+                           "search bounds limit a transformer's parallel degrees; a DLRM's clusters are searched "
+                           "over every embedding plan (docs/dlrm.md, \"Searching plans\"): leave the key out");
+  }
+  if (plan.failures) {
+    throw core::InputError(source, "/failures",
+                           "failures are costed for transformer, MLP and layer-table workloads; a DLRM's checkpoint "
+                           "(terabytes of embedding tables) and recovery are not modelled: leave the block out");
+  }
+}
+
 }  // namespace
 
 PriceOverride parse_price_override(const std::string& text, PriceBasis basis) {
@@ -189,8 +208,8 @@ Plan load_plan_text(const std::string& text, const std::string& source, const Da
         "schema_version",
         fmt::format("unsupported plan schema_version {}; this dtsim reads {}", version, kPlanSchemaVersion));
   }
-  top.expect_keys({"schema_version", "name", "model", "training", "parallelism", "simulation", "tokens",
-                   "steps", "deadline_days", "budget_usd", "candidates", "search", "batch", "failures"});
+  top.expect_keys({"schema_version", "name", "model", "training", "parallelism", "simulation", "input", "tokens",
+                   "samples", "steps", "deadline_days", "budget_usd", "candidates", "search", "batch", "failures"});
   for (std::size_t i = 0; i < prices.size(); ++i) {
     for (std::size_t k = 0; k < i; ++k) {
       if (prices[k].node_id == prices[i].node_id) {
@@ -204,13 +223,16 @@ Plan load_plan_text(const std::string& text, const std::string& source, const Da
   plan.source = source;
   plan.name = top.required<std::string>("name");
   plan.tokens = top.maybe<double>("tokens", NumberRule::positive());
+  plan.samples = top.maybe<double>("samples", NumberRule::positive());
   plan.steps = top.maybe<std::int64_t>("steps", IntRule::positive());
-  if (plan.tokens.has_value() == plan.steps.has_value()) {
-    throw top.error_here(plan.tokens ? "both \"tokens\" and \"steps\" given; expected one of them"
-                                     : "neither \"tokens\" nor \"steps\" given; expected one of them");
+  const int targets = int{plan.tokens.has_value()} + int{plan.samples.has_value()} + int{plan.steps.has_value()};
+  if (targets != 1) {
+    throw top.error_here(fmt::format("{} of \"tokens\", \"samples\" and \"steps\" given; expected one of them",
+                                     targets == 0 ? "none" : "more than one"));
   }
   plan.deadline_days = top.maybe<double>("deadline_days", NumberRule::positive());
   plan.budget_usd = top.maybe<double>("budget_usd", NumberRule::positive());
+  const bool top_has_search = top.has("search");
   plan.search = read_search(top);
   plan.batch = read_batch(top);
   plan.failures = read_failures(top, data.hardware_profiles, {.run_length_allowed = false});
@@ -225,7 +247,7 @@ Plan load_plan_text(const std::string& text, const std::string& source, const Da
         "expected no such key (run the chosen plan's scenario with it)");
   }
   json scenario_keys = json::object();
-  for (const char* key : {"model", "training", "parallelism", "simulation"}) {
+  for (const char* key : {"model", "training", "parallelism", "simulation", "input"}) {
     if (const json* v = top.find(key)) scenario_keys[key] = *v;
   }
   std::int64_t stated_batch = 0;
@@ -271,11 +293,7 @@ Plan load_plan_text(const std::string& text, const std::string& source, const Da
       }
       plan.clusters.push_back({i, node_id, fabric, usd_per_gpu_hour, price.basis, price.usd, price.source,
                                load_scenario_text(s.dump(), source, data)});
-      if (plan.clusters.back().scenario.dlrm) {
-        throw core::InputError(source, "/model",
-                               "plan ranks clusters by the best parallel plan of a transformer model; a DLRM's "
-                               "embedding plans and clusters are compared with dtsim compare or dtsim sweep");
-      }
+      if (plan.clusters.back().scenario.dlrm) check_dlrm_plan(plan, top_has_search, source);
     }
   }
   for (const PriceOverride& p : prices) {

@@ -4,6 +4,7 @@
 
 #include "core/units.hpp"
 #include "results/goodput.hpp"
+#include "search/embedding_search.hpp"
 
 namespace dtsim::search {
 
@@ -49,8 +50,9 @@ struct Costed {
 
 Costed cost_of(const config::Plan& plan, const config::PlanCluster& cluster, results::Result& r) {
   Costed c;
-  c.failure_free_s = plan.tokens ? *plan.tokens / r.throughput.tokens_per_s
-                                 : static_cast<double>(*plan.steps) * r.iteration_time_s;
+  c.failure_free_s = plan.tokens    ? *plan.tokens / r.throughput.tokens_per_s
+                     : plan.samples ? *plan.samples / r.throughput.samples_per_s
+                                    : static_cast<double>(*plan.steps) * r.iteration_time_s;
   c.train_s = c.failure_free_s;
   double held_gpus = static_cast<double>(cluster.scenario.gpu_count());
   if (plan.failures) {
@@ -80,7 +82,9 @@ PlanOutcome evaluate_plan(const config::Plan& plan, std::size_t jobs, std::size_
     PlanRow row;
     row.cluster = &cluster;
     row.gpus = cluster.scenario.gpu_count();
-    row.search = search(cluster.scenario, options);
+    // A DLRM's cluster by its best embedding plan, a transformer's by its best parallel plan.
+    row.search = cluster.scenario.dlrm ? search_embedding_plans(cluster.scenario, options)
+                                       : search(cluster.scenario, options);
     out.evaluated += row.search.evaluated;
     out.evaluate_wall_s += row.search.evaluate_wall_s;
     if (row.search.top.empty()) {

@@ -1,6 +1,7 @@
 // Capacity planning: for each candidate cluster of a plan (config/plan.hpp), the fastest strategy found
-// by the strategy search (search.hpp) and what training on it takes:
-//   time to train  = tokens / tokens_per_s   (or steps x iteration time)
+// by the strategy search (search.hpp; for a DLRM, its embedding plans: embedding_search.hpp) and what
+// training on it takes:
+//   time to train  = tokens / tokens_per_s   (or samples / samples_per_s, or steps x iteration time)
 //   GPU-hours      = GPUs x time to train / 3600 s
 //   cost           = GPU-hours x price per GPU-hour (the plan's price, with its source)
 // With the plan's failures (config/failures.hpp), the time to train is the median wall time of the

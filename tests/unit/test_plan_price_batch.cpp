@@ -8,6 +8,7 @@
 #include "config/plan_loader.hpp"
 #include "config/profile_loader.hpp"
 #include "search/capacity_plan.hpp"
+#include "search/embedding_search.hpp"
 
 namespace {
 
@@ -73,4 +74,33 @@ TEST_CASE("plan batch rule per_gpu: global batch = stated x GPUs / reference, ca
   const auto fixed = load(R"([{"node": "dgx-a100", "usd_per_gpu_hour": 2.0, "price_source": "t", "nodes": [1, 4]}])");
   CHECK(fixed.batch.rule == dtsim::config::BatchRule::fixed);
   for (const auto& c : fixed.clusters) CHECK(c.scenario.training.global_batch_size == 64);
+}
+
+TEST_CASE("plan of a DLRM: each cluster's best embedding plan, time = samples / samples per second") {
+  const std::string text = R"({"schema_version": 1, "name": "dlrm", "model": {"kind": "dlrm",
+    "preset": "torchrec-dlrm-criteo-1tb"}, "training": {"global_batch_size": 16384, "precision": "fp32"},
+    "input": {"sample_bytes": 160, "workers_per_gpu": 2, "storage_gbytes_per_s": 1},
+    "samples": 4e9, "batch": {"rule": "per_gpu", "reference_gpus": 8},
+    "candidates": [{"node": "aws-p4d", "nodes": [1, 2]}]})";
+  const auto plan = dtsim::config::load_plan_text(text, "test", dtsim::config::default_data_paths(), {});
+  REQUIRE(plan.clusters.size() == 2);
+  CHECK(plan.clusters[1].scenario.training.global_batch_size == 32768);  // 16384 x 16 / 8
+  const auto outcome = dtsim::search::evaluate_plan(plan, 1);
+  for (std::size_t i = 0; i < 2; ++i) {
+    const auto& row = outcome.rows[i];
+    REQUIRE(row.feasible);
+    // The search is the embedding plans' (search_embedding_plans), whose best the row takes.
+    const auto searched =
+        dtsim::search::search_embedding_plans(plan.clusters[i].scenario, dtsim::search::SearchOptions{});
+    REQUIRE_FALSE(searched.top.empty());
+    CHECK(row.strategy == searched.top.front().label);
+    CHECK(row.best.throughput.samples_per_s == doctest::Approx(searched.top.front().result.throughput.samples_per_s));
+    // 4e9 samples at the best rate; GPU-hours = GPUs x hours.
+    CHECK(row.train_s == doctest::Approx(4e9 / row.best.throughput.samples_per_s));
+    CHECK(row.gpu_hours == doctest::Approx(static_cast<double>(row.gpus) * row.train_s / 3600.0));
+    // The readers: storage at 1 GB/s for 160-byte samples is 6.25e6 samples/s.
+    REQUIRE(row.best.input.has_value());
+    CHECK(row.best.input->limited_by == "storage");
+    CHECK(row.best.input->samples_per_s == doctest::Approx(1e9 / 160.0));
+  }
 }
