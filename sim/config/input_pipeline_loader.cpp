@@ -8,8 +8,10 @@ namespace dtsim::config {
 
 namespace input_loader {
 
-// Data-loader workers per GPU beyond this are a typo, not a plan (a node has a few hundred cores).
+// Data-loader workers per GPU, and batches each prefetches, beyond these are a typo, not a plan (a node
+// has a few hundred cores).
 constexpr std::int64_t kMaxWorkersPerGpu = 1024;
+constexpr std::int64_t kMaxPrefetchFactor = 1024;
 
 ReaderServers read_reader_servers(ObjectReader& r) {
   r.expect_keys({"count", "cores", "nic_gbps"});
@@ -39,7 +41,8 @@ std::optional<InputPipelineSpec> read_input(ObjectReader& top, const Scenario& s
                       "prefetch_factor needs workers: with workers_per_gpu 0 the training process loads each "
                       "batch itself and nothing is prefetched (PyTorch's DataLoader refuses the pair too)");
   }
-  in.prefetch_factor = r->optional<std::int64_t>("prefetch_factor", 2, IntRule::positive());
+  in.prefetch_factor =
+      r->optional<std::int64_t>("prefetch_factor", 2, IntRule::between(1, input_loader::kMaxPrefetchFactor));
   in.storage_gbytes_per_s = r->maybe<double>("storage_gbytes_per_s", NumberRule::positive());
   in.cache_hit = r->optional<double>("cache_hit", 0.0, NumberRule::between(0.0, 1.0));
   in.dedup_factor = r->optional<double>("dedup_factor", 1.0, NumberRule::at_least(1.0));

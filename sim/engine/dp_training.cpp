@@ -70,7 +70,10 @@ class Simulation {
     load_end_.assign(w, 0);
     if (s.input_prefetch && s.input_load_ns > 0) {
       DTSIM_CHECK(s.input_prefetch_batches >= 1, "prefetching needs a buffer of a batch or more");
-      consumed_.assign(w, std::vector<core::TimeNs>(static_cast<std::size_t>(s.input_prefetch_batches), 0));
+      // A ring of the last input_prefetch_batches steps' starts; a worker runs `steps` steps, so a deeper
+      // buffer than that is never read back.
+      const std::int64_t ring = std::min(s.input_prefetch_batches, s.steps);
+      consumed_.assign(w, std::vector<core::TimeNs>(static_cast<std::size_t>(ring), 0));
     }
   }
 
@@ -133,7 +136,7 @@ class Simulation {
     // The loader starts a batch once the previous one is loaded and a buffer slot is free: the batch
     // input_prefetch_batches before it has gone to training.
     const std::int64_t k = clock_[at(w)];
-    const std::size_t ring = static_cast<std::size_t>(s_.input_prefetch_batches);
+    const std::size_t ring = consumed_[at(w)].size();
     std::vector<core::TimeNs>& consumed = consumed_[at(w)];
     core::TimeNs start = load_end_[at(w)];
     if (k >= s_.input_prefetch_batches) start = std::max(start, consumed[static_cast<std::size_t>(k) % ring]);
@@ -146,7 +149,8 @@ class Simulation {
     // The warm-up step's wait (the first batch, loaded before anything runs) is not the steady state's.
     if (clock_[at(w)] > 0) result_.workers[at(w)].input_wait_s += core::ns_to_seconds(now - ready);
     if (s_.input_prefetch && s_.input_load_ns > 0) {
-      consumed_[at(w)][static_cast<std::size_t>(clock_[at(w)] % s_.input_prefetch_batches)] = now;
+      std::vector<core::TimeNs>& consumed = consumed_[at(w)];
+      consumed[static_cast<std::size_t>(clock_[at(w)]) % consumed.size()] = now;
     }
     const double factor = compute_factor(s_, w, clock_[at(w)]);
     const auto fwd = core::seconds_to_ns(core::ns_to_seconds(s_.forward_ns) * factor);
