@@ -17,12 +17,6 @@ namespace {
 
 std::string yes_no(bool v) { return v ? "yes" : "no"; }
 
-// A DLRM's clusters are compared in samples per second, a transformer's in tokens per second.
-bool in_samples(const config::Plan& p) { return !p.clusters.empty() && p.clusters.front().scenario.dlrm; }
-double rate_of(const config::Plan& p, const results::Result& r) {
-  return in_samples(p) ? r.throughput.samples_per_s : r.throughput.tokens_per_s;
-}
-
 std::string goal_text(const config::Plan& p) {
   std::string work = p.tokens    ? fmt::format("{:.4g} tokens", *p.tokens)
                      : p.samples ? fmt::format("{:.4g} samples", *p.samples)
@@ -105,7 +99,7 @@ void write_text(std::ostream& out, const config::Plan& p, const search::PlanOutc
   };
   out << fmt::format("\n{:<10} {:<11} {:>5} {:>6}{} {:>7} {:<44} {:>9} {:>6} {:>7} {:>8} {:>8} {:>12} {:>8} {:>6}{}\n",
                      "node", "fabric", "nodes", "GPUs", scaled ? fmt::format(" {:>6}", "batch") : "", "$/GPU-h",
-                     "best strategy", in_samples(p) ? "samples/s" : "tokens/s", "MFU", "mem GiB", "headroom", "days", "cost ($)", "deadline",
+                     "best strategy", compared_rate_label(p.clusters.front().scenario), "MFU", "mem GiB", "headroom", "days", "cost ($)", "deadline",
                      "budget", p.failures ? "  goodput" : "");
   for (const search::PlanRow& r : o.rows) {
     const auto& c = *r.cluster;
@@ -119,7 +113,7 @@ void write_text(std::ostream& out, const config::Plan& p, const search::PlanOutc
                        "{:>12.0f} {:>8} {:>6}{}\n",
                        c.node_id, c.fabric, c.scenario.cluster.nodes, r.gpus, batch_of(c), c.usd_per_gpu_hour,
                        r.strategy,
-                       rate_of(p, r.best), r.best.flops.mfu * 100.0, memory.peak_bytes_per_gpu / core::kGiB,
+                       compared_rate(r.best), r.best.flops.mfu * 100.0, memory.peak_bytes_per_gpu / core::kGiB,
                        (memory.capacity_bytes_per_gpu - memory.peak_bytes_per_gpu) / core::kGiB,
                        r.train_s / core::kSecondsPerDay, r.cost_usd,
                        p.deadline_days ? yes_no(r.meets_deadline) : "-", p.budget_usd ? yes_no(r.meets_budget) : "-",
@@ -134,7 +128,7 @@ void write_text(std::ostream& out, const config::Plan& p, const search::PlanOutc
       const auto& m = a.result.memory;
       out << fmt::format("{:>{}} #{:<2} {:<44} {:>9.0f} {:>5.1f}% {:>7.1f} {:>8.1f} {:>8.1f} {:>12.0f}{}\n", "",
                          scaled ? 46 : 39, a.rank,
-                         a.strategy, rate_of(p, a.result), a.result.flops.mfu * 100.0,
+                         a.strategy, compared_rate(a.result), a.result.flops.mfu * 100.0,
                          m.peak_bytes_per_gpu / core::kGiB, (m.capacity_bytes_per_gpu - m.peak_bytes_per_gpu) / core::kGiB,
                          a.train_s / core::kSecondsPerDay, a.cost_usd,
                          a.result.goodput ? fmt::format(" {:>23.1f}%", a.result.goodput->goodput.p50 * 100.0) : "");

@@ -59,12 +59,10 @@ void write_text(std::ostream& out, const config::Scenario& base, const search::S
   }
   // Under the scenario's failures, each plan's median days to train and goodput (results/goodput.hpp).
   const bool failures = o.top.front().result.goodput.has_value();
-  // A DLRM's rate is in samples (it has no tokens).
-  const bool samples = base.dlrm.has_value();
   std::size_t width = 46;  // the plan column: as wide as the longest label
   for (const auto& e : o.top) width = std::max(width, e.label.size());
   out << fmt::format("\n{:>4}  {:<{}} {:>10} {:>11} {:>6} {:>9} {:>9}{}\n", "rank", "plan", width, "iter (s)",
-                     samples ? "samples/s" : "tokens/s", "MFU", "mem GiB", "headroom",
+                     compared_rate_label(base), "MFU", "mem GiB", "headroom",
                      failures ? "      days  goodput" : "");
   for (const auto& e : o.top) {
     const auto& r = e.result;
@@ -76,7 +74,7 @@ void write_text(std::ostream& out, const config::Scenario& base, const search::S
     }
     out << fmt::format("{:>4}  {:<{}} {:>10.4f} {:>11.0f} {:>5.1f}% {:>9.1f} {:>9.1f}{}\n", e.rank, e.label,
                        width, r.iteration_time_s,
-                       samples ? r.throughput.samples_per_s : r.throughput.tokens_per_s, 100.0 * r.flops.mfu,
+                       compared_rate(r), 100.0 * r.flops.mfu,
                        gib(r.memory.peak_bytes_per_gpu), gib(e.headroom_bytes), outcome);
   }
   // The plans share their GPU, scale and software, so one regime's band holds for all of them.
@@ -115,6 +113,12 @@ void write_csv(std::ostream& out, const search::SearchOutcome& o) {
 }
 
 }  // namespace
+
+double compared_rate(const results::Result& r) {
+  return r.scenario.dlrm ? r.throughput.samples_per_s : r.throughput.tokens_per_s;
+}
+
+const char* compared_rate_label(const config::Scenario& base) { return base.dlrm ? "samples/s" : "tokens/s"; }
 
 nlohmann::ordered_json search_counts_json(const search::SearchOutcome& o) {
   nlohmann::ordered_json j;

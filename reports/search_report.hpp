@@ -15,6 +15,11 @@ namespace dtsim::reports {
 void write_search(std::ostream& out, const config::Scenario& base, const search::SearchOutcome& outcome,
                   Format format, const nlohmann::ordered_json& inputs = nlohmann::ordered_json::object());
 
+// The rate plans are compared in: a DLRM's samples per second (it has no tokens), else tokens per
+// second; its column header for plans of `base`.
+double compared_rate(const results::Result& r);
+const char* compared_rate_label(const config::Scenario& base);
+
 // Pieces the capacity plan's renderer shares.
 nlohmann::ordered_json search_counts_json(const search::SearchOutcome& outcome);
 // "4120  out of memory (memory model)" lines, indented.

@@ -211,9 +211,7 @@ void check_failures(const std::string& file, const Scenario& s) {
   if (!s.failures) return;
   const FailureSpec& f = *s.failures;
   if (s.dlrm) {
-    throw core::InputError(file, "/failures",
-                           "failures are costed for transformer, MLP and layer-table workloads; a DLRM's checkpoint "
-                           "(terabytes of embedding tables) and recovery are not modelled: leave the block out");
+    throw core::InputError(file, "/failures", kDlrmFailuresRefused);
   }
   if (f.recovery == Recovery::elastic && s.layer_model) {
     throw core::InputError(file, "/failures/recovery",

@@ -21,8 +21,13 @@ struct FailureReadRules {
 std::optional<FailureSpec> read_failures(ObjectReader& parent, const std::string& hardware_profiles,
                                          const FailureReadRules& rules);
 
-// Throws InputError at /failures of `file` when the scenario cannot honour its block: elastic recovery
-// on a layer-table workload, a length in tokens for a model without a sequence, or no length where the
+// Why a DLRM takes no failures, in a scenario or in a plan (at /failures).
+inline constexpr const char* kDlrmFailuresRefused =
+    "failures are costed for transformer, MLP and layer-table workloads; a DLRM's checkpoint (terabytes of "
+    "embedding tables) and recovery are not modelled: leave the block out";
+
+// Throws InputError at /failures of `file` when the scenario cannot honour its block: a DLRM
+// (kDlrmFailuresRefused), elastic recovery on a layer-table workload, a length in tokens for a model without a sequence, or no length where the
 // workload gives none (no convergence target).
 void check_failures(const std::string& file, const Scenario& s);
 

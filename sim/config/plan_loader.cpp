@@ -171,9 +171,7 @@ void check_dlrm_plan(const Plan& plan, bool has_search, const std::string& sourc
                            "over every embedding plan (docs/dlrm.md, \"Searching plans\"): leave the key out");
   }
   if (plan.failures) {
-    throw core::InputError(source, "/failures",
-                           "failures are costed for transformer, MLP and layer-table workloads; a DLRM's checkpoint "
-                           "(terabytes of embedding tables) and recovery are not modelled: leave the block out");
+    throw core::InputError(source, "/failures", kDlrmFailuresRefused);
   }
 }
 

@@ -136,10 +136,10 @@ class Simulation {
     // The loader starts a batch once the previous one is loaded and a buffer slot is free: the batch
     // input_prefetch_batches before it has gone to training.
     const std::int64_t k = clock_[at(w)];
-    const std::size_t ring = consumed_[at(w)].size();
-    std::vector<core::TimeNs>& consumed = consumed_[at(w)];
+    const std::vector<core::TimeNs>& consumed = consumed_[at(w)];
     core::TimeNs start = load_end_[at(w)];
-    if (k >= s_.input_prefetch_batches) start = std::max(start, consumed[static_cast<std::size_t>(k) % ring]);
+    if (k >= s_.input_prefetch_batches)
+      start = std::max(start, consumed[static_cast<std::size_t>(k) % consumed.size()]);
     load_end_[at(w)] = start + s_.input_load_ns;
     return std::max(now, load_end_[at(w)]);
   }
@@ -148,7 +148,7 @@ class Simulation {
     const core::TimeNs now = batch_ready(w, ready);
     // The warm-up step's wait (the first batch, loaded before anything runs) is not the steady state's.
     if (clock_[at(w)] > 0) result_.workers[at(w)].input_wait_s += core::ns_to_seconds(now - ready);
-    if (s_.input_prefetch && s_.input_load_ns > 0) {
+    if (!consumed_.empty()) {  // prefetching: the ring of the batches' starts (Simulation's constructor)
       std::vector<core::TimeNs>& consumed = consumed_[at(w)];
       consumed[static_cast<std::size_t>(clock_[at(w)]) % consumed.size()] = now;
     }
