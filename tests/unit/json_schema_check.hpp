@@ -2,7 +2,8 @@
 // $ref (to another file of the folder, "name.schema.json", into one, "name.schema.json#/$defs/x", or
 // into the current file, "#/$defs/x"), $defs, type (one or a
 // list; "integer" is a number without a fraction), const, enum, properties, required,
-// additionalProperties (false or a schema), items, oneOf, anyOf, minimum and pattern. check() returns
+// additionalProperties (false or a schema), items, minItems, maxItems, oneOf, anyOf, minimum and
+// pattern. check() returns
 // one message per violation, each with the JSON pointer of the value; an unknown keyword is reported,
 // so a schema cannot silently use one the checker would ignore.
 #pragma once
@@ -68,7 +69,7 @@ class SchemaChecker {
                 std::vector<std::string>& errors) {
     static const std::set<std::string> kKnown = {
         "$schema", "$id", "title", "description", "$ref", "type", "const", "enum", "properties", "required",
-        "additionalProperties", "items", "oneOf", "anyOf", "minimum", "pattern", "$defs"};
+        "additionalProperties", "items", "minItems", "maxItems", "oneOf", "anyOf", "minimum", "pattern", "$defs"};
     const std::string where = at.empty() ? "/" : at;
     for (const auto& [key, _] : s.items()) {
       if (!kKnown.contains(key)) errors.push_back(where + ": the schema uses \"" + key + "\", which this checker does not know");
@@ -120,6 +121,10 @@ class SchemaChecker {
         }
       }
     }
+    if (v.is_array() && s.contains("minItems") && v.size() < s["minItems"].get<std::size_t>())
+      errors.push_back(where + ": fewer than " + s["minItems"].dump() + " items");
+    if (v.is_array() && s.contains("maxItems") && v.size() > s["maxItems"].get<std::size_t>())
+      errors.push_back(where + ": more than " + s["maxItems"].dump() + " items");
     if (v.is_array() && s.contains("items")) {
       for (std::size_t i = 0; i < v.size(); ++i) validate(v[i], s["items"], at + "/" + std::to_string(i), errors);
     }

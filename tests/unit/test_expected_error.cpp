@@ -36,7 +36,7 @@ ValidatedRegime regime(const std::string& group, const std::string& gpu, RegimeS
 
 }  // namespace
 
-TEST_CASE("expected error: the closest regime by GPU, scale and software; a rate's band as the time's") {
+TEST_CASE("expected error: the closest regime by GPU, scale and software, a rate's band as the time's") {
   const std::vector<ValidatedRegime> regimes{
       regime("a100 nodes, stack x", "a100", RegimeScale::multi_node, "x", RegimeMetric::time, 10, -20, -5, 10),
       regime("a100 nodes, larger", "a100", RegimeScale::multi_node, "y", RegimeMetric::time, 50, -30, -10, 5),

@@ -200,7 +200,7 @@ TEST_CASE("goodput: a slowdown costs its hours x (1 - pace) and stops nothing") 
   CHECK(parts(g) == doctest::Approx(g.wall_s.mean).epsilon(1e-9));
 }
 
-TEST_CASE("goodput: the optimal interval is Daly's, in whole iterations; a rate the job cannot outrun") {
+TEST_CASE("goodput: the optimal interval is Daly's, in whole iterations, a rate the job cannot outrun") {
   Job job(160.0);
   job.spec.checkpoint.interval_s.reset();
   job.in.iteration_s = 7.0;

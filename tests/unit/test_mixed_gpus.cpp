@@ -39,7 +39,7 @@ TEST_CASE("mixed GPUs: each rank's entry is the one that covers its node") {
   CHECK(dtsim::config::rank_gpu_entries({}, 12, 4).empty());
 }
 
-TEST_CASE("mixed GPUs: faster GPUs beside slower ones wait for them; MFU counts the peak of each") {
+TEST_CASE("mixed GPUs: faster GPUs beside slower ones wait for them, MFU counts the peak of each") {
   using dtsim::results::Status;
   const auto a100 = dtsim::testing::evaluate_json(mixed_job(nullptr));
   // Naming the node profile's own GPU changes nothing, to the byte.

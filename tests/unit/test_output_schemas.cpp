@@ -142,7 +142,7 @@ TEST_CASE("Output v1: compare, search, plan, sweep and nccl-tests validate again
   expect_valid(t.out, "output-nccl-tests", "nccl-tests");
 }
 
-TEST_CASE("Scenario v1 and Plan v1 schemas: every shipped file validates; structural errors are caught") {
+TEST_CASE("Scenario v1 and Plan v1 schemas: every shipped file validates, structural errors are caught") {
   std::size_t n = 0;
   for (const auto& entry : std::filesystem::recursive_directory_iterator(kSource + "/scenarios")) {
     if (entry.path().extension() != ".json") continue;
@@ -195,7 +195,7 @@ TEST_CASE("hardware profiles, model presets and the validated regimes validate a
   expect_valid(dtsim::testing::read_file(table), "output-import-kineto", "import kineto");
 }
 
-TEST_CASE("dtsim schema prints each schema file and lists them; an unknown name is bad input") {
+TEST_CASE("dtsim schema prints each schema file and lists them, an unknown name is bad input") {
   const auto list = run_dtsim({"schema"});
   REQUIRE(list.status == 0);
   for (const char* name : {"scenario", "plan", "result", "output-run", "output-compare", "output-search",

@@ -26,7 +26,7 @@ dtsim::config::Plan load(const std::string& candidates, const std::string& extra
 
 }  // namespace
 
-TEST_CASE("plan prices: per node-hour is divided by the node's GPUs; the node profile's price fills in") {
+TEST_CASE("plan prices: per node-hour is divided by the node's GPUs, the node profile's price fills in") {
   const auto data = dtsim::config::default_data_paths();
   const auto p4d = dtsim::config::load_node_profile(data.hardware_profiles, "aws-p4d", {});
   REQUIRE(p4d.usd_per_node_hour);

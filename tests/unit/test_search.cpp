@@ -383,7 +383,7 @@ TEST_CASE(
   }
 }
 
-TEST_CASE("plan with failures: days are the whole-run median, GPU-hours count the spares; no deadline needed") {
+TEST_CASE("plan with failures: days are the whole-run median, GPU-hours count the spares, no deadline needed") {
   // No deadline or budget: every cluster that runs meets the plan.
   const std::string text = R"({"schema_version": 1, "name": "t", "model": {"preset": "gpt-1.3b"},
     "training": {"global_batch_size": 64}, "tokens": 1e11,

@@ -233,7 +233,7 @@ TEST_CASE("jitter: a draw per (entry, iteration), lognormal with mean 1 and the 
   CHECK(m.cv == doctest::Approx(0.3).epsilon(0.05));
 }
 
-TEST_CASE("every rank: a jittery node lengthens the mean iteration; one sample is one speed factor") {
+TEST_CASE("every rank: a jittery node lengthens the mean iteration, one sample is one speed factor") {
   // Node 1 at CV 0.2: in each sample its GPUs take X times as long. A faster draw (X < 1) cannot end the
   // iteration sooner (the other nodes' GPUs still take their time and every collective waits for the
   // slowest member), a slower one holds everyone back: each sample takes at least the even time, and
