@@ -67,9 +67,11 @@ const std::vector<Row>& rows() {
        [](const Result& r) {
          const auto& e = r.scenario.parallelism.embeddings;
          if (!r.scenario.dlrm) return std::string("-");
-         return e.per_table.empty()
-                    ? std::string(config::to_string(e.sharding))
-                    : fmt::format("{} (+{} own)", config::to_string(e.sharding), e.per_table.size());
+         // Tables on parameter servers are not sharded over the GPUs.
+         const std::string how = e.placement == config::EmbeddingPlacement::remote
+                                     ? std::string("on the servers")
+                                     : std::string(config::to_string(e.sharding));
+         return e.per_table.empty() ? how : fmt::format("{} (+{} own)", how, e.per_table.size());
        },
        false, false, Applies::dlrm},
       {"embedding placement",

@@ -8,6 +8,7 @@
 
 #include "core/units.hpp"
 #include "models/dlrm/dlrm.hpp"
+#include "reports/input_report.hpp"
 
 namespace dtsim::reports {
 
@@ -62,6 +63,12 @@ nlohmann::ordered_json embedding_plan_json(const config::EmbeddingPlan& p) {
   if (p.placement == config::EmbeddingPlacement::host_cached) j["cache_fraction"] = p.cache_fraction;
   j["column_shard_dim"] = p.column_shard_dim;
   j["pipelined"] = p.pipelined;
+  if (const auto& srv = p.servers) {
+    j["servers"] = {{"count", srv->count},
+                    {"memory_gbytes", srv->memory_bytes / core::kGiga},
+                    {"nic_gbps", srv->nic_gbps},
+                    {"row_gbytes_per_s", srv->row_gbytes_per_s}};
+  }
   return j;
 }
 
@@ -78,6 +85,25 @@ nlohmann::ordered_json embeddings_json(const results::EmbeddingSummary& e) {
   j["host_bytes_per_node_max"] = e.host_bytes_per_node_max;
   j["cache_hit_rate"] = e.cache_hit_rate;
   j["pooled_alltoall_bytes"] = e.pooled_alltoall_bytes;
+  if (const auto& r = e.remote) {
+    const auto exchange = [](const models::RemoteExchange& x) {
+      return nlohmann::ordered_json{{"seconds", x.seconds}, {"limited_by", x.limited_by}, {"trainer_s", x.trainer_s}};
+    };
+    nlohmann::ordered_json needs = nlohmann::ordered_json::array();
+    for (const models::ResourceNeed& n : r->needs)
+      needs.push_back({{"quantity", n.quantity}, {"stated", n.stated}, {"needed", n.needed}});
+    j["remote"] = {{"tables", r->tables},
+                   {"servers", r->servers},
+                   {"resident_bytes", r->resident_bytes},
+                   {"rows_per_gpu", r->traffic.rows},
+                   {"pull_bytes_per_gpu", r->traffic.pull_in_bytes},
+                   {"push_bytes_per_gpu", r->traffic.push_bytes},
+                   {"pull", exchange(r->timing.pull)},
+                   {"push", exchange(r->timing.push)},
+                   {"needs", std::move(needs)}};
+  } else {
+    j["remote"] = nullptr;
+  }
   return j;
 }
 
@@ -117,8 +143,17 @@ void write_dlrm_plan_text(std::ostream& out, const config::Scenario& s) {
       plan += fmt::format(", rows in host memory with {:.0f}% of each shard's cached in HBM",
                           100.0 * p.cache_fraction);
       break;
+    case config::EmbeddingPlacement::remote:
+      plan += fmt::format(", rows on {} parameter servers ({:.0f} GB, {:.0f} Gb/s, rows at {:.0f} GB/s each)",
+                          p.servers->count, p.servers->memory_bytes / core::kGiga, p.servers->nic_gbps,
+                          p.servers->row_gbytes_per_s);
+      break;
   }
-  plan += p.pipelined ? ", ids sent a batch ahead" : ", ids sent before each batch's lookups";
+  if (p.placement == config::EmbeddingPlacement::remote) {
+    plan += p.pipelined ? ", rows pulled a batch ahead" : ", rows pulled before each batch's lookups";
+  } else {
+    plan += p.pipelined ? ", ids sent a batch ahead" : ", ids sent before each batch's lookups";
+  }
   dlrm_text::line(out, "embeddings", plan);
   const config::TrainingSpec& t = s.training;
   dlrm_text::line(
@@ -134,6 +169,7 @@ void write_embeddings_text(std::ostream& out, const results::EmbeddingSummary& e
     if (e.tables[k] > 0)
       parts.push_back(fmt::format("{} {}", e.tables[k], config::to_string(config::kEmbeddingShardings[k])));
   }
+  if (e.remote) parts.push_back(fmt::format("{} on the parameter servers", e.remote->tables));
   dlrm_text::line(out, "tables", fmt::format("{}", fmt::join(parts, ", ")));
   dlrm_text::line(
       out, "lookups",
@@ -146,6 +182,18 @@ void write_embeddings_text(std::ostream& out, const results::EmbeddingSummary& e
                               "served from HBM",
                               e.hbm_bytes_max / core::kGiB, e.host_bytes_per_node_max / core::kGiB,
                               100.0 * e.cache_hit_rate));
+  if (const auto& r = e.remote) {
+    const auto exchange = [](const char* what, const models::RemoteExchange& x) {
+      return fmt::format("{} {:.3f} ms ({})", what, x.seconds * 1e3, x.limited_by);
+    };
+    dlrm_text::line(out, "servers",
+                    fmt::format("{:.1f} GiB of rows and states on {} servers; per GPU {:.4g} distinct rows, {:.2f} MB "
+                                "pulled and {:.2f} MB pushed: {}, {}",
+                                r->resident_bytes / core::kGiB, r->servers, r->traffic.rows,
+                                r->traffic.pull_in_bytes / 1e6, r->traffic.push_bytes / 1e6,
+                                exchange("pull", r->timing.pull), exchange("push", r->timing.push)));
+    dlrm_text::line(out, "", fmt::format("servers needed: {}", needs_text(r->needs)));
+  }
 }
 
 }  // namespace dtsim::reports

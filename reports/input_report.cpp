@@ -49,7 +49,7 @@ nlohmann::ordered_json input_rate_json(const models::InputRate& rate, const mode
   if (sizing != nullptr) {
     j["demand_samples_per_s"] = sizing->demand_samples_per_s;
     nlohmann::ordered_json needs = nlohmann::ordered_json::array();
-    for (const models::InputNeed& n : sizing->needs)
+    for (const models::ResourceNeed& n : sizing->needs)
       needs.push_back({{"quantity", n.quantity}, {"stated", n.stated}, {"needed", n.needed}});
     j["needs"] = std::move(needs);
   }
@@ -74,12 +74,12 @@ void write_input_text(std::ostream& out, const models::InputRate& rate, const mo
   out << fmt::format("{:<{}}{} samples/s\n", "", kLabelWidth, limits);
   if (sizing == nullptr) return;
   out << fmt::format("{:<{}}to feed {} samples/s (the GPUs without waiting): {}\n", "", kLabelWidth,
-                     input_text::rate(sizing->demand_samples_per_s), input_needs_text(*sizing));
+                     input_text::rate(sizing->demand_samples_per_s), needs_text(sizing->needs));
 }
 
-std::string input_needs_text(const models::InputSizing& sizing) {
+std::string needs_text(const std::vector<models::ResourceNeed>& list) {
   std::string needs;
-  for (const models::InputNeed& n : sizing.needs)
+  for (const models::ResourceNeed& n : list)
     needs += fmt::format("{}{} {:.4g} (stated {:.4g})", needs.empty() ? "" : ", ", n.quantity, n.needed, n.stated);
   return needs;
 }

@@ -76,7 +76,11 @@ void write_pick(std::ostream& out, const char* what, const search::PlanOutcome& 
   // The readers it needs (the plan's input pipeline): what limits them and what feeds the GPUs.
   if (r.best.input && r.best.input_sizing && !r.best.input->limited_by.empty()) {
     out << fmt::format("{:<9} input {:.0f} samples/s, limited by {}; to feed the GPUs: {}\n", "",
-                       r.best.input->samples_per_s, r.best.input->limited_by, input_needs_text(*r.best.input_sizing));
+                       r.best.input->samples_per_s, r.best.input->limited_by, needs_text(r.best.input_sizing->needs));
+  }
+  // The parameter servers its embedding plan needs (the remote placement).
+  if (r.best.embeddings && r.best.embeddings->remote) {
+    out << fmt::format("{:<9} parameter servers: {}\n", "", needs_text(r.best.embeddings->remote->needs));
   }
 }
 

@@ -175,4 +175,16 @@ double dlrm_dense_activation_bytes(const DlrmSpec& m, std::int64_t samples, conf
   return b * widths * a;
 }
 
+double optimizer_state_bytes_per_value(config::Optimizer optimizer) {
+  switch (optimizer) {
+    case config::Optimizer::sgd:
+      return 0.0;
+    case config::Optimizer::adagrad:
+      return 4.0;
+    case config::Optimizer::adam:
+      return 8.0;
+  }
+  return 0.0;
+}
+
 }  // namespace dtsim::models

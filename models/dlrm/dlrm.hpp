@@ -55,6 +55,10 @@ double dlrm_top_parameters(const config::DlrmSpec& model);
 double dlrm_dense_parameters(const config::DlrmSpec& model);
 double dlrm_embedding_parameters(const config::DlrmSpec& model);  // rows x dim over the tables
 
+// Bytes of optimizer state per value, for an embedding row's elements and the dense parameters alike
+// (FP32 states: sgd none, adagrad one, adam two).
+double optimizer_state_bytes_per_value(config::Optimizer optimizer);
+
 // Model FLOPs of one iteration of `global_batch` samples (forward and backward of the dense part).
 double dlrm_model_flops_per_iteration(const config::DlrmSpec& model, std::int64_t global_batch);
 

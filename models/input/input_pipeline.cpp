@@ -29,9 +29,6 @@ double host_cores(const config::Scenario& scenario) {
   return static_cast<double>(cores);
 }
 
-// The whole count that covers x, ignoring rounding noise in x (8.000000001 servers is 8).
-double whole(double x) { return std::ceil(x * (1.0 - 1e-9)); }
-
 }  // namespace input_costs
 
 InputRate input_rate(const config::Scenario& scenario) {
@@ -85,9 +82,9 @@ InputSizing size_input(const config::Scenario& scenario, double demand_samples_p
     const config::ReaderServers& r = *in.reader_servers;
     const double servers = static_cast<double>(r.count);
     if (cost.core_s > 0.0)
-      out.needs.push_back({"reader servers (cores)", servers, whole(demand * cost.core_s / static_cast<double>(r.cores))});
+      out.needs.push_back({"reader servers (cores)", servers, whole_count(demand * cost.core_s / static_cast<double>(r.cores))});
     out.needs.push_back(
-        {"reader servers (NICs)", servers, whole(demand * cost.tensor_bytes / core::gbps_to_bytes_per_s(r.nic_gbps))});
+        {"reader servers (NICs)", servers, whole_count(demand * cost.tensor_bytes / core::gbps_to_bytes_per_s(r.nic_gbps))});
     const config::NetworkSpec& net = scenario.cluster.network;
     out.needs.push_back({"trainer NIC Gb/s per node", net.nics_per_node * net.nic_gbps,
                          demand * cost.tensor_bytes * 8.0 / nodes / core::kGiga});
@@ -95,8 +92,8 @@ InputSizing size_input(const config::Scenario& scenario, double demand_samples_p
     const double cores = demand * cost.core_s / nodes;
     const double gpus_per_node = static_cast<double>(scenario.node.gpus_per_node);
     out.needs.push_back({"data-loader workers per GPU", static_cast<double>(in.workers_per_gpu),
-                         std::max(1.0, whole(cores / gpus_per_node))});
-    out.needs.push_back({"host CPU cores per node", host_cores(scenario), whole(cores)});
+                         std::max(1.0, whole_count(cores / gpus_per_node))});
+    out.needs.push_back({"host CPU cores per node", host_cores(scenario), whole_count(cores)});
   }
   return out;
 }

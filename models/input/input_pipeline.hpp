@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "config/scenario.hpp"
+#include "models/resource_need.hpp"
 
 namespace dtsim::models {
 
@@ -58,15 +59,9 @@ InputRate input_rate(const config::Scenario& scenario);
 //   reader servers                      ceil(demand x c / cores), and ceil(demand x t / NIC bytes/s)
 //                                       for their NICs                           (reader servers)
 //   trainer NIC Gb/s per node           demand x t x 8 / nodes / 1e9             (reader servers)
-struct InputNeed {
-  std::string quantity;  // "storage GB/s", "data-loader workers per GPU", ...
-  double stated = 0.0;
-  double needed = 0.0;
-};
-
 struct InputSizing {
   double demand_samples_per_s = 0.0;
-  std::vector<InputNeed> needs;
+  std::vector<ResourceNeed> needs;  // "storage GB/s", "data-loader workers per GPU", ...
 };
 
 InputSizing size_input(const config::Scenario& scenario, double demand_samples_per_s);

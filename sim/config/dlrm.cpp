@@ -55,6 +55,8 @@ const char* to_string(EmbeddingPlacement p) {
       return "host";
     case EmbeddingPlacement::host_cached:
       return "host_cached";
+    case EmbeddingPlacement::remote:
+      return "remote";
   }
   return "unknown";
 }

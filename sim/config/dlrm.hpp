@@ -14,6 +14,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -36,8 +37,22 @@ enum class Interaction { dot, dcn_v2 };
 enum class EmbeddingSharding { table_wise, row_wise, column_wise, table_row_wise, data_parallel };
 // Where a shard's rows live: GPU memory; host memory, read by the GPU over its host link (unified
 // memory, torchrec's UVM kernels); host memory with an HBM cache of cache_fraction of each shard's rows
-// (UVM caching), the hits read from HBM.
-enum class EmbeddingPlacement { hbm, host, host_cached };
+// (UVM caching), the hits read from HBM; the memory of remote CPU parameter servers (RemoteServers),
+// from which each GPU pulls the rows its own samples use and to which it pushes their gradients, as
+// XDL (Jiang et al., DLP-KDD'19) and Persia (Lian et al., KDD'22) train: no table is sharded over the
+// GPUs then, and no pooled values are exchanged between them.
+enum class EmbeddingPlacement { hbm, host, host_cached, remote };
+
+// The CPU parameter servers that hold the tables of the "remote" placement (key
+// parallelism.embeddings.servers). Rows are spread evenly over them (hashed by id).
+struct RemoteServers {
+  std::int64_t count = 0;
+  double memory_bytes = 0.0;  // each server's memory for rows and optimizer states
+  double nic_gbps = 0.0;      // each server's network bandwidth, per direction
+  // The rate at which a server reads the rows it sends and reads and writes the rows and states it
+  // updates, in its memory (GB/s): random accesses of a row each, below the memory's peak.
+  double row_gbytes_per_s = 0.0;
+};
 
 struct EmbeddingTable {
   std::string name;
@@ -78,8 +93,14 @@ struct EmbeddingPlan {
   // The next batch's ids are sent to the tables' GPUs while this batch trains (torchrec's
   // TrainPipelineSparseDist); false: each batch's ids first, then its lookups.
   bool pipelined = true;
+  std::optional<RemoteServers> servers;  // placement "remote": required; otherwise absent
 
   EmbeddingSharding sharding_of(const std::string& table) const;
+  // Its rows on the parameter servers: the remote placement, for every table not data-parallel (a
+  // replicated table stays in each GPU's HBM).
+  bool remote(const std::string& table) const {
+    return placement == EmbeddingPlacement::remote && sharding_of(table) != EmbeddingSharding::data_parallel;
+  }
 };
 
 inline constexpr std::array kInteractions{Interaction::dot, Interaction::dcn_v2};
@@ -87,7 +108,7 @@ inline constexpr std::array kEmbeddingShardings{
     EmbeddingSharding::table_wise, EmbeddingSharding::row_wise, EmbeddingSharding::column_wise,
     EmbeddingSharding::table_row_wise, EmbeddingSharding::data_parallel};
 inline constexpr std::array kEmbeddingPlacements{EmbeddingPlacement::hbm, EmbeddingPlacement::host,
-                                                 EmbeddingPlacement::host_cached};
+                                                 EmbeddingPlacement::host_cached, EmbeddingPlacement::remote};
 
 const char* to_string(Interaction i);
 const char* to_string(EmbeddingSharding s);

@@ -11,6 +11,7 @@
 #include "config/json_text.hpp"
 #include "config/profile_files.hpp"
 #include "core/errors.hpp"
+#include "core/units.hpp"
 
 namespace dtsim::config {
 
@@ -23,6 +24,7 @@ constexpr std::int64_t kMaxLayerWidth = std::int64_t{1} << 24;
 constexpr std::int64_t kMaxLayers = 64;
 constexpr std::int64_t kMaxRows = std::int64_t{1} << 40;
 constexpr std::int64_t kMaxDim = 1 << 16;
+constexpr std::int64_t kMaxServers = std::int64_t{1} << 20;
 
 // An array of 1 to kMaxLayers layer widths, each positive.
 std::vector<std::int64_t> read_widths(ObjectReader& r, std::string_view key) {
@@ -44,6 +46,17 @@ std::vector<std::int64_t> read_widths(ObjectReader& r, std::string_view key) {
     }
     out.push_back(v.get<std::int64_t>());
   }
+  return out;
+}
+
+RemoteServers read_remote_servers(ObjectReader& r) {
+  r.expect_keys({"count", "memory_gbytes", "nic_gbps", "row_gbytes_per_s"});
+  RemoteServers out;
+  out.count = r.required<std::int64_t>("count", IntRule::between(1, kMaxServers));
+  out.memory_bytes = r.required<double>("memory_gbytes", NumberRule::positive()) * core::kGiga;
+  out.nic_gbps = r.required<double>("nic_gbps", NumberRule::positive());
+  out.row_gbytes_per_s = r.required<double>("row_gbytes_per_s", NumberRule::positive());
+  r.finish();
   return out;
 }
 
@@ -164,7 +177,8 @@ EmbeddingPlan read_embedding_plan(ObjectReader& parallelism, const DlrmSpec& mod
   EmbeddingPlan plan;
   std::optional<ObjectReader> r = parallelism.optional_child("embeddings");
   if (!r) return plan;
-  r->expect_keys({"sharding", "per_table", "placement", "cache_fraction", "column_shard_dim", "pipelined"});
+  r->expect_keys(
+      {"sharding", "per_table", "placement", "cache_fraction", "column_shard_dim", "pipelined", "servers"});
   const auto shardings = named_choices(kEmbeddingShardings);
   plan.sharding = r->optional_enum<EmbeddingSharding>("sharding", plan.sharding, shardings);
   if (std::optional<ObjectReader> per = r->optional_child("per_table")) {
@@ -192,6 +206,18 @@ EmbeddingPlan read_embedding_plan(ObjectReader& parallelism, const DlrmSpec& mod
   plan.column_shard_dim =
       r->optional<std::int64_t>("column_shard_dim", plan.column_shard_dim, IntRule::between(1, kMaxDim));
   plan.pipelined = r->optional<bool>("pipelined", plan.pipelined);
+  if (std::optional<ObjectReader> servers = r->optional_child("servers")) {
+    if (plan.placement != EmbeddingPlacement::remote) {
+      throw r->error_at("servers",
+                        "parameter servers hold the tables of the \"remote\" placement; expected "
+                        "\"placement\": \"remote\" or no such key");
+    }
+    plan.servers = read_remote_servers(*servers);
+  } else if (plan.placement == EmbeddingPlacement::remote) {
+    throw r->error_here(
+        "the \"remote\" placement keeps the tables on CPU parameter servers: give \"servers\": {\"count\", "
+        "\"memory_gbytes\", \"nic_gbps\", \"row_gbytes_per_s\"}");
+  }
   r->finish();
   return plan;
 }
@@ -222,12 +248,14 @@ void check_dlrm_scenario(const std::string& file, const Scenario& s) {
                     "batch)",
                     s.training.global_batch_size, gpus));
   }
-  if (p.embeddings.placement != EmbeddingPlacement::hbm &&
+  const bool host_tier = p.embeddings.placement == EmbeddingPlacement::host ||
+                         p.embeddings.placement == EmbeddingPlacement::host_cached;
+  if (host_tier &&
       (s.gpu.host_link_gbytes_per_s <= 0.0 || s.gpu.host_gather_efficiency <= 0.0)) {
     throw core::InputError(
         file, "/parallelism/embeddings/placement",
         fmt::format("got \"{}\"; the GPU profile {} states no host link (host_link_gbytes_per_s "
-                    "and host_gather_efficiency) to read host memory over; expected \"hbm\"",
+                    "and host_gather_efficiency) to read host memory over; expected \"hbm\" or \"remote\"",
                     to_string(p.embeddings.placement), s.gpu.id));
   }
   if (!s.cluster.mixed_gpus.empty() || !s.cluster.speed_factors.empty()) {

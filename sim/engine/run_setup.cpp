@@ -89,7 +89,7 @@ void Run::setup_nodes() {
   nic_op_.assign(ops.size(), 0);
   for (std::size_t o = 0; o < ops.size(); ++o) {
     const auto* comm = std::get_if<graph::CommOp>(&ops[o]);
-    nic_op_[o] = comm != nullptr && comm->group.nodes > 1 ? 1 : 0;
+    nic_op_[o] = (comm != nullptr && comm->group.nodes > 1) || std::holds_alternative<graph::RemoteOp>(ops[o]) ? 1 : 0;
     share_nics_ = share_nics_ || nic_op_[o] != 0;
   }
   kernel_begin_.assign(ops.size() + 1, 0);
@@ -242,6 +242,8 @@ TimeNs Run::cost(std::uint32_t op, std::uint16_t speed) {
     if (m->copies) duration += compute.duration(*m->copies);
   } else if (const auto* load = std::get_if<graph::LoadOp>(&o)) {
     duration = core::seconds_to_ns(load->seconds);
+  } else if (const auto* remote = std::get_if<graph::RemoteOp>(&o)) {
+    duration = core::seconds_to_ns(remote->seconds);
   } else {
     duration = cost_fused(op, std::get<graph::FusedOp>(o), speed);
   }

@@ -2,7 +2,7 @@
 // event per task completion, ordered by (time, sequence). A task starts when it is at the head of its
 // stream and its dependencies are done, and ends at start + duration; its duration comes from the
 // compute model (compute ops) or the network model (communication ops), or is the op's own (a LoadOp,
-// timed by the input pipeline's model), memoized per op (each op is costed once, at its first use). Zero durations are allowed.
+// timed by the input pipeline's model; a RemoteOp, by the remote parameter servers'), memoized per op (each op is costed once, at its first use). Zero durations are allowed.
 //
 // A gang task (task_graph.hpp) starts once it heads every member stream and its dependencies are
 // done; it runs its collective's duration (never slowed) on all members at once: each member rank's
@@ -22,8 +22,9 @@
 // communication starts or stops, running compute tasks are re-rated and their completions rescheduled
 // (the superseded completion events are discarded when they surface).
 //
-// Shared NICs: a communication op whose group spans nodes uses its ranks' NICs. The network model costs
-// it alone (with the groups of its own kind that share the node's NICs counted in); while several such
+// Shared NICs: a communication op whose group spans nodes, or a RemoteOp, uses its ranks' NICs. The
+// network model (or the RemoteOp's) costs it alone (with the groups of its own kind that share the
+// node's NICs counted in: the node's every GPU exchanging at once, for a RemoteOp); while several such
 // tasks run on one rank (a data-parallel reduce-scatter beside a pipeline send, a context-parallel ring
 // beside a ZeRO-3 gather), they share its NICs equally: each progresses at 1 / k of its speed, k the
 // number running on the rank (for a gang task, the most on any of its member ranks), and every start

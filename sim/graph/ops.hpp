@@ -134,6 +134,15 @@ struct LoadOp {
   double samples = 0.0;  // the global batch's, for traces and tests
 };
 
+// A rank's exchange with servers outside the GPU nodes (a DLRM's rows on remote parameter servers: the
+// pull of its samples' rows, the push of their gradients), in the time its model gives
+// (models/dlrm/remote_servers.hpp). A communication task through its node's NICs: it shares them with
+// the rank's other transfers running beside it (engine/simulate.hpp, "Shared NICs").
+struct RemoteOp {
+  double seconds = 0.0;
+  double bytes = 0.0;  // on the wire, the larger direction (for traces and tests)
+};
+
 const char* to_string(ComputeClass c);
 const char* to_string(CollectiveKind k);
 

@@ -76,7 +76,7 @@ struct Task {
 // Every-rank simulations hold tens of millions of tasks: keep each at 16 bytes.
 static_assert(sizeof(Task) == 16);
 
-using Op = std::variant<ComputeOp, CommOp, FusedOp, LoadOp>;
+using Op = std::variant<ComputeOp, CommOp, FusedOp, LoadOp, RemoteOp>;
 
 // The member streams of gang task `task`: gang_streams()[begin .. begin + size).
 struct Gang {

@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 
 #include "core/units.hpp"
+#include "models/dlrm/dlrm.hpp"
+#include "models/dlrm/zipf.hpp"
 #include "models/transformer/transformer.hpp"
 
 namespace dtsim::parallel {
@@ -27,20 +29,6 @@ double block_penalty(double columns) {
   return 1.0;
 }
 
-// Sum of i^-s for i = 1 .. k (k >= 1): exact up to 1000 terms, then the integral of the tail from
-// 1000.5 to k + 0.5 (the midpoint rule's error is below 1e-7 of the sum there).
-double harmonic(double k, double s) {
-  constexpr double kExact = 1000.0;
-  double sum = 0.0;
-  const double head = std::min(std::floor(k), kExact);
-  for (double i = 1.0; i <= head; i += 1.0) sum += std::pow(i, -s);
-  if (k <= kExact) return sum;
-  const double a = kExact + 0.5;
-  const double b = std::floor(k) + 0.5;
-  if (std::abs(s - 1.0) < 1e-12) return sum + std::log(b / a);
-  return sum + (std::pow(b, 1.0 - s) - std::pow(a, 1.0 - s)) / (1.0 - s);
-}
-
 struct Work {
   double hbm_bytes = 0.0;   // lookup bytes in HBM, forward
   double host_bytes = 0.0;  // lookup bytes over the host link, forward
@@ -50,28 +38,6 @@ struct Work {
 };
 
 }  // namespace shard_costs
-
-double zipf_cache_hit_rate(double rows, double fraction, double exponent) {
-  using namespace shard_costs;
-  if (rows < 1.0 || fraction <= 0.0) return 0.0;
-  if (fraction >= 1.0) return 1.0;
-  const double cached = std::max(1.0, std::floor(fraction * rows));
-  if (exponent == 0.0) return cached / std::floor(rows);
-  return harmonic(cached, exponent) / harmonic(rows, exponent);
-}
-
-double optimizer_state_bytes_per_value(config::Optimizer optimizer) {
-  using namespace shard_costs;
-  switch (optimizer) {
-    case config::Optimizer::sgd:
-      return 0.0;
-    case config::Optimizer::adagrad:
-      return 4.0;
-    case config::Optimizer::adam:
-      return 8.0;
-  }
-  return 0.0;
-}
 
 EmbeddingLayout shard_embeddings(const config::Scenario& s, double reserved_hbm_bytes) {
   using namespace shard_costs;
@@ -83,7 +49,7 @@ EmbeddingLayout shard_embeddings(const config::Scenario& s, double reserved_hbm_
   const double batch = static_cast<double>(s.training.global_batch_size);
   const double local = batch / static_cast<double>(n);
   const double e = models::activation_bytes_per_element(m.embedding_precision);
-  const double state = optimizer_state_bytes_per_value(s.training.optimizer);
+  const double state = models::optimizer_state_bytes_per_value(s.training.optimizer);
   const double nd = static_cast<double>(n);
   const double gd = static_cast<double>(per_node);
   EmbeddingLayout out;
@@ -93,7 +59,7 @@ EmbeddingLayout shard_embeddings(const config::Scenario& s, double reserved_hbm_
   double in_place = 0.0;
   for (const config::EmbeddingTable& table : m.tables) {
     const EmbeddingSharding how = plan.sharding_of(table.name);
-    if (how == EmbeddingSharding::row_wise) {
+    if (how == EmbeddingSharding::row_wise || plan.remote(table.name)) {
       in_place += nd;
     } else if (how == EmbeddingSharding::column_wise) {
       to_place += std::ceil(static_cast<double>(table.dim) / static_cast<double>(plan.column_shard_dim));
@@ -112,6 +78,11 @@ EmbeddingLayout shard_embeddings(const config::Scenario& s, double reserved_hbm_
   out.node_row_bytes.assign(static_cast<std::size_t>(nodes), 0.0);
   std::vector<Work> work(static_cast<std::size_t>(n));
 
+  if (plan.placement == EmbeddingPlacement::remote) {
+    out.remote = models::remote_traffic(s);
+    out.remote_timing = models::remote_timing(s, *out.remote);
+  }
+
   // The shards of every table.
   double ids_to_owners = 0.0;    // ids per sample sent to the tables' GPUs
   double pooled_received = 0.0;  // pooled values per sample each GPU receives (all-to-all)
@@ -120,6 +91,13 @@ EmbeddingLayout shard_embeddings(const config::Scenario& s, double reserved_hbm_
     const double rows = static_cast<double>(table.rows);
     const double d = static_cast<double>(table.dim);
     const EmbeddingSharding how = plan.sharding_of(table.name);
+    if (plan.remote(table.name)) {
+      // Every GPU pulls the distinct rows its own samples use (models/dlrm/remote_servers.hpp) and
+      // pools them in HBM: a shard of those rows on each GPU.
+      const double pulled = out.remote->table_rows[t];
+      for (std::int64_t r = 0; r < n; ++r) out.shards.push_back({t, how, r, pulled, d, local * table.pooling, true});
+      continue;
+    }
     if (how != EmbeddingSharding::data_parallel) ids_to_owners += table.pooling;
     switch (how) {
       case EmbeddingSharding::table_wise:
@@ -159,7 +137,7 @@ EmbeddingLayout shard_embeddings(const config::Scenario& s, double reserved_hbm_
     for (const auto& [r, x, h] : hit_rates) {
       if (r == rows && x == exponent) return h;
     }
-    const double h = zipf_cache_hit_rate(rows, plan.cache_fraction, exponent);
+    const double h = models::zipf_cache_hit_rate(rows, plan.cache_fraction, exponent);
     hit_rates.push_back({rows, exponent, h});
     return h;
   };
@@ -169,23 +147,30 @@ EmbeddingLayout shard_embeddings(const config::Scenario& s, double reserved_hbm_
     const config::EmbeddingTable& table = m.tables[sh.table];
     const double row = std::max(sh.columns, kMinRowElements) * e;
     const double penalty = block_penalty(sh.columns);
-    const double outputs = (sh.sharding == EmbeddingSharding::data_parallel ? local : batch) * sh.columns * e;
+    // A data-parallel or remote table's GPU pools its own samples' lookups; a sharded table's, the batch's.
+    const bool own_samples = sh.sharding == EmbeddingSharding::data_parallel || sh.remote;
+    const double outputs = (own_samples ? local : batch) * sh.columns * e;
     const double weights = sh.rows * sh.columns * (e + state);
     const bool dp = sh.sharding == EmbeddingSharding::data_parallel;
-    const EmbeddingPlacement where = dp ? EmbeddingPlacement::hbm : plan.placement;
+    // Pulled rows are in HBM, in the exchange buffers; the servers update them and their states.
+    const EmbeddingPlacement where = dp || sh.remote ? EmbeddingPlacement::hbm : plan.placement;
     double hit = 1.0;
     if (where == EmbeddingPlacement::host) hit = 0.0;
     if (where == EmbeddingPlacement::host_cached) hit = cached_hit_rate(sh.rows, table.zipf_exponent);
-    hbm_resident = where == EmbeddingPlacement::hbm           ? weights
+    hbm_resident = sh.remote                                   ? 0.0
+                   : where == EmbeddingPlacement::hbm           ? weights
                    : where == EmbeddingPlacement::host_cached ? plan.cache_fraction * sh.rows * sh.columns * e
                                                               : 0.0;
     host_resident = where == EmbeddingPlacement::hbm ? 0.0 : weights;
     if (hbm_state != nullptr)
-      *hbm_state = where == EmbeddingPlacement::hbm ? sh.rows * sh.columns * state : 0.0;
+      *hbm_state = where == EmbeddingPlacement::hbm && !sh.remote ? sh.rows * sh.columns * state : 0.0;
     Work w;
     w.hbm_bytes = sh.ids * (hit * row * penalty + kIdBytes) + outputs;
     w.host_bytes = sh.ids * (1.0 - hit) * row;
-    const double per_id_backward = 2.0 * row + 2.0 * std::max(sh.columns, kMinRowElements) * state;
+    // Per id, the row's gradient read and written, and with the optimizer fused its state (a remote
+    // table's optimizer runs on the servers: its gradients only accumulate per pulled row).
+    const double per_id_backward =
+        2.0 * row + (sh.remote ? 0.0 : 2.0 * std::max(sh.columns, kMinRowElements) * state);
     w.backward_hbm = outputs + sh.ids * (hit * per_id_backward * penalty + kIdBytes);
     w.backward_host = sh.ids * (1.0 - hit) * per_id_backward;
     w.hits = sh.ids * hit;
@@ -209,6 +194,7 @@ EmbeddingLayout shard_embeddings(const config::Scenario& s, double reserved_hbm_
       rank.hbm_state_bytes += hbm_state;
       rank.host_bytes += host;
     }
+    if (sh.remote) return;
     if (sh.sharding == EmbeddingSharding::table_wise || sh.sharding == EmbeddingSharding::column_wise) {
       rank.alltoall_send_bytes += batch * sh.columns * e * (nd - 1.0) / nd;
     } else if (sh.sharding == EmbeddingSharding::table_row_wise) {
@@ -219,6 +205,8 @@ EmbeddingLayout shard_embeddings(const config::Scenario& s, double reserved_hbm_
   // HBM each GPU has for its shards, and the exchange buffers.
   // Ids sent and received, and the pooled values received forward and their gradients backward.
   out.buffer_bytes = local * ids_to_owners * kIdBytes * 2.0 + local * pooled_received * e * 2.0;
+  // The rows pulled from the parameter servers and their gradients.
+  if (out.remote) out.buffer_bytes += 2.0 * out.remote->pull_in_bytes;
   const double budget =
       s.hbm_bytes_per_gpu() - reserved_hbm_bytes - out.data_parallel_hbm_bytes - out.buffer_bytes;
   const auto lookup_work = [&](const EmbeddingShard& sh) {
@@ -233,7 +221,7 @@ EmbeddingLayout shard_embeddings(const config::Scenario& s, double reserved_hbm_
   std::vector<std::size_t> order;
   for (std::size_t i = 0; i < out.shards.size(); ++i) {
     EmbeddingShard& sh = out.shards[i];
-    if (sh.sharding == EmbeddingSharding::row_wise) {
+    if (sh.sharding == EmbeddingSharding::row_wise || sh.remote) {
       add(sh.rank, sh);
       load[static_cast<std::size_t>(sh.rank)] += lookup_work(sh);
     } else if (sh.sharding == EmbeddingSharding::data_parallel) {
@@ -302,7 +290,8 @@ EmbeddingLayout shard_embeddings(const config::Scenario& s, double reserved_hbm_
   // The shards as placed: row-wise and data-parallel first, then the others in placement order.
   std::vector<EmbeddingShard> shards;
   for (const EmbeddingShard& sh : out.shards) {
-    if (sh.sharding == EmbeddingSharding::row_wise || sh.sharding == EmbeddingSharding::data_parallel) {
+    if (sh.sharding == EmbeddingSharding::row_wise || sh.sharding == EmbeddingSharding::data_parallel ||
+        sh.remote) {
       shards.push_back(sh);
     }
   }
@@ -344,6 +333,18 @@ EmbeddingLayout shard_embeddings(const config::Scenario& s, double reserved_hbm_
           "than its "
           "{:.1f} GiB; use more nodes, shards in HBM, or a smaller optimizer state",
           node, host / core::kGiB, s.node.host_memory_bytes / core::kGiB);
+      return out;
+    }
+  }
+  if (out.remote) {
+    const config::RemoteServers& servers = *plan.servers;
+    const double capacity = static_cast<double>(servers.count) * servers.memory_bytes;
+    if (out.remote->resident_bytes > capacity) {
+      out.infeasible = fmt::format(
+          "the remote tables' rows and optimizer states take {:.1f} GiB, more than the {} parameter servers' {:.1f} "
+          "GiB; use {:.0f} servers or more, or a smaller optimizer state",
+          out.remote->resident_bytes / core::kGiB, servers.count, capacity / core::kGiB,
+          models::whole_count(out.remote->resident_bytes / servers.memory_bytes));
       return out;
     }
   }

@@ -31,6 +31,12 @@
 // under Zipf popularity with exponent s (H the generalized harmonic number; h = c for s = 0), an LRU
 // cache that holds the most popular rows. Weights and optimizer states of host and host_cached shards
 // live in the host's memory; the node's must fit in its host memory (NodeProfile::host_memory_bytes).
+// Remote placement (models/dlrm/remote_servers.hpp): every table not data-parallel stays on the
+// parameter servers, which must hold its rows and optimizer states; each GPU pools its own samples'
+// lookups (b x pooling ids) from the distinct rows it pulled into HBM (a shard of those rows on every
+// GPU, in the exchange buffers with their gradients), and backward accumulates each id's gradient into
+// its row's (the row's gradient read and written per id; the servers run the optimizer). No ids or
+// pooled values are exchanged between GPUs for these tables.
 #pragma once
 
 #include <cstdint>
@@ -40,6 +46,7 @@
 
 #include "config/scenario.hpp"
 #include "graph/ops.hpp"
+#include "models/dlrm/remote_servers.hpp"
 
 namespace dtsim::parallel {
 
@@ -50,6 +57,7 @@ struct EmbeddingShard {
   double rows = 0.0;
   double columns = 0.0;
   double ids = 0.0;  // ids it looks up per iteration
+  bool remote = false;  // rows pulled from the parameter servers into its GPU's HBM (rows: the pulled ones)
 };
 
 // One GPU's embedding work and memory in one iteration.
@@ -77,6 +85,9 @@ struct EmbeddingLayout {
   double buffer_bytes =
       0.0;  // per GPU: its b samples' ids sent and received, pooled values and their gradients
   double cache_hit_rate = 1.0;            // ids served from HBM, over all lookups (1 without a host tier)
+  // The remote placement: each GPU's traffic with the parameter servers, and its pull and push.
+  std::optional<models::RemoteTraffic> remote;
+  models::RemoteTiming remote_timing;
   std::optional<std::string> infeasible;  // why the plan cannot run
 };
 
@@ -88,12 +99,5 @@ inline constexpr double kMaxShardPlacements = 2e8;
 
 // `reserved_hbm_bytes`: HBM each GPU needs besides its shards (the dense part's memory).
 EmbeddingLayout shard_embeddings(const config::Scenario& scenario, double reserved_hbm_bytes);
-
-// Fraction of lookups a cache of `fraction` of `rows` rows serves, under Zipf popularity `exponent`.
-double zipf_cache_hit_rate(double rows, double fraction, double exponent);
-
-// Bytes of optimizer state per value, for an embedding row's elements and the dense parameters alike
-// (FP32 states: sgd none, adagrad one, adam two).
-double optimizer_state_bytes_per_value(config::Optimizer optimizer);
 
 }  // namespace dtsim::parallel

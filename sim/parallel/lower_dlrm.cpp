@@ -1,5 +1,6 @@
 #include "parallel/lower_dlrm.hpp"
 
+#include <algorithm>
 #include <array>
 #include <span>
 #include <string>
@@ -46,6 +47,17 @@ class DlrmLowering {
     const graph::LabelId lookup_label = out_.graph.add_label("embedding_lookup");
     const graph::LabelId lookup_bwd_label = out_.graph.add_label("embedding_backward_fused_optimizer");
 
+    // Remote tables: each GPU's pull of the rows its samples use, first on its embedding stream: the
+    // next batch's (pipelined), which nothing of this iteration waits for, or this batch's, which the
+    // lookups wait for.
+    std::vector<TaskId> pulls;
+    if (layout_.remote) {
+      const graph::OpId pull = out_.graph.add_op(graph::RemoteOp{
+          layout_.remote_timing.pull.seconds, std::max(layout_.remote->pull_in_bytes, layout_.remote->pull_out_bytes)});
+      const graph::LabelId label = out_.graph.add_label("remote_rows_pull");
+      for (std::int64_t r = 0; r < n_; ++r)
+        pulls.push_back(task(r, StreamKind::embedding_comm, pull, Category::embedding_comm, label));
+    }
     // The next batch's ids (pipelined) or this batch's, first on every embedding stream.
     std::vector<TaskId> ids;
     if (layout_.ids_alltoall_bytes > 0.0)
@@ -62,6 +74,8 @@ class DlrmLowering {
           first != graph::TaskGraph::kNoTask ? first : lookups[static_cast<std::size_t>(r)];
       if (!s_.parallelism.embeddings.pipelined && !ids.empty())
         out_.graph.add_dependency(ids.front(), lookups[static_cast<std::size_t>(r)]);
+      if (!s_.parallelism.embeddings.pipelined && !pulls.empty())
+        out_.graph.add_dependency(pulls[static_cast<std::size_t>(r)], lookups[static_cast<std::size_t>(r)]);
     }
     // Forward exchanges, after every member's lookups.
     std::vector<TaskId> forward_exchanges =
@@ -110,6 +124,16 @@ class DlrmLowering {
       embeddings_done[i] = task(r, StreamKind::compute, op, Category::backward, lookup_bwd_label);
       for (const TaskId x : backward_exchanges) out_.graph.add_dependency(x, embeddings_done[i]);
       steps[i] = task(r, StreamKind::compute, dense_step, Category::optimizer, step_label);
+    }
+    // Remote tables: the pulled rows' gradients, pushed once the embeddings' backward has summed them.
+    if (layout_.remote) {
+      const graph::OpId push =
+          out_.graph.add_op(graph::RemoteOp{layout_.remote_timing.push.seconds, layout_.remote->push_bytes});
+      const graph::LabelId label = out_.graph.add_label("remote_gradients_push");
+      for (std::int64_t r = 0; r < n_; ++r) {
+        const TaskId t = task(r, StreamKind::embedding_comm, push, Category::embedding_comm, label);
+        out_.graph.add_dependency(embeddings_done[static_cast<std::size_t>(r)], t);
+      }
     }
     // The gradients' all-reduces, in the order their backward ends on every rank; the step waits for them.
     const auto reduce = [&](double bytes, const std::vector<TaskId>& after, const char* label) {
@@ -227,7 +251,7 @@ class DlrmLowering {
 
   // The dense optimizer step, and the data-parallel tables' (dense in torchrec: their whole gradient).
   graph::OpId optimizer_op() {
-    const double state = optimizer_state_bytes_per_value(s_.training.optimizer);
+    const double state = models::optimizer_state_bytes_per_value(s_.training.optimizer);
     const double params = models::dlrm_dense_parameters(*s_.dlrm);
     const double per_param =
         2 * kDenseBytes + kDenseBytes + 2 * state;  // parameter r/w, gradient, states r/w

@@ -9,12 +9,14 @@
 //                     top MLP forward and the loss, top MLP and interaction backward, bottom MLP backward,
 //                     the embeddings' backward with their optimizer fused (after their gradients have
 //                     arrived), then the dense optimizer step (after the dense gradients' all-reduces)
-//   embedding stream  the next batch's ids to the tables' GPUs (pipelined: nothing of this iteration
+//   embedding stream  with remote tables, the pull of the rows its samples use (the next batch's when
+//                     pipelined, else this batch's, before the lookups); the next batch's ids to the tables' GPUs (pipelined: nothing of this iteration
 //                     waits for it; not pipelined: the lookups wait for this batch's), then forward the
 //                     table-row-wise reduce-scatters inside each node, the pooled values' all-to-all to
 //                     the samples' GPUs and the row-wise reduce-scatter (the interaction waits for them),
 //                     backward the same in reverse (all-to-all of the pooled gradients, all-gathers; they
-//                     wait for every GPU's interaction backward, and the embeddings' backward for them)
+//                     wait for every GPU's interaction backward, and the embeddings' backward for them),
+//                     and with remote tables the push of the pulled rows' gradients after that backward
 //   data stream       all-reduce of the top MLP's gradients after its backward, of the interaction's
 //                     (DCN-v2) and of the bottom MLP's after theirs, of the data-parallel tables' after the
 //                     embeddings' backward (PyTorch DDP's buckets, one per part); FP32 gradients

@@ -22,6 +22,7 @@ EmbeddingSummary summary_of(const config::Scenario& s, const parallel::Embedding
   EmbeddingSummary out;
   const config::EmbeddingPlan& plan = s.parallelism.embeddings;
   for (const config::EmbeddingTable& t : s.dlrm->tables) {
+    if (plan.remote(t.name)) continue;  // counted with the servers below
     const auto how = plan.sharding_of(t.name);
     for (std::size_t k = 0; k < config::kEmbeddingShardings.size(); ++k) {
       if (config::kEmbeddingShardings[k] == how) ++out.tables[k];
@@ -43,6 +44,17 @@ EmbeddingSummary summary_of(const config::Scenario& s, const parallel::Embedding
   }
   out.cache_hit_rate = layout.cache_hit_rate;
   out.pooled_alltoall_bytes = layout.pooled_alltoall_bytes;
+  if (layout.remote) {
+    EmbeddingSummary::Remote remote;
+    for (const config::EmbeddingTable& t : s.dlrm->tables) remote.tables += plan.remote(t.name) ? 1 : 0;
+    remote.servers = plan.servers->count;
+    remote.resident_bytes = layout.remote->resident_bytes;
+    remote.traffic = *layout.remote;
+    remote.traffic.table_rows.clear();  // per table: the layout's business, not the summary's
+    remote.timing = layout.remote_timing;
+    remote.needs = models::size_remote_servers(s, *layout.remote);
+    out.remote = std::move(remote);
+  }
   return out;
 }
 
@@ -62,7 +74,7 @@ Result evaluate_dlrm(const config::Scenario& scenario, const EvaluateOptions& op
 
   // The dense part on every GPU, then the shards in what is left.
   const double dense = models::dlrm_dense_parameters(m);
-  const double state = parallel::optimizer_state_bytes_per_value(scenario.training.optimizer);
+  const double state = models::optimizer_state_bytes_per_value(scenario.training.optimizer);
   Memory memory;
   memory.weights_bytes = dense * parallel::kDenseBytes;
   memory.gradients_bytes = dense * parallel::kDenseBytes;

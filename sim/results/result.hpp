@@ -11,6 +11,7 @@
 #include "config/scenario.hpp"
 #include "engine/simulate.hpp"
 #include "graph/task_graph.hpp"
+#include "models/dlrm/remote_servers.hpp"
 #include "results/data_parallel_result.hpp"
 #include "results/expected_error.hpp"
 #include "models/failures/goodput.hpp"
@@ -156,6 +157,18 @@ struct EmbeddingSummary {
   double host_bytes_per_node_max = 0.0;  // shards in host memory on the fullest node
   double cache_hit_rate = 1.0;    // ids served from HBM over all ids (1 without a host tier)
   double pooled_alltoall_bytes = 0.0;   // the pooled values' all-to-all (CommOp bytes), each way
+  // The remote placement (models/dlrm/remote_servers.hpp): the tables on the parameter servers (not
+  // counted in `tables`), each GPU's traffic with them, its exchanges' times and what limits them, and
+  // the servers the plan needs.
+  struct Remote {
+    std::int64_t tables = 0;
+    std::int64_t servers = 0;
+    double resident_bytes = 0.0;  // rows and optimizer states on all servers together
+    models::RemoteTraffic traffic;
+    models::RemoteTiming timing;
+    std::vector<models::ResourceNeed> needs;
+  };
+  std::optional<Remote> remote;
 };
 
 struct Result {

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "core/units.hpp"
+#include "models/dlrm/dlrm.hpp"
 #include "models/transformer/transformer.hpp"
 #include "network/flow_cache.hpp"
 #include "parallel/embedding_shards.hpp"
@@ -33,6 +34,8 @@ std::string placement_label(const Placement& p) {
       return "host memory";
     case EmbeddingPlacement::host_cached:
       return fmt::format("host, {:.0f}% cached", 100.0 * p.cache_fraction);
+    case EmbeddingPlacement::remote:
+      return "parameter servers";
   }
   return "";
 }
@@ -40,7 +43,7 @@ std::string placement_label(const Placement& p) {
 // A table's weights and optimizer state.
 double table_bytes(const config::Scenario& s, const config::EmbeddingTable& t) {
   const double e = models::activation_bytes_per_element(s.dlrm->embedding_precision);
-  const double state = parallel::optimizer_state_bytes_per_value(s.training.optimizer);
+  const double state = models::optimizer_state_bytes_per_value(s.training.optimizer);
   return static_cast<double>(t.rows) * static_cast<double>(t.dim) * (e + state);
 }
 
@@ -112,6 +115,7 @@ std::vector<Candidate> embedding_plan_candidates(const config::Scenario& base) {
         }
       }
       plan.placement = where.where;
+      plan.servers.reset();  // parameter servers hold the remote placement's tables only
       if (where.where == EmbeddingPlacement::host_cached) plan.cache_fraction = where.cache_fraction;
       std::string label = config::to_string(shape.rest);
       if (shape.large) {
@@ -121,6 +125,26 @@ std::vector<Candidate> embedding_plan_candidates(const config::Scenario& base) {
       if (shape.small_replicated) label += ", small data_parallel";
       s.name = fmt::format("{}: {}; {}", base.name, label, placement_label(where));
       out.push_back({fmt::format("{}; {}", label, placement_label(where)), std::move(s)});
+    }
+  }
+  // The scenario's parameter servers (the remote placement): every table on them, or the small ones
+  // replicated; how the others would be sharded over the GPUs does not apply.
+  if (base.parallelism.embeddings.servers) {
+    for (const bool small_replicated : {false, true}) {
+      if (small_replicated && !any_small) continue;
+      config::Scenario s = base;
+      config::EmbeddingPlan& plan = s.parallelism.embeddings;
+      plan.sharding = EmbeddingSharding::table_wise;
+      plan.per_table.clear();
+      for (const config::EmbeddingTable& t : m.tables) {
+        if (small_replicated && table_bytes(base, t) < kSmallTableBytes)
+          plan.per_table.emplace_back(t.name, EmbeddingSharding::data_parallel);
+      }
+      plan.placement = EmbeddingPlacement::remote;
+      const std::string label = fmt::format("{}; {}", small_replicated ? "small data_parallel" : "every table",
+                                            placement_label({EmbeddingPlacement::remote, 0.0}));
+      s.name = fmt::format("{}: {}", base.name, label);
+      out.push_back({label, std::move(s)});
     }
   }
   return out;

@@ -12,7 +12,9 @@
 // each in every placement the GPU can use: HBM; with a host link also host memory with an HBM cache
 // of kCacheFractions of each shard's rows, and host memory alone. Plans that could not differ are left
 // out: a split without large or small tables, column shards when no table is wider than a shard,
-// replicated tables anywhere but HBM. Every plan keeps the scenario's column_shard_dim and pipelining.
+// replicated tables anywhere but HBM. With the scenario's parameter servers (the remote placement),
+// last: every table on the servers, and the small ones replicated with the rest on the servers. Every
+// plan keeps the scenario's column_shard_dim and pipelining.
 #pragma once
 
 #include <array>

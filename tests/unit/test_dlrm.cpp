@@ -11,38 +11,16 @@
 
 #include "config/scenario_loader.hpp"
 #include "models/dlrm/dlrm.hpp"
+#include "models/dlrm/zipf.hpp"
 #include "parallel/embedding_shards.hpp"
 #include "results/evaluate.hpp"
+#include "dlrm_fixture.hpp"
 #include "scenario_fixture.hpp"
 #include "search/embedding_search.hpp"
 
 using dtsim::config::EmbeddingPlacement;
 using dtsim::config::EmbeddingSharding;
 
-// Named, not anonymous: unity builds put several files in one translation unit.
-namespace dlrm_test {
-
-// The fixture's GPU (1e12 B/s of HBM, 80e9 bytes) on one node of two, a global batch of 1000 (500 per
-// GPU), four tables of 1000 rows of 128 FP32 columns with 4, 3, 2 and 1 ids per sample, SGD (no state).
-dtsim::config::Scenario two_gpus() {
-  auto s = dtsim::testing::fixture_scenario();
-  s.cluster.nodes = 1;
-  s.node.gpus_per_node = 2;
-  s.parallelism.data = 2;
-  s.training.global_batch_size = 1000;
-  s.training.precision = dtsim::config::Precision::fp32;
-  s.training.optimizer = dtsim::config::Optimizer::sgd;
-  s.node.host_memory_bytes = 1e12;
-  dtsim::config::DlrmSpec m;
-  m.dense_features = 13;
-  m.bottom_mlp = {64, 128};
-  m.top_mlp = {64, 1};
-  for (int i = 0; i < 4; ++i) m.tables.push_back({fmt::format("t{}", i), 1000, 128, 4.0 - i, 0.0});
-  s.dlrm = m;
-  return s;
-}
-
-}  // namespace dlrm_test
 
 TEST_CASE("DLRM: the torchrec Criteo 1TB preset's parameters and FLOPs") {
   const auto s = dtsim::config::load_scenario_text(
@@ -99,7 +77,7 @@ TEST_CASE("DLRM: a row-wise table splits its ids evenly and reduce-scatters its 
   CHECK(layout.ranks[1].ids == 5000.0);
 }
 
-TEST_CASE("DLRM: rows in host memory move over the host link; an HBM cache serves its hit rate") {
+TEST_CASE("DLRM: rows in host memory move over the host link, an HBM cache serves its hit rate") {
   auto s = dlrm_test::two_gpus();
   s.parallelism.embeddings.placement = EmbeddingPlacement::host;
   auto layout = dtsim::parallel::shard_embeddings(s, 0.0);
@@ -128,14 +106,14 @@ TEST_CASE("DLRM: rows in host memory move over the host link; an HBM cache serve
 
 TEST_CASE("DLRM: the hit rate of a cache of the most popular rows under Zipf popularity") {
   // Every row alike: the cached fraction.
-  CHECK(dtsim::parallel::zipf_cache_hit_rate(1e6, 0.2, 0.0) == doctest::Approx(0.2));
-  CHECK(dtsim::parallel::zipf_cache_hit_rate(1e6, 1.0, 1.2) == 1.0);
+  CHECK(dtsim::models::zipf_cache_hit_rate(1e6, 0.2, 0.0) == doctest::Approx(0.2));
+  CHECK(dtsim::models::zipf_cache_hit_rate(1e6, 1.0, 1.2) == 1.0);
   // s = 1: H(k) ~ ln k + 0.5772 (Euler's constant): 1% of 1e6 rows serve (ln 1e4 + 0.5772) / (ln 1e6 +
   // 0.5772) = 9.7875 / 14.3927 = 0.6800 of the ids.
-  CHECK(dtsim::parallel::zipf_cache_hit_rate(1e6, 0.01, 1.0) == doctest::Approx(0.6800).epsilon(1e-3));
+  CHECK(dtsim::models::zipf_cache_hit_rate(1e6, 0.01, 1.0) == doctest::Approx(0.6800).epsilon(1e-3));
   // Steeper popularity, more hits from the same cache.
-  CHECK(dtsim::parallel::zipf_cache_hit_rate(1e6, 0.01, 1.2) >
-        dtsim::parallel::zipf_cache_hit_rate(1e6, 0.01, 1.0));
+  CHECK(dtsim::models::zipf_cache_hit_rate(1e6, 0.01, 1.2) >
+        dtsim::models::zipf_cache_hit_rate(1e6, 0.01, 1.0));
 }
 
 TEST_CASE("DLRM: a table that fits no GPU makes the plan infeasible, with the table's name") {
