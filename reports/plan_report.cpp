@@ -67,8 +67,10 @@ void write_pick(std::ostream& out, const char* what, const search::PlanOutcome& 
   // With failures: the spread of the whole-run simulation and its goodput.
   std::string failures;
   if (const auto& g = r.best.goodput) {
-    failures = fmt::format(" (failures: p10 {:.1f} .. p90 {:.1f}, goodput {:.1f}%)", g->wall_s.p10 / core::kSecondsPerDay,
-                           g->wall_s.p90 / core::kSecondsPerDay, g->goodput.p50 * 100.0);
+    // In the unit of the time beside it (days, or hours for a run shorter than a day).
+    const double unit_s = in_days ? core::kSecondsPerDay : 3600.0;
+    failures = fmt::format(" (failures: p10 {:.1f} .. p90 {:.1f}, goodput {:.1f}%)", g->wall_s.p10 / unit_s,
+                           g->wall_s.p90 / unit_s, g->goodput.p50 * 100.0);
   }
   const std::string duration = fmt::format("{:.1f} {}", time, in_days ? "days" : "hours");
   out << fmt::format("{:<9} {} x {} ({}, {} GPUs): {}{}{}, ${:.0f}, {}\n", what, r.cluster->scenario.cluster.nodes,

@@ -187,4 +187,10 @@ double optimizer_state_bytes_per_value(config::Optimizer optimizer) {
   return 0.0;
 }
 
+double dlrm_state_bytes(const config::DlrmSpec& model, config::Optimizer optimizer) {
+  const double state = optimizer_state_bytes_per_value(optimizer);
+  const double rows = activation_bytes_per_element(model.embedding_precision) + state;
+  return dlrm_dense_parameters(model) * (kDenseBytes + state) + dlrm_embedding_parameters(model) * rows;
+}
+
 }  // namespace dtsim::models

@@ -55,9 +55,18 @@ double dlrm_top_parameters(const config::DlrmSpec& model);
 double dlrm_dense_parameters(const config::DlrmSpec& model);
 double dlrm_embedding_parameters(const config::DlrmSpec& model);  // rows x dim over the tables
 
+// Bytes of a dense parameter and of its gradient (FP32).
+inline constexpr double kDenseBytes = 4.0;
+
 // Bytes of optimizer state per value, for an embedding row's elements and the dense parameters alike
 // (FP32 states: sgd none, adagrad one, adam two).
 double optimizer_state_bytes_per_value(config::Optimizer optimizer);
+
+// The model state a checkpoint saves once, wherever it lives (HBM, host memory, parameter servers):
+// the dense FP32 parameters and every table's rows in the embedding precision, each with its optimizer
+// states. A full checkpoint: Check-N-Run's incremental and quantized ones (Eisenman et al., NSDI'22)
+// write less.
+double dlrm_state_bytes(const config::DlrmSpec& model, config::Optimizer optimizer);
 
 // Model FLOPs of one iteration of `global_batch` samples (forward and backward of the dense part).
 double dlrm_model_flops_per_iteration(const config::DlrmSpec& model, std::int64_t global_batch);

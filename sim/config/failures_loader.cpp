@@ -210,13 +210,8 @@ std::optional<FailureSpec> read_failures(ObjectReader& parent, const std::string
 void check_failures(const std::string& file, const Scenario& s) {
   if (!s.failures) return;
   const FailureSpec& f = *s.failures;
-  if (s.dlrm) {
-    throw core::InputError(file, "/failures", kDlrmFailuresRefused);
-  }
-  if (f.recovery == Recovery::elastic && s.layer_model) {
-    throw core::InputError(file, "/failures/recovery",
-                           "elastic recovery drops data-parallel replicas of a transformer or MLP model; a "
-                           "layer-table workload restarts (\"recovery\": \"restart\")");
+  if (f.recovery == Recovery::elastic && (s.layer_model || s.dlrm)) {
+    throw core::InputError(file, "/failures/recovery", kElasticRefused);
   }
   if (f.train_tokens && (s.layer_model || s.model.seq_length <= 0)) {
     throw core::InputError(file, "/failures/train_tokens",

@@ -21,13 +21,14 @@ struct FailureReadRules {
 std::optional<FailureSpec> read_failures(ObjectReader& parent, const std::string& hardware_profiles,
                                          const FailureReadRules& rules);
 
-// Why a DLRM takes no failures, in a scenario or in a plan (at /failures).
-inline constexpr const char* kDlrmFailuresRefused =
-    "failures are costed for transformer, MLP and layer-table workloads; a DLRM's checkpoint (terabytes of "
-    "embedding tables) and recovery are not modelled: leave the block out";
+// Why a layer-table workload or a DLRM takes no elastic recovery, in a scenario or in a plan (at
+// /failures/recovery): no data-parallel replica of theirs holds the whole state.
+inline constexpr const char* kElasticRefused =
+    "elastic recovery drops data-parallel replicas of a transformer or MLP model; a layer-table or DLRM "
+    "workload restarts (\"recovery\": \"restart\")";
 
 // Throws InputError at /failures of `file` when the scenario cannot honour its block: a DLRM
-// (kDlrmFailuresRefused), elastic recovery on a layer-table workload, a length in tokens for a model without a sequence, or no length where the
+// elastic recovery on a layer-table workload or a DLRM (kElasticRefused), a length in tokens for a model without a sequence, or no length where the
 // workload gives none (no convergence target).
 void check_failures(const std::string& file, const Scenario& s);
 

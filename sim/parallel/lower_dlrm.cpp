@@ -143,9 +143,9 @@ class DlrmLowering {
       for (const TaskId done : after) out_.graph.add_dependency(done, all_reduce);
       for (const TaskId step : steps) out_.graph.add_dependency(all_reduce, step);
     };
-    reduce(models::dlrm_top_parameters(m) * kDenseBytes, top_done, "top_mlp_gradient_all_reduce");
-    reduce(models::dlrm_interaction_parameters(m) * kDenseBytes, inter_done, "dcn_gradient_all_reduce");
-    reduce(models::dlrm_bottom_parameters(m) * kDenseBytes, bottom_done, "bottom_mlp_gradient_all_reduce");
+    reduce(models::dlrm_top_parameters(m) * models::kDenseBytes, top_done, "top_mlp_gradient_all_reduce");
+    reduce(models::dlrm_interaction_parameters(m) * models::kDenseBytes, inter_done, "dcn_gradient_all_reduce");
+    reduce(models::dlrm_bottom_parameters(m) * models::kDenseBytes, bottom_done, "bottom_mlp_gradient_all_reduce");
     reduce(layout_.data_parallel_gradient_bytes, embeddings_done, "data_parallel_tables_gradient_all_reduce");
     if (const std::optional<InputLoad> load = add_input_load_ops(s_, out_.graph)) {
       for (std::int64_t r = 0; r < n_; ++r) {
@@ -254,7 +254,7 @@ class DlrmLowering {
     const double state = models::optimizer_state_bytes_per_value(s_.training.optimizer);
     const double params = models::dlrm_dense_parameters(*s_.dlrm);
     const double per_param =
-        2 * kDenseBytes + kDenseBytes + 2 * state;  // parameter r/w, gradient, states r/w
+        2 * models::kDenseBytes + models::kDenseBytes + 2 * state;  // parameter r/w, gradient, states r/w
     graph::ComputeOp op;
     op.cls = graph::ComputeClass::optimizer;
     op.memory = core::MemoryClass::optimizer;

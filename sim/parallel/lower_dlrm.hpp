@@ -33,7 +33,5 @@ namespace dtsim::parallel {
 // Requires a DLRM scenario whose layout is feasible (layout.infeasible empty).
 LoweredGraph lower_dlrm(const config::Scenario& scenario, const EmbeddingLayout& layout);
 
-// Bytes of a dense parameter and of its gradient (FP32).
-inline constexpr double kDenseBytes = 4.0;
 
 }  // namespace dtsim::parallel

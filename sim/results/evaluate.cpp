@@ -190,6 +190,7 @@ Result evaluate_feasible(const config::Scenario& scenario, const EvaluateOptions
     Result result = evaluate_dlrm(scenario, options);
     if (result.status == Status::ok) result.interval = calibration_interval(scenario, options.flow_cache);
     state_input(result);
+    estimate_goodput(result);
     return result;
   }
   if (!scenario.layer_model) {

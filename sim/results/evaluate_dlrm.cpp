@@ -76,8 +76,8 @@ Result evaluate_dlrm(const config::Scenario& scenario, const EvaluateOptions& op
   const double dense = models::dlrm_dense_parameters(m);
   const double state = models::optimizer_state_bytes_per_value(scenario.training.optimizer);
   Memory memory;
-  memory.weights_bytes = dense * parallel::kDenseBytes;
-  memory.gradients_bytes = dense * parallel::kDenseBytes;
+  memory.weights_bytes = dense * models::kDenseBytes;
+  memory.gradients_bytes = dense * models::kDenseBytes;
   memory.optimizer_bytes = dense * state;
   memory.activations_bytes = models::dlrm_dense_activation_bytes(m, local, precision);
   const double reserved =

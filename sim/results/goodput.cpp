@@ -1,11 +1,13 @@
 #include "results/goodput.hpp"
 
 #include <algorithm>
+#include <string>
 
 #include <fmt/format.h>
 
 #include "core/errors.hpp"
 #include "core/units.hpp"
+#include "models/dlrm/dlrm.hpp"
 #include "models/transformer/transformer.hpp"
 #include "parallel/memory_model.hpp"
 #include "parallel/mesh.hpp"
@@ -16,14 +18,23 @@ namespace dtsim::results {
 // Named, not anonymous: unity builds put several files in one translation unit.
 namespace goodput_inputs {
 
-double model_parameters(const config::Scenario& s) {
-  return s.layer_model ? s.layer_model->params() : models::total_parameters(s.model);
+// The model state a checkpoint saves once: a DLRM's tables and dense part (models/dlrm/dlrm.hpp); else
+// the parameters in the training precision with their optimizer states.
+double checkpoint_state_bytes(const config::Scenario& s) {
+  if (s.dlrm) return models::dlrm_state_bytes(*s.dlrm, s.training.optimizer);
+  const parallel::ParameterBytes bytes = parallel::parameter_bytes(s.training);
+  const double params = s.layer_model ? s.layer_model->params() : models::total_parameters(s.model);
+  return params * (bytes.weights + bytes.optimizer);
 }
+
+// No data-parallel replica of a layer-table workload or a DLRM holds the whole state on its own
+// (elastic recovery is refused for them).
+bool replicated_model(const config::Scenario& s) { return !s.layer_model && !s.dlrm; }
 
 // For each node, the data-parallel replicas (data coordinates) with a rank on it.
 std::vector<std::vector<std::int32_t>> node_replicas(const config::Scenario& s) {
   std::vector<std::vector<std::int32_t>> out(static_cast<std::size_t>(s.cluster.nodes));
-  if (s.layer_model) return out;
+  if (!replicated_model(s)) return out;
   const parallel::Mesh mesh = parallel::Mesh::of(s);
   for (std::int64_t rank = 0; rank < mesh.size(); ++rank) {
     auto& replicas = out[static_cast<std::size_t>(mesh.node_of(rank))];
@@ -75,12 +86,14 @@ double failure_free_s(const Result& result, const config::FailureSpec& spec) {
 models::GoodputEstimate goodput_of(const Result& result, const config::FailureSpec& spec, double failure_free_s) {
   using namespace goodput_inputs;
   const config::Scenario& s = result.scenario;
-  const parallel::ParameterBytes bytes = parallel::parameter_bytes(s.training);
   models::CheckpointInput ck;
-  ck.state_bytes = model_parameters(s) * (bytes.weights + bytes.optimizer);
+  ck.state_bytes = checkpoint_state_bytes(s);
   ck.per_gpu_state_bytes = result.memory.weights_bytes + result.memory.optimizer_bytes;
   ck.peer_memory = spec.checkpoint.target == config::CheckpointTarget::peer_memory;
   ck.node_state_bytes = ck.per_gpu_state_bytes * static_cast<double>(s.node.gpus_per_node);
+  // A DLRM node also holds its shards in host memory; tables on parameter servers are not the nodes'.
+  if (result.embeddings) ck.node_state_bytes += result.embeddings->host_bytes_per_node_max;
+  const bool on_servers = result.embeddings && result.embeddings->remote;
   // The node's NICs at the fabric's achievable fraction of their line rate (as its collectives).
   ck.node_link_gbytes_per_s = s.cluster.network.nic_gbps * static_cast<double>(s.cluster.network.nics_per_node) /
                               8.0 * s.fabric.efficiency;
@@ -95,20 +108,25 @@ models::GoodputEstimate goodput_of(const Result& result, const config::FailureSp
   in.iteration_s = result.iteration_time_s;
   in.gpus = s.gpu_count();
   in.nodes = s.cluster.nodes;
-  in.replicas = s.layer_model ? 1 : s.parallelism.data;
+  in.replicas = replicated_model(s) ? s.parallelism.data : 1;
   if (spec.recovery == config::Recovery::elastic) in.node_replicas = node_replicas(s);
-  in.replicas_hold_state = !s.layer_model && s.parallelism.zero_stage == 0 && !s.parallelism.distributed_optimizer;
+  in.replicas_hold_state =
+      replicated_model(s) && s.parallelism.zero_stage == 0 && !s.parallelism.distributed_optimizer;
   in.checkpoint = models::checkpoint_cost(ck);
   in.category_pace = category_paces(result, spec);
   in.seed = s.simulation.seed;
-  // A peer keeps each node's copy beside its own, in host memory.
-  if (ck.peer_memory && 2.0 * ck.node_state_bytes > s.node.host_memory_bytes) {
+  // A peer keeps each node's copy beside its own, in host memory; the parameter servers' tables are on
+  // no GPU node.
+  if (ck.peer_memory && (on_servers || 2.0 * ck.node_state_bytes > s.node.host_memory_bytes)) {
     models::GoodputEstimate out;
     out.failure_free_s = failure_free_s;
     out.checkpoint = in.checkpoint;
-    out.reason = fmt::format(
-        "a peer-memory checkpoint keeps two nodes' states ({:.1f} GiB) in each node's host memory of {:.1f} GiB",
-        2.0 * ck.node_state_bytes / core::kGiB, s.node.host_memory_bytes / core::kGiB);
+    out.reason = on_servers
+                     ? std::string("a peer-memory checkpoint copies the GPU nodes' state, not the tables on the "
+                                   "parameter servers: checkpoint to storage")
+                     : fmt::format("a peer-memory checkpoint keeps two nodes' states ({:.1f} GiB) in each node's "
+                                   "host memory of {:.1f} GiB",
+                                   2.0 * ck.node_state_bytes / core::kGiB, s.node.host_memory_bytes / core::kGiB);
     return out;
   }
   return models::estimate_goodput(in);
