@@ -78,9 +78,11 @@ const std::vector<Row>& rows() {
        [](const Result& r) {
          const auto& e = r.scenario.parallelism.embeddings;
          if (!r.scenario.dlrm) return std::string("-");
-         return e.placement == config::EmbeddingPlacement::host_cached
-                    ? fmt::format("host, {:.0f}% cached", 100 * e.cache_fraction)
-                    : std::string(config::to_string(e.placement));
+         const std::string where = e.placement == config::EmbeddingPlacement::host_cached
+                                       ? fmt::format("host, {:.0f}% cached", 100 * e.cache_fraction)
+                                       : std::string(config::to_string(e.placement));
+         return e.per_table_placement.empty() ? where
+                                              : fmt::format("{} (+{} own)", where, e.per_table_placement.size());
        },
        false, false, Applies::dlrm},
       {"iteration (s)", [](const Result& r) { return seconds(r.iteration_time_s); }, true},

@@ -51,7 +51,7 @@ nlohmann::ordered_json dlrm_model_json(const config::DlrmSpec& m) {
   return j;
 }
 
-nlohmann::ordered_json embedding_plan_json(const config::EmbeddingPlan& p) {
+nlohmann::ordered_json embedding_plan_json(const config::EmbeddingPlan& p, const config::DlrmSpec& model) {
   nlohmann::ordered_json j;
   j["sharding"] = config::to_string(p.sharding);
   if (!p.per_table.empty()) {
@@ -60,7 +60,12 @@ nlohmann::ordered_json embedding_plan_json(const config::EmbeddingPlan& p) {
     j["per_table"] = std::move(per);
   }
   j["placement"] = config::to_string(p.placement);
-  if (p.placement == config::EmbeddingPlacement::host_cached) j["cache_fraction"] = p.cache_fraction;
+  if (!p.per_table_placement.empty()) {
+    nlohmann::ordered_json per = nlohmann::ordered_json::object();
+    for (const auto& [name, where] : p.per_table_placement) per[name] = config::to_string(where);
+    j["per_table_placement"] = std::move(per);
+  }
+  if (p.any_rows(model, config::EmbeddingPlacement::host_cached)) j["cache_fraction"] = p.cache_fraction;
   j["column_shard_dim"] = p.column_shard_dim;
   j["pipelined"] = p.pipelined;
   if (const auto& srv = p.servers) {
@@ -144,12 +149,16 @@ void write_dlrm_plan_text(std::ostream& out, const config::Scenario& s) {
                           100.0 * p.cache_fraction);
       break;
     case config::EmbeddingPlacement::remote:
-      plan += fmt::format(", rows on {} parameter servers ({:.0f} GB, {:.0f} Gb/s, rows at {:.0f} GB/s each)",
-                          p.servers->count, p.servers->memory_bytes / core::kGiga, p.servers->nic_gbps,
-                          p.servers->row_gbytes_per_s);
+      plan += ", rows on parameter servers";
       break;
   }
-  if (p.placement == config::EmbeddingPlacement::remote) {
+  if (!p.per_table_placement.empty())
+    plan += fmt::format(" ({} tables placed as per_table_placement says)", p.per_table_placement.size());
+  if (const auto& srv = p.servers) {
+    plan += fmt::format("; {} servers of {:.0f} GB, {:.0f} Gb/s, rows at {:.0f} GB/s each", srv->count,
+                        srv->memory_bytes / core::kGiga, srv->nic_gbps, srv->row_gbytes_per_s);
+  }
+  if (p.any_rows(*s.dlrm, config::EmbeddingPlacement::remote)) {
     plan += p.pipelined ? ", rows pulled a batch ahead" : ", rows pulled before each batch's lookups";
   } else {
     plan += p.pipelined ? ", ids sent a batch ahead" : ", ids sent before each batch's lookups";

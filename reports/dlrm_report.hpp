@@ -13,7 +13,8 @@
 namespace dtsim::reports {
 
 nlohmann::ordered_json dlrm_model_json(const config::DlrmSpec& model);
-nlohmann::ordered_json embedding_plan_json(const config::EmbeddingPlan& plan);
+// `model`: the tables the plan places (whether one is cached in HBM).
+nlohmann::ordered_json embedding_plan_json(const config::EmbeddingPlan& plan, const config::DlrmSpec& model);
 nlohmann::ordered_json embeddings_json(const results::EmbeddingSummary& e);
 
 // The "model" lines of the setup, and its "parallelism", "embeddings" and "training" lines (the plan

@@ -155,7 +155,7 @@ nlohmann::ordered_json scenario_json(const config::Scenario& scenario) {
   j["parallelism"] = parallelism_json(scenario.parallelism);
   j["training"] = training_json(scenario.training);
   if (scenario.dlrm) {
-    j["parallelism"]["embeddings"] = embedding_plan_json(scenario.parallelism.embeddings);
+    j["parallelism"]["embeddings"] = embedding_plan_json(scenario.parallelism.embeddings, *scenario.dlrm);
     // The keys a DLRM scenario may not state (config/dlrm_loader.hpp).
     for (const char* key : {"micro_batch_size", "activation_recompute", "overlap_param_gather"}) j["training"].erase(key);
     j["training"]["optimizer"] = config::to_string(scenario.training.optimizer);

@@ -21,6 +21,20 @@ EmbeddingSharding EmbeddingPlan::sharding_of(const std::string& table) const {
   return sharding;
 }
 
+EmbeddingPlacement EmbeddingPlan::placement_of(const std::string& table) const {
+  for (const auto& [name, p] : per_table_placement) {
+    if (name == table) return p;
+  }
+  return placement;
+}
+
+bool EmbeddingPlan::any_rows(const DlrmSpec& model, EmbeddingPlacement where) const {
+  for (const EmbeddingTable& t : model.tables) {
+    if (rows_of(t.name) == where) return true;
+  }
+  return false;
+}
+
 const char* to_string(Interaction i) {
   switch (i) {
     case Interaction::dot:

@@ -85,6 +85,9 @@ struct EmbeddingPlan {
   EmbeddingSharding sharding = EmbeddingSharding::table_wise;
   std::vector<std::pair<std::string, EmbeddingSharding>> per_table;  // overrides, by table name
   EmbeddingPlacement placement = EmbeddingPlacement::hbm;
+  // Overrides, by table name: a mix of placements (the large tables on parameter servers or in host
+  // memory, the others in HBM). A data-parallel table stays in HBM whatever its placement says.
+  std::vector<std::pair<std::string, EmbeddingPlacement>> per_table_placement;
   // host_cached: rows of each shard cached in HBM (torchrec's planner assumes 0.2 by default,
   // planner/constants.py, its caching ratio).
   double cache_fraction = 0.2;
@@ -96,11 +99,15 @@ struct EmbeddingPlan {
   std::optional<RemoteServers> servers;  // placement "remote": required; otherwise absent
 
   EmbeddingSharding sharding_of(const std::string& table) const;
-  // Its rows on the parameter servers: the remote placement, for every table not data-parallel (a
-  // replicated table stays in each GPU's HBM).
-  bool remote(const std::string& table) const {
-    return placement == EmbeddingPlacement::remote && sharding_of(table) != EmbeddingSharding::data_parallel;
+  EmbeddingPlacement placement_of(const std::string& table) const;
+  // Where its rows live: its placement, or HBM for a data-parallel table (a replica on every GPU).
+  EmbeddingPlacement rows_of(const std::string& table) const {
+    return sharding_of(table) == EmbeddingSharding::data_parallel ? EmbeddingPlacement::hbm : placement_of(table);
   }
+  // Its rows on the parameter servers.
+  bool remote(const std::string& table) const { return rows_of(table) == EmbeddingPlacement::remote; }
+  // Whether the rows of some table of `model` live at `where`.
+  bool any_rows(const DlrmSpec& model, EmbeddingPlacement where) const;
 };
 
 inline constexpr std::array kInteractions{Interaction::dot, Interaction::dcn_v2};

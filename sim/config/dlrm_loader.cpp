@@ -2,6 +2,7 @@
 
 #include <optional>
 #include <set>
+#include <span>
 #include <utility>
 
 #include <fmt/format.h>
@@ -46,6 +47,27 @@ std::vector<std::int64_t> read_widths(ObjectReader& r, std::string_view key) {
     }
     out.push_back(v.get<std::int64_t>());
   }
+  return out;
+}
+
+// `key`: {"table name": choice} overrides, each naming a table of the model.
+template <typename T>
+std::vector<std::pair<std::string, T>> read_per_table(ObjectReader& r, std::string_view key, const DlrmSpec& model,
+                                                      std::span<const Choice<T>> choices) {
+  std::vector<std::pair<std::string, T>> out;
+  std::optional<ObjectReader> per = r.optional_child(key);
+  if (!per) return out;
+  std::set<std::string> names;
+  for (const EmbeddingTable& t : model.tables) names.insert(t.name);
+  for (const auto& [name, value] : per->value().items()) {
+    if (names.count(name) == 0) {
+      throw per->error_at(name, fmt::format("no table is named \"{}\"; expected the name of one of the model's {} "
+                                            "tables",
+                                            name, model.tables.size()));
+    }
+    out.emplace_back(name, per->enum_value<T>(name, choices));
+  }
+  per->finish();
   return out;
 }
 
@@ -177,43 +199,34 @@ EmbeddingPlan read_embedding_plan(ObjectReader& parallelism, const DlrmSpec& mod
   EmbeddingPlan plan;
   std::optional<ObjectReader> r = parallelism.optional_child("embeddings");
   if (!r) return plan;
-  r->expect_keys(
-      {"sharding", "per_table", "placement", "cache_fraction", "column_shard_dim", "pipelined", "servers"});
+  r->expect_keys({"sharding", "per_table", "placement", "per_table_placement", "cache_fraction",
+                  "column_shard_dim", "pipelined", "servers"});
   const auto shardings = named_choices(kEmbeddingShardings);
+  const auto placements = named_choices(kEmbeddingPlacements);
   plan.sharding = r->optional_enum<EmbeddingSharding>("sharding", plan.sharding, shardings);
-  if (std::optional<ObjectReader> per = r->optional_child("per_table")) {
-    std::set<std::string> names;
-    for (const EmbeddingTable& t : model.tables) names.insert(t.name);
-    for (const auto& [name, value] : per->value().items()) {
-      if (names.count(name) == 0) {
-        throw per->error_at(
-            name, fmt::format("no table is named \"{}\"; expected the name of one of the model's {} "
-                              "tables",
-                              name, model.tables.size()));
-      }
-      plan.per_table.emplace_back(name, per->enum_value<EmbeddingSharding>(name, shardings));
-    }
-    per->finish();
-  }
-  plan.placement =
-      r->optional_enum<EmbeddingPlacement>("placement", plan.placement, named_choices(kEmbeddingPlacements));
+  plan.per_table = read_per_table<EmbeddingSharding>(*r, "per_table", model, std::span(shardings));
+  plan.placement = r->optional_enum<EmbeddingPlacement>("placement", plan.placement, placements);
+  plan.per_table_placement =
+      read_per_table<EmbeddingPlacement>(*r, "per_table_placement", model, std::span(placements));
   plan.cache_fraction = r->optional<double>("cache_fraction", plan.cache_fraction, NumberRule::fraction());
-  if (r->has("cache_fraction") && plan.placement != EmbeddingPlacement::host_cached) {
+  if (r->has("cache_fraction") && !plan.any_rows(model, EmbeddingPlacement::host_cached)) {
     throw r->error_at("cache_fraction",
                       "applies to the \"host_cached\" placement; expected \"placement\": "
-                      "\"host_cached\" or no such key");
+                      "\"host_cached\" (or a table's in per_table_placement) or no such key");
   }
   plan.column_shard_dim =
       r->optional<std::int64_t>("column_shard_dim", plan.column_shard_dim, IntRule::between(1, kMaxDim));
   plan.pipelined = r->optional<bool>("pipelined", plan.pipelined);
+  const bool remote = plan.any_rows(model, EmbeddingPlacement::remote);
   if (std::optional<ObjectReader> servers = r->optional_child("servers")) {
-    if (plan.placement != EmbeddingPlacement::remote) {
+    if (!remote) {
       throw r->error_at("servers",
-                        "parameter servers hold the tables of the \"remote\" placement; expected "
-                        "\"placement\": \"remote\" or no such key");
+                        "parameter servers hold the tables of the \"remote\" placement, and no table is "
+                        "there; expected \"placement\": \"remote\" (or a table's in per_table_placement) "
+                        "or no such key");
     }
     plan.servers = read_remote_servers(*servers);
-  } else if (plan.placement == EmbeddingPlacement::remote) {
+  } else if (remote) {
     throw r->error_here(
         "the \"remote\" placement keeps the tables on CPU parameter servers: give \"servers\": {\"count\", "
         "\"memory_gbytes\", \"nic_gbps\", \"row_gbytes_per_s\"}");
@@ -248,8 +261,8 @@ void check_dlrm_scenario(const std::string& file, const Scenario& s) {
                     "batch)",
                     s.training.global_batch_size, gpus));
   }
-  const bool host_tier = p.embeddings.placement == EmbeddingPlacement::host ||
-                         p.embeddings.placement == EmbeddingPlacement::host_cached;
+  const bool host_tier = p.embeddings.any_rows(*s.dlrm, EmbeddingPlacement::host) ||
+                         p.embeddings.any_rows(*s.dlrm, EmbeddingPlacement::host_cached);
   if (host_tier &&
       (s.gpu.host_link_gbytes_per_s <= 0.0 || s.gpu.host_gather_efficiency <= 0.0)) {
     throw core::InputError(

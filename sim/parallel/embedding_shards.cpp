@@ -78,7 +78,7 @@ EmbeddingLayout shard_embeddings(const config::Scenario& s, double reserved_hbm_
   out.node_row_bytes.assign(static_cast<std::size_t>(nodes), 0.0);
   std::vector<Work> work(static_cast<std::size_t>(n));
 
-  if (plan.placement == EmbeddingPlacement::remote) {
+  if (plan.any_rows(m, EmbeddingPlacement::remote)) {
     out.remote = models::remote_traffic(s);
     out.remote_timing = models::remote_timing(s, *out.remote);
   }
@@ -153,7 +153,7 @@ EmbeddingLayout shard_embeddings(const config::Scenario& s, double reserved_hbm_
     const double weights = sh.rows * sh.columns * (e + state);
     const bool dp = sh.sharding == EmbeddingSharding::data_parallel;
     // Pulled rows are in HBM, in the exchange buffers; the servers update them and their states.
-    const EmbeddingPlacement where = dp || sh.remote ? EmbeddingPlacement::hbm : plan.placement;
+    const EmbeddingPlacement where = dp || sh.remote ? EmbeddingPlacement::hbm : plan.placement_of(table.name);
     double hit = 1.0;
     if (where == EmbeddingPlacement::host) hit = 0.0;
     if (where == EmbeddingPlacement::host_cached) hit = cached_hit_rate(sh.rows, table.zipf_exponent);

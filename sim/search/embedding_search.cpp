@@ -115,6 +115,7 @@ std::vector<Candidate> embedding_plan_candidates(const config::Scenario& base) {
         }
       }
       plan.placement = where.where;
+      plan.per_table_placement.clear();
       plan.servers.reset();  // parameter servers hold the remote placement's tables only
       if (where.where == EmbeddingPlacement::host_cached) plan.cache_fraction = where.cache_fraction;
       std::string label = config::to_string(shape.rest);
@@ -141,6 +142,7 @@ std::vector<Candidate> embedding_plan_candidates(const config::Scenario& base) {
           plan.per_table.emplace_back(t.name, EmbeddingSharding::data_parallel);
       }
       plan.placement = EmbeddingPlacement::remote;
+      plan.per_table_placement.clear();
       const std::string label = fmt::format("{}; {}", small_replicated ? "small data_parallel" : "every table",
                                             placement_label({EmbeddingPlacement::remote, 0.0}));
       s.name = fmt::format("{}: {}", base.name, label);

@@ -104,6 +104,23 @@ TEST_CASE("DLRM: rows in host memory move over the host link, an HBM cache serve
   CHECK(layout.infeasible->find("host memory") != std::string::npos);
 }
 
+TEST_CASE("DLRM: a table placed on its own (per_table_placement) keeps its rows where it says") {
+  auto s = dlrm_test::two_gpus();
+  s.parallelism.embeddings.per_table_placement = {{"t0", EmbeddingPlacement::host}};
+  const auto layout = dtsim::parallel::shard_embeddings(s, 0.0);
+  REQUIRE_FALSE(layout.infeasible);
+  // The greedy placement weighs the same work either way (a row is 512 bytes from HBM or from the
+  // host): t0 and t3 on GPU 0, t1 and t2 on GPU 1. Only t0's 4000 ids read their rows over the host link.
+  CHECK(layout.ranks[0].forward.host_bytes == doctest::Approx(4000 * 512.0));
+  CHECK(layout.ranks[1].forward.host_bytes == 0.0);
+  // t0's rows in host memory, t3's in HBM (SGD: no state).
+  CHECK(layout.ranks[0].host_bytes == doctest::Approx(1000 * 128 * 4.0));
+  CHECK(layout.ranks[0].hbm_weight_bytes == doctest::Approx(1000 * 128 * 4.0));
+  CHECK(layout.ranks[1].host_bytes == 0.0);
+  // 4000 of the 10,000 ids miss HBM.
+  CHECK(layout.cache_hit_rate == doctest::Approx(0.6));
+}
+
 TEST_CASE("DLRM: the hit rate of a cache of the most popular rows under Zipf popularity") {
   // Every row alike: the cached fraction.
   CHECK(dtsim::models::zipf_cache_hit_rate(1e6, 0.2, 0.0) == doctest::Approx(0.2));
