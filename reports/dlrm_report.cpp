@@ -73,6 +73,7 @@ nlohmann::ordered_json embedding_plan_json(const config::EmbeddingPlan& p, const
                     {"memory_gbytes", srv->memory_bytes / core::kGiga},
                     {"nic_gbps", srv->nic_gbps},
                     {"row_gbytes_per_s", srv->row_gbytes_per_s}};
+    if (srv->usd_per_hour) j["servers"]["usd_per_hour"] = *srv->usd_per_hour;
   }
   return j;
 }

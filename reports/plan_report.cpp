@@ -148,6 +148,18 @@ void write_text(std::ostream& out, const config::Plan& p, const search::PlanOutc
     out << fmt::format("  {} ({}): {}, {}\n", r.cluster->node_id, r.cluster->fabric, price_text(*r.cluster),
                        r.cluster->price_source);
   }
+  // A DLRM's parameter servers (the plan's embeddings), counted in the cost of the plans that use them.
+  const auto& servers_of = p.clusters.empty() ? std::optional<config::RemoteServers>()
+                                              : p.clusters.front().scenario.parallelism.embeddings.servers;
+  if (servers_of) {
+    const config::RemoteServers& servers = *servers_of;
+    out << (servers.usd_per_hour
+                ? fmt::format("  parameter servers: ${:.2f} per server-hour, {} servers, in the cost of the plans "
+                              "with tables on them\n",
+                              *servers.usd_per_hour, servers.count)
+                : fmt::format("  parameter servers: no usd_per_hour stated: the {} servers are not in the cost\n",
+                              servers.count));
+  }
 }
 
 nlohmann::ordered_json row_json(const config::Plan& p, const search::PlanRow& r) {

@@ -52,6 +52,9 @@ struct RemoteServers {
   // The rate at which a server reads the rows it sends and reads and writes the rows and states it
   // updates, in its memory (GB/s): random accesses of a row each, below the memory's peak.
   double row_gbytes_per_s = 0.0;
+  // Each server's price per hour (USD): `plan` adds the servers to a plan's cost when its tables are on
+  // them; absent, the servers cost nothing in the plan (it says so).
+  std::optional<double> usd_per_hour;
 };
 
 struct EmbeddingTable {

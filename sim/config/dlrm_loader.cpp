@@ -72,12 +72,13 @@ std::vector<std::pair<std::string, T>> read_per_table(ObjectReader& r, std::stri
 }
 
 RemoteServers read_remote_servers(ObjectReader& r) {
-  r.expect_keys({"count", "memory_gbytes", "nic_gbps", "row_gbytes_per_s"});
+  r.expect_keys({"count", "memory_gbytes", "nic_gbps", "row_gbytes_per_s", "usd_per_hour"});
   RemoteServers out;
   out.count = r.required<std::int64_t>("count", IntRule::between(1, kMaxServers));
   out.memory_bytes = r.required<double>("memory_gbytes", NumberRule::positive()) * core::kGiga;
   out.nic_gbps = r.required<double>("nic_gbps", NumberRule::positive());
   out.row_gbytes_per_s = r.required<double>("row_gbytes_per_s", NumberRule::positive());
+  out.usd_per_hour = r.maybe<double>("usd_per_hour", NumberRule::non_negative());
   r.finish();
   return out;
 }

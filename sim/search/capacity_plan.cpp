@@ -67,6 +67,11 @@ Costed cost_of(const config::Plan& plan, const config::PlanCluster& cluster, res
   }
   c.gpu_hours = held_gpus * c.train_s / kSecondsPerHour;
   c.cost_usd = c.gpu_hours * cluster.usd_per_gpu_hour;
+  // A DLRM plan's parameter servers, for as long as the GPUs, when its tables are on them.
+  if (r.embeddings && r.embeddings->remote) {
+    const config::RemoteServers& servers = *r.scenario.parallelism.embeddings.servers;
+    c.cost_usd += static_cast<double>(servers.count) * servers.usd_per_hour.value_or(0.0) * c.train_s / kSecondsPerHour;
+  }
   return c;
 }
 

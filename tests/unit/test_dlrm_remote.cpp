@@ -11,6 +11,8 @@
 #include "models/dlrm/zipf.hpp"
 #include "parallel/embedding_shards.hpp"
 #include "results/evaluate.hpp"
+#include "config/plan_loader.hpp"
+#include "search/capacity_plan.hpp"
 #include "search/embedding_search.hpp"
 
 // Named, not anonymous: unity builds put several files in one translation unit.
@@ -21,7 +23,7 @@ namespace dlrm_remote_test {
 dtsim::config::Scenario on_servers(bool pipelined = false) {
   auto s = dlrm_test::two_gpus();
   s.parallelism.embeddings.placement = dtsim::config::EmbeddingPlacement::remote;
-  s.parallelism.embeddings.servers = dtsim::config::RemoteServers{2, 1e9, 80.0, 1.0};
+  s.parallelism.embeddings.servers = dtsim::config::RemoteServers{2, 1e9, 80.0, 1.0, std::nullopt};
   s.parallelism.embeddings.pipelined = pipelined;
   return s;
 }
@@ -155,4 +157,24 @@ TEST_CASE("DLRM remote servers: the search weighs the tables on the scenario's s
   }
   // Every table on the servers, and the small ones replicated (the fixture's tables are all small).
   CHECK(remote == 2);
+}
+
+TEST_CASE("DLRM remote servers: a plan's cost adds the servers for as long as its tables are on them") {
+  // torchrec's Criteo 1TB DLRM on 2 p4d nodes, every table on 8 servers at $3 an hour each.
+  const std::string text = R"({"schema_version": 1, "name": "dlrm", "model": {"kind": "dlrm",
+    "preset": "torchrec-dlrm-criteo-1tb"}, "training": {"global_batch_size": 32768, "precision": "fp32"},
+    "parallelism": {"embeddings": {"placement": "remote", "servers": {"count": 8, "memory_gbytes": 256,
+      "nic_gbps": 100, "row_gbytes_per_s": 50, "usd_per_hour": 3}}},
+    "samples": 4e9, "candidates": [{"node": "aws-p4d", "nodes": [2]}]})";
+  const auto plan = dtsim::config::load_plan_text(text, "test", dtsim::config::default_data_paths(), {});
+  const auto outcome = dtsim::search::evaluate_plan(plan, 1);
+  REQUIRE(outcome.rows.size() == 1);
+  const auto& row = outcome.rows[0];
+  REQUIRE(row.feasible);
+  // The search ranks the servers first on these two nodes (the all-to-all over EFA costs more).
+  REQUIRE(row.best.embeddings);
+  REQUIRE(row.best.embeddings->remote);
+  // GPU-hours at the node's price, plus 8 servers x $3 x the hours.
+  const double gpus = row.gpu_hours * plan.clusters[0].usd_per_gpu_hour;
+  CHECK(row.cost_usd == doctest::Approx(gpus + 8 * 3.0 * row.train_s / 3600.0));
 }
