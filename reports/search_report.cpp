@@ -29,6 +29,10 @@ void write_text(std::ostream& out, const config::Scenario& base, const search::S
       o.pruned, o.evaluated, o.extrapolated ? "extrapolated from short simulations" : "full simulation",
       o.bounded);
   write_rejections_text(out, o, "  ");
+  if (o.refined_alternatives > 0) {
+    out << fmt::format("refine  {} of them table by table from the best plan: {} table{} changed\n",
+                       o.refined_alternatives, o.refined_tables, o.refined_tables == 1 ? "" : "s");
+  }
   out << fmt::format(
       "speed   {} plans in {:.3f} s on {} thread{}, {:.3f} CPU-s: {:.0f} plans per second per core "
       "(enumeration "

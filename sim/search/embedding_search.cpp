@@ -12,6 +12,7 @@
 #include "models/transformer/transformer.hpp"
 #include "network/flow_cache.hpp"
 #include "parallel/embedding_shards.hpp"
+#include "search/embedding_refinement.hpp"
 
 namespace dtsim::search {
 
@@ -40,13 +41,6 @@ std::string placement_label(const Placement& p) {
   return "";
 }
 
-// A table's weights and optimizer state.
-double table_bytes(const config::Scenario& s, const config::EmbeddingTable& t) {
-  const double e = models::activation_bytes_per_element(s.dlrm->embedding_precision);
-  const double state = models::optimizer_state_bytes_per_value(s.training.optimizer);
-  return static_cast<double>(t.rows) * static_cast<double>(t.dim) * (e + state);
-}
-
 // A plan: `large` for the tables above the large threshold (none: like the rest), `rest` for the
 // others, the small ones replicated when `small_replicated`.
 struct Shape {
@@ -57,6 +51,16 @@ struct Shape {
 
 }  // namespace embedding_candidates
 
+double embedding_table_bytes(const config::Scenario& s, const config::EmbeddingTable& t) {
+  const double e = models::activation_bytes_per_element(s.dlrm->embedding_precision);
+  const double state = models::optimizer_state_bytes_per_value(s.training.optimizer);
+  return static_cast<double>(t.rows) * static_cast<double>(t.dim) * (e + state);
+}
+
+bool host_tier_available(const config::Scenario& s) {
+  return s.gpu.host_link_gbytes_per_s > 0.0 && s.gpu.host_gather_efficiency > 0.0;
+}
+
 std::vector<Candidate> embedding_plan_candidates(const config::Scenario& base) {
   using namespace embedding_candidates;
   const config::DlrmSpec& m = *base.dlrm;
@@ -65,9 +69,9 @@ std::vector<Candidate> embedding_plan_candidates(const config::Scenario& base) {
   bool all_large = true;
   bool any_small = false;
   for (const config::EmbeddingTable& t : m.tables) {
-    any_large = any_large || table_bytes(base, t) > large_bytes;
-    all_large = all_large && table_bytes(base, t) > large_bytes;
-    any_small = any_small || table_bytes(base, t) < kSmallTableBytes;
+    any_large = any_large || embedding_table_bytes(base, t) > large_bytes;
+    all_large = all_large && embedding_table_bytes(base, t) > large_bytes;
+    any_small = any_small || embedding_table_bytes(base, t) < kSmallTableBytes;
   }
   // Column shards differ from whole tables only for tables wider than a shard.
   bool any_wide = false;
@@ -92,7 +96,7 @@ std::vector<Candidate> embedding_plan_candidates(const config::Scenario& base) {
     }
   }
   std::vector<Placement> placements{{EmbeddingPlacement::hbm, 0.0}};
-  if (base.gpu.host_link_gbytes_per_s > 0.0 && base.gpu.host_gather_efficiency > 0.0) {
+  if (host_tier_available(base)) {
     for (const double f : kCacheFractions) placements.push_back({EmbeddingPlacement::host_cached, f});
     placements.push_back({EmbeddingPlacement::host, 0.0});
   }
@@ -108,7 +112,7 @@ std::vector<Candidate> embedding_plan_candidates(const config::Scenario& base) {
       plan.sharding = shape.rest;
       plan.per_table.clear();
       for (const config::EmbeddingTable& t : m.tables) {
-        const double bytes = table_bytes(base, t);
+        const double bytes = embedding_table_bytes(base, t);
         if (shape.large && bytes > large_bytes) plan.per_table.emplace_back(t.name, *shape.large);
         if (shape.small_replicated && bytes < kSmallTableBytes) {
           plan.per_table.emplace_back(t.name, EmbeddingSharding::data_parallel);
@@ -138,7 +142,7 @@ std::vector<Candidate> embedding_plan_candidates(const config::Scenario& base) {
       plan.sharding = EmbeddingSharding::table_wise;
       plan.per_table.clear();
       for (const config::EmbeddingTable& t : m.tables) {
-        if (small_replicated && table_bytes(base, t) < kSmallTableBytes)
+        if (small_replicated && embedding_table_bytes(base, t) < kSmallTableBytes)
           plan.per_table.emplace_back(t.name, EmbeddingSharding::data_parallel);
       }
       plan.placement = EmbeddingPlacement::remote;
@@ -154,7 +158,7 @@ std::vector<Candidate> embedding_plan_candidates(const config::Scenario& base) {
 
 SearchOutcome search_embedding_plans(const config::Scenario& base, const SearchOptions& options) {
   const auto started = std::chrono::steady_clock::now();
-  const std::vector<Candidate> candidates = embedding_plan_candidates(base);
+  std::vector<Candidate> candidates = embedding_plan_candidates(base);
   SearchOutcome out;
   out.enumerated = candidates.size();
   out.extrapolated = false;
@@ -172,6 +176,8 @@ SearchOutcome search_embedding_plans(const config::Scenario& base, const SearchO
     const std::string kind = r.reason.rfind("embedding table", 0) == 0 ? "a table's shard fits no GPU's HBM"
                              : r.reason.find("host memory") != std::string::npos
                                  ? "the shards in host memory exceed a node's"
+                             : r.reason.rfind("the remote tables", 0) == 0
+                                 ? "the tables exceed the parameter servers' memory"
                                  : "out of memory (the dense part and replicated tables)";
     const auto it = std::find_if(out.rejections.begin(), out.rejections.end(),
                                  [&](const RejectionClass& c) { return c.reason == kind; });
@@ -184,8 +190,26 @@ SearchOutcome search_embedding_plans(const config::Scenario& base, const SearchO
   // Placement refuses them before the engine runs: pruned; the others simulated.
   for (const RejectionClass& c : out.rejections) out.pruned += c.count;
   out.evaluated = candidates.size() - out.pruned;
+  // The best family plan, refined table by table (embedding_refinement.hpp), ranked with the others
+  // when it changed a table.
+  const std::vector<std::size_t> best = rank_results(evaluated.results, 1);
+  if (!best.empty()) {
+    const auto refine_start = std::chrono::steady_clock::now();
+    Refinement refined =
+        refine_embedding_plan(base, candidates[best.front()], evaluated.results[best.front()], out.jobs);
+    out.refined_alternatives = refined.evaluated;
+    out.refined_tables = refined.changed;
+    out.enumerated += refined.evaluated;
+    out.evaluated += refined.evaluated;
+    out.evaluate_cpu_s += refined.cpu_s;
+    out.evaluate_wall_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - refine_start).count();
+    if (refined.changed > 0) {
+      candidates.push_back(std::move(refined.plan));
+      evaluated.results.push_back(std::move(refined.result));
+    }
+  }
   if (out.evaluate_cpu_s > 0.0) {
-    out.configs_per_s_per_core = static_cast<double>(candidates.size()) / out.evaluate_cpu_s;
+    out.configs_per_s_per_core = static_cast<double>(out.evaluated + out.pruned) / out.evaluate_cpu_s;
     out.considered_per_s_per_core = out.configs_per_s_per_core;
   }
   std::size_t rank = 0;

@@ -14,7 +14,9 @@
 // out: a split without large or small tables, column shards when no table is wider than a shard,
 // replicated tables anywhere but HBM. With the scenario's parameter servers (the remote placement),
 // last: every table on the servers, and the small ones replicated with the rest on the servers. Every
-// plan keeps the scenario's column_shard_dim and pipelining.
+// plan keeps the scenario's column_shard_dim and pipelining. search_embedding_plans() then refines the
+// best of them table by table (embedding_refinement.hpp) and ranks the refined plan with the others
+// when it changed a table.
 #pragma once
 
 #include <array>
@@ -28,6 +30,12 @@ namespace dtsim::search {
 
 inline constexpr double kSmallTableBytes = 64.0 * 1024 * 1024;
 inline constexpr std::array kCacheFractions{0.05, 0.2, 0.5};
+
+// A table's weights and optimizer state (what the families call large or small).
+double embedding_table_bytes(const config::Scenario& s, const config::EmbeddingTable& t);
+
+// Whether the GPU has a host link to read host memory over (the host and host_cached placements).
+bool host_tier_available(const config::Scenario& s);
 
 // The candidates for a DLRM scenario, each labelled ("row_wise > 40.0 GiB, table_wise, small data_parallel;
 // host_cached 20%").

@@ -72,6 +72,10 @@ struct SearchOutcome {
   // shared cache (network/flow_cache.hpp).
   std::int64_t flow_simulations = 0;
   std::int64_t flow_reused = 0;
+  // DLRM: alternatives weighed table by table from the best family plan, and the tables they changed
+  // (search/embedding_refinement.hpp); counted in enumerated and evaluated too.
+  std::size_t refined_alternatives = 0;
+  std::size_t refined_tables = 0;
   std::vector<SearchEntry> top;  // best first
 };
 
