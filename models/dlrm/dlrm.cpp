@@ -187,6 +187,12 @@ double optimizer_state_bytes_per_value(config::Optimizer optimizer) {
   return 0.0;
 }
 
+double embedding_table_state_bytes(const config::EmbeddingTable& table, config::Precision embedding_precision,
+                                   config::Optimizer optimizer) {
+  const double per_value = activation_bytes_per_element(embedding_precision) + optimizer_state_bytes_per_value(optimizer);
+  return static_cast<double>(table.rows) * static_cast<double>(table.dim) * per_value;
+}
+
 double dlrm_state_bytes(const config::DlrmSpec& model, config::Optimizer optimizer) {
   const double state = optimizer_state_bytes_per_value(optimizer);
   const double rows = activation_bytes_per_element(model.embedding_precision) + state;

@@ -58,9 +58,16 @@ double dlrm_embedding_parameters(const config::DlrmSpec& model);  // rows x dim 
 // Bytes of a dense parameter and of its gradient (FP32).
 inline constexpr double kDenseBytes = 4.0;
 
+// Bytes of an embedding id (int64, torchrec's KeyedJaggedTensor).
+inline constexpr double kEmbeddingIdBytes = 8.0;
+
 // Bytes of optimizer state per value, for an embedding row's elements and the dense parameters alike
 // (FP32 states: sgd none, adagrad one, adam two).
 double optimizer_state_bytes_per_value(config::Optimizer optimizer);
+
+// A table's rows in the embedding precision and their optimizer states.
+double embedding_table_state_bytes(const config::EmbeddingTable& table, config::Precision embedding_precision,
+                                   config::Optimizer optimizer);
 
 // The model state a checkpoint saves once, wherever it lives (HBM, host memory, parameter servers):
 // the dense FP32 parameters and every table's rows in the embedding precision, each with its optimizer

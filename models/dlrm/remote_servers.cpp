@@ -13,8 +13,6 @@ namespace dtsim::models {
 // Named, not anonymous: unity builds put several files in one translation unit.
 namespace remote_costs {
 
-constexpr double kIdBytes = 8.0;  // int64 ids
-
 // The rates every GPU's exchange meets (the header's three resources), in bytes per second.
 struct Rates {
   double trainer = 0.0;        // one GPU's share of its node's NICs
@@ -27,12 +25,10 @@ struct Rates {
 Rates rates_of(const config::Scenario& s) {
   DTSIM_CHECK(s.parallelism.embeddings.servers.has_value(), "remote embedding rows without servers");
   const config::RemoteServers& srv = *s.parallelism.embeddings.servers;
-  const config::NetworkSpec& net = s.cluster.network;
   const double servers = static_cast<double>(srv.count);
   Rates r;
   r.gpus = static_cast<double>(s.gpu_count());
-  r.trainer = core::gbps_to_bytes_per_s(net.nic_gbps) * net.nics_per_node * s.fabric.efficiency /
-              net.oversubscription / static_cast<double>(s.node.gpus_per_node);
+  r.trainer = s.node_nic_bytes_per_s() / static_cast<double>(s.node.gpus_per_node);
   if (s.fabric.per_flow_gbps) r.trainer = std::min(r.trainer, servers * core::gbps_to_bytes_per_s(*s.fabric.per_flow_gbps));
   r.server_nics = servers * core::gbps_to_bytes_per_s(srv.nic_gbps) * s.fabric.efficiency;
   r.server_memory = servers * srv.row_gbytes_per_s * core::kGiga;
@@ -85,12 +81,12 @@ RemoteTraffic remote_traffic(const config::Scenario& s) {
     last_rows = u;
     out.table_rows[i] = u;
     out.rows += u;
-    out.pull_out_bytes += u * kIdBytes;
+    out.pull_out_bytes += u * kEmbeddingIdBytes;
     out.pull_in_bytes += u * d * e;
-    out.push_bytes += u * (d * e + kIdBytes);
+    out.push_bytes += u * (d * e + kEmbeddingIdBytes);
     out.gather_bytes += u * d * e;
     out.update_bytes += 2.0 * u * d * (e + f);
-    out.resident_bytes += rows * d * (e + f);
+    out.resident_bytes += embedding_table_state_bytes(t, s.dlrm->embedding_precision, s.training.optimizer);
   }
   return out;
 }
@@ -99,7 +95,7 @@ RemoteTiming remote_timing(const config::Scenario& s, const RemoteTraffic& t) {
   using namespace remote_costs;
   const Rates r = rates_of(s);
   RemoteTiming out;
-  out.pull = exchange(r, std::max(t.pull_out_bytes, t.pull_in_bytes), t.gather_bytes, 2.0);
+  out.pull = exchange(r, t.pull_wire_bytes(), t.gather_bytes, 2.0);
   out.push = exchange(r, t.push_bytes, t.update_bytes, 1.0);
   return out;
 }
@@ -112,7 +108,7 @@ std::vector<ResourceNeed> size_remote_servers(const config::Scenario& s, const R
   // One server's rates: what the header's counts divide by.
   const double nic = r.server_nics / count;
   const double memory = r.server_memory / count;
-  const double pull_wire = std::max(t.pull_out_bytes, t.pull_in_bytes);
+  const double pull_wire = t.pull_wire_bytes();
   double for_nics = 0.0;
   double for_memory = 0.0;
   for (const auto& [wire, work] : {std::pair{pull_wire, t.gather_bytes}, std::pair{t.push_bytes, t.update_bytes}}) {

@@ -47,6 +47,8 @@ struct RemoteTraffic {
   double gather_bytes = 0.0;    // server memory read for the pull
   double update_bytes = 0.0;    // server memory read and written for the push
   double resident_bytes = 0.0;  // every remote table's rows and optimizer states, on all servers together
+  // A pull on the wire: its larger direction (the rows back, unless rows are narrower than ids).
+  double pull_wire_bytes() const { return pull_out_bytes > pull_in_bytes ? pull_out_bytes : pull_in_bytes; }
 };
 
 // Requires a DLRM scenario: the tables its plan places on the servers (none: all zero).

@@ -264,8 +264,7 @@ void check_dlrm_scenario(const std::string& file, const Scenario& s) {
   }
   const bool host_tier = p.embeddings.any_rows(*s.dlrm, EmbeddingPlacement::host) ||
                          p.embeddings.any_rows(*s.dlrm, EmbeddingPlacement::host_cached);
-  if (host_tier &&
-      (s.gpu.host_link_gbytes_per_s <= 0.0 || s.gpu.host_gather_efficiency <= 0.0)) {
+  if (host_tier && !s.gpu.has_host_link()) {
     throw core::InputError(
         file, "/parallelism/embeddings/placement",
         fmt::format("got \"{}\"; the GPU profile {} states no host link (host_link_gbytes_per_s "

@@ -96,6 +96,8 @@ struct GpuProfile {
   // (ComputeOp::host_bytes).
   double host_link_gbytes_per_s = 0.0;
   double host_gather_efficiency = 0.0;
+  // Whether it states the link (and its gather efficiency), so that tables may live in host memory.
+  bool has_host_link() const { return host_link_gbytes_per_s > 0.0 && host_gather_efficiency > 0.0; }
   double kernel_launch_us = 0.0;           // fixed cost per kernel
   double overlap_slowdown = 1.0;           // compute slowdown while a communication kernel runs beside it
   std::optional<ThroughputSpread> spread;  // calibrated profiles only

@@ -18,6 +18,7 @@
 #include "config/layer_table.hpp"
 #include "config/mixed_gpus.hpp"
 #include "config/speed_factors.hpp"
+#include "core/units.hpp"
 
 namespace dtsim::config {
 
@@ -299,6 +300,12 @@ struct Scenario {
   FabricProfile fabric;
 
   std::int64_t gpu_count() const { return cluster.nodes * node.gpus_per_node; }
+  // What one node's NICs move per direction, all of them together, at the fabric's efficiency and
+  // through the leaf tier's oversubscription (bytes per second).
+  double node_nic_bytes_per_s() const {
+    return core::gbps_to_bytes_per_s(cluster.network.nic_gbps) * cluster.network.nics_per_node * fabric.efficiency /
+           cluster.network.oversubscription;
+  }
   // The memory of the job's smallest GPU: a plan fits when it fits there (the node profile's GPU unless
   // cluster.mixed_gpus mixes others in).
   double hbm_bytes_per_gpu() const {

@@ -20,7 +20,6 @@ namespace shard_costs {
 using config::EmbeddingPlacement;
 using config::EmbeddingSharding;
 
-constexpr double kIdBytes = 8.0;          // int64 ids (torchrec's KeyedJaggedTensor)
 constexpr double kMinRowElements = 32.0;  // fbgemm reads at least this many elements of a row
 
 double block_penalty(double columns) {
@@ -165,13 +164,13 @@ EmbeddingLayout shard_embeddings(const config::Scenario& s, double reserved_hbm_
     if (hbm_state != nullptr)
       *hbm_state = where == EmbeddingPlacement::hbm && !sh.remote ? sh.rows * sh.columns * state : 0.0;
     Work w;
-    w.hbm_bytes = sh.ids * (hit * row * penalty + kIdBytes) + outputs;
+    w.hbm_bytes = sh.ids * (hit * row * penalty + models::kEmbeddingIdBytes) + outputs;
     w.host_bytes = sh.ids * (1.0 - hit) * row;
     // Per id, the row's gradient read and written, and with the optimizer fused its state (a remote
     // table's optimizer runs on the servers: its gradients only accumulate per pulled row).
     const double per_id_backward =
         2.0 * row + (sh.remote ? 0.0 : 2.0 * std::max(sh.columns, kMinRowElements) * state);
-    w.backward_hbm = outputs + sh.ids * (hit * per_id_backward * penalty + kIdBytes);
+    w.backward_hbm = outputs + sh.ids * (hit * per_id_backward * penalty + models::kEmbeddingIdBytes);
     w.backward_host = sh.ids * (1.0 - hit) * per_id_backward;
     w.hits = sh.ids * hit;
     return w;
@@ -204,7 +203,7 @@ EmbeddingLayout shard_embeddings(const config::Scenario& s, double reserved_hbm_
 
   // HBM each GPU has for its shards, and the exchange buffers.
   // Ids sent and received, and the pooled values received forward and their gradients backward.
-  out.buffer_bytes = local * ids_to_owners * kIdBytes * 2.0 + local * pooled_received * e * 2.0;
+  out.buffer_bytes = local * ids_to_owners * models::kEmbeddingIdBytes * 2.0 + local * pooled_received * e * 2.0;
   // The rows pulled from the parameter servers and their gradients.
   if (out.remote) out.buffer_bytes += 2.0 * out.remote->pull_in_bytes;
   const double budget =
@@ -318,7 +317,7 @@ EmbeddingLayout shard_embeddings(const config::Scenario& s, double reserved_hbm_
   out.cache_hit_rate = lookups > 0.0 ? hits / lookups : 1.0;
   const double received = local * pooled_received * e * (nd - 1.0) / nd;
   out.pooled_alltoall_bytes = n > 1 ? std::max(most_sent, received) * nd / (nd - 1.0) : 0.0;
-  out.ids_alltoall_bytes = n > 1 ? local * ids_to_owners * kIdBytes : 0.0;
+  out.ids_alltoall_bytes = n > 1 ? local * ids_to_owners * models::kEmbeddingIdBytes : 0.0;
   if (n == 1) out.row_wise_bytes = 0.0;
 
   // Host tiers: each node's shards in its host memory.

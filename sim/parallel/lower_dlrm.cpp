@@ -1,6 +1,5 @@
 #include "parallel/lower_dlrm.hpp"
 
-#include <algorithm>
 #include <array>
 #include <span>
 #include <string>
@@ -52,8 +51,8 @@ class DlrmLowering {
     // lookups wait for.
     std::vector<TaskId> pulls;
     if (layout_.remote) {
-      const graph::OpId pull = out_.graph.add_op(graph::RemoteOp{
-          layout_.remote_timing.pull.seconds, std::max(layout_.remote->pull_in_bytes, layout_.remote->pull_out_bytes)});
+      const graph::OpId pull =
+          out_.graph.add_op(graph::RemoteOp{layout_.remote_timing.pull.seconds, layout_.remote->pull_wire_bytes()});
       const graph::LabelId label = out_.graph.add_label("remote_rows_pull");
       for (std::int64_t r = 0; r < n_; ++r)
         pulls.push_back(task(r, StreamKind::embedding_comm, pull, Category::embedding_comm, label));

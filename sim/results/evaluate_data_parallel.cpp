@@ -177,9 +177,7 @@ Result evaluate_data_parallel(const config::Scenario& scenario, const EvaluateOp
     setup.server_node.push_back(
         dp.parameter_server.placement == config::ServerPlacement::colocated ? s : scenario.cluster.nodes + s);
   }
-  const config::NetworkSpec& net = scenario.cluster.network;
-  setup.nic_bytes_per_s = core::gbps_to_bytes_per_s(net.nic_gbps) * net.nics_per_node *
-                          scenario.fabric.efficiency / net.oversubscription;
+  setup.nic_bytes_per_s = scenario.node_nic_bytes_per_s();
   if (scenario.fabric.per_flow_gbps)
     setup.per_flow_bytes_per_s = core::gbps_to_bytes_per_s(*scenario.fabric.per_flow_gbps);
   const config::PsTransport& transport = dp.parameter_server.transport;

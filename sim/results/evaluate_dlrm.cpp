@@ -50,7 +50,6 @@ EmbeddingSummary summary_of(const config::Scenario& s, const parallel::Embedding
     remote.servers = plan.servers->count;
     remote.resident_bytes = layout.remote->resident_bytes;
     remote.traffic = *layout.remote;
-    remote.traffic.table_rows.clear();  // per table: the layout's business, not the summary's
     remote.timing = layout.remote_timing;
     remote.needs = models::size_remote_servers(s, *layout.remote);
     out.remote = std::move(remote);

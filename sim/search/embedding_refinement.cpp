@@ -32,16 +32,6 @@ void set_table(config::EmbeddingPlan& plan, const config::DlrmSpec& model, const
   plan.servers = plan.any_rows(model, EmbeddingPlacement::remote) ? servers : std::nullopt;
 }
 
-// Faster, or as fast with more memory headroom: the search's ranking of two results.
-bool better(const results::Result& a, const results::Result& b) {
-  if (a.throughput.samples_per_s != b.throughput.samples_per_s)
-    return a.throughput.samples_per_s > b.throughput.samples_per_s;
-  const auto headroom = [](const results::Result& r) {
-    return r.memory.capacity_bytes_per_gpu - r.memory.peak_bytes_per_gpu;
-  };
-  return headroom(a) > headroom(b);
-}
-
 }  // namespace embedding_refining
 
 Refinement refine_embedding_plan(const config::Scenario& base, const Candidate& start,
@@ -58,7 +48,7 @@ Refinement refine_embedding_plan(const config::Scenario& base, const Candidate& 
   order.resize(std::min(order.size(), kRefinedTables));
 
   std::vector<EmbeddingPlacement> placements{EmbeddingPlacement::hbm};
-  if (host_tier_available(base)) {
+  if (base.gpu.has_host_link()) {
     placements.push_back(EmbeddingPlacement::host_cached);
     placements.push_back(EmbeddingPlacement::host);
   }
@@ -88,7 +78,7 @@ Refinement refine_embedding_plan(const config::Scenario& base, const Candidate& 
     out.evaluated += alternatives.size();
     out.cpu_s += evaluated.cpu_s;
     const std::vector<std::size_t> best = rank_results(evaluated.results, 1);
-    if (best.empty() || !better(evaluated.results[best.front()], out.result)) continue;
+    if (best.empty() || !ranks_before(evaluated.results[best.front()], out.result)) continue;
     out.plan = std::move(alternatives[best.front()]);
     out.result = std::move(evaluated.results[best.front()]);
   }

@@ -52,13 +52,7 @@ struct Shape {
 }  // namespace embedding_candidates
 
 double embedding_table_bytes(const config::Scenario& s, const config::EmbeddingTable& t) {
-  const double e = models::activation_bytes_per_element(s.dlrm->embedding_precision);
-  const double state = models::optimizer_state_bytes_per_value(s.training.optimizer);
-  return static_cast<double>(t.rows) * static_cast<double>(t.dim) * (e + state);
-}
-
-bool host_tier_available(const config::Scenario& s) {
-  return s.gpu.host_link_gbytes_per_s > 0.0 && s.gpu.host_gather_efficiency > 0.0;
+  return models::embedding_table_state_bytes(t, s.dlrm->embedding_precision, s.training.optimizer);
 }
 
 std::vector<Candidate> embedding_plan_candidates(const config::Scenario& base) {
@@ -96,7 +90,7 @@ std::vector<Candidate> embedding_plan_candidates(const config::Scenario& base) {
     }
   }
   std::vector<Placement> placements{{EmbeddingPlacement::hbm, 0.0}};
-  if (host_tier_available(base)) {
+  if (base.gpu.has_host_link()) {
     for (const double f : kCacheFractions) placements.push_back({EmbeddingPlacement::host_cached, f});
     placements.push_back({EmbeddingPlacement::host, 0.0});
   }

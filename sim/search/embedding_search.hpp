@@ -34,9 +34,6 @@ inline constexpr std::array kCacheFractions{0.05, 0.2, 0.5};
 // A table's weights and optimizer state (what the families call large or small).
 double embedding_table_bytes(const config::Scenario& s, const config::EmbeddingTable& t);
 
-// Whether the GPU has a host link to read host memory over (the host and host_cached placements).
-bool host_tier_available(const config::Scenario& s);
-
 // The candidates for a DLRM scenario, each labelled ("row_wise > 40.0 GiB, table_wise, small data_parallel;
 // host_cached 20%").
 std::vector<Candidate> embedding_plan_candidates(const config::Scenario& base);

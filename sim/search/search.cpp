@@ -50,17 +50,19 @@ Evaluated evaluate_candidates(const std::vector<Candidate>& candidates, std::siz
   return out;
 }
 
+bool ranks_before(const results::Result& a, const results::Result& b) {
+  const double ta = a.throughput.samples_per_s, tb = b.throughput.samples_per_s;
+  if (ta != tb) return ta > tb;
+  return headroom(a) > headroom(b);
+}
+
 std::vector<std::size_t> rank_results(const std::vector<results::Result>& results, std::size_t top) {
   std::vector<std::size_t> order;
   for (std::size_t i = 0; i < results.size(); ++i) {
     if (results[i].status == results::Status::ok) order.push_back(i);
   }
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    // Samples per second: within one search the same model and batch, so tokens per second rank alike.
-    const double ta = results[a].throughput.samples_per_s, tb = results[b].throughput.samples_per_s;
-    if (ta != tb) return ta > tb;
-    return headroom(results[a]) > headroom(results[b]);
-  });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return ranks_before(results[a], results[b]); });
   if (order.size() > top) order.resize(top);
   return order;
 }

@@ -107,8 +107,12 @@ BoundedEvaluation evaluate_bounded(const std::vector<Candidate>& candidates, std
                                    std::size_t jobs, bool extrapolate, bool branch_and_bound,
                                    network::FlowCache* flow_cache = nullptr);
 
-// Indexes of `results` ranked as above (only status ok), best first, at most `top`. Also ranks a DLRM's
-// embedding plans (embedding_search.hpp).
+// Whether `a` ranks before `b`: more samples per second (within one search the same model and batch, so
+// tokens per second rank alike), then more memory headroom.
+bool ranks_before(const results::Result& a, const results::Result& b);
+
+// Indexes of `results` ranked as above (only status ok), best first, at most `top`; ties keep their
+// order. Also ranks a DLRM's embedding plans (embedding_search.hpp).
 std::vector<std::size_t> rank_results(const std::vector<results::Result>& results, std::size_t top);
 
 }  // namespace dtsim::search
