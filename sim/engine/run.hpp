@@ -31,6 +31,9 @@ inline constexpr std::uint8_t kIdleSlot = 2 * graph::kCategoryCount + 1;
 // An event payload with this bit wakes a stream whose head task the host has just issued (the rest is
 // the stream); without it, the payload is the stream whose running task ends.
 inline constexpr std::uint32_t kWakeBit = 1U << 31;
+// An event payload with this bit (and not kWakeBit) ends a task of a concurrent stream: the rest is the
+// task. Streams and such tasks therefore stay below 2^30 (the setup checks).
+inline constexpr std::uint32_t kTaskBit = 1U << 30;
 inline constexpr TimeNs kNotCosted = -1;
 inline constexpr std::uint32_t kWordBits = 64;
 
@@ -83,6 +86,7 @@ struct alignas(64) StreamState {
   bool busy = false;
   bool queued = false;    // in a ready list
   bool slowable = false;  // running a compute op on a compute stream: re-rated with its rank's communication
+  graph::StreamOrder order = graph::StreamOrder::program;
 };
 static_assert(sizeof(StreamState) == 64);
 
@@ -196,6 +200,15 @@ class Run {
   std::uint32_t nic_share_of(std::span<const StreamId> members) const;
   std::span<const StreamId> members_of(const StreamId& holder) const;
   void release_successors(std::uint32_t begin, std::uint32_t end);
+  // A task on a stream not in program order is ready (graph::StreamOrder): an arrival-order stream
+  // queues it, a concurrent stream starts it in the next start_ready().
+  void ready_off_program(TaskId task, StreamId s);
+  TaskId next_arrival(StreamId s) {
+    return fifo_read_[s] < fifo_write_[s] ? fifo_[fifo_read_[s]++] : kNoTask;
+  }
+  void start_concurrent(TaskId task);
+  void finish_concurrent(TaskId task);
+  void setup_orders();
   void set_busy(RankState& rank, StreamState& st, bool busy);
   std::uint8_t current_slot(const RankState& rank) const;
   static std::uint32_t lowest(const RankState& rank, std::uint32_t w, std::uint64_t bits) {
@@ -243,6 +256,17 @@ class Run {
   std::vector<std::uint8_t> input_waits_;  // per task, with an input pipeline: TaskGraph::input_waits()
   bool input_ = false;                     // the graph has tasks that wait for the input pipeline
   std::vector<std::uint8_t> host_calls_;  // per task, with a host: TaskGraph::host_calls(), saturated
+  // Streams not in program order (graph::StreamOrder): an arrival-order stream's ready tasks wait in
+  // fifo_[fifo_read_[s] .. fifo_write_[s]) (its region holds all of its tasks); a concurrent stream's
+  // ready tasks start in the next start_ready(). Cut-through tasks release their dependants when they
+  // start (TaskGraph::add_cut_through): the next start_ready() releases them.
+  std::vector<TaskId> fifo_;
+  std::vector<std::uint32_t> fifo_read_;
+  std::vector<std::uint32_t> fifo_write_;
+  std::vector<TaskId> ready_concurrent_;
+  std::vector<std::uint8_t> cut_through_;  // per task, when the graph has any
+  std::vector<TaskId> cut_released_;
+  bool cut_any_ = false;
   std::array<TimeNs, 256> call_issue_{};  // the host's time for n collective calls
 };
 

@@ -37,6 +37,7 @@ Run::Run(const graph::TaskGraph& graph, const compute::ComputeModel& compute,
     for (StreamState& st : streams_) st.speed = speeds[st.rank];
   }
   if (host_) setup_host(options.host_issue_ns_per_kernel);
+  setup_orders();
   input_ = !graph.input_waits().empty();
   if (input_) {
     input_waits_.assign(graph.tasks().size(), 0);
@@ -183,6 +184,44 @@ void Run::setup_streams() {
     rank_streams_[ranks_[in.rank].stream_begin + st.local] = s;
     st.comm = in.kind != graph::StreamKind::compute;
     st.input = in.kind == graph::StreamKind::input;
+    st.order = in.order;
+    if (in.order != graph::StreamOrder::program) st.head = kNoTask;  // until a task is ready
+  }
+}
+
+// Streams not in program order and cut-through tasks (run.hpp): their regions, flags, and the tasks
+// ready from the start, in id order.
+void Run::setup_orders() {
+  const auto tasks = graph_.tasks();
+  cut_any_ = !graph_.cut_through().empty();
+  if (cut_any_) {
+    cut_through_.assign(tasks.size(), 0);
+    for (const TaskId t : graph_.cut_through()) {
+      DTSIM_CHECK(t < tasks.size(), fmt::format("cut-through task {} of {}", t, tasks.size()));
+      cut_through_[t] = 1;
+    }
+  }
+  const auto& streams = graph_.streams();
+  const bool any = std::any_of(streams.begin(), streams.end(), [](const graph::Stream& s) {
+    return s.order != graph::StreamOrder::program;
+  });
+  if (!any) return;
+  DTSIM_CHECK(streams.size() < kTaskBit && tasks.size() < kTaskBit,
+              fmt::format("{} streams and {} tasks: the engine's events name at most 2^30 of either with "
+                          "streams not in program order",
+                          streams.size(), tasks.size()));
+  fifo_read_.assign(streams.size(), 0);
+  fifo_write_.assign(streams.size(), 0);
+  std::uint32_t offset = 0;
+  for (StreamId s = 0; s < streams.size(); ++s) {
+    fifo_read_[s] = fifo_write_[s] = offset;
+    if (streams[s].order == graph::StreamOrder::arrival) offset += graph_.stream_size(s);
+  }
+  fifo_.assign(offset, kNoTask);
+  const auto& pred = graph_.predecessor_counts();
+  for (std::size_t t = 0; t < tasks.size(); ++t) {
+    const StreamId s = tasks[t].stream;
+    if (pred[t] == 0 && streams[s].order != graph::StreamOrder::program) ready_off_program(static_cast<TaskId>(t), s);
   }
 }
 
@@ -244,6 +283,8 @@ TimeNs Run::cost(std::uint32_t op, std::uint16_t speed) {
     duration = core::seconds_to_ns(load->seconds);
   } else if (const auto* remote = std::get_if<graph::RemoteOp>(&o)) {
     duration = core::seconds_to_ns(remote->seconds);
+  } else if (const auto* fixed = std::get_if<graph::FixedOp>(&o)) {
+    duration = fixed->duration_ns;
   } else {
     duration = cost_fused(op, std::get<graph::FusedOp>(o), speed);
   }
@@ -274,9 +315,14 @@ void Run::throw_deadlock(std::uint64_t events) const {
   const std::size_t never = graph_.tasks().size() - events;
   const auto blocked = std::find_if(streams_.begin(), streams_.end(),
                                     [](const StreamState& st) { return st.head != kNoTask; });
-  DTSIM_CHECK(blocked != streams_.end(), "unfinished tasks but no stream has one");
+  TaskId example = blocked != streams_.end() ? blocked->head : kNoTask;
+  if (example == kNoTask) {  // only tasks of streams not in program order are left: one still waiting
+    const auto waiting = std::find_if(nodes_.begin(), nodes_.end(), [](const Node& n) { return n.pending != 0; });
+    DTSIM_CHECK(waiting != nodes_.end(), "unfinished tasks but none waits");
+    example = static_cast<TaskId>(waiting - nodes_.begin());
+  }
   throw core::InternalError(
-      fmt::format("deadlock: {} tasks never ran, e.g. {}", never, graph_.task_name(blocked->head)));
+      fmt::format("deadlock: {} tasks never ran, e.g. {}", never, graph_.task_name(example)));
 }
 
 EngineResult Run::result(std::uint64_t events) {

@@ -24,6 +24,9 @@ EngineResult Run::run() {
     while (more) {
       if ((e.payload & kWakeBit) != 0) [[unlikely]] {
         wake(e.payload & ~kWakeBit);
+      } else if ((e.payload & kTaskBit) != 0) [[unlikely]] {
+        finish_concurrent(e.payload & ~kTaskBit);
+        ++events;
       } else if (finish(e.payload)) {  // the stream whose running task ends (or pauses)
         ++events;
       }
@@ -100,12 +103,55 @@ void Run::set_waiting(RankState& rank, std::uint32_t RankState::*count, bool wai
   }
 }
 
-// Communication first, so that compute starting at the same instant sees it running.
+// Communication first, so that compute starting at the same instant sees it running. Tasks of
+// concurrent streams, and the dependants of cut-through tasks that started, may make more ready.
 inline void Run::start_ready() {
-  for (const StreamId s : ready_comm_) start(s);
-  ready_comm_.clear();
-  for (const StreamId s : ready_compute_) start(s);
-  ready_compute_.clear();
+  for (;;) {
+    for (const StreamId s : ready_comm_) start(s);
+    ready_comm_.clear();
+    for (const StreamId s : ready_compute_) start(s);
+    ready_compute_.clear();
+    if (ready_concurrent_.empty() && cut_released_.empty()) [[likely]]
+      return;
+    for (const TaskId t : ready_concurrent_) start_concurrent(t);
+    ready_concurrent_.clear();
+    for (std::size_t i = 0; i < cut_released_.size(); ++i) {
+      const TaskId t = cut_released_[i];
+      release_successors(succ_begin_[t], succ_begin_[t + 1]);
+    }
+    cut_released_.clear();
+  }
+}
+
+void Run::ready_off_program(TaskId task, StreamId s) {
+  StreamState& st = streams_[s];
+  if (st.order == graph::StreamOrder::concurrent) {
+    ready_concurrent_.push_back(task);
+    return;
+  }
+  if (!st.busy && !st.queued && st.head == kNoTask) {
+    st.head = task;
+    enqueue(s, st);
+    return;
+  }
+  fifo_[fifo_write_[s]++] = task;
+}
+
+// A concurrent stream's task runs its duration, holding nothing; its span's start is its end less it.
+void Run::start_concurrent(TaskId task) {
+  const std::uint32_t op = nodes_[task].op_word >> kOpShift;
+  const std::uint16_t speed = streams_[nodes_[task].stream].speed;
+  TimeNs duration = memo_[memo_index(op, speed)];
+  if (duration == kNotCosted) duration = cost(op, speed);
+  queue_.push(now_ + duration, task | kTaskBit);
+}
+
+void Run::finish_concurrent(TaskId task) {
+  if (record_spans_) {
+    const std::uint32_t op = nodes_[task].op_word >> kOpShift;
+    spans_.push_back(Span{task, now_ - memo_[memo_index(op, streams_[nodes_[task].stream].speed)], now_});
+  }
+  release_successors(succ_begin_[task], succ_begin_[task + 1]);
 }
 
 // Starts stream s's head task; its completion event carries the stream.
@@ -121,6 +167,10 @@ inline void Run::start_ready() {
   st.word = word;
   st.succ_begin = succ_begin_[st.head];
   st.succ_end = succ_begin_[st.head + 1];
+  if (cut_any_ && cut_through_[st.head] != 0) [[unlikely]] {  // its dependants go now, not at its end
+    cut_released_.push_back(st.head);
+    st.succ_end = st.succ_begin;
+  }
   // Warm what the completion will read: the successor list and the stream's next task.
   __builtin_prefetch(successors_ + st.succ_begin);
   if ((word & kGangFlag) != 0) [[unlikely]] {
@@ -272,9 +322,9 @@ std::uint32_t Run::nic_share_of(std::span<const StreamId> members) const {
   return most;
 }
 
-// A completion event superseded by a re-rating (below); wake-ups never are.
+// A completion event superseded by a re-rating (below); wake-ups and concurrent tasks' ends never are.
 inline bool Run::stale(const Event& e) const {
-  return (slowed_ || share_nics_) && (e.payload & kWakeBit) == 0 && superseded(e);
+  return (slowed_ || share_nics_) && (e.payload & (kWakeBit | kTaskBit)) == 0 && superseded(e);
 }
 
 // A completion event pushed before its task was re-rated (only with a slowdown). One that falls at the
@@ -403,6 +453,8 @@ void Run::advance_kernels(RateState& rate) const {
   if (rates_[s].nic_share != 0) [[unlikely]]
     finish_nic_task(s, {&s, 1});
   advance(st);
+  if (st.order == graph::StreamOrder::arrival) [[unlikely]]
+    st.head = next_arrival(s);
   release_successors(st.succ_begin, st.succ_end);
   arrive(s, st);
   return true;
@@ -433,6 +485,10 @@ void Run::finish_gang(StreamState& first) {
     if (--succ.pending != 0) continue;
     // A gang's count includes its members reaching it: at 0 it heads all of them.
     StreamState& other = streams_[succ.stream];
+    if (other.order != graph::StreamOrder::program) [[unlikely]] {
+      ready_off_program(next, succ.stream);
+      continue;
+    }
     if (!other.busy && !other.queued && other.head == next) {
       if (input_ && input_waits_[next] != 0) [[unlikely]]
         set_waiting(ranks_[other.rank], &RankState::input_waiting, false);  // its stream had reached it (Run::arrive)

@@ -4,6 +4,14 @@
 // compute model (compute ops) or the network model (communication ops), or is the op's own (a LoadOp,
 // timed by the input pipeline's model; a RemoteOp, by the remote parameter servers'), memoized per op (each op is costed once, at its first use). Zero durations are allowed.
 //
+// Streams not in program order (graph::StreamOrder): an arrival-order stream runs one task at a time,
+// taking the ready ones in the order they became ready (ties: the order of the releases, which follows
+// the order of the completions and of each task's successor list); a concurrent stream starts each
+// task as soon as it is ready, any number at once, and no rank's books count them (a message's
+// latency). A FixedOp takes its own duration. A cut-through task (TaskGraph::add_cut_through) releases
+// its dependants when it starts: a transfer's receiving port then takes the bytes while its sending port
+// sends them, and is free again on its own schedule.
+//
 // A gang task (task_graph.hpp) starts once it heads every member stream and its dependencies are
 // done; it runs its collective's duration (never slowed) on all members at once: each member rank's
 // books count it, and it slows the compute of every member rank as communication of that rank.

@@ -143,6 +143,13 @@ struct RemoteOp {
   double bytes = 0.0;  // on the wire, the larger direction (for traces and tests)
 };
 
+// Work whose time its own model gave, in whole ns: a layer-table worker's forward or backward pass at
+// its step's speed, a parameter server's update, a port's share of a transfer, a message's latency
+// (parallel/lower_data_parallel.hpp). It takes the resource of its stream and nothing else; the engine
+// neither slows nor shares it.
+struct FixedOp {
+  std::int64_t duration_ns = 0;
+};
 const char* to_string(ComputeClass c);
 const char* to_string(CollectiveKind k);
 

@@ -33,10 +33,10 @@ OpId TaskGraph::add_op(Op op) {
   return id;
 }
 
-StreamId TaskGraph::add_stream(RankId rank, StreamKind kind) {
+StreamId TaskGraph::add_stream(RankId rank, StreamKind kind, StreamOrder order) {
   check_open(finalized_);
   const StreamId id = next_id(streams_.size(), "streams");
-  streams_.push_back(Stream{rank, kind});
+  streams_.push_back(Stream{rank, kind, order});
   stream_sizes_.push_back(0);
   stream_last_.push_back(kNoTask);
   return id;
@@ -202,9 +202,25 @@ void TaskGraph::validate() const {
     }
   }
   for (const Gang& gang : gangs_) {
-    if (!std::holds_alternative<CommOp>(ops_[tasks_[gang.task].op])) {
+    const Op& op = ops_[tasks_[gang.task].op];
+    if (!std::holds_alternative<CommOp>(op) && !std::holds_alternative<FixedOp>(op)) {
       throw core::InternalError(fmt::format(
           "task graph: gang task {} runs a compute op; gangs run collectives", task_name(gang.task)));
+    }
+    for (std::uint32_t j = 0; j < gang.size; ++j) {
+      if (streams_[gang_streams_[gang.begin + j]].order != StreamOrder::program) {
+        throw core::InternalError(fmt::format(
+            "task graph: gang task {} occupies a stream not in program order", task_name(gang.task)));
+      }
+    }
+  }
+  for (const TaskId t : cut_through_) {
+    if (t >= n) {
+      throw core::InternalError(fmt::format("task graph: cut-through task {} of {}", t, n));
+    }
+    if (streams_of(t).size() > 1 || streams_[tasks_[t].stream].order == StreamOrder::concurrent) {
+      throw core::InternalError(fmt::format(
+          "task graph: cut-through task {} is a gang or on a concurrent stream", task_name(t)));
     }
   }
 
@@ -223,6 +239,7 @@ void TaskGraph::validate() const {
     std::vector<std::uint32_t> last_place(streams_.size(), kNone);
     std::vector<TaskId> last_task(streams_.size(), kNone);
     for_each_occupancy([&](TaskId t, StreamId s, std::uint32_t member) {
+      if (streams_[s].order != StreamOrder::program) return;  // no order but readiness
       const std::uint32_t place = place_begin[t] + member;
       const std::uint32_t before = std::exchange(last_place[s], place);
       const TaskId previous = std::exchange(last_task[s], t);
@@ -287,6 +304,18 @@ void TaskGraph::validate() const {
   throw core::InternalError(fmt::format(
       "task graph: deadlock: {} of {} tasks can never start; cycle through dependencies and stream order: {}",
       n - order.size(), n, names));
+}
+
+const char* to_string(StreamOrder o) {
+  switch (o) {
+    case StreamOrder::program:
+      return "program";
+    case StreamOrder::arrival:
+      return "arrival";
+    case StreamOrder::concurrent:
+      return "concurrent";
+  }
+  return "unknown";
 }
 
 const char* to_string(StreamKind k) {

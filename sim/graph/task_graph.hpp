@@ -2,7 +2,9 @@
 // Streams behave like CUDA streams: each executes its tasks one at a time, in the order they were added
 // (program order, which is therefore increasing task ids), a task starting once it is at the head of its
 // stream and all its dependencies have finished. Overlap of communication with compute arises from tasks on
-// different streams.
+// different streams. Two other orders serve what is not a GPU stream (StreamOrder): a FIFO server that
+// takes its tasks in the order they become ready (a NIC port, a parameter server's CPU), and a stream
+// whose tasks all run at once as soon as they are ready (latencies, delays that hold nothing).
 //
 // A gang task runs one collective on a stream of each member of its group at once: it is in the
 // program order of every member stream, starts once it is at the head of all of them and its
@@ -59,10 +61,18 @@ enum class Category : std::uint8_t {
 };
 inline constexpr int kCategoryCount = 10;
 
+// In which order a stream runs its tasks.
+enum class StreamOrder : std::uint8_t {
+  program,     // one at a time, in the order they were added (a CUDA stream)
+  arrival,     // one at a time, in the order they became ready; ties in the order of their release
+  concurrent,  // each as soon as it is ready, any number at once; no rank's books count them
+};
+
 // A stream's program order is not stored: it is its tasks in increasing id order (stream_tasks()).
 struct Stream {
   RankId rank = 0;
   StreamKind kind = StreamKind::compute;
+  StreamOrder order = StreamOrder::program;
 };
 
 struct Task {
@@ -76,7 +86,7 @@ struct Task {
 // Every-rank simulations hold tens of millions of tasks: keep each at 16 bytes.
 static_assert(sizeof(Task) == 16);
 
-using Op = std::variant<ComputeOp, CommOp, FusedOp, LoadOp, RemoteOp>;
+using Op = std::variant<ComputeOp, CommOp, FusedOp, LoadOp, RemoteOp, FixedOp>;
 
 // The member streams of gang task `task`: gang_streams()[begin .. begin + size).
 struct Gang {
@@ -100,15 +110,15 @@ class TaskGraph {
   // Ids are dense and assigned in call order, starting at 0. Every add_* after finalize() throws
   // InternalError.
   OpId add_op(Op op);
-  StreamId add_stream(RankId rank, StreamKind kind);
+  StreamId add_stream(RankId rank, StreamKind kind, StreamOrder order = StreamOrder::program);
   // Throws InternalError beyond 2^16 labels.
   LabelId add_label(std::string label);
   // Appends the task to its stream's program order; throws InternalError if the stream does not exist.
   TaskId add_task(const Task& task);
   // Appends one task to the program order of each member stream (a gang task, see above); `task.stream`
   // is ignored. One member makes a plain task. Throws InternalError on no members, a stream that does
-  // not exist or one named twice. Its op must be a CommOp (validate() checks): a gang's time is its
-  // collective's, never slowed.
+  // not exist or one named twice. Its op must be a CommOp or a FixedOp (validate() checks): a gang's
+  // time is its collective's, never slowed. Its member streams must run in program order.
   TaskId add_gang_task(const Task& task, std::span<const StreamId> members);
   // `after` cannot start before `before` has finished. Duplicates are kept (each counts once more).
   // The host reads a value that `task`'s inputs produce before it issues `task` (a synchronization:
@@ -132,14 +142,20 @@ class TaskGraph {
   void add_host_calls(TaskId task, std::uint32_t calls) { host_calls_.push_back({task, calls}); }
   const std::vector<HostCalls>& host_calls() const { return host_calls_; }
   void add_dependency(TaskId before, TaskId after);
+  // `task`'s dependants may start as soon as it starts, not when it ends (a transfer's receiving port
+  // takes the bytes while its sending port sends them: cut-through). Not for gang tasks, nor for tasks
+  // on concurrent streams (validate() checks). Ids in any order.
+  void add_cut_through(TaskId task) { cut_through_.push_back(task); }
+  const std::vector<TaskId>& cut_through() const { return cut_through_; }
 
   // Builds successor lists and predecessor counts; call once after the last add_*. Throws
   // InternalError on a dependency naming a task that does not exist.
   void finalize();
   // Throws InternalError on a dangling reference (op, label, rank of a stream), a gang task whose op
-  // is not a CommOp, or a deadlock: a Kahn topological pass over dependencies plus stream order
-  // (consecutive tasks of one stream) that cannot visit every task; the message names the tasks of
-  // one cycle. Requires finalize().
+  // is not a CommOp or a FixedOp or that occupies a stream not in program order, a cut-through task
+  // that is a gang or on a concurrent stream, or a deadlock: a Kahn topological pass over dependencies
+  // plus program order (consecutive tasks of one program-order stream) that cannot visit every task;
+  // the message names the tasks of one cycle. Requires finalize().
   void validate() const;
 
   // The task's label for messages ("#<id>" when it has none), with its stream and rank (a gang: its
@@ -201,11 +217,13 @@ class TaskGraph {
   std::vector<std::uint32_t> pred_count_;
   std::vector<TaskId> host_waits_;
   std::vector<TaskId> input_waits_;
+  std::vector<TaskId> cut_through_;
   std::vector<HostCalls> host_calls_;
   bool finalized_ = false;
 };
 
 const char* to_string(StreamKind k);
+const char* to_string(StreamOrder o);
 const char* to_string(Category c);
 
 // The two calls made once per task and dependency, inline.
