@@ -1,7 +1,7 @@
 // Data-parallel training of a layer-table workload (docs/data-parallel.md "Data-parallel classics"): architecture
 // (all-reduce, parameter servers, hybrid), synchronization (sync, async, bounded staleness), per-worker
 // compute-time variability and stragglers. Read from the scenario's "training" object by
-// read_data_parallel (config/layer_table_loader.hpp); simulated by engine/dp_training.
+// read_data_parallel (config/layer_table_loader.hpp); simulated on the engine (parallel/lower_data_parallel.hpp).
 #pragma once
 
 #include <cstdint>

@@ -53,14 +53,18 @@ Breakdown breakdown_of(const engine::EngineResult& r) {
 }
 
 Trace trace_of(const parallel::LoweredGraph& lowered, const engine::EngineResult& r) {
-  const graph::TaskGraph& g = lowered.graph;
+  return trace_of(lowered.graph, lowered.rank_names, r);
+}
+
+Trace trace_of(const graph::TaskGraph& g, std::vector<std::string> rank_names, const engine::EngineResult& r) {
   Trace t;
-  t.rank_names = lowered.rank_names;
+  t.rank_names = std::move(rank_names);
   t.labels = g.labels();
   for (const auto& stream : g.streams()) t.tracks.push_back({stream.rank, graph::to_string(stream.kind)});
   t.spans.reserve(r.spans.size());
   for (const auto& span : r.spans) {
     const graph::Task& task = g.tasks()[span.task];
+    if (g.streams()[task.stream].order == graph::StreamOrder::concurrent) continue;
     // A gang task (a collective of every rank) shows on each member's track.
     for (const graph::StreamId stream : g.streams_of(span.task)) {
       t.spans.push_back({stream, task.label, task.category, task.micro_batch, span.start, span.end});

@@ -12,12 +12,13 @@
 #include "compute/compute_model.hpp"
 #include "core/checked_math.hpp"
 #include "core/errors.hpp"
-#include "engine/dp_training.hpp"
 #include "graph/ops.hpp"
 #include "models/convergence/convergence.hpp"
 #include "models/input/input_pipeline.hpp"
 #include "models/layer_table/layer_ops.hpp"
 #include "network/network_model.hpp"
+#include "parallel/lower_data_parallel.hpp"
+#include "results/data_parallel_run.hpp"
 #include "results/distribution.hpp"
 
 namespace dtsim::results {
@@ -39,10 +40,6 @@ Result evaluate_data_parallel(const config::Scenario& scenario, const EvaluateOp
   const auto started = std::chrono::steady_clock::now();
   const config::LayerTable& table = *scenario.layer_model;
   const config::DataParallelSpec& dp = scenario.data_parallel;
-  if (options.trace) {
-    throw core::InputError(scenario.source, "/model/layer_table",
-                           "a trace is not supported for layer-table models; run without --trace");
-  }
   Result result;
   result.scenario = scenario;
   if (!scenario.gpu.peak_tflops[static_cast<int>(scenario.training.precision)]) {
@@ -71,14 +68,13 @@ Result evaluate_data_parallel(const config::Scenario& scenario, const EvaluateOp
   const std::vector<models::Variable> vars = models::variables(table, batch, precision);
   const bool has_servers = dp.architecture != config::Architecture::allreduce;
   const std::int64_t servers = has_servers ? dp.parameter_server.servers : 0;
-  // The simulation encodes (worker, server) and (worker, bucket) pairs in its events.
-  const auto beyond_pairs = [&](std::int64_t peers) -> std::optional<std::string> {
-    const auto pairs = core::checked_mul(workers, peers);
-    if (pairs && *pairs < engine::kMaxWorkerPairs) return std::nullopt;
-    return fmt::format("{} workers x {} servers or buckets is beyond this simulation ({} pairs at most)",
-                       workers, peers, engine::kMaxWorkerPairs - 1);
-  };
-  if (auto reason = beyond_pairs(servers)) {  // before the per-server tables are allocated
+  // Before the per-server tables are allocated: a job whose task graph could not be simulated.
+  const std::int64_t clients =
+      dp.parameter_server.local_aggregation && servers > 0 && scenario.node.gpus_per_node > 1 &&
+              workers % scenario.node.gpus_per_node == 0
+          ? workers / scenario.node.gpus_per_node
+          : workers;
+  if (auto reason = parallel::data_parallel_too_large(workers, clients, servers, 0, dp.steps)) {
     result.status = Status::infeasible;
     result.reason = std::move(*reason);
     return result;
@@ -89,7 +85,7 @@ Result evaluate_data_parallel(const config::Scenario& scenario, const EvaluateOp
   stats.per_worker_batch = batch;
   stats.stragglers = dp.stragglers;
   stats.server_bytes.assign(static_cast<std::size_t>(servers), 0.0);
-  engine::DpTrainingSetup setup;
+  parallel::DataParallelJob setup;
   setup.push_bytes.assign(static_cast<std::size_t>(servers), 0.0);
   setup.square_bytes.assign(static_cast<std::size_t>(servers), 0.0);
   std::vector<double> layer_allreduce_bytes(ops.size(), 0.0);
@@ -205,12 +201,14 @@ Result evaluate_data_parallel(const config::Scenario& scenario, const EvaluateOp
     setup.input_prefetch_batches = std::max<std::int64_t>(input.prefetch_batches, 1);
   }
 
-  if (auto reason = beyond_pairs(stats.allreduce_buckets)) {
+  if (auto reason = parallel::data_parallel_too_large(workers, setup.clients(), servers, stats.allreduce_buckets,
+                                                      setup.steps)) {
     result.status = Status::infeasible;
     result.reason = std::move(*reason);
     return result;
   }
-  const engine::DpTrainingResult run = engine::simulate_dp_training(setup);
+  DpTrainingResult run = simulate_data_parallel(setup, compute, *network, options.trace);
+  result.trace = std::move(run.trace);
 
   // Throughput and the per-iteration view (an iteration = every worker doing one step).
   const double steps_per_s = run.worker_steps_per_s;
@@ -295,6 +293,7 @@ Result evaluate_data_parallel(const config::Scenario& scenario, const EvaluateOp
   result.data_parallel = std::move(stats);
   result.convergence = c;
   result.engine.events = run.events;
+  result.engine.tasks = run.tasks;
   result.engine.simulated_ranks = static_cast<std::uint32_t>(workers + servers);
   result.engine.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return result;

@@ -2,7 +2,7 @@
 //
 //   layer table x per-worker batch -> compute ops (models/layer_table) -> durations (compute model)
 //   -> variables placed on all-reduce buckets and/or parameter servers -> event-driven simulation of
-//   every worker and server (engine/dp_training) -> throughput, staleness, wait -> time to converge
+//   every worker and server (parallel/lower_data_parallel on the engine) -> throughput, staleness, wait -> time to converge
 //   (models/convergence)
 //
 // Placement: allreduce all-reduces every gradient (a sparse embedding's too, densely); parameter_server

@@ -1,5 +1,5 @@
 // The mean and coefficient of variation of n draws, for tests of the random factors (core/random.hpp,
-// engine/dp_training.hpp): draw(i) gives the i-th draw.
+// parallel/data_parallel_job.hpp): draw(i) gives the i-th draw.
 #pragma once
 
 #include <cmath>

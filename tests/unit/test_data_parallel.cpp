@@ -1,5 +1,5 @@
 // Data-parallel training of layer-table workloads: the event-driven worker/server simulation
-// (engine/dp_training), the convergence model (models/convergence) and the layer tables. Expected
+// (parallel/lower_data_parallel on the engine, results/data_parallel_run), the convergence model (models/convergence) and the layer tables. Expected
 // values are derived in the comments from the model's equations.
 #include <doctest/doctest.h>
 
@@ -9,23 +9,31 @@
 
 #include "config/layer_table_loader.hpp"
 #include "config/scenario_loader.hpp"
-#include "engine/dp_training.hpp"
+#include "engine_fixture.hpp"
 #include "input_error_of.hpp"
 #include "models/convergence/convergence.hpp"
 #include "models/layer_table/layer_ops.hpp"
 #include "network/flow_cache.hpp"
+#include "parallel/data_parallel_job.hpp"
 #include "reports/reports.hpp"
+#include "results/data_parallel_run.hpp"
 #include "results/evaluate.hpp"
 #include "sample_moments.hpp"
 
 namespace {
 
-using dtsim::engine::DpTrainingSetup;
+using dtsim::parallel::DataParallelJob;
 constexpr dtsim::core::TimeNs kMs = 1'000'000;
 
+// The job's tasks all have fixed durations: the engine's models cost none of them.
+dtsim::results::DpTrainingResult simulate(const DataParallelJob& s) {
+  const dtsim::testing::engine_fixture::Models models;
+  return dtsim::results::simulate_data_parallel(s, models.compute, models.network);
+}
+
 // Two workers, one per node, one dedicated server on node 2; 1e9 B/s NICs, no latency.
-DpTrainingSetup ps_setup() {
-  DpTrainingSetup s;
+DataParallelJob ps_setup() {
+  DataParallelJob s;
   s.workers = 2;
   s.gpus_per_node = 1;
   s.forward_ns = 4 * kMs;
@@ -58,7 +66,7 @@ TEST_CASE("convergence: S = S_min (1 + B_noise / B) times 1 + kappa s") {
 }
 
 TEST_CASE("dp training: synchronous all-reduce steps are compute + all-reduce + optimizer") {
-  DpTrainingSetup s;
+  DataParallelJob s;
   s.workers = 2;
   s.gpus_per_node = 1;
   s.forward_ns = 1 * kMs;
@@ -67,7 +75,7 @@ TEST_CASE("dp training: synchronous all-reduce steps are compute + all-reduce + 
   s.bucket_ready_fraction = {1.0};
   s.bucket_allreduce_ns = {kMs / 2};
   s.steps = 5;
-  const auto r = dtsim::engine::simulate_dp_training(s);
+  const auto r = simulate(s);
   // A step: 3 ms compute, the bucket is ready at its end, 0.5 ms all-reduce, 0.1 ms optimizer = 3.6 ms;
   // 5 steps = 18 ms. Two workers complete one step each per 3.6 ms: 2 / 3.6 ms = 555.6 steps/s.
   CHECK(r.makespan == 18 * kMs);
@@ -78,7 +86,7 @@ TEST_CASE("dp training: synchronous all-reduce steps are compute + all-reduce + 
 }
 
 TEST_CASE("dp training: synchronous parameter server serializes the server's NIC and CPU") {
-  const auto r = dtsim::engine::simulate_dp_training(ps_setup());
+  const auto r = simulate(ps_setup());
   // Step 1: compute ends at 10 ms; pushes share the server's ingress: w0 [10, 11], w1 [11, 12]; the
   // server folds each in 1 ms (11-12, 12-13), then updates (13-14); pulls share its egress: w0 [14, 15],
   // w1 [15, 16]. Each later step repeats 15 ms after the last (w0 restarts at 15, pushes at 25, ...):
@@ -89,15 +97,15 @@ TEST_CASE("dp training: synchronous parameter server serializes the server's NIC
 }
 
 TEST_CASE("dp training: async staleness grows with a straggler - a bound caps it") {
-  DpTrainingSetup s = ps_setup();
+  DataParallelJob s = ps_setup();
   s.steps = 12;
   s.stragglers = 1;  // the last worker
   s.straggler_slowdown = 4.0;
   s.sync = dtsim::config::SyncMode::async;
-  const auto async = dtsim::engine::simulate_dp_training(s);
+  const auto async = simulate(s);
   s.sync = dtsim::config::SyncMode::bounded;
   s.staleness_bound = 1;
-  const auto bounded = dtsim::engine::simulate_dp_training(s);
+  const auto bounded = simulate(s);
   // The straggler's step takes ~4x longer: the fast worker applies ~3-4 updates in between (async).
   CHECK(async.max_staleness() >= 3);
   // With bound 1 the fast worker may be at most 1 step ahead of the straggler, so at most 2 of its
@@ -108,22 +116,22 @@ TEST_CASE("dp training: async staleness grows with a straggler - a bound caps it
 }
 
 TEST_CASE("dp training: compute factors are seeded, deterministic, mean 1 (lognormal)") {
-  DpTrainingSetup s;
+  DataParallelJob s;
   s.workers = 100;
   s.variability = dtsim::config::Variability::lognormal;
   s.variability_cv = 0.2;
   s.seed = 42;
   const auto m = dtsim::testing::sample_moments(
-      20000, [&](int i) { return dtsim::engine::compute_factor(s, i % 100, i / 100); });
+      20000, [&](int i) { return dtsim::parallel::compute_factor(s, i % 100, i / 100); });
   // E[exp(mu + sigma Z)] = 1 with sigma^2 = ln(1 + cv^2), mu = -sigma^2/2; sampling error ~0.2/sqrt(n).
   CHECK(m.mean == doctest::Approx(1.0).epsilon(0.01));
   CHECK(m.cv == doctest::Approx(0.2).epsilon(0.05));
-  CHECK(dtsim::engine::compute_factor(s, 7, 3) == dtsim::engine::compute_factor(s, 7, 3));
+  CHECK(dtsim::parallel::compute_factor(s, 7, 3) == dtsim::parallel::compute_factor(s, 7, 3));
   s.stragglers = 1;
   s.straggler_slowdown = 2.0;
   s.variability = dtsim::config::Variability::none;
-  CHECK(dtsim::engine::compute_factor(s, 99, 0) == 2.0);
-  CHECK(dtsim::engine::compute_factor(s, 98, 0) == 1.0);
+  CHECK(dtsim::parallel::compute_factor(s, 99, 0) == 2.0);
+  CHECK(dtsim::parallel::compute_factor(s, 98, 0) == 1.0);
 }
 
 TEST_CASE("layer tables: parameters and FLOPs of the published architectures") {
@@ -241,8 +249,10 @@ dtsim::results::Result vgg_on_servers(const std::string& placement) {
 
 }  // namespace
 
-TEST_CASE("dp training: more worker-server pairs than the simulation encodes is infeasible, found first") {
-  // 16 workers x 2^40 dedicated servers: refused before any per-server table is allocated.
+TEST_CASE("dp training: a job whose task graph is too large is infeasible, found first") {
+  // 16 workers x 2^40 dedicated servers: refused before any per-server table is allocated. Per step
+  // about 16 x 6 + 16 x (2 + 12 x 2^40) + 2^40 + 1 = 2.122e14 tasks (lower_data_parallel.hpp); 20
+  // steps: 4.24e15.
   const std::string text = R"({"schema_version": 1, "name": "vgg-ps",
     "model": {"layer_table": "vgg-16"}, "cluster": {"node": "horovod-p100x4", "nodes": 4},
     "training": {"global_batch_size": 1024, "precision": "fp32", "architecture": "parameter_server",
@@ -251,7 +261,9 @@ TEST_CASE("dp training: more worker-server pairs than the simulation encodes is 
       dtsim::config::load_scenario_text(text, "vgg-ps", dtsim::config::default_data_paths()), {});
   CHECK(r.status == dtsim::results::Status::infeasible);
   CHECK(r.reason ==
-        "16 workers x 1099511627776 servers or buckets is beyond this simulation (268435455 pairs at most)");
+        "too large to simulate: 16 workers, 1099511627776 servers and 0 all-reduce buckets over 20 steps take "
+        "about 4.24e+15 tasks, more than dtsim's limit of 200000000; use fewer training.simulated_steps, "
+        "workers or servers");
 }
 
 TEST_CASE("dp training: parameter servers shard by variable, round-robin in table order") {
@@ -312,13 +324,13 @@ TEST_CASE(
 }
 
 TEST_CASE("dp training: with local aggregation a node's workers push and pull once") {
-  DpTrainingSetup s = ps_setup();
+  DataParallelJob s = ps_setup();
   s.gpus_per_node = 2;  // both workers on node 0
   s.server_node = {1};
   s.client_size = 2;
   s.local_reduce_ns = kMs;
   s.local_broadcast_ns = kMs;
-  const auto r = dtsim::engine::simulate_dp_training(s);
+  const auto r = simulate(s);
   // Compute ends at 10 ms; reduce in the node 10-11; one push 11-12; fold 12-13 and, the only client
   // being in, update 13-14; one pull 14-15; broadcast 15-16. Four steps of 16 ms: 64 ms, and one
   // applied gradient per step.
@@ -327,21 +339,21 @@ TEST_CASE("dp training: with local aggregation a node's workers push and pull on
 }
 
 TEST_CASE("dp training: a transfer is one flow, capped by the fabric's per-flow rate") {
-  DpTrainingSetup s = ps_setup();
+  DataParallelJob s = ps_setup();
   s.workers = 1;
   s.push_bytes = {1e6};
   s.pull_bytes = {1e6};
   s.server_node = {1};
   s.per_flow_bytes_per_s = 0.5e9;  // 2 ms per 1e6-byte transfer instead of the NIC's 1 ms
-  const auto r = dtsim::engine::simulate_dp_training(s);
+  const auto r = simulate(s);
   // Per step: compute 10, push 2, fold 1 + update 1, pull 2 = 16 ms; four steps 64 ms.
   CHECK(r.makespan == 64 * kMs);
 }
 
 TEST_CASE("dp training: the parameter-server transport passes a server's transfers through one FIFO") {
-  DpTrainingSetup s = ps_setup();
+  DataParallelJob s = ps_setup();
   s.server_transport_bytes_per_s = 0.5e9;  // 2 ms per 1e6-byte transfer in the server process
-  const auto r = dtsim::engine::simulate_dp_training(s);
+  const auto r = simulate(s);
   // Step 1: compute ends at 10 ms. Pushes: the NICs take 1 ms each (w0 [10, 11], w1 [11, 12] at the
   // server's ingress) but the server process moves w0 [10, 12], then w1 [12, 14]; folds 12-13 and
   // 14-15, update 15-16. Pulls: the process again, w0 [16, 18], w1 [18, 20].
@@ -352,22 +364,22 @@ TEST_CASE("dp training: the parameter-server transport passes a server's transfe
 }
 
 TEST_CASE("dp training: the transport's channel cap holds inside a node too") {
-  DpTrainingSetup s = ps_setup();
+  DataParallelJob s = ps_setup();
   s.workers = 1;
   s.server_node = {0};            // colocated: 1e6 bytes take 0.1 ms at the intra-node rate
   s.channel_bytes_per_s = 0.5e9;  // but 2 ms through the transport's channel
-  const auto r = dtsim::engine::simulate_dp_training(s);
+  const auto r = simulate(s);
   // Per step: compute 10, push 2, fold 1 + update 1, pull 2 = 16 ms; four steps 64 ms.
   CHECK(r.makespan == 64 * kMs);
 }
 
 TEST_CASE("dp training: a large message costs its receiver time quadratic in its size") {
-  DpTrainingSetup s = ps_setup();
+  DataParallelJob s = ps_setup();
   s.workers = 1;
   s.server_node = {1};
   s.receive_s_per_square_byte = 3e-15;  // one message of 1e6 bytes: 3e-15 x 1e12 = 3 ms to receive
   s.square_bytes = {1e12};
-  const auto r = dtsim::engine::simulate_dp_training(s);
+  const auto r = simulate(s);
   // Per step: compute 10; push through the NIC 1 ms but received by the server process in 3 ms
   // (arrives at 13); fold 1 + update 1; pull through the NIC 1 ms, received by the client in 3 ms:
   // 10 + 3 + 2 + 3 = 18 ms; four steps 72 ms (56 ms without the large-message time).
@@ -391,4 +403,35 @@ TEST_CASE("dp training: a scenario selects the parameter-server transport profil
   const double grpc = run("grpc");
   // The gRPC profile caps each server process below its NIC, so the same plan runs slower.
   CHECK(grpc < native);
+}
+
+TEST_CASE("dp training: a layer-table run has a trace of its workers, ports and servers") {
+  // The synchronous PS job of ps_setup() (2 workers on nodes 0 and 1, a server on node 2), traced:
+  // ranks are the 2 workers, the 3 nodes' ports, the server, the 2 clients' receiving processes and
+  // the latencies (5 + 3 + ... named in lower_data_parallel.cpp). Step 1 as in "synchronous parameter
+  // server serializes the server's NIC and CPU": w1's push enters the server's ingress at 11 ms, after
+  // w0's [10, 11]; the update runs [13, 14].
+  const dtsim::testing::engine_fixture::Models models;
+  const auto r = dtsim::results::simulate_data_parallel(ps_setup(), models.compute, models.network, true);
+  REQUIRE(r.trace.has_value());
+  const auto& t = *r.trace;
+  REQUIRE(t.rank_names.size() == 2 + 3 + 1 + 2 + 1);
+  CHECK(t.rank_names[0] == "worker 0");
+  CHECK(t.rank_names[4] == "node 2 NIC ports (egress, ingress)");
+  CHECK(t.rank_names[5] == "server 0 (CPU, process)");
+  const auto label = [&](const char* name) {
+    return static_cast<std::uint32_t>(std::find(t.labels.begin(), t.labels.end(), name) - t.labels.begin());
+  };
+  std::vector<std::pair<dtsim::core::TimeNs, dtsim::core::TimeNs>> pushes_in, updates;
+  for (const auto& span : t.spans) {
+    if (span.label == label("push in") && span.start_ns < 20 * kMs) pushes_in.emplace_back(span.start_ns, span.end_ns);
+    if (span.label == label("update") && span.start_ns < 20 * kMs) updates.emplace_back(span.start_ns, span.end_ns);
+    CHECK(span.label != label("latency"));  // delays hold nothing: not in the trace
+  }
+  std::sort(pushes_in.begin(), pushes_in.end());
+  REQUIRE(pushes_in.size() == 2);
+  CHECK(pushes_in[0] == std::make_pair(10 * kMs, 11 * kMs));
+  CHECK(pushes_in[1] == std::make_pair(11 * kMs, 12 * kMs));
+  REQUIRE(updates.size() == 1);
+  CHECK(updates[0] == std::make_pair(13 * kMs, 14 * kMs));
 }
