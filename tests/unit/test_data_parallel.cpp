@@ -435,3 +435,28 @@ TEST_CASE("dp training: a layer-table run has a trace of its workers, ports and 
   REQUIRE(updates.size() == 1);
   CHECK(updates[0] == std::make_pair(13 * kMs, 14 * kMs));
 }
+
+TEST_CASE("dp training: bounded staleness holds a worker until the slowest has done step c - bound - 1") {
+  // Two workers without servers or all-reduce, 1 + 1 ms per step; the last is a 4x straggler (8 ms a
+  // step: steps end at 8, 16, 24, 32). Bound 1: worker 0's step c waits for the straggler's step
+  // c - 2. Worker 0: step 0 [0, 2], step 1 [2, 4], step 2 after the straggler's step 0 [8, 10],
+  // step 3 after its step 1 [16, 18]. The window runs from the last first step (8) to the first
+  // finish (18): worker 0's steps at 10 and 18 and the straggler's at 16, 3 steps in 10 ms.
+  DataParallelJob s;
+  s.workers = 2;
+  s.forward_ns = kMs;
+  s.backward_ns = kMs;
+  s.stragglers = 1;
+  s.straggler_slowdown = 4.0;
+  s.sync = dtsim::config::SyncMode::bounded;
+  s.staleness_bound = 1;
+  s.steps = 4;
+  const auto r = simulate(s);
+  CHECK(r.makespan == 32 * kMs);
+  CHECK(r.window_s == doctest::Approx(10e-3));
+  CHECK(r.worker_steps_per_s == doctest::Approx(300.0));
+  // Worker 0 computed 4 x 2 ms and finished at 18 ms: it waited 10 ms for the bound.
+  CHECK(r.workers[0].compute_s == doctest::Approx(8e-3));
+  CHECK(r.workers[0].wait_s == doctest::Approx(10e-3));
+  CHECK(r.applied() == 0);
+}
