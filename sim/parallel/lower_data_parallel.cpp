@@ -8,7 +8,6 @@
 
 #include <fmt/format.h>
 
-#include "core/checked_math.hpp"
 #include "core/errors.hpp"
 #include "parallel/feasibility.hpp"
 
@@ -87,9 +86,10 @@ class Builder {
     labels_.emplace_back(name, out_.graph.add_label(name));
     return labels_.back().second;
   }
+  // A step is not a micro-batch: the tasks carry none (traces show the steps one after another).
   TaskId add(StreamId stream, core::TimeNs ns, Category category, const char* name,
-             std::initializer_list<TaskId> deps = {}, std::int32_t step = -1) {
-    const TaskId t = out_.graph.add_task(graph::Task{fixed(ns), stream, category, label(name), step});
+             std::initializer_list<TaskId> deps = {}) {
+    const TaskId t = out_.graph.add_task(graph::Task{fixed(ns), stream, category, label(name), -1});
     for (const TaskId d : deps) out_.graph.add_dependency(d, t);
     return t;
   }
@@ -100,19 +100,18 @@ class Builder {
   }
 
   void step(std::int64_t k) {
-    const std::int32_t micro = -1;  // a step is not a micro-batch: traces show the steps one after another
     // Each worker up to the end of its backward pass.
     for (std::int64_t w = 0; w < j_.workers; ++w) {
-      const TaskId ready = add(compute_[at(w)], 0, Category::forward, "ready", {}, micro);
+      const TaskId ready = add(compute_[at(w)], 0, Category::forward, "ready");
       const std::int64_t bound_step = k - j_.staleness_bound - 1;
       if (j_.sync == config::SyncMode::bounded && bound_step >= 0) {
         out_.graph.add_dependency(joins_[at(bound_step)], ready);
       }
       out_.ready[at(w, k)] = ready;
-      const TaskId begin = add(compute_[at(w)], 0, Category::forward, "begin", {}, micro);
+      const TaskId begin = add(compute_[at(w)], 0, Category::forward, "begin");
       out_.begin[at(w, k)] = begin;
       if (j_.input_load_ns > 0) {
-        const TaskId load = add(input_[at(w)], j_.input_load_ns, Category::input, "load", {}, micro);
+        const TaskId load = add(input_[at(w)], j_.input_load_ns, Category::input, "load");
         if (!j_.input_prefetch) {
           out_.graph.add_dependency(ready, load);
         } else if (k >= j_.input_prefetch_batches) {  // a buffer slot frees when its batch goes to training
@@ -124,31 +123,31 @@ class Builder {
       const double factor = compute_factor(j_, w, k);
       const auto fwd = core::seconds_to_ns(core::ns_to_seconds(j_.forward_ns) * factor);
       const auto bwd = core::seconds_to_ns(core::ns_to_seconds(j_.backward_ns) * factor);
-      add(compute_[at(w)], fwd, Category::forward, "forward", {}, micro);
+      add(compute_[at(w)], fwd, Category::forward, "forward");
       std::vector<TaskId>& ends = chunk_ends_[at(w)];
       ends.clear();
       core::TimeNs done = 0;
       for (std::int64_t b = 0; b < j_.buckets(); ++b) {
         const double offset = static_cast<double>(bwd) * j_.bucket_ready_fraction[at(b)];
         const core::TimeNs end = std::clamp<core::TimeNs>(std::llround(offset), done, bwd);
-        ends.push_back(add(compute_[at(w)], end - done, Category::backward, "backward", {}, micro));
+        ends.push_back(add(compute_[at(w)], end - done, Category::backward, "backward"));
         done = end;
       }
-      ends.push_back(add(compute_[at(w)], bwd - done, Category::backward, "backward", {}, micro));
+      ends.push_back(add(compute_[at(w)], bwd - done, Category::backward, "backward"));
     }
     // The all-reduces, in bucket order, each after every worker's chunk.
     TaskId last_bucket = graph::TaskGraph::kNoTask;
     for (std::int64_t b = 0; b < j_.buckets(); ++b) {
       last_bucket = out_.graph.add_gang_task(
-          graph::Task{fixed(j_.bucket_allreduce_ns[at(b)]), 0, Category::data_comm, label("all-reduce"), micro},
+          graph::Task{fixed(j_.bucket_allreduce_ns[at(b)]), 0, Category::data_comm, label("all-reduce"), -1},
           comm_);
       for (std::int64_t w = 0; w < j_.workers; ++w) out_.graph.add_dependency(chunk_ends_[at(w)][at(b)], last_bucket);
     }
     // The parameter servers' exchanges: per client, when its pulls are all back.
     std::vector<TaskId> client_done(at(j_.clients()), graph::TaskGraph::kNoTask);
-    if (j_.servers() > 0) exchanges(micro, client_done);
+    if (j_.servers() > 0) exchanges(client_done);
     for (std::int64_t w = 0; w < j_.workers; ++w) {
-      const TaskId done = add(compute_[at(w)], j_.optimizer_ns, Category::optimizer, "optimizer", {}, micro);
+      const TaskId done = add(compute_[at(w)], j_.optimizer_ns, Category::optimizer, "optimizer");
       if (last_bucket != graph::TaskGraph::kNoTask) out_.graph.add_dependency(last_bucket, done);
       const TaskId pulled = j_.servers() > 0 ? client_done[at(w / j_.client_size)] : graph::TaskGraph::kNoTask;
       if (pulled != graph::TaskGraph::kNoTask) out_.graph.add_dependency(pulled, done);
@@ -161,7 +160,7 @@ class Builder {
     }
   }
 
-  void exchanges(std::int32_t micro, std::vector<TaskId>& client_done) {
+  void exchanges(std::vector<TaskId>& client_done) {
     const std::int64_t servers = j_.servers();
     std::vector<TaskId> issue(at(j_.clients()));
     for (std::int64_t c = 0; c < j_.clients(); ++c) {
@@ -181,26 +180,26 @@ class Builder {
         const std::int64_t srv = (c + i) % servers;
         const double bytes = j_.push_bytes[at(srv)];
         if (bytes <= 0.0) continue;
-        const TaskId arrived = transfer(client_node(c), j_.server_node[at(srv)], bytes, srv, c, true, issue[at(c)], micro);
-        const TaskId apply = add(server_cpu_[at(srv)], apply_ns(srv), Category::optimizer, "apply", {arrived}, micro);
+        const TaskId arrived = transfer(client_node(c), j_.server_node[at(srv)], bytes, srv, c, true, issue[at(c)]);
+        const TaskId apply = add(server_cpu_[at(srv)], apply_ns(srv), Category::optimizer, "apply", {arrived});
         if (j_.sync == config::SyncMode::sync) {
           applied[at(srv)].push_back(apply);
           continue;
         }
         out_.updates.push_back({apply, srv, c});
         pulled[at(c)].push_back(
-            transfer(j_.server_node[at(srv)], client_node(c), j_.pull_bytes[at(srv)], srv, c, false, apply, micro));
+            transfer(j_.server_node[at(srv)], client_node(c), j_.pull_bytes[at(srv)], srv, c, false, apply));
       }
     }
     if (j_.sync == config::SyncMode::sync) {
       for (std::int64_t srv = 0; srv < servers; ++srv) {
         if (applied[at(srv)].empty()) continue;
-        const TaskId update = add(server_cpu_[at(srv)], apply_ns(srv), Category::optimizer, "update", {}, micro);
+        const TaskId update = add(server_cpu_[at(srv)], apply_ns(srv), Category::optimizer, "update");
         for (const TaskId a : applied[at(srv)]) out_.graph.add_dependency(a, update);
         out_.updates.push_back({update, srv, -1});
         for (std::int64_t c = 0; c < j_.clients(); ++c) {
           pulled[at(c)].push_back(
-              transfer(j_.server_node[at(srv)], client_node(c), j_.pull_bytes[at(srv)], srv, c, false, update, micro));
+              transfer(j_.server_node[at(srv)], client_node(c), j_.pull_bytes[at(srv)], srv, c, false, update));
         }
       }
     }
@@ -219,23 +218,23 @@ class Builder {
   // A transfer of `bytes` from node a to node b between client c and server srv (`to_server`: a push)
   // once `issue` is done (lower_data_parallel.hpp); returns the task that ends when it has arrived.
   TaskId transfer(std::int64_t a, std::int64_t b, double bytes, std::int64_t srv, std::int64_t c, bool to_server,
-                  TaskId issue, std::int32_t micro) {
+                  TaskId issue) {
     std::vector<TaskId> parts;
     core::TimeNs latency = 0;
     if (a == b) {
       double rate = j_.intra_bytes_per_s;
       if (j_.channel_bytes_per_s > 0.0) rate = std::min(rate, j_.channel_bytes_per_s);
-      parts.push_back(add(wire_, core::seconds_to_ns(bytes / rate), Category::data_comm, "intra-node", {issue}, micro));
+      parts.push_back(add(wire_, core::seconds_to_ns(bytes / rate), Category::data_comm, "intra-node", {issue}));
     } else {
       const core::TimeNs on_port = core::seconds_to_ns(bytes / j_.nic_bytes_per_s);
       const TaskId send = add(egress_[at(a)], on_port, Category::data_comm, to_server ? "push out" : "pull out",
-                              {issue}, micro);
+                              {issue});
       out_.graph.add_cut_through(send);
       parts.push_back(add(ingress_[at(b)], on_port, Category::data_comm, to_server ? "push in" : "pull in",
-                          {send}, micro));
+                          {send}));
       double cap = j_.per_flow_bytes_per_s;
       if (j_.channel_bytes_per_s > 0.0) cap = cap > 0.0 ? std::min(cap, j_.channel_bytes_per_s) : j_.channel_bytes_per_s;
-      if (cap > 0.0) parts.push_back(add(wire_, core::seconds_to_ns(bytes / cap), Category::data_comm, "flow cap", {send}, micro));
+      if (cap > 0.0) parts.push_back(add(wire_, core::seconds_to_ns(bytes / cap), Category::data_comm, "flow cap", {send}));
       latency = j_.message_latency_ns;
     }
     const double receive_s =
@@ -244,12 +243,13 @@ class Builder {
     if (to_server) server_s += receive_s;
     if (server_s > 0.0) {
       parts.push_back(add(server_io_[at(srv)], core::seconds_to_ns(server_s), Category::data_comm, "server process",
-                          {issue}, micro));
+                          {issue}));
     }
     if (!to_server && receive_s > 0.0) {
       parts.push_back(add(client_io_[at(c)], core::seconds_to_ns(receive_s), Category::data_comm, "client process",
-                          {issue}, micro));
+                          {issue}));
     }
+    if (latency == 0 && parts.size() == 1) return parts.front();
     return delay(latency, "latency", parts);
   }
 
