@@ -28,6 +28,7 @@ nlohmann::ordered_json model_json(const config::TransformerSpec& model) {
   j["hidden_size"] = model.hidden_size;
   j["heads"] = model.heads;
   j["kv_heads"] = model.kv_heads;
+  if (model.head_dim > 0) j["head_dim"] = model.head_dim;  // stated only where it is not hidden / heads
   j["ffn_hidden_size"] = model.ffn_hidden_size;
   j["vocab_size"] = model.vocab_size;
   j["seq_length"] = model.seq_length;

@@ -43,9 +43,10 @@ void write_setup(std::ostream& out, const config::Scenario& s) {
                      m.hidden_size, m.output_size, config::to_string(s.training.optimizer)));
   } else {
     line(out, "model",
-         fmt::format("{}: {} layers, hidden {}, ffn {}, {} heads ({} kv), seq {}, vocab {}", model_name,
-                     m.layers, m.hidden_size, m.ffn_hidden_size, m.heads, m.kv_heads, m.seq_length,
-                     m.vocab_size));
+         fmt::format("{}: {} layers, hidden {}, ffn {}, {} heads{} ({} kv), seq {}, vocab {}", model_name,
+                     m.layers, m.hidden_size, m.ffn_hidden_size, m.heads,
+                     m.head_dim > 0 ? fmt::format(" of {}", m.head_dim) : std::string(), m.kv_heads,
+                     m.seq_length, m.vocab_size));
     line(out, "",
          fmt::format(
              "{} mlp, {} attention{}{}", config::to_string(m.mlp), config::to_string(m.attention),

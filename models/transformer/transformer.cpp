@@ -58,7 +58,7 @@ Dims dims_of(const config::TransformerSpec& m, const ShardConfig& sh) {
   d.backward_overlap = sh.backward_overlap;
   d.tokens_elementwise = d.sp ? d.tokens / d.t : d.tokens;
   d.h = static_cast<double>(m.hidden_size);
-  d.d = d.h / static_cast<double>(m.heads);
+  d.d = m.attention_head_dim();
   d.heads = static_cast<double>(m.heads) / d.t;
   d.kv = std::max(1.0, static_cast<double>(m.kv_heads) / d.t);
   d.n_qkv = (d.heads + 2 * d.kv) * d.d;
@@ -457,8 +457,9 @@ double parameters_per_layer(const config::TransformerSpec& m) {
 std::vector<double> layer_parameter_tensors(const config::TransformerSpec& m) {
   const double h = static_cast<double>(m.hidden_size);
   if (m.kind == config::ModelKind::mlp) return {mlp_parameters_per_layer(m) - h, h};
-  const double d = h / static_cast<double>(m.heads);
-  const double qkv_out = h + 2 * static_cast<double>(m.kv_heads) * d;
+  const double d = m.attention_head_dim();
+  const double width = m.attention_width();  // the query heads: h unless head_dim says otherwise
+  const double qkv_out = width + 2 * static_cast<double>(m.kv_heads) * d;
   const double f = static_cast<double>(m.ffn_hidden_size);
   const bool swiglu = m.mlp == config::MlpKind::swiglu;
   // LayerNorm has a weight and a bias, RMSNorm a weight (norm_params()).
@@ -469,7 +470,7 @@ std::vector<double> layer_parameter_tensors(const config::TransformerSpec& m) {
     if (!swiglu) out.push_back(bias);
   };
   weight(h * qkv_out, qkv_out);
-  weight(h * h, h);
+  weight(width * h, h);
   out.insert(out.end(), norm.begin(), norm.end());
   weight((swiglu ? 2 : 1) * h * f, f);
   weight(f * h, h);
@@ -499,11 +500,12 @@ double model_flops_per_iteration(const config::TransformerSpec& m, std::int64_t 
   if (m.kind == config::ModelKind::mlp) return mlp_model_flops_per_iteration(m, global_batch);
   const double h = static_cast<double>(m.hidden_size);
   const double s = static_cast<double>(m.seq_length);
-  const double d = h / static_cast<double>(m.heads);
-  const double qkv_out = h + 2 * static_cast<double>(m.kv_heads) * d;
+  const double d = m.attention_head_dim();
+  const double width = m.attention_width();
+  const double qkv_out = width + 2 * static_cast<double>(m.kv_heads) * d;
   const double f = static_cast<double>(m.ffn_hidden_size);
   const double mlp_matrices = m.mlp == config::MlpKind::swiglu ? 3 : 2;
-  const double per_token_layer = 2 * h * qkv_out + 2 * h * h + 2 * mlp_matrices * h * f + 4 * s * h;
+  const double per_token_layer = 2 * h * qkv_out + 2 * width * h + 2 * mlp_matrices * h * f + 4 * s * width;
   const double per_token =
       static_cast<double>(m.layers) * per_token_layer + 2 * h * static_cast<double>(m.vocab_size);
   return 3 * per_token * s * static_cast<double>(global_batch);

@@ -109,13 +109,15 @@ double total_parameters(const config::TransformerSpec& model);
 // The parameter tensors of one layer (element counts, whole model), in the order the forward pass
 // uses them; parameters_per_layer() is their sum. Megatron-LM's modules: input norm, fused QKV
 // weight and bias, output projection weight and bias, second norm, MLP up weight (gate and up fused
-// for SwiGLU) and bias, MLP down weight and bias; biases only in GPT-style (GELU) layers. An MLP
+// for SwiGLU) and bias, MLP down weight and bias; biases only in GPT-style (GELU) layers. QKV projects
+// h to (heads + 2 kv_heads) x head_dim, the output projection heads x head_dim back to h. An MLP
 // model's hidden layer is one weight and one bias.
 std::vector<double> layer_parameter_tensors(const config::TransformerSpec& model);
 
 // Model FLOPs of one iteration over `global_batch` sequences: forward + backward (3x forward), no
 // recompute, attention over the full score matrix (Narayanan et al. SC'21 eq. 3 without the recompute
-// pass, generalized to GQA, SwiGLU and any FFN width).
+// pass, generalized to GQA, SwiGLU, any FFN width and any head width: per token and layer
+// 2h(w + 2 kv d) + 2wh + 2 m h f + 4sw, w = heads x d, m = 3 for SwiGLU, 2 for GELU).
 double model_flops_per_iteration(const config::TransformerSpec& model, std::int64_t global_batch);
 
 }  // namespace dtsim::models

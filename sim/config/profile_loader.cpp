@@ -310,7 +310,7 @@ TransformerSpec load_model_preset(const std::string& model_presets, const std::s
 }
 
 TransformerSpec read_transformer(ObjectReader& model, const std::optional<TransformerSpec>& base) {
-  model.expect_keys({"kind", "layers", "hidden_size", "heads", "kv_heads", "ffn_hidden_size", "vocab_size",
+  model.expect_keys({"kind", "layers", "hidden_size", "heads", "kv_heads", "head_dim", "ffn_hidden_size", "vocab_size",
                      "seq_length", "mlp", "attention", "elementwise_kernels", "tied_embeddings",
                      "vocab_padding"});
   const IntRule positive = IntRule::positive();
@@ -322,6 +322,7 @@ TransformerSpec read_transformer(ObjectReader& model, const std::optional<Transf
     spec.hidden_size = model.optional<std::int64_t>("hidden_size", base->hidden_size, positive);
     spec.heads = model.optional<std::int64_t>("heads", base->heads, positive);
     spec.kv_heads = model.optional<std::int64_t>("kv_heads", base->kv_heads, positive);
+    spec.head_dim = model.optional<std::int64_t>("head_dim", base->head_dim, IntRule::between(1, kMaxHeadDim));
     spec.ffn_hidden_size = model.optional<std::int64_t>("ffn_hidden_size", base->ffn_hidden_size, positive);
     spec.vocab_size = model.optional<std::int64_t>("vocab_size", base->vocab_size, positive);
     spec.seq_length = model.optional<std::int64_t>("seq_length", base->seq_length, positive);
@@ -331,6 +332,7 @@ TransformerSpec read_transformer(ObjectReader& model, const std::optional<Transf
     spec.hidden_size = model.required<std::int64_t>("hidden_size", positive);
     spec.heads = model.required<std::int64_t>("heads", positive);
     spec.kv_heads = model.optional<std::int64_t>("kv_heads", spec.heads, positive);
+    spec.head_dim = model.optional<std::int64_t>("head_dim", 0, IntRule::between(1, kMaxHeadDim));
     // 4 * hidden_size cannot overflow: hidden_size is read as a positive int64 and checked below.
     if (spec.hidden_size > std::numeric_limits<std::int64_t>::max() / 4) {
       throw model.mismatch("hidden_size",
@@ -357,11 +359,12 @@ TransformerSpec read_transformer(ObjectReader& model, const std::optional<Transf
     }
     throw model.mismatch("heads", fmt::format("a multiple of kv_heads ({})", spec.kv_heads));
   }
-  if (spec.hidden_size % spec.heads != 0) {
+  if (spec.head_dim == 0 && spec.hidden_size % spec.heads != 0) {
     if (model.has("heads") || !model.has("hidden_size")) {
-      throw model.mismatch("heads", fmt::format("a divisor of hidden_size ({})", spec.hidden_size));
+      throw model.mismatch("heads",
+                           fmt::format("a divisor of hidden_size ({}), or a head_dim", spec.hidden_size));
     }
-    throw model.mismatch("hidden_size", fmt::format("a multiple of heads ({})", spec.heads));
+    throw model.mismatch("hidden_size", fmt::format("a multiple of heads ({}), or a head_dim", spec.heads));
   }
   model.finish();
   return spec;

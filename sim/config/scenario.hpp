@@ -63,6 +63,9 @@ struct TransformerSpec {
   std::int64_t hidden_size = 0;
   std::int64_t heads = 0;
   std::int64_t kv_heads = 0;
+  // Width of one attention head; 0: hidden_size / heads. Models such as Qwen3-32B (64 heads of 128
+  // on a hidden size of 5120) project to heads x head_dim and back.
+  std::int64_t head_dim = 0;
   std::int64_t ffn_hidden_size = 0;
   std::int64_t vocab_size = 0;
   std::int64_t seq_length = 0;
@@ -76,6 +79,13 @@ struct TransformerSpec {
   std::int64_t vocab_padding = 128;
   std::int64_t input_size = 0;   // mlp only
   std::int64_t output_size = 0;  // mlp only
+
+  double attention_head_dim() const {
+    return head_dim > 0 ? static_cast<double>(head_dim)
+                        : static_cast<double>(hidden_size) / static_cast<double>(heads);
+  }
+  // The query heads' width, heads x head_dim: the attention output projection's input.
+  double attention_width() const { return static_cast<double>(heads) * attention_head_dim(); }
 };
 
 // fat_tree: all NICs of a node on the node's leaf switch. rail_optimized: NIC i of every node of a rail
@@ -237,6 +247,8 @@ struct TrainingSpec {
 };
 // The largest vocab_padding a scenario or a stack may state.
 inline constexpr std::int64_t kMaxVocabPadding = 1 << 20;
+// The widest attention head a model may state (TransformerSpec::head_dim).
+inline constexpr std::int64_t kMaxHeadDim = 1 << 16;
 // The largest host_issue_us_per_kernel a scenario or a stack may state (one second per kernel).
 inline constexpr double kMaxHostIssueUsPerKernel = 1e6;
 

@@ -109,7 +109,8 @@ double stored_layer_activation_bytes(const config::Scenario& s, config::Recomput
   const double sb = static_cast<double>(m.seq_length) / static_cast<double>(par.context) *
                     static_cast<double>(s.training.micro_batch_size);
   const double h = static_cast<double>(m.hidden_size);
-  const double head_dim = h / static_cast<double>(m.heads);
+  const double head_dim = m.attention_head_dim();
+  const double width = m.attention_width();  // the query heads: h unless head_dim says otherwise
   const double kv = static_cast<double>(m.kv_heads);
   const double f = static_cast<double>(m.ffn_hidden_size);
   const bool sp = par.sequence_parallel && par.tensor > 1;
@@ -119,7 +120,7 @@ double stored_layer_activation_bytes(const config::Scenario& s, config::Recomput
   // 16-bit tensors scale with the precision; the two 1-byte dropout masks do not.
   const double replicated = (8 * sb * h * scale + 2 * sb * h) / replicated_div;
   const double mlp_intermediate = (m.mlp == config::MlpKind::swiglu ? 6 : 4) * sb * f;
-  const double split = (2 * sb * h + 4 * sb * kv * head_dim + 2 * sb * h + mlp_intermediate) * scale / t;
+  const double split = (2 * sb * width + 4 * sb * kv * head_dim + 2 * sb * width + mlp_intermediate) * scale / t;
   double scores = 0.0;
   const bool keeps_scores =
       m.attention == config::AttentionKind::standard && recompute == config::Recompute::none;

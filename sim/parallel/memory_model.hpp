@@ -10,8 +10,9 @@
 // activations and 1-byte dropout masks), generalized to GQA and any FFN:
 //   replicated across tensor ranks (unless sequence parallel): 2 norm inputs 4sbh, QKV and MLP inputs
 //     4sbh, two dropout masks 2sbh                                                     = 10 sbh
-//   split over tensor ranks: Q 2sbh, K and V 4 s b kv d, attention output 2sbh, MLP intermediates
-//     4 s b f (GELU) or 6 s b f (SwiGLU)
+//   split over tensor ranks: Q 2sbw, K and V 4 s b kv d, attention output 2sbw (w = heads x d, the
+//     query heads' width: h unless the model states a head_dim), MLP intermediates 4 s b f (GELU) or
+//     6 s b f (SwiGLU)
 //   attention scores (standard attention, no selective recompute): 5 a s^2 b, split over tensor ranks
 //   full recompute keeps only the layer input, 2sbh (/t with sequence parallel).
 //   eager elementwise kernels (models/transformer/elementwise.hpp) keep more: each RMSNorm its FP32

@@ -2,7 +2,7 @@
 // $ref (to another file of the folder, "name.schema.json", into one, "name.schema.json#/$defs/x", or
 // into the current file, "#/$defs/x"), $defs, type (one or a
 // list; "integer" is a number without a fraction), const, enum, properties, required,
-// additionalProperties (false or a schema), items, minItems, maxItems, oneOf, anyOf, minimum and
+// additionalProperties (false or a schema), items, minItems, maxItems, oneOf, anyOf, minimum, maximum and
 // pattern. check() returns
 // one message per violation, each with the JSON pointer of the value; an unknown keyword is reported,
 // so a schema cannot silently use one the checker would ignore.
@@ -69,7 +69,7 @@ class SchemaChecker {
                 std::vector<std::string>& errors) {
     static const std::set<std::string> kKnown = {
         "$schema", "$id", "title", "description", "$ref", "type", "const", "enum", "properties", "required",
-        "additionalProperties", "items", "minItems", "maxItems", "oneOf", "anyOf", "minimum", "pattern", "$defs"};
+        "additionalProperties", "items", "minItems", "maxItems", "oneOf", "anyOf", "minimum", "maximum", "pattern", "$defs"};
     const std::string where = at.empty() ? "/" : at;
     for (const auto& [key, _] : s.items()) {
       if (!kKnown.contains(key)) errors.push_back(where + ": the schema uses \"" + key + "\", which this checker does not know");
@@ -99,6 +99,8 @@ class SchemaChecker {
     }
     if (s.contains("minimum") && v.is_number() && v.get<double>() < s["minimum"].get<double>())
       errors.push_back(where + ": below the minimum " + s["minimum"].dump());
+    if (s.contains("maximum") && v.is_number() && v.get<double>() > s["maximum"].get<double>())
+      errors.push_back(where + ": above the maximum " + s["maximum"].dump());
     if (s.contains("pattern") && v.is_string() &&
         !std::regex_search(v.get<std::string>(), std::regex(s["pattern"].get<std::string>())))
       errors.push_back(where + ": \"" + v.get<std::string>() + "\" does not match " + s["pattern"].dump());

@@ -6,6 +6,7 @@
 #include <limits>
 #include <string_view>
 
+#include "config/scenario_loader.hpp"
 #include "models/transformer/transformer.hpp"
 
 namespace {
@@ -278,6 +279,42 @@ TEST_CASE("grouped-query attention shrinks the QKV projection") {
   }
 }
 
+TEST_CASE("a stated head_dim sets the attention's width apart from the hidden size") {
+  // Qwen3-32B's shape: h = 5120, 64 query heads and 8 KV heads of d = 128 (w = 64 x 128 = 8192 != h),
+  // SwiGLU f = 25600, s = 4096. QKV projects h to (64 + 2 x 8) x 128 = 10240; the output projection
+  // w = 8192 back to h.
+  auto m = gpt(64, 5120, 64, 4096, 151936);
+  m.kv_heads = 8;
+  m.head_dim = 128;
+  m.ffn_hidden_size = 25600;
+  m.mlp = dtsim::config::MlpKind::swiglu;
+  m.attention = dtsim::config::AttentionKind::flash;
+  const double h = 5120, w = 8192, qkv = 10240, f = 25600, s = 4096, V = 151936, l = 64;
+  // Per layer: RMSNorm weights 2h, QKV h x qkv, output w x h, MLP 3 h f (no biases in SwiGLU layers).
+  CHECK(dtsim::models::parameters_per_layer(m) == doctest::Approx(2 * h + h * qkv + w * h + 3 * h * f));
+  // Model FLOPs per token and layer 2h qkv + 2wh + 2 x 3 h f + 4 s w; logits 2hV; x3 for backward.
+  const double per_token = l * (2 * h * qkv + 2 * w * h + 6 * h * f + 4 * s * w) + 2 * h * V;
+  CHECK(dtsim::models::model_flops_per_iteration(m, 8) == doctest::Approx(3 * per_token * s * 8).epsilon(1e-12));
+  dtsim::models::ShardConfig shard;
+  const auto p = dtsim::models::transformer_layer(m, shard);
+  int seen = 0;
+  for (const auto& op : p.forward) {
+    if (op.name == "qkv_projection") {
+      CHECK(op.compute.flops == doctest::Approx(2.0 * s * qkv * h));
+      ++seen;
+    }
+    if (op.name == "attention_projection") {
+      CHECK(op.compute.flops == doctest::Approx(2.0 * s * h * w));
+      ++seen;
+    }
+  }
+  CHECK(seen == 2);
+  // Without head_dim the same model has d = h / heads = 80: the widths shrink to h.
+  m.head_dim = 0;
+  CHECK(m.attention_width() == doctest::Approx(h));
+  CHECK(dtsim::models::parameters_per_layer(m) == doctest::Approx(2 * h + h * (h + 2 * 8 * 80) + h * h + 3 * h * f));
+}
+
 TEST_CASE("the loss is Megatron's unfused vocabulary-parallel cross-entropy, pass by pass") {
   // Per logit element (tokens x V/t of them), bytes read + written by the head's memory-bound kernels
   // (transformer.cpp, cross_entropy()): forward cast a + 4, max 4, shift 8, exp 8, sum 4, normalize 8
@@ -394,4 +431,16 @@ TEST_CASE("Hugging Face's eager GELU and autocast with FP32 parameters: the kern
   CHECK(kernels(casts.forward) - kernels(hf.forward) == 6);
   CHECK(kernels(casts.backward) - kernels(hf.backward) == 8);
   CHECK(flops(casts.forward) == doctest::Approx(flops(hf.forward)));
+}
+
+TEST_CASE("the qwen3-32b preset has the report's 32.8 B parameters") {
+  // Per layer 2h + h (w + 2 kv d) + w h + 3 h f = 10,240 + 52,428,800 + 41,943,040 + 393,216,000 =
+  // 487,598,080; x 64 layers = 31,206,277,120; untied embedding and output 2 x 151,936 x 5,120 and the
+  // final norm 5,120: 32,762,106,880 (Yang et al. 2025, Table 1: 32.8 B).
+  const auto s = dtsim::config::load_scenario_text(
+      R"({"schema_version": 1, "name": "q", "model": {"preset": "qwen3-32b"},
+          "cluster": {"node": "dgx-h100", "nodes": 1}, "training": {"global_batch_size": 8}})",
+      "q", dtsim::config::default_data_paths());
+  CHECK(s.model.head_dim == 128);
+  CHECK(dtsim::models::total_parameters(s.model) == doctest::Approx(32762106880.0).epsilon(1e-12));
 }
