@@ -23,4 +23,10 @@ double compute_factor(const DataParallelJob& job, std::int64_t worker, std::int6
   return factor;
 }
 
+StepPasses step_passes(const DataParallelJob& job, std::int64_t worker, std::int64_t step) {
+  const double factor = compute_factor(job, worker, step);
+  return {core::seconds_to_ns(core::ns_to_seconds(job.forward_ns) * factor),
+          core::seconds_to_ns(core::ns_to_seconds(job.backward_ns) * factor)};
+}
+
 }  // namespace dtsim::parallel

@@ -74,4 +74,12 @@ struct DataParallelJob {
 // function of (job.seed, worker, step).
 double compute_factor(const DataParallelJob& job, std::int64_t worker, std::int64_t step);
 
+// The forward and backward pass of `worker` at `step`: the job's times x compute_factor, each rounded
+// to whole ns.
+struct StepPasses {
+  core::TimeNs forward_ns = 0;
+  core::TimeNs backward_ns = 0;
+};
+StepPasses step_passes(const DataParallelJob& job, std::int64_t worker, std::int64_t step);
+
 }  // namespace dtsim::parallel

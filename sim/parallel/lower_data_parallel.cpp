@@ -120,10 +120,9 @@ class Builder {
         out_.graph.add_dependency(load, begin);
         out_.graph.add_input_wait(begin);
       }
-      const double factor = compute_factor(j_, w, k);
-      const auto fwd = core::seconds_to_ns(core::ns_to_seconds(j_.forward_ns) * factor);
-      const auto bwd = core::seconds_to_ns(core::ns_to_seconds(j_.backward_ns) * factor);
-      add(compute_[at(w)], fwd, Category::forward, "forward");
+      const StepPasses passes = step_passes(j_, w, k);
+      const core::TimeNs bwd = passes.backward_ns;
+      add(compute_[at(w)], passes.forward_ns, Category::forward, "forward");
       std::vector<TaskId>& ends = chunk_ends_[at(w)];
       ends.clear();
       core::TimeNs done = 0;

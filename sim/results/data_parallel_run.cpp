@@ -99,10 +99,9 @@ DpTrainingResult simulate_data_parallel(const parallel::DataParallelJob& job, co
     for (std::int64_t k = 0; k < steps; ++k) {
       const core::TimeNs done = t.end[tasks.done[at(w, k)]];
       completed += (done > from && done <= to) ? 1 : 0;
-      const double factor = parallel::compute_factor(job, w, k);
-      const auto fwd = core::seconds_to_ns(core::ns_to_seconds(job.forward_ns) * factor);
-      const auto bwd = core::seconds_to_ns(core::ns_to_seconds(job.backward_ns) * factor);
-      stats.compute_s += core::ns_to_seconds(fwd + bwd) + core::ns_to_seconds(job.optimizer_ns);
+      const parallel::StepPasses passes = parallel::step_passes(job, w, k);
+      stats.compute_s += core::ns_to_seconds(passes.forward_ns + passes.backward_ns) +
+                         core::ns_to_seconds(job.optimizer_ns);
       // The warm-up step's wait (the first batch, loaded before anything runs) is not the steady state's.
       if (k > 0) stats.input_wait_s += core::ns_to_seconds(t.start[tasks.begin[at(w, k)]] - t.end[tasks.ready[at(w, k)]]);
     }

@@ -68,13 +68,12 @@ Result evaluate_data_parallel(const config::Scenario& scenario, const EvaluateOp
   const std::vector<models::Variable> vars = models::variables(table, batch, precision);
   const bool has_servers = dp.architecture != config::Architecture::allreduce;
   const std::int64_t servers = has_servers ? dp.parameter_server.servers : 0;
+  // Local aggregation: one parameter-server client per node (its GPUs' gradients summed first).
+  const bool per_node_clients =
+      dp.parameter_server.local_aggregation && servers > 0 && scenario.node.gpus_per_node > 1;
+  const std::int64_t client_size = per_node_clients ? scenario.node.gpus_per_node : 1;
   // Before the per-server tables are allocated: a job whose task graph could not be simulated.
-  const std::int64_t clients =
-      dp.parameter_server.local_aggregation && servers > 0 && scenario.node.gpus_per_node > 1 &&
-              workers % scenario.node.gpus_per_node == 0
-          ? workers / scenario.node.gpus_per_node
-          : workers;
-  if (auto reason = parallel::data_parallel_too_large(workers, clients, servers, 0, dp.steps)) {
+  if (auto reason = parallel::data_parallel_too_large(workers, workers / client_size, servers, 0, dp.steps)) {
     result.status = Status::infeasible;
     result.reason = std::move(*reason);
     return result;
@@ -150,10 +149,10 @@ Result evaluate_data_parallel(const config::Scenario& scenario, const EvaluateOp
   }
   stats.allreduce_buckets = static_cast<std::int64_t>(setup.bucket_allreduce_ns.size());
 
-  if (dp.parameter_server.local_aggregation && servers > 0 && scenario.node.gpus_per_node > 1) {
-    // One client per node: a reduce of the node's gradients to one GPU, and a broadcast of the pulled
-    // parameters back, over the node's GPUs (network model, one node).
-    setup.client_size = scenario.node.gpus_per_node;
+  setup.client_size = client_size;
+  if (per_node_clients) {
+    // A reduce of the node's gradients to one GPU, and a broadcast of the pulled parameters back, over
+    // the node's GPUs (network model, one node).
     graph::CommOp local;
     local.bytes = stats.push_bytes_per_worker_step;
     local.group = graph::CommGroup{scenario.node.gpus_per_node, 1, 1};
