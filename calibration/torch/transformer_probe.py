@@ -17,7 +17,9 @@ same configuration:
              (--trace) that `dtsim import kineto` reads. --step-tp N times one tensor-parallel rank's
              share of the model instead (heads / N, ffn / N, vocab / N; no communication), and
              --profile-step adds the step's kernel count, GPU busy time, host issue time and costliest
-             kernels (step_profile.py).
+             kernels (step_profile.py). --optimizer ends each step with AdamW (a whole training
+             iteration), --recompute checkpoints every layer (full activation recompute), --zero-grad chooses how
+             the gradients are reset before each step.
 
 With --profile GPU.json (a dtsim GPU profile, e.g. one `dtsim calibrate` wrote), the attention rows of
 the --step-attention backend set that profile's attention efficiency: executed FLOPs (the causal half;
@@ -43,6 +45,7 @@ try:
     import torch
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
+    from torch.utils.checkpoint import checkpoint
 except ImportError as error:
     sys.exit(f"transformer_probe: needs PyTorch 2.5 or later ({error})")
 
@@ -161,11 +164,19 @@ class Gpt(torch.nn.Module):
         self.layers = torch.nn.ModuleList(
             Layer(args.hidden, args.heads, args.ffn, backend, tp) for _ in range(args.layers))
         self.ln = torch.nn.LayerNorm(args.hidden)
+        self.recompute = args.recompute
 
     def forward(self, tokens, targets):
         x = self.embed(tokens) + self.pos.weight[: tokens.shape[1]]
         for layer in self.layers:
-            x = layer(x)
+            # --recompute: full activation recompute, one checkpoint per layer (Megatron's "full",
+            # uniform method with one layer per chunk): the layer's forward runs again in the backward,
+            # through torch.utils.checkpoint's non-reentrant ("full") or reentrant ("full-reentrant",
+            # an autograd Function, as Megatron's CheckpointFunction) implementation.
+            if self.recompute == "none":
+                x = layer(x)
+            else:
+                x = checkpoint(layer, x, use_reentrant=self.recompute == "full-reentrant")
         logits = F.linear(self.ln(x), self.embed.weight)
         return F.cross_entropy(logits.view(-1, logits.shape[-1]).float(), targets.view(-1))
 
@@ -176,9 +187,20 @@ def step_row(args):
     tokens = torch.randint(0, args.vocab // args.step_tp, (args.micro_batch, args.seq), device="cuda")
     targets = torch.randint(0, args.vocab // args.step_tp, (args.micro_batch, args.seq), device="cuda")
 
+    # --optimizer: the step ends with AdamW over every parameter, as a training iteration does
+    # (fused: one multi-tensor kernel launch per group of tensors; foreach: PyTorch's default on CUDA).
+    optimizer = None
+    if args.optimizer != "none":
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-5, fused=args.optimizer == "adamw-fused",
+                                      foreach=args.optimizer == "adamw-foreach")
+
     def step():
-        model.zero_grad(set_to_none=False)
+        # --zero-grad fill: one fill kernel per parameter's gradient, and autograd then adds each new
+        # gradient into it (one add per tensor); set-to-none: autograd writes fresh gradients.
+        model.zero_grad(set_to_none=args.zero_grad == "set-to-none")
         model(tokens, targets).backward()
+        if optimizer is not None:
+            optimizer.step()
 
     median_s, times = timed(step, args.steps, warmup=3)
     params = sum(p.numel() for p in model.parameters())
@@ -186,6 +208,8 @@ def step_row(args):
     # Narayanan et al. SC'21 eq. (model FLOPs, no recompute): 72 B s L h^2 (1 + s/6h + V/12hL) / 3 x 3 passes,
     # a tensor-parallel rank's share of them with --step-tp (its layer norms, not split, left out).
     model_flops = 72 * B * s * L * h * h * (1 + s / (6 * h) + V / (12 * h * L)) / args.step_tp
+    if args.recompute != "none":
+        model_flops *= 4 / 3  # the forward once more (hardware FLOPs, as the name says no longer model's)
     row = {"params": params, "step_s": median_s, "step_s_all": times, "model_flops": model_flops,
            "model_tflops": model_flops / median_s / 1e12, "attention": args.step_attention, "tp": args.step_tp,
            "peak_memory_bytes": torch.cuda.max_memory_allocated()}
@@ -211,6 +235,12 @@ def main():
     p.add_argument("--skip-step", action="store_true")
     p.add_argument("--step-tp", type=int, default=1,
                    help="time one tensor-parallel rank's share of the model (no communication)")
+    p.add_argument("--optimizer", choices=["none", "adamw-fused", "adamw-foreach"], default="none",
+                   help="end each step with an AdamW step over every parameter")
+    p.add_argument("--recompute", choices=["none", "full", "full-reentrant"], default="none",
+                   help="full activation recompute, one checkpoint per layer")
+    p.add_argument("--zero-grad", choices=["fill", "set-to-none"], default="fill",
+                   help="zero the gradients in place (fill) or drop them (set-to-none) before each step")
     p.add_argument("--profile-step", action="store_true",
                    help="add the step's kernel count, GPU busy time, host issue time and costliest kernels")
     p.add_argument("--skip-gemms", action="store_true")

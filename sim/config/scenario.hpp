@@ -237,6 +237,12 @@ struct TrainingSpec {
   // makes it wait for the backward pass and the reductions. The defaults are megatron-core-2024's
   // (hardware_profiles/software/, with their sources): an eager PyTorch host, measured.
   double host_issue_us_per_kernel = 40.0;
+  // The host's time per checkpointed layer and micro-batch beyond the launches of the kernels it
+  // recomputes (activation recompute: saving and restoring the RNG state, re-entering the layer's
+  // forward and a nested backward in autograd), charged before the first recomputed kernel; only
+  // where the host is simulated (host_issue_us_per_kernel > 0). 0 (the default, no stack states one):
+  // not charged. Measured for torch.utils.checkpoint on an H100 host (docs/parallelism.md, "The host").
+  double host_checkpoint_us = 0.0;
   bool host_sync_before_optimizer = true;
   GradAccumulation grad_accumulation = GradAccumulation::fused;
   // PyTorch autocast with FP32 parameters (models/transformer/autocast.hpp): the parameters, their
@@ -249,7 +255,8 @@ struct TrainingSpec {
 inline constexpr std::int64_t kMaxVocabPadding = 1 << 20;
 // The widest attention head a model may state (TransformerSpec::head_dim).
 inline constexpr std::int64_t kMaxHeadDim = 1 << 16;
-// The largest host_issue_us_per_kernel a scenario or a stack may state (one second per kernel).
+// The largest host_issue_us_per_kernel or host_checkpoint_us a scenario or a stack may state (one
+// second per kernel or checkpoint).
 inline constexpr double kMaxHostIssueUsPerKernel = 1e6;
 
 enum class NetworkFidelity { analytic, flow, packet };
@@ -281,6 +288,7 @@ struct SoftwareStack {
   std::optional<bool> overlap_grad_reduce;
   std::optional<bool> overlap_param_gather;
   std::optional<double> host_issue_us_per_kernel;
+  std::optional<double> host_checkpoint_us;
   std::optional<bool> host_sync_before_optimizer;
   std::optional<GradAccumulation> grad_accumulation;
   std::optional<bool> autocast;

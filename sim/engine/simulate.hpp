@@ -41,7 +41,8 @@
 // start together on one rank's NICs each take twice as long as one alone.
 //
 // Host: with host_issue_ns_per_kernel > 0, each rank's host issues the tasks of its compute stream in
-// program order, each at that cost per kernel launch (ComputeOp::kernels; a fused op's kernels summed),
+// program order, each at that cost per kernel launch (ComputeOp::kernels; a fused op's kernels summed)
+// plus an op's own host work before its launch (ComputeOp::host_us: a checkpointed layer's recompute),
 // without waiting for the GPU: a task cannot start before its first kernel is issued, and the host
 // issues the rest while it runs. Issue times are the running sum of those costs from time 0, except
 // that a task with Task::host_waits is issued only after its dependencies are done and it heads its

@@ -42,6 +42,10 @@ struct ComputeOp {
   double host_bytes = 0.0;
   GemmShape gemm;      // meaningful for gemm and attention
   int kernels = 1;     // kernel launches it takes
+  // The host's time before it launches the first of them beyond the launches' own cost (framework
+  // work that runs no kernel: a checkpointed layer re-entering its forward in the backward). Issue only
+  // (engine/simulate.hpp, "Host"): the GPU's time is not changed.
+  double host_us = 0.0;
   // A linear layer's GEMM (models/transformer/linear.hpp): in an FP8 run the only kind that runs in
   // FP8; every other GEMM and attention then runs at the BF16 rates.
   bool linear_layer = false;

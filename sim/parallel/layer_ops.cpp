@@ -83,6 +83,19 @@ class Interner {
   CommOpTable& comm_ops_;
 };
 
+// A checkpointed layer's recompute costs the host training.host_checkpoint_us beyond its kernels'
+// launches, before the first recomputed kernel: that op is a copy of the forward's with the host time.
+void checkpoint_on_host(std::vector<OpRef>& recompute, const config::Scenario& s, graph::TaskGraph& graph) {
+  for (OpRef& ref : recompute) {
+    const auto* op = std::get_if<graph::ComputeOp>(&graph.ops()[ref.op]);
+    if (ref.stream != graph::StreamKind::compute || op == nullptr) continue;
+    graph::ComputeOp first = *op;
+    first.host_us += s.training.host_checkpoint_us;
+    ref.op = graph.add_op(first);
+    return;
+  }
+}
+
 }  // namespace
 
 EmitPattern pattern_at(const std::vector<OpRef>& ops, std::size_t i) {
@@ -147,6 +160,9 @@ LayerOps intern_layer_ops(const config::Scenario& s, const LayerGroups& groups, 
         if (op.attention_core) out.recompute.push_back(op);
       }
       break;
+  }
+  if (!out.recompute.empty() && s.training.host_checkpoint_us > 0.0) {
+    checkpoint_on_host(out.recompute, s, graph);
   }
   return out;
 }

@@ -158,3 +158,39 @@ TEST_CASE("the host calls collectives before it issues the compute task after th
   CHECK(r.ranks[0].host_wait_ns == 390);
   CHECK(busy(r.ranks[0], Category::forward) == 20);
 }
+
+TEST_CASE("an op's own host time delays its issue and everything the host issues after it") {
+  // Kernels of 10 ns issued 100 ns apart, the second with 250 ns of host work before its launch
+  // (ComputeOp::host_us): as tasks or fused, the first is issued at 100 and runs 100-110, the second
+  // at 100 + 250 + 100 = 450 (450-460), the third at 550 (550-560). The GPU waits for the host 560 - 30
+  // = 530 ns. Without a host cost per kernel the host is not simulated and its work is not charged.
+  for (const bool fused : {false, true}) {
+    CAPTURE(fused);
+    Models m;
+    graph::TaskGraph g(1);
+    const auto s = g.add_stream(0, StreamKind::compute);
+    auto second = std::get<graph::ComputeOp>(memory(10));
+    second.host_us = 0.25;
+    if (fused) {
+      graph::FusedOp op;
+      op.kernels = {std::get<graph::ComputeOp>(memory(10)), second, std::get<graph::ComputeOp>(memory(10))};
+      add(g, s, graph::Op{op}, Category::forward, "fused");
+    } else {
+      add(g, s, memory(10), Category::forward, "k");
+      add(g, s, graph::Op{second}, Category::forward, "k");
+      add(g, s, memory(10), Category::forward, "k");
+    }
+    const auto r = run(g, m, 1.0, 100.0);
+    CHECK(r.makespan == 560);
+    CHECK(r.ranks[0].host_wait_ns == 530);
+    CHECK(busy(r.ranks[0], Category::forward) == 30);
+    CHECK(total(r.ranks[0]) == r.makespan);
+  }
+  Models m;
+  graph::TaskGraph g(1);
+  const auto s = g.add_stream(0, StreamKind::compute);
+  auto op = std::get<graph::ComputeOp>(memory(10));
+  op.host_us = 0.25;
+  add(g, s, graph::Op{op}, Category::forward, "k");
+  CHECK(run(g, m, 1.0, 0.0).makespan == 10);
+}
