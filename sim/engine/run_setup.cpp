@@ -234,18 +234,19 @@ void Run::setup_host(double ns_per_kernel) {
   const auto issue = [&](std::int64_t launches) {
     return round_to_ns(static_cast<double>(launches) * ns_per_kernel);
   };
+  const auto own_work = [](const graph::ComputeOp& op) { return round_to_ns(op.host_us * 1e3); };
   host_cost_.assign(ops.size(), HostCost{});
   kernel_issue_.assign(kernels_.size(), 0);
   for (std::size_t o = 0; o < ops.size(); ++o) {
     if (const auto* c = std::get_if<graph::ComputeOp>(&ops[o])) {
-      const TimeNs work = round_to_ns(c->host_us * 1e3);
+      const TimeNs work = own_work(*c);
       host_cost_[o] = HostCost{work + issue(std::min(c->kernels, 1)), work + issue(c->kernels)};
     } else if (const auto* f = std::get_if<graph::FusedOp>(&ops[o])) {
       // Each kernel's launches cost what they would as a task of their own (rounded alike).
-      TimeNs before = 0;  // the host's time on the kernels before j
+      TimeNs before = 0;  // the host's time on the kernels before j, then on j's own work
       for (std::size_t j = 0; j < f->kernels.size(); ++j) {
         const int count = f->kernels[j].kernels;
-        before += round_to_ns(f->kernels[j].host_us * 1e3);
+        before += own_work(f->kernels[j]);
         kernel_issue_[kernel_begin_[o] + j] = before + issue(std::min(count, 1));
         before += issue(count);
       }

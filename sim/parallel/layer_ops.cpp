@@ -85,12 +85,12 @@ class Interner {
 
 // A checkpointed layer's recompute costs the host training.host_checkpoint_us beyond its kernels'
 // launches, before the first recomputed kernel: that op is a copy of the forward's with the host time.
-void checkpoint_on_host(std::vector<OpRef>& recompute, const config::Scenario& s, graph::TaskGraph& graph) {
+void checkpoint_on_host(std::vector<OpRef>& recompute, double host_us, graph::TaskGraph& graph) {
   for (OpRef& ref : recompute) {
     const auto* op = std::get_if<graph::ComputeOp>(&graph.ops()[ref.op]);
     if (ref.stream != graph::StreamKind::compute || op == nullptr) continue;
     graph::ComputeOp first = *op;
-    first.host_us += s.training.host_checkpoint_us;
+    first.host_us += host_us;
     ref.op = graph.add_op(first);
     return;
   }
@@ -161,9 +161,8 @@ LayerOps intern_layer_ops(const config::Scenario& s, const LayerGroups& groups, 
       }
       break;
   }
-  if (!out.recompute.empty() && s.training.host_checkpoint_us > 0.0) {
-    checkpoint_on_host(out.recompute, s, graph);
-  }
+  const double checkpoint_us = s.training.host_checkpoint_us;
+  if (checkpoint_us > 0.0) checkpoint_on_host(out.recompute, checkpoint_us, graph);
   return out;
 }
 

@@ -8,8 +8,8 @@
 // in the scenario: eager element-wise kernels, fused causal attention, no host read before the
 // optimizer, the per-tensor gradient adds of --zero-grad fill (grad_accumulation unfused; the per-tensor
 // fills are not modelled: measured cheap on the host), one checkpoint per layer at the measured host
-// cost of its implementation (training.host_checkpoint_us: 1,830 us non-reentrant, 1,180 us reentrant,
-// derived from these runs' recompute rows, so those rows check the mechanism, not its constant).
+// cost of its implementation (training.host_checkpoint_us: the data file's host_checkpoint_us, derived
+// from these runs' recompute rows as its findings say, so those rows check the mechanism, not its constant).
 // Known difference: the probe's AdamW updates BF16 parameters with BF16 states, while dtsim's bf16
 // keeps FP32 master weights and moments, so GPU-bound rows are predicted some 5-10% slow.
 // Bound: MAPE <= 20% (the first record: the host-bound rows' run-to-run noise) and >= 70% of the row
@@ -26,19 +26,14 @@
 
 namespace host_bound_validation {
 
-// The host's cost per checkpointed layer of each torch.utils.checkpoint implementation, as the data
-// file's findings derive it from the measured recompute rows.
-double checkpoint_us(const std::string& recompute) {
-  if (recompute == "full") return 1830.0;
-  if (recompute == "full-reentrant") return 1180.0;
-  return 0.0;
-}
-
-nlohmann::json scenario_for(const nlohmann::json& row, const std::string& zero_grad) {
+// `checkpoint_us`: the data file's host cost per checkpointed layer of each torch.utils.checkpoint
+// implementation, as its findings derive it from the measured recompute rows.
+nlohmann::json scenario_for(const nlohmann::json& row, const std::string& zero_grad,
+                            const nlohmann::json& checkpoint_us) {
   const std::string recompute = row["recompute"];
   return {{"schema_version", 1},
-          {"name", fmt::format("h{} mb{} {} {}", row["hidden"].get<int>(), row["micro_batch"].get<int>(), recompute,
-                               zero_grad)},
+          {"name", fmt::format("h{} mb{} {} {}", row["hidden"].get<int>(), row["micro_batch"].get<int>(),
+                               recompute, zero_grad)},
           {"model",
            {{"kind", "transformer"},
             {"layers", row["layers"]},
@@ -60,7 +55,7 @@ nlohmann::json scenario_for(const nlohmann::json& row, const std::string& zero_g
             {"activation_recompute", recompute == "none" ? "none" : "full"},
             {"host_sync_before_optimizer", false},
             {"grad_accumulation", zero_grad == "fill" ? "unfused" : "none"},
-            {"host_checkpoint_us", checkpoint_us(recompute)}}}};
+            {"host_checkpoint_us", recompute == "none" ? 0.0 : checkpoint_us.at(recompute).get<double>()}}}};
 }
 
 }  // namespace host_bound_validation
@@ -75,12 +70,13 @@ TEST_CASE("validation: eager GPT training iterations on one H100, where the host
     const std::string zero_grad = r["zero_grad"];
     for (const auto& row : r["rows"]) {
       if (row["step_tp"].get<int>() != 1) continue;  // a rank's share without its collectives: no scenario
-      const nlohmann::json s = host_bound_validation::scenario_for(row, zero_grad);
+      const nlohmann::json s =
+          host_bound_validation::scenario_for(row, zero_grad, table["host_checkpoint_us"]);
       const auto scenario = dtsim::config::load_scenario_text(s.dump(), s["name"].get<std::string>(), paths);
       const auto result = dtsim::results::evaluate(scenario, {});
       REQUIRE(result.status == dtsim::results::Status::ok);
-      rows.push_back({fmt::format("run {} {}", run, s["name"].get<std::string>()), row["step_s"].get<double>(),
-                      result.iteration_time_s});
+      rows.push_back({fmt::format("run {} {}", run, s["name"].get<std::string>()),
+                      row["step_s"].get<double>(), result.iteration_time_s});
     }
   }
   REQUIRE(rows.size() == 32);
