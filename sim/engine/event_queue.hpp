@@ -1,13 +1,13 @@
 // The engine's pending-event queue, ordered by (time, sequence). The sequence number is assigned at
 // push, so events at the same time pop in the order they were scheduled: runs are deterministic.
 //
-// A binary min-heap of time slots. A slot holds events of one time pushed one after another: the first
+// A 4-ary min-heap of time slots. A slot holds events of one time pushed one after another: the first
 // in the slot itself (16 bytes, like a plain heap's entry), any more in a FIFO. A slot stays open for
 // pushes at its time until a push at another time opens a new one; a slot of one event also closes
 // at the next pop, since the heap may move it. Slots are ordered by (time, creation), so events of one
 // time in several slots still pop in push order. When many ranks run the same program (every-rank
 // simulations) thousands of events share a time and the heap holds a few slots instead of every
-// event; with all times distinct it is a plain binary heap of events, no FIFO touched. Storage (heap,
+// event; with all times distinct it is a plain heap of events, no FIFO touched. Storage (heap,
 // FIFOs) is reused: no allocation per event once grown. The sequence is 31-bit: one queue accepts
 // 2^31 pushes before clear() (InternalError beyond). A push after core::kMaxTimeNs throws
 // InfeasibleError (core/units.hpp): the engines' times never overflow. push(), pop() and the heap's
@@ -50,6 +50,7 @@ class EventQueue {
  private:
   static constexpr std::uint32_t kMaxSeq = 0x7fffffffU;
   static constexpr std::uint32_t kFifoFlag = 1;
+  static constexpr std::size_t kArity = 4;  // children per slot: half the depth of a binary heap
   // A slot is ordered by its first event's (time, seq), which is its creation order among slots of
   // one time: key = seq << 1 | kFifoFlag when the slot's events are in a FIFO (seqs differ, so the flag
   // never decides an order). item: the first event's payload while it is the slot's only event; once
@@ -101,7 +102,7 @@ class EventQueue {
 inline std::size_t EventQueue::sift_up(std::size_t i, const Slot& slot) {
   Slot* heap = heap_.data();
   while (i > 0) {
-    const std::size_t parent = (i - 1) / 2;
+    const std::size_t parent = (i - 1) / kArity;
     if (!before(slot, heap[parent])) break;
     heap[i] = heap[parent];
     i = parent;
@@ -115,8 +116,10 @@ inline std::size_t EventQueue::push_slot(const Slot& slot) {
   return sift_up(heap_.size() - 1, slot);
 }
 
-// Bottom-up deletion (Floyd): the hole left by the minimum descends along the smaller children to a
-// leaf, then the former last slot rises from there (about half the comparisons of a plain sift-down).
+// Bottom-up deletion (Floyd): the hole left by the minimum descends along the smallest children to a
+// leaf, then the former last slot rises from there (about half the comparisons of a sift-down). The
+// smallest of four children is chosen by a tournament of selects, not branches: which one it is is a
+// coin toss for the branch predictor.
 inline void EventQueue::pop_slot() {
   Slot* heap = heap_.data();
   const Slot last = heap[heap_.size() - 1];
@@ -124,15 +127,21 @@ inline void EventQueue::pop_slot() {
   const std::size_t n = heap_.size();
   if (n == 0) return;
   std::size_t i = 0;
-  // Which child is smaller is a coin toss for the branch predictor: select it arithmetically.
-  for (std::size_t child = 1; child + 1 < n; child = 2 * i + 1) {
-    child += static_cast<std::size_t>(before(heap[child + 1], heap[child]));
-    heap[i] = heap[child];
-    i = child;
+  for (std::size_t child = 1; child + kArity <= n; child = kArity * i + 1) {
+    const std::size_t a = child + static_cast<std::size_t>(before(heap[child + 1], heap[child]));
+    const std::size_t b = child + 2 + static_cast<std::size_t>(before(heap[child + 3], heap[child + 2]));
+    const std::size_t smallest = before(heap[b], heap[a]) ? b : a;
+    heap[i] = heap[smallest];
+    i = smallest;
   }
-  if (2 * i + 2 == n) {  // a last, single child
-    heap[i] = heap[n - 1];
-    i = n - 1;
+  const std::size_t first = kArity * i + 1;
+  if (first < n) {  // the last, incomplete family
+    std::size_t smallest = first;
+    for (std::size_t c = first + 1; c < n; ++c) {
+      if (before(heap[c], heap[smallest])) smallest = c;
+    }
+    heap[i] = heap[smallest];
+    i = smallest;
   }
   sift_up(i, last);
 }
