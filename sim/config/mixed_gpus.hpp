@@ -9,9 +9,12 @@
 #pragma once
 
 #include <cstdint>
+#include <set>
+#include <utility>
 #include <vector>
 
 #include "config/hardware.hpp"
+#include "config/speed_factors.hpp"
 
 namespace dtsim::config {
 
@@ -28,5 +31,12 @@ inline constexpr std::size_t kMaxMixedGpuEntries = 16;
 // its node, or -1 for the node profile's GPU. Empty when there are no entries.
 std::vector<int> rank_gpu_entries(const std::vector<MixedGpus>& entries, std::int64_t ranks,
                                   std::int64_t gpus_per_node);
+// The distinct (entry, compute speed) pairs of those ranks: rank_gpu_entries' index (-1: the node
+// profile's GPU) and the product of the compute factors of rank_compute_speeds (speed_factors.hpp) that
+// cover it. Counted over the runs of ranks between the entries' and factors' boundaries, in time and
+// memory independent of `ranks` (a mistyped node count of billions is refused later, not allocated).
+std::set<std::pair<int, double>> distinct_rank_kinds(const std::vector<MixedGpus>& entries,
+                                                     const std::vector<SpeedFactor>& factors,
+                                                     std::int64_t ranks, std::int64_t gpus_per_node);
 
 }  // namespace dtsim::config

@@ -71,10 +71,8 @@ void check_mixed_gpus(const std::string& file, const Scenario& s) {
                            "training.measured_single_gpu calibrates one kind of GPU; with mixed GPUs each GPU is "
                            "costed from its own profile: leave the measured rate out");
   }
-  const std::vector<int> gpu_of = rank_gpu_entries(entries, s.gpu_count(), s.node.gpus_per_node);
-  std::vector<double> speed_of = rank_compute_speeds(s.cluster.speed_factors, s.gpu_count(), s.node.gpus_per_node);
-  std::set<std::pair<int, double>> distinct;
-  for (std::size_t r = 0; r < gpu_of.size(); ++r) distinct.emplace(gpu_of[r], speed_of.empty() ? 1.0 : speed_of[r]);
+  const std::set<std::pair<int, double>> distinct =
+      distinct_rank_kinds(entries, s.cluster.speed_factors, s.gpu_count(), s.node.gpus_per_node);
   if (distinct.size() > kMaxComputeSpeeds) {
     throw core::InputError(file, at,
                            fmt::format("{} distinct (GPU, speed) pairs; dtsim takes at most {} (each is costed apart)",

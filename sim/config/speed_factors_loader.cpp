@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "config/mixed_gpus.hpp"
 #include "core/errors.hpp"
 
 namespace dtsim::config {
@@ -68,12 +69,13 @@ void check_speed_factors(const std::string& file, const Scenario& s) {
                            "NIC and NVLink factors are costed on the analytic network level only: use "
                            "\"simulation\": {\"network\": \"analytic\"}, or give compute factors alone");
   }
-  std::vector<double> speeds = rank_compute_speeds(factors, s.gpu_count(), s.node.gpus_per_node);
-  std::sort(speeds.begin(), speeds.end());
   // A jittery entry's GPUs may take a speed of their own in every sampled iteration.
-  const auto distinct = static_cast<std::size_t>(std::unique(speeds.begin(), speeds.end()) - speeds.begin()) +
-                        static_cast<std::size_t>(std::count_if(factors.begin(), factors.end(),
-                                                               [](const SpeedFactor& f) { return f.jitter_cv > 0.0; }));
+  const bool slowed =
+      std::any_of(factors.begin(), factors.end(), [](const SpeedFactor& f) { return f.compute != 1.0; });
+  const auto distinct =
+      (slowed ? distinct_rank_kinds({}, factors, s.gpu_count(), s.node.gpus_per_node).size() : 0) +
+      static_cast<std::size_t>(std::count_if(factors.begin(), factors.end(),
+                                             [](const SpeedFactor& f) { return f.jitter_cv > 0.0; }));
   if (distinct > kMaxComputeSpeeds) {
     throw core::InputError(file, at,
                            fmt::format("{} distinct GPU speeds; dtsim takes at most {} (each is costed apart)",

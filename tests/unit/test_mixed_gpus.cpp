@@ -3,6 +3,9 @@
 // speeds"), the memory limit of the smallest GPU, and the mean peak of the job's GPUs for MFU.
 #include <doctest/doctest.h>
 
+#include <set>
+#include <utility>
+
 #include <nlohmann/json.hpp>
 
 #include "config/mixed_gpus.hpp"
@@ -37,6 +40,27 @@ TEST_CASE("mixed GPUs: each rank's entry is the one that covers its node") {
   for (int r = 4; r < 8; ++r) CHECK(of[r] == 0);
   for (int r = 8; r < 12; ++r) CHECK(of[r] == 1);
   CHECK(dtsim::config::rank_gpu_entries({}, 12, 4).empty());
+}
+
+TEST_CASE("mixed GPUs: the distinct (GPU, speed) kinds are counted without a per-rank array") {
+  // 2^34 ranks of 8 per node (a mistyped node count): node 2-3 H100 (entry 0), GPU 3 of node 0 at 0.8.
+  dtsim::config::MixedGpus h100;
+  h100.first_node = 2;
+  h100.nodes = 2;
+  dtsim::config::SpeedFactor slow;
+  slow.node = 0;
+  slow.gpu = 3;
+  slow.compute = 0.8;
+  const std::int64_t ranks = std::int64_t{1} << 34;
+  const auto kinds = dtsim::config::distinct_rank_kinds({h100}, {slow}, ranks, 8);
+  // The node profile's GPU at 1 and at 0.8, and entry 0's at 1.
+  CHECK(kinds == std::set<std::pair<int, double>>{{-1, 0.8}, {-1, 1.0}, {0, 1.0}});
+  // The same as a per-rank count on a small cluster (4 nodes).
+  const auto of = dtsim::config::rank_gpu_entries({h100}, 32, 8);
+  const auto speeds = dtsim::config::rank_compute_speeds({slow}, 32, 8);
+  std::set<std::pair<int, double>> counted;
+  for (std::size_t r = 0; r < 32; ++r) counted.emplace(of[r], speeds[r]);
+  CHECK(dtsim::config::distinct_rank_kinds({h100}, {slow}, 32, 8) == counted);
 }
 
 TEST_CASE("mixed GPUs: faster GPUs beside slower ones wait for them, MFU counts the peak of each") {
