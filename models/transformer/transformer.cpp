@@ -9,6 +9,7 @@
 #include "models/transformer/autocast.hpp"
 #include "models/transformer/elementwise.hpp"
 #include "models/transformer/linear.hpp"
+#include "models/transformer/moe.hpp"
 
 namespace dtsim::models {
 
@@ -103,9 +104,7 @@ LayerOp memory_op(std::string_view name, double bytes, bool attention_core, core
   return op;
 }
 
-namespace {
-
-LayerOp comm(std::string_view name, CommRole role, double bytes, GemmOverlap overlap = GemmOverlap::none) {
+LayerOp comm_op(std::string_view name, CommRole role, double bytes, GemmOverlap overlap) {
   LayerOp op;
   op.name = name;
   op.role = role;
@@ -114,17 +113,19 @@ LayerOp comm(std::string_view name, CommRole role, double bytes, GemmOverlap ove
   return op;
 }
 
+namespace {
+
 // Communication entering a tensor-parallel region (forward): nothing without SP, all-gather with SP.
 void enter_tp_region(std::vector<LayerOp>& ops, const Dims& d, std::string_view name) {
   if (d.sp)
-    ops.push_back(comm(name, CommRole::tensor_all_gather, d.tokens * d.h * d.a, GemmOverlap::with_next));
+    ops.push_back(comm_op(name, CommRole::tensor_all_gather, d.tokens * d.h * d.a, GemmOverlap::with_next));
 }
 
 // Communication leaving a tensor-parallel region (forward): all-reduce, or reduce-scatter with SP.
 void leave_tp_region(std::vector<LayerOp>& ops, const Dims& d, std::string_view name) {
   if (d.t <= 1) return;
-  ops.push_back(comm(name, d.sp ? CommRole::tensor_reduce_scatter : CommRole::tensor_all_reduce,
-                     d.tokens * d.h * d.a, d.sp ? GemmOverlap::with_previous : GemmOverlap::none));
+  ops.push_back(comm_op(name, d.sp ? CommRole::tensor_reduce_scatter : CommRole::tensor_all_reduce,
+                        d.tokens * d.h * d.a, d.sp ? GemmOverlap::with_previous : GemmOverlap::none));
 }
 
 // Backward of a column-parallel linear (QKV, MLP up, logits): the data gradient is all-reduced over
@@ -142,8 +143,8 @@ void column_parallel_backward(std::vector<LayerOp>& ops, const Dims& d, LayerOp 
   }
   const GemmOverlap beside = d.backward_overlap ? GemmOverlap::beside_next : GemmOverlap::none;
   const LayerOp reduction =
-      comm(reduce, d.sp ? CommRole::tensor_reduce_scatter : CommRole::tensor_all_reduce, bytes, beside);
-  if (d.sp) ops.push_back(comm(regather, CommRole::tensor_all_gather, bytes, beside));
+      comm_op(reduce, d.sp ? CommRole::tensor_reduce_scatter : CommRole::tensor_all_reduce, bytes, beside);
+  if (d.sp) ops.push_back(comm_op(regather, CommRole::tensor_all_gather, bytes, beside));
   ops.push_back(std::move(dgrad));
   if (d.backward_overlap) ops.push_back(reduction);
   ops.push_back(std::move(wgrad));
@@ -162,8 +163,8 @@ void attention_forward(std::vector<LayerOp>& ops, const config::TransformerSpec&
   if (sh.context > 1) {
     // Ring exchange of K and V chunks: context-1 steps, each passing this rank's current chunk on.
     const double chunk = 2 * d.b * d.sq * d.kv * d.d * d.a;
-    ops.push_back(comm("context_kv_exchange", CommRole::context_exchange,
-                       chunk * (static_cast<double>(sh.context) - 1)));
+    ops.push_back(comm_op("context_kv_exchange", CommRole::context_exchange,
+                          chunk * (static_cast<double>(sh.context) - 1)));
   }
   const double batch = d.b * d.heads;
   if (m.attention == config::AttentionKind::flash) {
@@ -208,8 +209,8 @@ void attention_backward(std::vector<LayerOp>& ops, const config::TransformerSpec
   if (sh.context > 1) {
     // K/V chunks circulate again and their gradients travel back around the ring.
     const double chunk = 2 * d.b * d.sq * d.kv * d.d * d.a;
-    ops.push_back(comm("context_kv_exchange_bwd", CommRole::context_exchange,
-                       2 * chunk * (static_cast<double>(sh.context) - 1)));
+    ops.push_back(comm_op("context_kv_exchange_bwd", CommRole::context_exchange,
+                          2 * chunk * (static_cast<double>(sh.context) - 1)));
   }
 }
 
@@ -238,13 +239,14 @@ void cross_entropy(LayerProgram& p, const Dims& d) {
     fw.push_back(memory_op("logits_to_fp32", logits * (d.a + 4), false, core::MemoryClass::widening_cast));
   }
   fw.push_back(memory_op("cross_entropy_max", logits * 4));
-  if (d.t > 1) fw.push_back(comm("cross_entropy_max_tp_reduce", CommRole::tensor_all_reduce, d.tokens * 4));
+  if (d.t > 1)
+    fw.push_back(comm_op("cross_entropy_max_tp_reduce", CommRole::tensor_all_reduce, d.tokens * 4));
   fw.push_back(memory_op("cross_entropy_shift", logits * 8));
   fw.push_back(memory_op("cross_entropy_exp", logits * 8));
   fw.push_back(memory_op("cross_entropy_sum", logits * 4));
   if (d.t > 1) {
-    fw.push_back(comm("cross_entropy_target_tp_reduce", CommRole::tensor_all_reduce, d.tokens * 4));
-    fw.push_back(comm("cross_entropy_sum_tp_reduce", CommRole::tensor_all_reduce, d.tokens * 4));
+    fw.push_back(comm_op("cross_entropy_target_tp_reduce", CommRole::tensor_all_reduce, d.tokens * 4));
+    fw.push_back(comm_op("cross_entropy_sum_tp_reduce", CommRole::tensor_all_reduce, d.tokens * 4));
   }
   fw.push_back(memory_op("cross_entropy_normalize", logits * 8));
   auto& bw = p.backward;
@@ -274,6 +276,133 @@ void grad_accumulation(std::vector<LayerOp>& bw, const Dims& d, config::GradAccu
   LayerOp op = memory_op("grad_accumulation", (8 + d.a) * elements, false, core::MemoryClass::mixed_add);
   op.compute.kernels = static_cast<int>(tensors);
   bw.push_back(op);
+}
+
+// The names of an MLP block's ops (static strings: LayerOp keeps views): the dense layer's, or a
+// mixture-of-experts layer's shared experts'.
+struct MlpNames {
+  std::string_view all_gather, input_casts, up_input_cast, up_input_amax, up_weight_cast, up_weight_amax, up,
+      down_input_cast, down_input_amax, down_weight_cast, down_weight_amax, down, tp_reduce;
+  std::string_view down_bias_grad, grad_all_gather, down_grad_cast, down_grad_amax, down_dgrad, down_wgrad,
+      up_bias_grad, up_grad_cast, up_grad_amax, up_input_transpose, up_dgrad, up_wgrad, input_regather,
+      grad_tp_reduce, input_grad_casts, input_grad_sum;
+};
+constexpr MlpNames kMlpNames{"mlp_all_gather",
+                             "autocast_mlp_input_casts",
+                             "mlp_up_input_fp8_cast",
+                             "mlp_up_input_fp8_amax",
+                             "mlp_up_weight_fp8_cast",
+                             "mlp_up_weight_fp8_amax",
+                             "mlp_up",
+                             "mlp_down_input_fp8_cast",
+                             "mlp_down_input_fp8_amax",
+                             "mlp_down_weight_fp8_cast",
+                             "mlp_down_weight_fp8_amax",
+                             "mlp_down",
+                             "mlp_tp_reduce",
+                             "mlp_down_bias_grad",
+                             "mlp_grad_all_gather",
+                             "mlp_down_grad_fp8_cast",
+                             "mlp_down_grad_fp8_amax",
+                             "mlp_down_dgrad",
+                             "mlp_down_wgrad",
+                             "mlp_up_bias_grad",
+                             "mlp_up_grad_fp8_cast",
+                             "mlp_up_grad_fp8_amax",
+                             "mlp_up_input_fp8_transpose",
+                             "mlp_up_dgrad",
+                             "mlp_up_wgrad",
+                             "mlp_input_regather",
+                             "mlp_grad_tp_reduce",
+                             "autocast_mlp_input_grad_casts",
+                             "autocast_mlp_input_grad_sum"};
+constexpr MlpNames kSharedExpertNames{"shared_expert_all_gather",
+                                      "autocast_shared_expert_input_casts",
+                                      "shared_expert_up_input_fp8_cast",
+                                      "shared_expert_up_input_fp8_amax",
+                                      "shared_expert_up_weight_fp8_cast",
+                                      "shared_expert_up_weight_fp8_amax",
+                                      "shared_expert_up",
+                                      "shared_expert_down_input_fp8_cast",
+                                      "shared_expert_down_input_fp8_amax",
+                                      "shared_expert_down_weight_fp8_cast",
+                                      "shared_expert_down_weight_fp8_amax",
+                                      "shared_expert_down",
+                                      "shared_expert_tp_reduce",
+                                      "shared_expert_down_bias_grad",
+                                      "shared_expert_grad_all_gather",
+                                      "shared_expert_down_grad_fp8_cast",
+                                      "shared_expert_down_grad_fp8_amax",
+                                      "shared_expert_down_dgrad",
+                                      "shared_expert_down_wgrad",
+                                      "shared_expert_up_bias_grad",
+                                      "shared_expert_up_grad_fp8_cast",
+                                      "shared_expert_up_grad_fp8_amax",
+                                      "shared_expert_up_input_fp8_transpose",
+                                      "shared_expert_up_dgrad",
+                                      "shared_expert_up_wgrad",
+                                      "shared_expert_input_regather",
+                                      "shared_expert_grad_tp_reduce",
+                                      "autocast_shared_expert_input_grad_casts",
+                                      "autocast_shared_expert_input_grad_sum"};
+
+// The MLP block between its norm and its residual addition, of width d.f on this rank.
+void mlp_forward(std::vector<LayerOp>& fw, const Dims& d, const MlpNames& n) {
+  const double a = d.a;
+  enter_tp_region(fw, d, n.all_gather);
+  if (d.kernels.autocast) autocast::input_casts(fw, n.input_casts, d.tokens * d.h, d.mlp_projections, a);
+  linear::input_cast_forward(fw, {n.up_input_cast, n.up_input_amax}, d.tokens * d.h * d.mlp_projections, true,
+                             d.fp8);
+  linear::weight_cast_forward(fw, {n.up_weight_cast, n.up_weight_amax}, d.h * d.n_up, d.fp8);
+  fw.push_back(linear::gemm(n.up, d.tokens, d.n_up, d.h, a));
+  fw.push_back(elementwise::activation_forward(d.kernels, d.tokens * d.f));
+  linear::input_cast_forward(fw, {n.down_input_cast, n.down_input_amax}, d.tokens * d.f, false, d.fp8);
+  linear::weight_cast_forward(fw, {n.down_weight_cast, n.down_weight_amax}, d.f * d.h, d.fp8);
+  fw.push_back(linear::gemm(n.down, d.tokens, d.h, d.f, a));
+  leave_tp_region(fw, d, n.tp_reduce);
+}
+
+void mlp_backward(std::vector<LayerOp>& bw, const Dims& d, const MlpNames& n) {
+  const double a = d.a;
+  const auto& k = d.kernels;
+  elementwise::bias_grad(bw, n.down_bias_grad, k, d.tokens_elementwise * d.h);
+  if (d.sp) {
+    bw.push_back(
+        comm_op(n.grad_all_gather, CommRole::tensor_all_gather, d.tokens * d.h * a, GemmOverlap::with_next));
+  }
+  linear::grad_cast_backward(bw, {n.down_grad_cast, n.down_grad_amax}, d.tokens * d.h, d.fp8);
+  bw.push_back(linear::gemm(n.down_dgrad, d.tokens, d.f, d.h, a));
+  bw.push_back(linear::gemm(n.down_wgrad, d.f, d.h, d.tokens, a));
+  bw.push_back(elementwise::activation_backward(k, d.tokens * d.f));
+  elementwise::bias_grad(bw, n.up_bias_grad, k, d.tokens * d.n_up);
+  linear::grad_cast_backward(bw, {n.up_grad_cast, n.up_grad_amax}, d.tokens * d.n_up, d.fp8);
+  linear::input_transpose_backward(bw, n.up_input_transpose, d.tokens * d.h, d.fp8);
+  column_parallel_backward(bw, d, linear::gemm(n.up_dgrad, d.tokens, d.h, d.n_up, a),
+                           linear::gemm(n.up_wgrad, d.h, d.n_up, d.tokens, a), n.input_regather,
+                           n.grad_tp_reduce);
+  elementwise::up_projection_grad_sum(bw, k, d.tokens * d.h);
+  if (k.autocast) {
+    autocast::input_grad_casts(bw, n.input_grad_casts, n.input_grad_sum, d.tokens * d.h, d.mlp_projections,
+                               a);
+  }
+}
+
+// A mixture-of-experts layer's shared experts: a dense MLP of their summed width.
+Dims shared_expert_dims(Dims d, const config::TransformerSpec& m) {
+  d.f = static_cast<double>(m.moe->shared_ffn_hidden_size) / d.t;
+  d.n_up = d.swiglu ? 2 * d.f : d.f;
+  return d;
+}
+
+MoeShard moe_shard(const Dims& d, const ShardConfig& sh) {
+  return MoeShard{.tokens = d.tokens,
+                  .routed = d.tokens_elementwise,
+                  .h = d.h,
+                  .a = d.a,
+                  .tensor = d.t,
+                  .expert = static_cast<double>(sh.expert),
+                  .swiglu = d.swiglu,
+                  .kernels = d.kernels};
 }
 
 double norm_params(const config::TransformerSpec& m) {
@@ -332,49 +461,29 @@ LayerProgram transformer_layer(const config::TransformerSpec& m, const ShardConf
   leave_tp_region(fw, d, "attention_tp_reduce");
   fw.push_back(elementwise::residual_forward("attention_residual", k, he));
   fw.push_back(elementwise::norm_forward("mlp_norm", k, he));
-  enter_tp_region(fw, d, "mlp_all_gather");
-  if (k.autocast) autocast::input_casts(fw, "autocast_mlp_input_casts", d.tokens * d.h, d.mlp_projections, a);
-  linear::input_cast_forward(fw, {"mlp_up_input_fp8_cast", "mlp_up_input_fp8_amax"},
-                             d.tokens * d.h * d.mlp_projections, true, d.fp8);
-  linear::weight_cast_forward(fw, {"mlp_up_weight_fp8_cast", "mlp_up_weight_fp8_amax"}, d.h * d.n_up, d.fp8);
-  fw.push_back(linear::gemm("mlp_up", d.tokens, d.n_up, d.h, a));
-  fw.push_back(elementwise::activation_forward(k, d.tokens * d.f));
-  linear::input_cast_forward(fw, {"mlp_down_input_fp8_cast", "mlp_down_input_fp8_amax"}, d.tokens * d.f, false,
-                             d.fp8);
-  linear::weight_cast_forward(fw, {"mlp_down_weight_fp8_cast", "mlp_down_weight_fp8_amax"}, d.f * d.h, d.fp8);
-  fw.push_back(linear::gemm("mlp_down", d.tokens, d.h, d.f, a));
-  leave_tp_region(fw, d, "mlp_tp_reduce");
+  if (m.moe) {
+    moe_forward(fw, *m.moe, moe_shard(d, sh));
+    if (m.moe->shared_ffn_hidden_size > 0) mlp_forward(fw, shared_expert_dims(d, m), kSharedExpertNames);
+  } else {
+    mlp_forward(fw, d, kMlpNames);
+  }
   fw.push_back(elementwise::residual_forward("mlp_residual", k, he));
 
   auto& bw = p.backward;
   bw.push_back(elementwise::residual_backward("mlp_residual_bwd", k, he));
-  elementwise::bias_grad(bw, "mlp_down_bias_grad", k, he);
-  if (d.sp) {
-    bw.push_back(
-        comm("mlp_grad_all_gather", CommRole::tensor_all_gather, d.tokens * d.h * a, GemmOverlap::with_next));
-  }
-  linear::grad_cast_backward(bw, {"mlp_down_grad_fp8_cast", "mlp_down_grad_fp8_amax"}, d.tokens * d.h, d.fp8);
-  bw.push_back(linear::gemm("mlp_down_dgrad", d.tokens, d.f, d.h, a));
-  bw.push_back(linear::gemm("mlp_down_wgrad", d.f, d.h, d.tokens, a));
-  bw.push_back(elementwise::activation_backward(k, d.tokens * d.f));
-  elementwise::bias_grad(bw, "mlp_up_bias_grad", k, d.tokens * d.n_up);
-  linear::grad_cast_backward(bw, {"mlp_up_grad_fp8_cast", "mlp_up_grad_fp8_amax"}, d.tokens * d.n_up, d.fp8);
-  linear::input_transpose_backward(bw, "mlp_up_input_fp8_transpose", d.tokens * d.h, d.fp8);
-  column_parallel_backward(bw, d, linear::gemm("mlp_up_dgrad", d.tokens, d.h, d.n_up, a),
-                           linear::gemm("mlp_up_wgrad", d.h, d.n_up, d.tokens, a), "mlp_input_regather",
-                           "mlp_grad_tp_reduce");
-  elementwise::up_projection_grad_sum(bw, k, d.tokens * d.h);
-  if (k.autocast) {
-    autocast::input_grad_casts(bw, "autocast_mlp_input_grad_casts", "autocast_mlp_input_grad_sum",
-                               d.tokens * d.h, d.mlp_projections, a);
+  if (m.moe) {
+    if (m.moe->shared_ffn_hidden_size > 0) mlp_backward(bw, shared_expert_dims(d, m), kSharedExpertNames);
+    moe_backward(bw, *m.moe, moe_shard(d, sh));
+  } else {
+    mlp_backward(bw, d, kMlpNames);
   }
   bw.push_back(elementwise::norm_backward("mlp_norm_bwd", k, he));
   elementwise::residual_grad_sum(bw, "mlp_input_grad_sum", k, he);
   bw.push_back(elementwise::residual_backward("attention_residual_bwd", k, he));
   elementwise::bias_grad(bw, "attention_projection_bias_grad", k, he);
   if (d.sp) {
-    bw.push_back(comm("attention_grad_all_gather", CommRole::tensor_all_gather, d.tokens * d.h * a,
-                      GemmOverlap::with_next));
+    bw.push_back(comm_op("attention_grad_all_gather", CommRole::tensor_all_gather, d.tokens * d.h * a,
+                         GemmOverlap::with_next));
   }
   linear::grad_cast_backward(bw, {"attention_projection_grad_fp8_cast", "attention_projection_grad_fp8_amax"}, d.tokens * d.h, d.fp8);
   bw.push_back(linear::gemm("attention_projection_dgrad", d.tokens, d.heads * d.d, d.h, a));
@@ -415,7 +524,7 @@ LayerProgram embedding_layer(const config::TransformerSpec& m, const ShardConfig
   p.backward.push_back(memory_op("embedding_dropout_bwd", d.tokens_elementwise * d.h * (2 * e + 1)));
   if (d.sp)
     p.backward.push_back(
-        comm("embedding_grad_all_gather", CommRole::tensor_all_gather, d.tokens * d.h * d.a));
+        comm_op("embedding_grad_all_gather", CommRole::tensor_all_gather, d.tokens * d.h * d.a));
   p.backward.push_back(memory_op("embedding_grad_accumulate", 3 * d.tokens * d.h * e));
   return p;
 }
@@ -472,6 +581,22 @@ std::vector<double> layer_parameter_tensors(const config::TransformerSpec& m) {
   weight(h * qkv_out, qkv_out);
   weight(width * h, h);
   out.insert(out.end(), norm.begin(), norm.end());
+  if (m.moe) {
+    // The router, every routed expert's up and down weights as one tensor each (Megatron-Core's
+    // GroupedMLP), the shared experts' as a dense MLP's.
+    out.push_back(h * static_cast<double>(m.moe->experts));
+    const double routed = routed_expert_parameters(m);
+    const double fe = static_cast<double>(m.moe->expert_ffn_hidden_size);
+    const double up_share = (swiglu ? 2 : 1) * fe / ((swiglu ? 2 : 1) * fe + fe);
+    out.push_back(routed * up_share);
+    out.push_back(routed * (1 - up_share));
+    const double fs = static_cast<double>(m.moe->shared_ffn_hidden_size);
+    if (fs > 0) {
+      weight((swiglu ? 2 : 1) * h * fs, fs);
+      weight(fs * h, h);
+    }
+    return out;
+  }
   weight((swiglu ? 2 : 1) * h * f, f);
   weight(f * h, h);
   return out;
@@ -505,7 +630,11 @@ double model_flops_per_iteration(const config::TransformerSpec& m, std::int64_t 
   const double qkv_out = width + 2 * static_cast<double>(m.kv_heads) * d;
   const double f = static_cast<double>(m.ffn_hidden_size);
   const double mlp_matrices = m.mlp == config::MlpKind::swiglu ? 3 : 2;
-  const double per_token_layer = 2 * h * qkv_out + 2 * width * h + 2 * mlp_matrices * h * f + 4 * s * width;
+  // A mixture-of-experts layer: its router, the top_k experts a token passes and the shared experts.
+  const double mlp = m.moe ? 2 * h * static_cast<double>(m.moe->experts) + 2 * active_routed_parameters(m) +
+                                 2 * mlp_matrices * h * static_cast<double>(m.moe->shared_ffn_hidden_size)
+                           : 2 * mlp_matrices * h * f;
+  const double per_token_layer = 2 * h * qkv_out + 2 * width * h + mlp + 4 * s * width;
   const double per_token =
       static_cast<double>(m.layers) * per_token_layer + 2 * h * static_cast<double>(m.vocab_size);
   return 3 * per_token * s * static_cast<double>(global_batch);

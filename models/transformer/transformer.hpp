@@ -46,6 +46,7 @@ struct ShardConfig {
   config::GradAccumulation grad_accumulation = config::GradAccumulation::none;
   bool autocast = false;  // config::TrainingSpec::autocast (autocast.hpp)
   config::Fp8Recipe fp8_recipe = config::Fp8Recipe::delayed;  // with precision fp8 (linear.hpp)
+  std::int64_t expert = 1;  // expert-parallel degree (mixture-of-experts models: moe.hpp)
 };
 
 // Communication a layer needs inside its tensor- or context-parallel group.
@@ -54,7 +55,8 @@ enum class CommRole : std::uint8_t {
   tensor_all_reduce,
   tensor_all_gather,
   tensor_reduce_scatter,
-  context_exchange
+  context_exchange,
+  expert_all_to_all  // over the expert-parallel group (moe.hpp)
 };
 
 // Whether a communication op can run beside a GEMM:
@@ -87,6 +89,9 @@ LayerOp gemm_op(std::string_view name, double m, double n, double k, double a, d
 LayerOp memory_op(std::string_view name, double bytes, bool attention_core = false,
                   core::MemoryClass memory = core::MemoryClass::streaming);
 
+// A communication op of `bytes` (graph::CommOp::bytes convention for the role's collective).
+LayerOp comm_op(std::string_view name, CommRole role, double bytes, GemmOverlap overlap = GemmOverlap::none);
+
 struct LayerProgram {
   std::vector<LayerOp> forward;
   std::vector<LayerOp> backward;
@@ -109,7 +114,10 @@ double total_parameters(const config::TransformerSpec& model);
 // The parameter tensors of one layer (element counts, whole model), in the order the forward pass
 // uses them; parameters_per_layer() is their sum. Megatron-LM's modules: input norm, fused QKV
 // weight and bias, output projection weight and bias, second norm, MLP up weight (gate and up fused
-// for SwiGLU) and bias, MLP down weight and bias; biases only in GPT-style (GELU) layers. QKV projects
+// for SwiGLU) and bias, MLP down weight and bias; biases only in GPT-style (GELU) layers. A
+// mixture-of-experts layer has, after its second norm, the router's weight, all routed experts' up
+// weights as one tensor and their down weights as another (Megatron-Core's GroupedMLP), then its shared
+// experts' weights as a dense MLP's. QKV projects
 // h to (heads + 2 kv_heads) x head_dim, the output projection heads x head_dim back to h. An MLP
 // model's hidden layer is one weight and one bias.
 std::vector<double> layer_parameter_tensors(const config::TransformerSpec& model);
@@ -117,7 +125,9 @@ std::vector<double> layer_parameter_tensors(const config::TransformerSpec& model
 // Model FLOPs of one iteration over `global_batch` sequences: forward + backward (3x forward), no
 // recompute, attention over the full score matrix (Narayanan et al. SC'21 eq. 3 without the recompute
 // pass, generalized to GQA, SwiGLU, any FFN width and any head width: per token and layer
-// 2h(w + 2 kv d) + 2wh + 2 m h f + 4sw, w = heads x d, m = 3 for SwiGLU, 2 for GELU).
+// 2h(w + 2 kv d) + 2wh + 2 m h f + 4sw, w = heads x d, m = 3 for SwiGLU, 2 for GELU). A
+// mixture-of-experts layer counts its router, the top_k routed experts each token passes and its shared
+// experts instead of 2 m h f: 2hE + 2 k m h f_e + 2 m h f_s (moe.hpp).
 double model_flops_per_iteration(const config::TransformerSpec& model, std::int64_t global_batch);
 
 }  // namespace dtsim::models

@@ -37,6 +37,8 @@ void add_space_options(CLI::App* cmd, search::SpaceBounds& b) {
                 "Only the scenario's ZeRO stage and distributed optimizer");
   cmd->add_flag("--keep-sequence-parallel", b.keep_sequence_parallel,
                 "Only the scenario's sequence parallelism");
+  cmd->add_flag("--keep-expert", b.keep_expert,
+                "Only the scenario's expert-parallel degree (mixture-of-experts models)");
   cmd->add_option("--min-headroom", b.min_headroom_gib,
                   "GiB of GPU memory a plan must leave free (allocator fragmentation, NCCL buffers, CUDA context)")
       ->check(CLI::Range(0.0, 1e6));

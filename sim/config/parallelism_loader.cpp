@@ -149,10 +149,10 @@ ParallelismSpec read_parallelism(ObjectReader& top, const Scenario& scenario, co
                                  "but schedule is \"{}\"",
                                  p.virtual_stages, to_string(p.schedule)));
   }
-  if (p.expert != 1) {
+  if (p.expert != 1 && !scenario.model.moe) {
     throw r.error_at(
         "expert",
-        fmt::format("got {}; expected 1: expert parallelism needs a mixture-of-experts model, "
+        fmt::format("got {}; expected 1: expert parallelism needs a mixture-of-experts model (model.moe), "
                     "and {} is a dense transformer",
                     p.expert, scenario.model.preset.empty() ? "this model" : scenario.model.preset));
   }

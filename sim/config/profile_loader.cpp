@@ -309,10 +309,40 @@ TransformerSpec load_model_preset(const std::string& model_presets, const std::s
   return spec;
 }
 
+namespace {
+
+// model.moe (config::MoeSpec); a scenario's block over a preset's keeps the preset's values it does not
+// set.
+MoeSpec read_moe(ObjectReader& r, const std::optional<MoeSpec>& base) {
+  r.expect_keys({"experts", "top_k", "expert_ffn_hidden_size", "shared_ffn_hidden_size", "load_imbalance",
+                 "capacity_factor"});
+  MoeSpec m = base.value_or(MoeSpec{});
+  const IntRule experts = IntRule::between(1, kMaxExperts);
+  m.experts = base ? r.optional<std::int64_t>("experts", m.experts, experts)
+                   : r.required<std::int64_t>("experts", experts);
+  m.top_k = r.optional<std::int64_t>("top_k", m.top_k, IntRule::between(1, m.experts));
+  m.expert_ffn_hidden_size =
+      base ? r.optional<std::int64_t>("expert_ffn_hidden_size", m.expert_ffn_hidden_size, IntRule::positive())
+           : r.required<std::int64_t>("expert_ffn_hidden_size", IntRule::positive());
+  m.shared_ffn_hidden_size =
+      r.optional<std::int64_t>("shared_ffn_hidden_size", m.shared_ffn_hidden_size, IntRule::non_negative());
+  // The busiest expert takes at most every token once: experts / top_k times the mean.
+  const double most = static_cast<double>(m.experts) / static_cast<double>(m.top_k);
+  m.load_imbalance = r.optional<double>("load_imbalance", m.load_imbalance, NumberRule::between(1.0, most));
+  if (r.has("capacity_factor")) {
+    m.capacity_factor = r.required<double>("capacity_factor", NumberRule{0.0, true, most, false});
+  }
+  if (m.top_k > m.experts) throw r.mismatch("top_k", fmt::format("at most experts ({})", m.experts));
+  r.finish();
+  return m;
+}
+
+}  // namespace
+
 TransformerSpec read_transformer(ObjectReader& model, const std::optional<TransformerSpec>& base) {
-  model.expect_keys({"kind", "layers", "hidden_size", "heads", "kv_heads", "head_dim", "ffn_hidden_size", "vocab_size",
-                     "seq_length", "mlp", "attention", "elementwise_kernels", "tied_embeddings",
-                     "vocab_padding"});
+  model.expect_keys({"kind", "layers", "hidden_size", "heads", "kv_heads", "head_dim", "ffn_hidden_size",
+                     "vocab_size", "seq_length", "mlp", "attention", "elementwise_kernels", "tied_embeddings",
+                     "vocab_padding", "moe"});
   const IntRule positive = IntRule::positive();
   TransformerSpec spec;
   if (base) {
@@ -351,6 +381,7 @@ TransformerSpec read_transformer(ObjectReader& model, const std::optional<Transf
   spec.tied_embeddings = model.optional<bool>("tied_embeddings", spec.tied_embeddings);
   spec.vocab_padding = model.optional<std::int64_t>("vocab_padding", spec.vocab_padding,
                                                     IntRule::between(1, kMaxVocabPadding));
+  if (std::optional<ObjectReader> moe = model.optional_child("moe")) spec.moe = read_moe(*moe, spec.moe);
 
   if (spec.heads % spec.kv_heads != 0) {
     // Report where the user wrote the offending number: kv_heads if given here, else heads.

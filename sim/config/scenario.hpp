@@ -56,6 +56,25 @@ inline constexpr std::array kFp8Recipes{Fp8Recipe::delayed, Fp8Recipe::tensorwis
 inline constexpr std::array kElementwiseKernels{ElementwiseKernels::fused, ElementwiseKernels::scripted,
                                                 ElementwiseKernels::eager, ElementwiseKernels::hf_eager};
 
+// A mixture-of-experts MLP in every layer (models/transformer/moe.hpp has the costs and their sources):
+// each token goes to top_k of `experts` routed experts (FFN width expert_ffn_hidden_size, the model's
+// mlp kind) and through the shared experts, which every token passes (their widths summed:
+// shared_ffn_hidden_size; 0 without). load_imbalance: tokens of the busiest expert-parallel rank over
+// the mean (1: balanced, as an auxiliary loss or a forced balance keeps it); the slowest rank sets the
+// pace. capacity_factor: tokens dropped beyond and padded up to capacity_factor x the mean per expert
+// (GShard, Switch); absent: dropless.
+struct MoeSpec {
+  std::int64_t experts = 0;
+  std::int64_t top_k = 1;
+  std::int64_t expert_ffn_hidden_size = 0;
+  std::int64_t shared_ffn_hidden_size = 0;
+  double load_imbalance = 1.0;
+  std::optional<double> capacity_factor;
+  // Tokens of the busiest expert over the mean, which its grouped GEMMs and exchanges carry.
+  double busiest_factor() const { return capacity_factor.value_or(load_imbalance); }
+  bool operator==(const MoeSpec&) const = default;
+};
+
 struct TransformerSpec {
   std::string preset;  // preset id it came from, "" when given inline
   ModelKind kind = ModelKind::transformer;
@@ -79,6 +98,7 @@ struct TransformerSpec {
   std::int64_t vocab_padding = 128;
   std::int64_t input_size = 0;   // mlp only
   std::int64_t output_size = 0;  // mlp only
+  std::optional<MoeSpec> moe;    // absent: a dense MLP in every layer
 
   double attention_head_dim() const {
     return head_dim > 0 ? static_cast<double>(head_dim)
@@ -255,6 +275,7 @@ struct TrainingSpec {
 inline constexpr std::int64_t kMaxVocabPadding = 1 << 20;
 // The widest attention head a model may state (TransformerSpec::head_dim).
 inline constexpr std::int64_t kMaxHeadDim = 1 << 16;
+inline constexpr std::int64_t kMaxExperts = 1 << 16;  // model.moe.experts
 // The largest host_issue_us_per_kernel or host_checkpoint_us a scenario or a stack may state (one
 // second per kernel or checkpoint).
 inline constexpr double kMaxHostIssueUsPerKernel = 1e6;

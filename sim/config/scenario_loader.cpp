@@ -247,6 +247,15 @@ TrainingSpec read_training(ObjectReader& top, const DataPaths& data, const Softw
                                  "casts FP32 parameters to 16 bits) or \"autocast\": false",
                                  to_string(t.precision)));
   }
+  if (scenario.model.moe && (t.autocast || t.precision == Precision::fp8)) {
+    // The expert layers are costed in 16 bits without autocast's casts (models/transformer/moe.hpp).
+    throw r.error_at(t.autocast ? "autocast" : "precision",
+                     t.autocast
+                         ? "got autocast with a mixture-of-experts model; expected \"autocast\": false "
+                           "(dtsim does not cost autocast's casts in expert layers yet)"
+                         : "got \"fp8\" with a mixture-of-experts model; expected \"bf16\", \"fp16\", "
+                           "\"fp32\" or \"tf32\" (dtsim does not cost FP8 expert GEMMs and their casts yet)");
+  }
   t.optimizer = scenario.dlrm ? r.optional_enum<Optimizer>(
                                     "optimizer", Optimizer::adagrad,
                                     named_choices(std::array{Optimizer::adagrad, Optimizer::sgd, Optimizer::adam}))

@@ -360,6 +360,8 @@ const char* to_string(Category c) {
       return "data_comm";
     case Category::embedding_comm:
       return "embedding_comm";
+    case Category::expert_comm:
+      return "expert_comm";
     case Category::input:
       return "input";
   }

@@ -56,10 +56,12 @@ enum class Category : std::uint8_t {
   context_comm,
   pipeline_comm,
   data_comm,
-  embedding_comm,  // sharded embeddings' exchanges (models/dlrm): pooled lookups forward, their gradients back
+  embedding_comm,  // sharded embeddings' exchanges (models/dlrm): pooled lookups forward, their gradients
+                   // back
+  expert_comm,     // mixture-of-experts token dispatch and combine (models/transformer/moe.hpp)
   input,           // the input pipeline's load of a batch; exposed, it is the GPU waiting for data
 };
-inline constexpr int kCategoryCount = 10;
+inline constexpr int kCategoryCount = 11;
 
 // In which order a stream runs its tasks.
 enum class StreamOrder : std::uint8_t {

@@ -21,6 +21,41 @@ std::optional<std::int64_t> every_rank_stage_gpus(const config::Scenario& s) {
   return s.gpu_count() / s.parallelism.pipeline;
 }
 
+// A mixture-of-experts plan: the expert degree splits the experts and the data-parallel ranks (the
+// expert group lies inside the data group: mesh.hpp), the expert widths split over the tensor group,
+// and the expert layers need what Megatron-Core needs of them.
+std::optional<std::string> moe_infeasible(const config::Scenario& s) {
+  const config::MoeSpec& moe = *s.model.moe;
+  const auto& p = s.parallelism;
+  if (moe.experts % p.expert != 0) {
+    return fmt::format("experts {} are not divisible by expert parallel {}", moe.experts, p.expert);
+  }
+  if (p.data % p.expert != 0) {
+    return fmt::format(
+        "data parallel {} is not divisible by expert parallel {} (the expert group lies inside "
+        "the data-parallel group)",
+        p.data, p.expert);
+  }
+  if (moe.expert_ffn_hidden_size % p.tensor != 0 || moe.shared_ffn_hidden_size % p.tensor != 0) {
+    return fmt::format(
+        "expert_ffn_hidden_size {} and shared_ffn_hidden_size {} must be divisible by tensor "
+        "parallel {}",
+        moe.expert_ffn_hidden_size, moe.shared_ffn_hidden_size, p.tensor);
+  }
+  if (p.tensor > 1 && !p.sequence_parallel) {
+    return fmt::format(
+        "a mixture-of-experts layer with tensor parallel {} needs sequence parallelism "
+        "(Megatron-Core's rule for expert and tensor parallelism together)",
+        p.tensor);
+  }
+  if (p.zero_stage >= 3) {
+    return std::string(
+        "ZeRO-3 (fully sharded parameters) is not modelled for mixture-of-experts models; use "
+        "zero_stage <= 2 or the distributed optimizer");
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::int64_t micro_batches(const config::Scenario& s) {
@@ -74,9 +109,12 @@ std::optional<std::string> infeasibility(const config::Scenario& s) {
   if (m.kv_heads % p.tensor != 0 && p.tensor % m.kv_heads != 0) {
     return fmt::format("kv_heads {} and tensor parallel {}: neither divides the other", m.kv_heads, p.tensor);
   }
-  if (m.ffn_hidden_size % p.tensor != 0) {
+  if (!m.moe && m.ffn_hidden_size % p.tensor != 0) {
     return fmt::format("ffn_hidden_size {} is not divisible by tensor parallel {}", m.ffn_hidden_size,
                        p.tensor);
+  }
+  if (m.moe) {
+    if (auto why = moe_infeasible(s)) return why;
   }
   const auto chunks = core::checked_mul(p.pipeline, p.virtual_stages);
   if (!chunks || m.layers < *chunks) {

@@ -85,6 +85,13 @@ GroupLayouts::GroupLayouts(const Mesh& mesh, bool per_rank, std::vector<double> 
   leaving_.assign(static_cast<std::size_t>(nodes), 0);
   arriving_.assign(static_cast<std::size_t>(nodes), 0);
   for (const GroupKind kind : {GroupKind::tensor, GroupKind::context, GroupKind::data}) add_groups(kind);
+  if (mesh.expert() > 1 && mesh.degree(config::MeshDim::data) % mesh.expert() == 0) {
+    add_groups(GroupKind::expert);
+    add_groups(GroupKind::expert_data);
+  } else {  // no expert groups: the experts' gradients are reduced over the data group
+    tables_[kExpert].layouts.push_back(graph::CommGroup{});
+    tables_[kExpertData] = tables_[kData];
+  }
   add_exchanges();
   add_transfers(true);
   add_transfers(false);

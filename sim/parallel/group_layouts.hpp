@@ -46,6 +46,8 @@ class GroupLayouts {
  public:
   // `per_rank`: keep every rank's own layouts (every-rank mode); otherwise each stage's slowest only.
   // `nic_speeds`, `nvlink_speeds`: per node, its NICs' and its NVLink's speed factor (empty: all 1).
+  // The expert and expert_data kinds exist where the mesh's expert degree is above 1 and divides its
+  // data degree; otherwise expert groups are single ranks and expert_data groups the data groups.
   GroupLayouts(const Mesh& mesh, bool per_rank, std::vector<double> nic_speeds = {},
                std::vector<double> nvlink_speeds = {});
 
@@ -68,7 +70,8 @@ class GroupLayouts {
     std::vector<std::uint32_t> of_stage;
     std::vector<std::uint8_t> stage_kept;  // whether of_stage[stage] holds one of the stage's own layouts
   };
-  enum Slot : int { kTensor, kContext, kData, kExchange, kNext, kPrevious, kSlots };
+  // The first slots are GroupKind's, in its order.
+  enum Slot : int { kTensor, kContext, kData, kExpert, kExpertData, kExchange, kNext, kPrevious, kSlots };
 
   std::uint32_t intern(Table& table, const graph::CommGroup& layout);
   void keep(Table& table, std::int64_t rank, std::int64_t stage, const graph::CommGroup& layout);

@@ -49,6 +49,12 @@ class Interner {
       case models::CommRole::tensor_reduce_scatter:
         return comm_ref(ref, graph::CollectiveKind::reduce_scatter, op.comm_bytes, groups_.tensor,
                         op.overlap);
+      case models::CommRole::expert_all_to_all: {
+        // Token dispatch and combine: blocking, between the router and the experts (moe.hpp).
+        OpRef r = comm_ref(ref, graph::CollectiveKind::all_to_all, op.comm_bytes, groups_.expert);
+        r.comm_category = Category::expert_comm;
+        return r;
+      }
       case models::CommRole::context_exchange: {
         // Each step passes K/V to the ring neighbour, at the pace of the ring's slowest pair.
         OpRef r = comm_ref(ref, graph::CollectiveKind::send_recv, op.comm_bytes, groups_.exchange);
@@ -140,7 +146,8 @@ LayerOps intern_layer_ops(const config::Scenario& s, const LayerGroups& groups, 
                                   .backward_overlap = par.tp_backward_overlap,
                                   .grad_accumulation = s.training.grad_accumulation,
                                   .autocast = s.training.autocast,
-                                  .fp8_recipe = s.training.fp8_recipe};
+                                  .fp8_recipe = s.training.fp8_recipe,
+                                  .expert = par.expert};
   Interner interner(s, groups, graph, labels, comm_ops);
   LayerOps out;
   out.layer = interner.program(models::transformer_layer(s.model, shard));

@@ -84,10 +84,11 @@ class CommOpTable {
 };
 
 // The layouts a layer program's communication runs over (group_layouts.hpp): the tensor-parallel
-// group and the context ring's exchange.
+// group, the context ring's exchange and, for a mixture-of-experts model, the expert-parallel group.
 struct LayerGroups {
   graph::CommGroup tensor;
   graph::CommGroup exchange;
+  graph::CommGroup expert;
   friend auto operator<=>(const LayerGroups&, const LayerGroups&) = default;
 };
 

@@ -72,6 +72,10 @@ std::int64_t Lowering::group_size(GroupKind kind) const {
       return par.context;
     case GroupKind::data:
       return par.context * par.data;
+    case GroupKind::expert:
+      return par.expert;
+    case GroupKind::expert_data:
+      return par.context * par.data / par.expert;
   }
   return 1;
 }
@@ -104,9 +108,11 @@ void Lowering::depend(const Chain& chain, TaskId task) {
 }
 
 LayerGroups Lowering::layer_groups(std::int64_t r) const {
-  if (every_rank_) return {layouts_.group(r, GroupKind::tensor), layouts_.exchange(r)};
+  if (every_rank_)
+    return {layouts_.group(r, GroupKind::tensor), layouts_.exchange(r), layouts_.group(r, GroupKind::expert)};
   const std::int64_t stage = coord(r).stage;
-  return {layouts_.stage_group(stage, GroupKind::tensor), layouts_.stage_exchange(stage)};
+  return {layouts_.stage_group(stage, GroupKind::tensor), layouts_.stage_exchange(stage),
+          layouts_.stage_group(stage, GroupKind::expert)};
 }
 
 // The transfer of an activation (or its gradient) from rank r to the next (or preceding) stage.

@@ -1,18 +1,70 @@
 // Gradient reductions, optimizer step and parameter gathers of each rank (lowering.hpp).
 #include <algorithm>
 
+#include "models/transformer/moe.hpp"
 #include "parallel/lowering.hpp"
 #include "parallel/zero3.hpp"
 
 namespace dtsim::parallel::detail {
 
+// Named, not anonymous: unity builds put several files in one translation unit.
+namespace gradient_parameters {
+
+// One layer's parameters on one GPU: split over the tensor group, the routed experts' also over the
+// expert group (each GPU holds experts / expert of them).
+double layer_experts(const config::Scenario& s) {
+  return models::routed_expert_parameters(s.model) /
+         static_cast<double>(s.parallelism.tensor * s.parallelism.expert);
+}
+double layer_dense(const config::Scenario& s) {
+  return (models::parameters_per_layer(s.model) - models::routed_expert_parameters(s.model)) /
+         static_cast<double>(s.parallelism.tensor);
+}
+
+}  // namespace gradient_parameters
+
+double Lowering::stage_expert_parameters(std::int64_t stage) const {
+  std::int64_t layers = 0;
+  for (std::int64_t c = 0; c < v_; ++c) layers += layers_in(stage, c);
+  return static_cast<double>(layers) * gradient_parameters::layer_experts(s_);
+}
+
 double Lowering::stage_parameters(std::int64_t stage) const {
   std::int64_t layers = 0;
   for (std::int64_t c = 0; c < v_; ++c) layers += layers_in(stage, c);
-  double params = static_cast<double>(layers) * models::parameters_per_layer(s_.model);
+  double params = static_cast<double>(layers) *
+                  (models::parameters_per_layer(s_.model) - models::routed_expert_parameters(s_.model));
   if (stage == 0) params += models::embedding_parameters(s_.model);
   if (stage == p_ - 1) params += models::head_parameters(s_.model);
-  return params / static_cast<double>(s_.parallelism.tensor);
+  return params / static_cast<double>(s_.parallelism.tensor) + stage_expert_parameters(stage);
+}
+
+void Lowering::reduce_bucket(std::int64_t r, double bytes, double expert_bytes, TaskId after, bool sharded) {
+  const auto kind = sharded ? graph::CollectiveKind::reduce_scatter : graph::CollectiveKind::all_reduce;
+  std::vector<TaskId>& reductions = data_tasks_[static_cast<std::size_t>(r)];
+  const auto reduce = [&](GroupKind group, double b, const char* name) {
+    if (b <= 0.0 || group_size(group) <= 1) return;
+    const graph::OpId op = intern_comm(CommOp{kind, b, group_layout(r, group)});
+    Chain chain = Chain::after(after);
+    collective(r, group, StreamKind::data_comm, op, Category::data_comm, label(name), -1, chain);
+    reductions.push_back(chain.last);
+  };
+  reduce(GroupKind::data, bytes, sharded ? "grad_reduce_scatter" : "grad_all_reduce");
+  reduce(GroupKind::expert_data, expert_bytes,
+         sharded ? "expert_grad_reduce_scatter" : "expert_grad_all_reduce");
+}
+
+void Lowering::gather_parameters(std::int64_t r, double bytes, double expert_bytes, const Chain& after,
+                                 std::optional<TaskId> user) {
+  const auto gather = [&](GroupKind group, double b, graph::LabelId lbl) {
+    if (b <= 0.0 || group_size(group) <= 1) return;
+    const graph::OpId op = intern_comm(CommOp{graph::CollectiveKind::all_gather, b, group_layout(r, group)});
+    Chain chain = after;
+    collective(r, group, StreamKind::param_gather, op, Category::data_comm, lbl, -1, chain);
+    if (user) wait(chain.last, *user);
+  };
+  gather(GroupKind::data, bytes, param_gather_label_);
+  gather(GroupKind::expert_data, expert_bytes, label("expert_param_all_gather"));
 }
 
 void Lowering::emit_gradient_sync_and_optimizer(std::int64_t r) {
@@ -20,9 +72,10 @@ void Lowering::emit_gradient_sync_and_optimizer(std::int64_t r) {
   const config::Precision prec = s_.training.precision;
   const bool sharded = par.distributed_optimizer || par.zero_stage >= 1;
   const std::int64_t dp = par.data * par.context;
+  const std::int64_t edp = dp / par.expert;
   const std::int64_t stage = coord(r).stage;
   const TaskId backward_end = stage_last_[static_cast<std::size_t>(r)];
-  std::vector<TaskId>& reductions = data_tasks_[static_cast<std::size_t>(r)];
+  const std::vector<TaskId>& reductions = data_tasks_[static_cast<std::size_t>(r)];
 
   if (par.zero_stage < 3 && dp > 1) {
     // Gradients become final when their layer's last backward ends; bucket them in that order.
@@ -32,22 +85,23 @@ void Lowering::emit_gradient_sync_and_optimizer(std::int64_t r) {
         ready.push_back(grad_ready_[layer_index(r, c, l)]);
     }
     std::sort(ready.begin(), ready.end());
-    const double layer_params = models::parameters_per_layer(s_.model) / static_cast<double>(par.tensor);
-    const double layer_bytes = layer_params * gradient_bytes_per_param(prec);
-    const double extra_bytes = (stage_parameters(stage) - static_cast<double>(ready.size()) * layer_params) *
-                               gradient_bytes_per_param(prec);
-    const auto kind = sharded ? graph::CollectiveKind::reduce_scatter : graph::CollectiveKind::all_reduce;
-    const graph::LabelId lbl = label(sharded ? "grad_reduce_scatter" : "grad_all_reduce");
+    const double grad = gradient_bytes_per_param(prec);
+    const double layer_params = gradient_parameters::layer_dense(s_);
+    const double layer_bytes = layer_params * grad;
+    const double expert_bytes = gradient_parameters::layer_experts(s_) * grad;
+    const double extra_bytes = (stage_parameters(stage) - stage_expert_parameters(stage) -
+                                static_cast<double>(ready.size()) * layer_params) *
+                               grad;
     double bucket = extra_bytes;  // embedding/head gradients travel with the first bucket
+    double expert_bucket = 0.0;
     for (std::size_t i = 0; i < ready.size(); ++i) {
       bucket += layer_bytes;
-      if (bucket < s_.training.bucket_bytes && i + 1 < ready.size()) continue;
-      const graph::OpId op = intern_comm(CommOp{kind, bucket, data_group(r)});
-      const TaskId after = s_.training.overlap_grad_reduce ? ready[i] : backward_end;
-      Chain reduce = Chain::after(after);
-      collective(r, GroupKind::data, StreamKind::data_comm, op, Category::data_comm, lbl, -1, reduce);
-      reductions.push_back(reduce.last);
+      expert_bucket += expert_bytes;
+      if (bucket + expert_bucket < s_.training.bucket_bytes && i + 1 < ready.size()) continue;
+      reduce_bucket(r, bucket, expert_bucket, s_.training.overlap_grad_reduce ? ready[i] : backward_end,
+                    sharded);
       bucket = 0.0;
+      expert_bucket = 0.0;
     }
   }
 
@@ -55,7 +109,9 @@ void Lowering::emit_gradient_sync_and_optimizer(std::int64_t r) {
   graph::ComputeOp step;
   step.cls = graph::ComputeClass::optimizer;
   step.memory = core::MemoryClass::optimizer;
-  step.bytes = params / (sharded ? static_cast<double>(dp) : 1.0) *
+  const double experts = stage_expert_parameters(stage);
+  step.bytes = ((params - experts) / (sharded ? static_cast<double>(dp) : 1.0) +
+                experts / (sharded ? static_cast<double>(edp) : 1.0)) *
                optimizer_bytes_per_param(prec, s_.training.optimizer, s_.training.autocast);
   step.kernels = 4;
   if (!optimizer_ops_.count(stage)) optimizer_ops_[stage] = out_.graph.add_op(step);
@@ -69,11 +125,8 @@ void Lowering::emit_gradient_sync_and_optimizer(std::int64_t r) {
     if (s_.training.overlap_param_gather) {
       emit_overlapped_param_gathers(r);
     } else {
-      const graph::OpId op = intern_comm(
-          CommOp{graph::CollectiveKind::all_gather, params * weight_bytes_per_param(prec), data_group(r)});
-      Chain gather = Chain::after(opt);
-      collective(r, GroupKind::data, StreamKind::param_gather, op, Category::data_comm, param_gather_label_,
-                 -1, gather);
+      const double weight = weight_bytes_per_param(prec);
+      gather_parameters(r, (params - experts) * weight, experts * weight, Chain::after(opt), std::nullopt);
     }
   }
 }
@@ -84,25 +137,24 @@ void Lowering::emit_gradient_sync_and_optimizer(std::int64_t r) {
 void Lowering::emit_overlapped_param_gathers(std::int64_t r) {
   const std::int64_t stage = coord(r).stage;
   const double weight_bytes = weight_bytes_per_param(s_.training.precision);
-  const double layer_bytes =
-      models::parameters_per_layer(s_.model) / static_cast<double>(s_.parallelism.tensor) * weight_bytes;
+  const double expert_bytes = gradient_parameters::layer_experts(s_) * weight_bytes;
+  const double layer_bytes = gradient_parameters::layer_dense(s_) * weight_bytes;
   const double extra_bytes = (stage == 0 ? models::embedding_parameters(s_.model) : 0.0) +
                              (stage == p_ - 1 ? models::head_parameters(s_.model) : 0.0);
   double bucket = extra_bytes / static_cast<double>(s_.parallelism.tensor) * weight_bytes;
+  double expert_bucket = 0.0;
   std::optional<TaskId> bucket_user;
   if (stage == 0) bucket_user = step_first_[static_cast<std::size_t>(r)];
-  const graph::LabelId lbl = param_gather_label_;
   for (std::int64_t c = 0; c < v_; ++c) {
     for (std::int64_t l = 0; l < layers_in(stage, c); ++l) {
       if (!bucket_user) bucket_user = first_use_[layer_index(r, c, l)];
       bucket += layer_bytes;
+      expert_bucket += expert_bytes;
       const bool last = c == v_ - 1 && l == layers_in(stage, c) - 1;
-      if (bucket < s_.training.bucket_bytes && !last) continue;
-      const graph::OpId op = intern_comm(CommOp{graph::CollectiveKind::all_gather, bucket, data_group(r)});
-      Chain gather;
-      collective(r, GroupKind::data, StreamKind::param_gather, op, Category::data_comm, lbl, -1, gather);
-      wait(gather.last, *bucket_user);
+      if (bucket + expert_bucket < s_.training.bucket_bytes && !last) continue;
+      gather_parameters(r, bucket, expert_bucket, Chain{}, bucket_user);
       bucket = 0.0;
+      expert_bucket = 0.0;
       bucket_user.reset();
     }
   }

@@ -149,7 +149,17 @@ class Lowering {
   void connect_stages(std::int64_t r);
 
   // ---- gradients and optimizer -----------------------------------------------------------------
+  // One GPU's parameters of a stage, all of them (the routed experts' included) and the routed experts'
+  // alone (mixture-of-experts models: reduced and sharded over the expert_data group).
   double stage_parameters(std::int64_t stage) const;
+  double stage_expert_parameters(std::int64_t stage) const;
+  // The gradient reductions of a bucket of `bytes` (dense) and `expert_bytes` (routed experts'), after
+  // `after`.
+  void reduce_bucket(std::int64_t r, double bytes, double expert_bytes, TaskId after, bool sharded);
+  // The parameter all-gathers of `bytes` and `expert_bytes` after the optimizer (or before `user`), each over
+  // its group.
+  void gather_parameters(std::int64_t r, double bytes, double expert_bytes, const Chain& after,
+                         std::optional<TaskId> user);
   void emit_gradient_sync_and_optimizer(std::int64_t r);
   void emit_overlapped_param_gathers(std::int64_t r);
   graph::OpId intern_comm(const CommOp& op) { return comm_ops_.id(out_.graph, op); }

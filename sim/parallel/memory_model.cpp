@@ -4,6 +4,7 @@
 
 #include "core/units.hpp"
 #include "models/mlp/mlp.hpp"
+#include "models/transformer/moe.hpp"
 #include "models/transformer/transformer.hpp"
 #include "parallel/feasibility.hpp"
 #include "parallel/pipeline_schedule.hpp"
@@ -48,17 +49,24 @@ MemoryEstimate stage_memory(const config::Scenario& s, std::int64_t stage) {
   const double d = static_cast<double>(par.data) * static_cast<double>(par.context);
   const bool first = stage == 0;
   const bool last = stage == par.pipeline - 1;
-  double params = layers_on_stage(s, stage) * models::parameters_per_layer(model);
+  // The routed experts' parameters are split over tensor x expert ranks and sharded over the
+  // expert_data group (data x context / expert) where the others are sharded over data x context.
+  const double routed = models::routed_expert_parameters(model);
+  double params = layers_on_stage(s, stage) * (models::parameters_per_layer(model) - routed);
   if (first) params += models::embedding_parameters(model);
   if (last) params += models::head_parameters(model);
   params /= t;
+  const double experts = layers_on_stage(s, stage) * routed / (t * static_cast<double>(par.expert));
+  const double ed = d / static_cast<double>(par.expert);
 
   const ParameterBytes b = parameter_bytes(s.training);
   const bool shard_optimizer = par.distributed_optimizer || par.zero_stage >= 1;
   MemoryEstimate e;
-  e.weights_bytes = params * b.weights / (par.zero_stage >= 3 ? d : 1.0);
-  e.gradients_bytes = params * b.gradients / (par.zero_stage >= 2 ? d : 1.0);
-  e.optimizer_bytes = params * b.optimizer / (shard_optimizer ? d : 1.0);
+  e.weights_bytes = params * b.weights / (par.zero_stage >= 3 ? d : 1.0) + experts * b.weights;
+  e.gradients_bytes = params * b.gradients / (par.zero_stage >= 2 ? d : 1.0) +
+                      experts * b.gradients / (par.zero_stage >= 2 ? ed : 1.0);
+  e.optimizer_bytes = params * b.optimizer / (shard_optimizer ? d : 1.0) +
+                      experts * b.optimizer / (shard_optimizer ? ed : 1.0);
   if (par.zero_stage >= 3) e.weights_bytes += zero3_gathered_parameters(s) * b.weights;
 
   e.activations_bytes = layer_activation_bytes(s) * in_flight_layers(s, stage) + layer_working_set_bytes(s);
@@ -119,8 +127,18 @@ double stored_layer_activation_bytes(const config::Scenario& s, config::Recomput
 
   // 16-bit tensors scale with the precision; the two 1-byte dropout masks do not.
   const double replicated = (8 * sb * h * scale + 2 * sb * h) / replicated_div;
-  const double mlp_intermediate = (m.mlp == config::MlpKind::swiglu ? 6 : 4) * sb * f;
-  const double split = (2 * sb * width + 4 * sb * kv * head_dim + 2 * sb * width + mlp_intermediate) * scale / t;
+  const double per_width = m.mlp == config::MlpKind::swiglu ? 6 : 4;
+  double mlp_intermediate = per_width * sb * f;
+  if (m.moe) {
+    // The busiest expert-parallel rank's token copies (moe.hpp): their expert intermediates, and the
+    // received copies each GEMM keeps (up input, down output's gradient path: 2 h each); the shared
+    // experts as a dense MLP.
+    const double copies = sb * static_cast<double>(m.moe->top_k) * m.moe->busiest_factor();
+    mlp_intermediate = per_width * copies * static_cast<double>(m.moe->expert_ffn_hidden_size) +
+                       4 * copies * h + per_width * sb * static_cast<double>(m.moe->shared_ffn_hidden_size);
+  }
+  const double split =
+      (2 * sb * width + 4 * sb * kv * head_dim + 2 * sb * width + mlp_intermediate) * scale / t;
   double scores = 0.0;
   const bool keeps_scores =
       m.attention == config::AttentionKind::standard && recompute == config::Recompute::none;

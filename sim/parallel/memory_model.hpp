@@ -5,7 +5,9 @@
 //   weights 2 B (fp32/tf32: 4), gradients 2 B for fp16 / 4 B otherwise (Megatron keeps FP32 main
 //   gradients for bf16), optimizer 12 B (FP32 master, Adam m and v; fp32/tf32: 8 B). Data-parallel
 //   sharding: distributed optimizer or ZeRO-1 shards the optimizer, ZeRO-2 also gradients, ZeRO-3 also
-//   weights (plus the parameters gathered at once: zero3.hpp).
+//   weights (plus the parameters gathered at once: zero3.hpp). A mixture-of-experts layer's routed
+//   experts (models/transformer/moe.hpp) are held experts / expert per GPU and their states sharded
+//   over data x context / expert ranks.
 // Activations per layer and micro-batch (Korthikanti et al. 2022, arXiv 2205.05198, Sec. 4, for 16-bit
 // activations and 1-byte dropout masks), generalized to GQA and any FFN:
 //   replicated across tensor ranks (unless sequence parallel): 2 norm inputs 4sbh, QKV and MLP inputs
@@ -20,6 +22,9 @@
 //   to every query head, the attention output and its layout copy.
 //   With f = 4h, kv = a, no GQA this is sbh(34 + 5as/h) (their eq. 1) and sbh(10 + 24/t + 5as/(ht))
 //   with tensor parallelism (eq. 2).
+//   A mixture-of-experts layer keeps, instead of the MLP intermediates, its busiest rank's token copies'
+//   (c = s b top_k x busiest factor): 6 c f_e (SwiGLU; 4 GELU), the received and permuted copies 4 c h,
+//   and its shared experts' 6 s b f_s, split over tensor ranks.
 // In flight on the first stage: 1F1B p micro-batches' worth of its layers (= L layers), interleaved
 // L (1 + (p-1)/(p v)), GPipe all m micro-batches (Korthikanti et al. Sec. 4.2.3).
 // Working set: while a layer's backward runs, the activations its recompute re-created are live too,

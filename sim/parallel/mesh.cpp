@@ -35,6 +35,7 @@ Mesh Mesh::of(const config::Scenario& scenario) {
     stride *= m.degree(d);
   }
   m.gpus_per_node_ = scenario.node.gpus_per_node;
+  m.expert_ = p.expert;
   return m;
 }
 
@@ -66,6 +67,11 @@ std::int64_t Mesh::first_member(std::int64_t r, GroupKind kind) const {
       return r - c.context * stride(config::MeshDim::context);
     case GroupKind::data:
       return r - c.data * stride(config::MeshDim::data) - c.context * stride(config::MeshDim::context);
+    case GroupKind::expert:
+      return r - c.data % expert_ * stride(config::MeshDim::data);
+    case GroupKind::expert_data:
+      return r - c.data / expert_ * expert_ * stride(config::MeshDim::data) -
+             c.context * stride(config::MeshDim::context);
   }
   return r;
 }
@@ -83,6 +89,18 @@ void Mesh::group_members(const Coord& c, GroupKind kind, std::vector<std::int64_
       break;
     case GroupKind::data:
       for (m.data = 0; m.data < degree(config::MeshDim::data); ++m.data) {
+        for (m.context = 0; m.context < degree(config::MeshDim::context); ++m.context) {
+          out.push_back(rank_of(m));
+        }
+      }
+      break;
+    case GroupKind::expert: {
+      const std::int64_t block = c.data - c.data % expert_;
+      for (m.data = block; m.data < block + expert_; ++m.data) out.push_back(rank_of(m));
+      break;
+    }
+    case GroupKind::expert_data:
+      for (m.data = c.data % expert_; m.data < degree(config::MeshDim::data); m.data += expert_) {
         for (m.context = 0; m.context < degree(config::MeshDim::context); ++m.context) {
           out.push_back(rank_of(m));
         }

@@ -25,9 +25,13 @@ struct Coord {
 };
 
 // Groups a collective can run over: tensor varies the tensor coordinate, context the context
-// coordinate, data the data and context coordinates (gradients are reduced over both).
-enum class GroupKind : std::uint8_t { tensor, context, data };
-inline constexpr int kGroupKinds = 3;
+// coordinate, data the data and context coordinates (gradients are reduced over both). With expert
+// parallelism (mixture-of-experts models, degree e dividing data): expert varies the data coordinate
+// within its block of e consecutive ones (the ranks that exchange tokens: Megatron-Core orders expert
+// inside data), expert_data the context coordinate and the data coordinates of the same place in every
+// block (the ranks holding the same experts, whose gradients they reduce).
+enum class GroupKind : std::uint8_t { tensor, context, data, expert, expert_data };
+inline constexpr int kGroupKinds = 5;
 
 class Mesh {
  public:
@@ -37,6 +41,7 @@ class Mesh {
   std::int64_t stride(config::MeshDim d) const { return stride_[static_cast<int>(d)]; }
   std::int64_t size() const;
   std::int64_t gpus_per_node() const { return gpus_per_node_; }
+  std::int64_t expert() const { return expert_; }  // expert-parallel degree, within data
   // Two meshes with the same degrees, strides and node size place every rank alike.
   friend auto operator<=>(const Mesh&, const Mesh&) = default;
   std::int64_t node_of(std::int64_t rank) const { return rank / gpus_per_node_; }
@@ -55,6 +60,7 @@ class Mesh {
   std::array<std::int64_t, config::kMeshDims> degree_{};
   std::array<std::int64_t, config::kMeshDims> stride_{};
   std::int64_t gpus_per_node_ = 1;
+  std::int64_t expert_ = 1;  // expert-parallel degree
 };
 
 }  // namespace dtsim::parallel

@@ -40,6 +40,7 @@ Breakdown breakdown_of(const engine::EngineResult& r) {
   b.exposed_pipeline_comm_s = exposed(graph::Category::pipeline_comm);
   b.exposed_data_comm_s = exposed(graph::Category::data_comm);
   b.exposed_embedding_comm_s = exposed(graph::Category::embedding_comm);
+  b.exposed_expert_comm_s = exposed(graph::Category::expert_comm);
   b.data_stall_s = exposed(graph::Category::input);
   double idle = 0;
   double host = 0;

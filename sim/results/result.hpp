@@ -47,13 +47,14 @@ struct Breakdown {
   double exposed_pipeline_comm_s = 0.0;
   double exposed_data_comm_s = 0.0;
   double exposed_embedding_comm_s = 0.0;  // sharded embeddings' exchanges (models/dlrm)
+  double exposed_expert_comm_s = 0.0;     // mixture-of-experts token dispatch and combine
   double pipeline_bubble_s = 0.0;  // idle: nothing to run (pipeline fill/drain, waiting on peers)
   double host_wait_s = 0.0;        // idle: the next kernel not yet issued by the host
   double data_stall_s = 0.0;       // idle but for the input pipeline's load (models/input)
   double compute_s() const { return forward_s + backward_s + recompute_s; }
   double exposed_comm_s() const {
     return exposed_tensor_comm_s + exposed_context_comm_s + exposed_pipeline_comm_s + exposed_data_comm_s +
-           exposed_embedding_comm_s;
+           exposed_embedding_comm_s + exposed_expert_comm_s;
   }
 };
 
@@ -70,17 +71,20 @@ struct BreakdownPart {
 
 // Every part of a breakdown, in the order reports list them; code that treats them alike (weighted
 // sums of several breakdowns, report columns) iterates this table.
-inline constexpr std::array<BreakdownPart, 12> kBreakdownParts{{
+inline constexpr std::array<BreakdownPart, 13> kBreakdownParts{{
     {&Breakdown::forward_s, "forward", "forward", "forward"},
     {&Breakdown::backward_s, "backward", "backward", "backward"},
     {&Breakdown::recompute_s, "recompute", "recompute", "recompute"},
     {&Breakdown::optimizer_s, "optimizer", "optimizer", "optimizer"},
     {&Breakdown::exposed_tensor_comm_s, "exposed_tensor_comm", "exposed tensor comm", "exposed TP comm"},
     {&Breakdown::exposed_context_comm_s, "exposed_context_comm", "exposed context comm", "exposed CP comm"},
-    {&Breakdown::exposed_pipeline_comm_s, "exposed_pipeline_comm", "exposed pipeline comm", "exposed PP comm"},
+    {&Breakdown::exposed_pipeline_comm_s, "exposed_pipeline_comm", "exposed pipeline comm",
+     "exposed PP comm"},
     {&Breakdown::exposed_data_comm_s, "exposed_data_comm", "exposed data comm", "exposed DP comm"},
     {&Breakdown::exposed_embedding_comm_s, "exposed_embedding_comm", "exposed embedding comm",
      "exposed embedding comm", true},
+    {&Breakdown::exposed_expert_comm_s, "exposed_expert_comm", "exposed expert comm", "exposed EP comm",
+     true},
     {&Breakdown::pipeline_bubble_s, "pipeline_bubble", "pipeline bubble", "pipeline bubble"},
     {&Breakdown::host_wait_s, "host_wait", "waiting for the host", "waiting for the host", true},
     {&Breakdown::data_stall_s, "data_stall", "waiting for input data", "data stall", true},

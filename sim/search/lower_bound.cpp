@@ -142,8 +142,9 @@ const std::vector<parallel::LayerGroups>& StageGroupsCache::of(const parallel::M
   const parallel::GroupLayouts layouts(mesh, false);
   std::vector<parallel::LayerGroups> stages;
   for (std::int64_t s = 0; s < mesh.degree(config::MeshDim::pipeline); ++s) {
-    stages.push_back(
-        parallel::LayerGroups{layouts.stage_group(s, parallel::GroupKind::tensor), layouts.stage_exchange(s)});
+    stages.push_back(parallel::LayerGroups{layouts.stage_group(s, parallel::GroupKind::tensor),
+                                           layouts.stage_exchange(s),
+                                           layouts.stage_group(s, parallel::GroupKind::expert)});
   }
   return by_mesh_.emplace(mesh, std::move(stages)).first->second;
 }

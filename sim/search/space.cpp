@@ -40,8 +40,9 @@ constexpr std::array<const char*, kRuleCount> kRuleText{
     "global batch not divisible by data x micro-batch",
     "interleaved schedule: micro-batches not divisible by pipeline",
     "too large to simulate (layer passes over dtsim's limit)",
-    "the software stack does not run it (its \"supports\": ZeRO stages, with pipeline, context, interleaving)",
-    "other feasibility rule (GPU precision support)",
+    "the software stack does not run it (its \"supports\": ZeRO stages, with pipeline, context, "
+    "interleaving)",
+    "other feasibility rule (GPU precision support, mixture-of-experts rules)",
     "out of memory (memory model)",
     "fits, but leaves less memory free than the headroom asked (--min-headroom)",
     "fits, but dominated by recompute none (with flash attention, selective recompute reruns the attention "
@@ -76,7 +77,7 @@ std::size_t first_broken_rule(const config::Scenario& s, double headroom_bytes) 
   const auto& t = s.training;
   if (m.heads % p.tensor != 0) return kHeads;
   if (m.kv_heads % p.tensor != 0 && p.tensor % m.kv_heads != 0) return kKvHeads;
-  if (m.ffn_hidden_size % p.tensor != 0) return kFfn;
+  if (!m.moe && m.ffn_hidden_size % p.tensor != 0) return kFfn;
   const auto chunks = core::checked_mul(p.pipeline, p.virtual_stages);
   if (!chunks || m.layers % *chunks != 0) return kLayers;
   if (p.context > 1 && m.seq_length % (2 * p.context) != 0) return kSequence;
@@ -97,8 +98,9 @@ std::size_t first_broken_rule(const config::Scenario& s, double headroom_bytes) 
 
 std::string strategy_label(const config::Scenario& s) {
   const auto& p = s.parallelism;
-  return fmt::format("tp{} pp{} dp{} cp{} v{} mb{} {} rc={} {}", p.tensor, p.pipeline, p.data, p.context,
-                     p.virtual_stages, s.training.micro_batch_size, p.sequence_parallel ? "sp" : "-",
+  return fmt::format("tp{} pp{} dp{} cp{}{} v{} mb{} {} rc={} {}", p.tensor, p.pipeline, p.data, p.context,
+                     s.model.moe ? fmt::format(" ep{}", p.expert) : "", p.virtual_stages,
+                     s.training.micro_batch_size, p.sequence_parallel ? "sp" : "-",
                      config::to_string(s.training.activation_recompute),
                      sharding_name(p.zero_stage, p.distributed_optimizer));
 }
@@ -135,41 +137,52 @@ Space enumerate_space(const config::Scenario& base, const SpaceBounds& bounds) {
       for (std::int64_t pp = 1; pp <= std::min(rest, max_pipeline); ++pp) {
         if (rest % pp != 0) continue;
         const std::int64_t dp = rest / pp;
-        for (std::int64_t v = 1; v <= (pp > 1 ? max_virtual : 1); ++v) {
-          for (const std::int64_t mb : powers_of_two(max_micro)) {
-            for (const bool sp : tp > 1 && !bounds.keep_sequence_parallel
-                                     ? std::vector<bool>{false, true}
-                                     : std::vector<bool>{tp > 1 && base.parallelism.sequence_parallel}) {
-              for (const config::Recompute rc : recomputes) {
-                for (const Sharding& sh : shardings) {
-                  if (dp * cp == 1 && (sh.zero_stage != 0 || sh.distributed_optimizer) &&
-                      !bounds.keep_sharding)
-                    continue;
-                  config::Scenario s = base;
-                  auto& par = s.parallelism;
-                  par.tensor = tp;
-                  par.context = cp;
-                  par.pipeline = pp;
-                  par.data = dp;
-                  par.virtual_stages = v;
-                  par.schedule = v > 1 ? config::Schedule::interleaved : flat_schedule;
-                  par.sequence_parallel = sp;
-                  par.zero_stage = sh.zero_stage;
-                  par.distributed_optimizer = sh.distributed_optimizer;
-                  s.training.micro_batch_size = mb;
-                  s.training.activation_recompute = rc;
-                  ++space.enumerated;
-                  std::size_t rule = first_broken_rule(s, bounds.min_headroom_gib * core::kGiB);
-                  if (rule == kRuleCount && !bounds.keep_recompute && rc == config::Recompute::selective &&
-                      s.model.attention == config::AttentionKind::flash) {
-                    rule = kDuplicate;
+        // Expert parallelism (mixture-of-experts models): powers of two dividing data and the experts.
+        std::vector<std::int64_t> experts{base.parallelism.expert};
+        if (base.model.moe && !bounds.keep_expert) {
+          experts.clear();
+          for (const std::int64_t ep : powers_of_two(dp)) {
+            if (dp % ep == 0 && base.model.moe->experts % ep == 0) experts.push_back(ep);
+          }
+        }
+        for (const std::int64_t ep : experts) {
+          for (std::int64_t v = 1; v <= (pp > 1 ? max_virtual : 1); ++v) {
+            for (const std::int64_t mb : powers_of_two(max_micro)) {
+              for (const bool sp : tp > 1 && !bounds.keep_sequence_parallel
+                                       ? std::vector<bool>{false, true}
+                                       : std::vector<bool>{tp > 1 && base.parallelism.sequence_parallel}) {
+                for (const config::Recompute rc : recomputes) {
+                  for (const Sharding& sh : shardings) {
+                    if (dp * cp == 1 && (sh.zero_stage != 0 || sh.distributed_optimizer) &&
+                        !bounds.keep_sharding)
+                      continue;
+                    config::Scenario s = base;
+                    auto& par = s.parallelism;
+                    par.tensor = tp;
+                    par.context = cp;
+                    par.pipeline = pp;
+                    par.data = dp;
+                    par.expert = ep;
+                    par.virtual_stages = v;
+                    par.schedule = v > 1 ? config::Schedule::interleaved : flat_schedule;
+                    par.sequence_parallel = sp;
+                    par.zero_stage = sh.zero_stage;
+                    par.distributed_optimizer = sh.distributed_optimizer;
+                    s.training.micro_batch_size = mb;
+                    s.training.activation_recompute = rc;
+                    ++space.enumerated;
+                    std::size_t rule = first_broken_rule(s, bounds.min_headroom_gib * core::kGiB);
+                    if (rule == kRuleCount && !bounds.keep_recompute && rc == config::Recompute::selective &&
+                        s.model.attention == config::AttentionKind::flash) {
+                      rule = kDuplicate;
+                    }
+                    if (rule < kRuleCount) {
+                      ++rejected[rule];
+                      continue;
+                    }
+                    s.name = base.name + " [" + strategy_label(s) + "]";
+                    space.candidates.push_back({strategy_label(s), std::move(s)});
                   }
-                  if (rule < kRuleCount) {
-                    ++rejected[rule];
-                    continue;
-                  }
-                  s.name = base.name + " [" + strategy_label(s) + "]";
-                  space.candidates.push_back({strategy_label(s), std::move(s)});
                 }
               }
             }

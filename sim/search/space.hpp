@@ -37,6 +37,9 @@ struct SpaceBounds {
   bool keep_recompute = false;  // only the base scenario's activation recompute
   bool keep_sharding = false;   // only the base scenario's ZeRO stage / distributed optimizer
   bool keep_sequence_parallel = false;
+  // Mixture-of-experts models: only the base scenario's expert degree; otherwise every power of two that
+  // divides the data degree and the experts.
+  bool keep_expert = false;
   double min_headroom_gib = 0.0;  // GPU memory a plan must leave free (GiB of 2^30 bytes)
 };
 

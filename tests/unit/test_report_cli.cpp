@@ -22,7 +22,7 @@ using dtsim::testing::kDefaultScenario;
 using dtsim::testing::occurrences;
 using dtsim::testing::read_file;
 using dtsim::testing::scratch_dir;
-const std::string kSource = DTSIM_SOURCE_DIR;
+const std::string kReportCliSource = DTSIM_SOURCE_DIR;
 
 // The exit status of dtsim with `args`; its standard error into *err_text when given.
 int run_status(const std::vector<std::string>& args, std::string* err_text = nullptr) {
@@ -92,7 +92,7 @@ TEST_CASE("sweep --report .html: a weak-scaling report with one line per fabric,
 TEST_CASE("compare --report .html: one bar per plan in the strategy chart - run --report has a timeline") {
   const auto dir = scratch_dir("report_compare");
   const std::string html = (dir / "compare.html").string();
-  const std::string other = kSource + "/scenarios/llama3-8b-h100-64.json";
+  const std::string other = kReportCliSource + "/scenarios/llama3-8b-h100-64.json";
   REQUIRE(run_status({"compare", kDefaultScenario, other, "--no-timing", "--report", html}) ==
           dtsim::cli::kExitOk);
   const std::string text = read_file(html);
@@ -120,8 +120,9 @@ TEST_CASE("compare --report .html: one bar per plan in the strategy chart - run 
 TEST_CASE("compare --report .html of layer-table workloads: their architecture, sync and time to target") {
   const auto dir = scratch_dir("report_data_parallel");
   const std::string html = (dir / "dp.html").string();
-  const std::string ps = kSource + "/scenarios/ps-vs-allreduce/resnet50-64gpu-ps-async.json";
-  const std::string allreduce = kSource + "/scenarios/ps-vs-allreduce/resnet50-64gpu-allreduce-sync.json";
+  const std::string ps = kReportCliSource + "/scenarios/ps-vs-allreduce/resnet50-64gpu-ps-async.json";
+  const std::string allreduce =
+      kReportCliSource + "/scenarios/ps-vs-allreduce/resnet50-64gpu-allreduce-sync.json";
   REQUIRE(run_status({"compare", ps, allreduce, "--no-timing", "--report", html}) == dtsim::cli::kExitOk);
   const std::string text = read_file(html);
   CHECK(dtsim::test::xml_error(text).empty());
@@ -140,7 +141,7 @@ TEST_CASE("plan --report: days and cost per cluster, scaling per node type, the 
   const auto dir = scratch_dir("report_plan");
   const std::string html = (dir / "plan.html").string();
   const std::string csv = (dir / "plan.csv").string();
-  const std::string plan = kSource + "/scenarios/plans/llama3-8b-100b-tokens-weak.json";
+  const std::string plan = kReportCliSource + "/scenarios/plans/llama3-8b-100b-tokens-weak.json";
   REQUIRE(run_status({"plan", plan, "--no-timing", "--report", html}) == dtsim::cli::kExitOk);
   const std::string text = read_file(html);
   CHECK(dtsim::test::xml_error(text).empty());
@@ -167,7 +168,7 @@ TEST_CASE("plan --report: days and cost per cluster, scaling per node type, the 
 TEST_CASE("search --report .html: one bar per ranked plan, the plans' degrees as table columns") {
   const auto dir = scratch_dir("report_search");
   const std::string html = (dir / "search.html").string();
-  const std::string scenario = kSource + "/scenarios/llama2-7b-h100-32.json";
+  const std::string scenario = kReportCliSource + "/scenarios/llama2-7b-h100-32.json";
   REQUIRE(run_status({"search", scenario, "--top", "3", "--max-micro-batch", "1", "--max-virtual-stages", "1",
                       "--keep-sharding", "--keep-recompute", "--no-timing", "--report", html}) ==
           dtsim::cli::kExitOk);
@@ -225,8 +226,8 @@ TEST_CASE("report text is escaped: a title with markup stays text") {
 TEST_CASE("compare --report .md: each result's error band, and goodput columns where a scenario states failures") {
   const auto dir = scratch_dir("report_failures");
   const std::string md = (dir / "compare.md").string();
-  const std::string plain = kSource + "/scenarios/llama3-8b-h100-64.json";
-  const std::string failures = kSource + "/scenarios/failures/llama3-405b-16k-h100-failures.json";
+  const std::string plain = kReportCliSource + "/scenarios/llama3-8b-h100-64.json";
+  const std::string failures = kReportCliSource + "/scenarios/failures/llama3-405b-16k-h100-failures.json";
   REQUIRE(run_status({"compare", plain, failures, "--no-timing", "--report", md}) == dtsim::cli::kExitOk);
   const std::string text = read_file(md);
   const std::size_t from = text.find("All results");

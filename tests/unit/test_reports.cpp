@@ -244,10 +244,11 @@ TEST_CASE("result_json writes Result v1 with every field of the record") {
   CHECK(j["flops"]["peak_tflops_per_gpu"] == 312.0);
 
   const auto& b = j["breakdown_s"];
-  CHECK(keys(b) == std::vector<std::string>{"forward", "backward", "recompute", "optimizer",
-                                            "exposed_tensor_comm", "exposed_context_comm",
-                                            "exposed_pipeline_comm", "exposed_data_comm", "exposed_embedding_comm",
-                                            "pipeline_bubble", "host_wait", "data_stall", "compute", "exposed_comm"});
+  CHECK(keys(b) ==
+        std::vector<std::string>{"forward", "backward", "recompute", "optimizer", "exposed_tensor_comm",
+                                 "exposed_context_comm", "exposed_pipeline_comm", "exposed_data_comm",
+                                 "exposed_embedding_comm", "exposed_expert_comm", "pipeline_bubble",
+                                 "host_wait", "data_stall", "compute", "exposed_comm"});
   CHECK(b["forward"] == 0.5);
   CHECK(b["pipeline_bubble"] == 0.2578125);
   CHECK(b["compute"] == 1.625);           // 0.5 + 1.0 + 0.125, exact in binary

@@ -1,0 +1,89 @@
+#include "models/transformer/moe.hpp"
+
+namespace dtsim::models {
+
+namespace moe_ops {
+
+struct Sizes {
+  double experts = 0;
+  double local_experts = 0;  // on this rank
+  double copies = 0;         // token copies this rank routes: T_r k
+  double busiest = 0;        // R: token copies the busiest rank computes
+  double f = 0;              // expert FFN width on this rank
+  double up = 0;             // its up projection's width (gate and up for SwiGLU)
+  double exchange = 0;       // bytes of each all-to-all, the busiest rank's
+};
+
+Sizes sizes_of(const config::MoeSpec& moe, const MoeShard& sh) {
+  Sizes z;
+  z.experts = static_cast<double>(moe.experts);
+  z.local_experts = z.experts / sh.expert;
+  const double k = static_cast<double>(moe.top_k);
+  z.copies = sh.routed * k;
+  z.busiest = sh.tokens * k * moe.busiest_factor();
+  z.f = static_cast<double>(moe.expert_ffn_hidden_size) / sh.tensor;
+  z.up = sh.swiglu ? 2 * z.f : z.f;
+  z.exchange = z.copies * sh.h * sh.a * moe.busiest_factor();
+  return z;
+}
+
+}  // namespace moe_ops
+
+void moe_forward(std::vector<LayerOp>& fw, const config::MoeSpec& moe, const MoeShard& sh) {
+  const moe_ops::Sizes z = moe_ops::sizes_of(moe, sh);
+  const double per_expert = z.busiest / z.local_experts;
+  fw.push_back(gemm_op("moe_router", sh.routed, z.experts, sh.h, sh.a));
+  fw.push_back(memory_op("moe_router_topk", 8 * sh.routed * z.experts));
+  fw.push_back(memory_op("moe_permute", 2 * z.copies * sh.h * sh.a));
+  fw.push_back(comm_op("moe_dispatch_all_to_all", CommRole::expert_all_to_all, z.exchange));
+  if (sh.tensor > 1)
+    fw.push_back(comm_op("moe_tp_all_gather", CommRole::tensor_all_gather, z.busiest * sh.h * sh.a));
+  fw.push_back(gemm_op("moe_expert_up", per_expert, z.up, sh.h, sh.a, z.local_experts));
+  fw.push_back(elementwise::activation_forward(sh.kernels, z.busiest * z.f));
+  fw.push_back(gemm_op("moe_expert_down", per_expert, sh.h, z.f, sh.a, z.local_experts));
+  if (sh.tensor > 1) {
+    fw.push_back(comm_op("moe_tp_reduce_scatter", CommRole::tensor_reduce_scatter, z.busiest * sh.h * sh.a));
+  }
+  fw.push_back(comm_op("moe_combine_all_to_all", CommRole::expert_all_to_all, z.exchange));
+  fw.push_back(memory_op("moe_unpermute", (2 * z.copies + sh.routed) * sh.h * sh.a));
+}
+
+void moe_backward(std::vector<LayerOp>& bw, const config::MoeSpec& moe, const MoeShard& sh) {
+  const moe_ops::Sizes z = moe_ops::sizes_of(moe, sh);
+  const double per_expert = z.busiest / z.local_experts;
+  bw.push_back(memory_op("moe_unpermute_bwd", (2 * z.copies + sh.routed) * sh.h * sh.a));
+  bw.push_back(comm_op("moe_combine_grad_all_to_all", CommRole::expert_all_to_all, z.exchange));
+  if (sh.tensor > 1) {
+    bw.push_back(comm_op("moe_tp_grad_all_gather", CommRole::tensor_all_gather, z.busiest * sh.h * sh.a));
+  }
+  bw.push_back(gemm_op("moe_expert_down_dgrad", per_expert, z.f, sh.h, sh.a, z.local_experts));
+  bw.push_back(gemm_op("moe_expert_down_wgrad", z.f, sh.h, per_expert, sh.a, z.local_experts));
+  bw.push_back(elementwise::activation_backward(sh.kernels, z.busiest * z.f));
+  bw.push_back(gemm_op("moe_expert_up_dgrad", per_expert, sh.h, z.up, sh.a, z.local_experts));
+  bw.push_back(gemm_op("moe_expert_up_wgrad", sh.h, z.up, per_expert, sh.a, z.local_experts));
+  if (sh.tensor > 1) {
+    bw.push_back(
+        comm_op("moe_tp_grad_reduce_scatter", CommRole::tensor_reduce_scatter, z.busiest * sh.h * sh.a));
+  }
+  bw.push_back(comm_op("moe_dispatch_grad_all_to_all", CommRole::expert_all_to_all, z.exchange));
+  bw.push_back(memory_op("moe_permute_bwd", 2 * z.copies * sh.h * sh.a));
+  bw.push_back(memory_op("moe_router_topk_bwd", 8 * sh.routed * z.experts));
+  bw.push_back(gemm_op("moe_router_dgrad", sh.routed, sh.h, z.experts, sh.a));
+  bw.push_back(gemm_op("moe_router_wgrad", sh.h, z.experts, sh.routed, sh.a));
+}
+
+double routed_expert_parameters(const config::TransformerSpec& m) {
+  if (!m.moe) return 0.0;
+  const double h = static_cast<double>(m.hidden_size);
+  const double f = static_cast<double>(m.moe->expert_ffn_hidden_size);
+  const double up = m.mlp == config::MlpKind::swiglu ? 2 * f : f;
+  return static_cast<double>(m.moe->experts) * (h * up + f * h);
+}
+
+double active_routed_parameters(const config::TransformerSpec& m) {
+  if (!m.moe) return 0.0;
+  return routed_expert_parameters(m) * static_cast<double>(m.moe->top_k) /
+         static_cast<double>(m.moe->experts);
+}
+
+}  // namespace dtsim::models

@@ -1,0 +1,63 @@
+// The routed experts of a mixture-of-experts layer (config::MoeSpec) as the ops one rank runs, per
+// micro-batch, with expert parallelism over `expert` ranks and the experts' weights split over the
+// tensor-parallel group as the attention's are (Megatron-Core's default expert tensor parallelism).
+//
+// Sources: the token dispatcher of Megatron-Core (megatron/core/transformer/moe/token_dispatcher.py,
+// MoEAlltoAllTokenDispatcher; moe/README.md): each rank routes its own tokens (its sequence shard under
+// sequence parallelism), permutes the top_k copies of each token by expert, exchanges them with the
+// expert-parallel group in one all-to-all, all-gathers them over the tensor-parallel group, runs its
+// local experts' GEMMs as grouped GEMMs (moe/experts.py, GroupedMLP), and undoes the path: reduce-scatter
+// over the tensor group, the combining all-to-all, the unpermutation weighted by the router's
+// probabilities. The router is a linear layer of hidden x experts followed by a softmax and a top-k
+// (moe/router.py). Fedus et al. 2021 (Switch Transformers, arXiv 2101.03961, Sec. 2.2) and Lepikhin et al.
+// 2020 (GShard, arXiv 2006.16668) for the capacity factor.
+//
+// Per micro-batch, with T the tokens of the tensor-parallel group (micro-batch x sequence / context),
+// T_r the tokens this rank routes (T / tensor with sequence parallelism, else T), h the hidden size,
+// E the experts, k top_k, a bytes per activation element, f the expert's FFN width on this rank
+// (expert_ffn_hidden_size / tensor), and R = T k x busiest_factor the token copies the busiest
+// expert-parallel rank computes (each of its E / expert local experts gets R / (E / expert)):
+//   forward   router GEMM [T_r x h] x [h x E]; softmax and top-k over T_r x E FP32 scores (read and
+//             written: 8 bytes each); permute 2 T_r k h a bytes; dispatch all-to-all of T_r k h a bytes
+//             (x busiest_factor: the busiest rank's share) over the expert group; with tensor > 1 an
+//             all-gather of R h a over the tensor group; grouped GEMMs up [R x h] x [h x f (2f SwiGLU)],
+//             the activation, down [R x f] x [f x h]; the reduce-scatter of R h a; the combining
+//             all-to-all; unpermute and the weighted sum, 2 T_r k h a + T_r h a bytes.
+//   backward  the same exchanges in reverse order, each GEMM's data and weight gradients, the
+//             activation's backward, the permutations' backward and the router's two gradient GEMMs.
+// Not costed: the routing metadata's all-gather and the host's synchronization on the token counts
+// (a few bytes per expert), auxiliary-loss kernels, the dispatchers of DeepEP and of the all-gather
+// style, and the overlap of the exchanges with other micro-batches' compute.
+#pragma once
+
+#include <vector>
+
+#include "config/scenario.hpp"
+#include "models/transformer/elementwise.hpp"
+#include "models/transformer/transformer.hpp"
+
+namespace dtsim::models {
+
+// One rank's share of a mixture-of-experts layer.
+struct MoeShard {
+  double tokens = 0;  // T above
+  double routed = 0;  // T_r above
+  double h = 0;
+  double a = 2;
+  double tensor = 1;
+  double expert = 1;
+  bool swiglu = true;
+  elementwise::Kernels kernels;
+};
+
+void moe_forward(std::vector<LayerOp>& fw, const config::MoeSpec& moe, const MoeShard& shard);
+void moe_backward(std::vector<LayerOp>& bw, const config::MoeSpec& moe, const MoeShard& shard);
+
+// The routed experts' weights of one layer, all experts, whole model: E x (h x (2f SwiGLU | f) + f x h)
+// for f = expert_ffn_hidden_size (no biases); the router's h x E weight is not among them (it is
+// replicated like the attention's weights).
+double routed_expert_parameters(const config::TransformerSpec& model);
+// Routed experts' parameters per token and layer that compute (k of E): for model FLOPs.
+double active_routed_parameters(const config::TransformerSpec& model);
+
+}  // namespace dtsim::models

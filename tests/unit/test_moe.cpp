@@ -1,0 +1,179 @@
+// Mixture-of-experts layers (config::MoeSpec, models/transformer/moe.hpp) and expert parallelism
+// (parallel/mesh.hpp, feasibility.cpp, memory_model.cpp, lower_gradients.cpp): parameters and model FLOPs
+// from the published dimensions, one rank's exchanges and grouped GEMMs, the expert groups, the memory an
+// expert degree saves and the plans it cannot run.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "config/scenario_loader.hpp"
+#include "models/transformer/moe.hpp"
+#include "models/transformer/transformer.hpp"
+#include "parallel/feasibility.hpp"
+#include "parallel/lower.hpp"
+#include "parallel/memory_model.hpp"
+#include "parallel/mesh.hpp"
+#include "results/evaluate.hpp"
+
+namespace moe_test {
+
+using nlohmann::json;
+
+// Mixtral 8x7B (models/presets/mixtral-8x7b.json) on `nodes` DGX H100 nodes with the given degrees.
+dtsim::config::Scenario mixtral(const json& parallelism, const json& moe = json::object(),
+                                std::int64_t nodes = 2, std::int64_t global_batch = 64) {
+  json model = {{"preset", "mixtral-8x7b"}};
+  if (!moe.empty()) model["moe"] = moe;
+  const json s = {
+      {"schema_version", 1},
+      {"name", "mixtral"},
+      {"model", model},
+      {"cluster", {{"node", "dgx-h100"}, {"nodes", nodes}}},
+      {"parallelism", parallelism},
+      {"training", {{"global_batch_size", global_batch}, {"micro_batch_size", 1}, {"precision", "bf16"}}}};
+  return dtsim::config::load_scenario_text(s.dump(), "mixtral.json", dtsim::config::default_data_paths());
+}
+
+const dtsim::models::LayerOp* find(const std::vector<dtsim::models::LayerOp>& ops, const std::string& name) {
+  const auto it = std::find_if(ops.begin(), ops.end(), [&](const auto& op) { return op.name == name; });
+  return it == ops.end() ? nullptr : &*it;
+}
+
+}  // namespace moe_test
+
+TEST_CASE("MoE: Mixtral 8x7B's parameters and model FLOPs from its published dimensions") {
+  const auto s = moe_test::mixtral({{"pipeline", 2}, {"expert", 8}});
+  const auto& m = s.model;
+  // Per layer (h 4096, 32 heads of 128, 8 KV heads, 8 experts of FFN 14336, SwiGLU, RMSNorm):
+  //   QKV 4096 x (4096 + 2 x 1024) = 25,165,824; output projection 4096 x 4096 = 16,777,216;
+  //   two norms 8,192; router 4096 x 8 = 32,768; experts 8 x 3 x 4096 x 14336 = 1,409,286,144.
+  CHECK(dtsim::models::routed_expert_parameters(m) == 1409286144.0);
+  CHECK(dtsim::models::parameters_per_layer(m) == 1451270144.0);
+  // Whole model: 32 layers + embedding 32000 x 4096 + final norm and output 4096 + 32000 x 4096:
+  // 46,702,792,704, the paper's 46.7B (Jiang et al. 2024, Sec. 2).
+  CHECK(dtsim::models::total_parameters(m) == 46702792704.0);
+  // Active per token: 2 of 8 experts, 352,321,536 per layer.
+  CHECK(dtsim::models::active_routed_parameters(m) == 352321536.0);
+  // Model FLOPs per token and layer (seq 4096): 2h(w + 2 kv d) = 50,331,648; 2wh = 33,554,432; router
+  // 2 x 4096 x 8 = 65,536; experts 2 x 352,321,536 = 704,643,072; attention 4 s w = 67,108,864:
+  // 855,703,552; per token 32 x that + logits 2 x 4096 x 32000 = 27,644,690,432; x3 x seq 4096 x batch 64.
+  CHECK(dtsim::models::model_flops_per_iteration(m, 64) == doctest::Approx(3.0 * 27644690432.0 * 4096 * 64));
+}
+
+TEST_CASE("MoE: one rank's exchanges and grouped GEMMs, balanced and skewed") {
+  dtsim::config::TransformerSpec m = moe_test::mixtral({{"expert", 8}}).model;
+  const dtsim::models::ShardConfig shard{.tensor = 1, .micro_batch = 1, .expert = 8};
+  const auto p = dtsim::models::transformer_layer(m, shard);
+  // Tokens T = 4096, top 2, h 4096, 2 bytes: each all-to-all moves the rank's T k h a = 67,108,864 bytes
+  // (its whole buffer, graph::CommOp's all-to-all convention), twice forward and twice backward.
+  const auto* dispatch = moe_test::find(p.forward, "moe_dispatch_all_to_all");
+  REQUIRE(dispatch != nullptr);
+  CHECK(dispatch->role == dtsim::models::CommRole::expert_all_to_all);
+  CHECK(dispatch->comm_bytes == 67108864.0);
+  CHECK(moe_test::find(p.forward, "moe_combine_all_to_all")->comm_bytes == 67108864.0);
+  CHECK(moe_test::find(p.backward, "moe_combine_grad_all_to_all") != nullptr);
+  CHECK(moe_test::find(p.backward, "moe_dispatch_grad_all_to_all") != nullptr);
+  CHECK(moe_test::find(p.forward, "mlp_up") == nullptr);  // no dense MLP
+  // One local expert (8 / 8) computes the rank's T k = 8,192 token copies: up [8192 x 4096] x
+  // [4096 x 28672] = 2 x 8192 x 28672 x 4096 FLOPs.
+  const auto* up = moe_test::find(p.forward, "moe_expert_up");
+  REQUIRE(up != nullptr);
+  CHECK(up->compute.flops == 2.0 * 8192 * 28672 * 4096);
+  CHECK(up->compute.gemm.batch == 1);
+  // Expert degree 2: four local experts of 2,048 copies each, the same FLOPs.
+  const auto p2 = dtsim::models::transformer_layer(m, {.tensor = 1, .micro_batch = 1, .expert = 2});
+  const auto* up2 = moe_test::find(p2.forward, "moe_expert_up");
+  CHECK(up2->compute.gemm.batch == 4);
+  CHECK(up2->compute.gemm.m == 2048);
+  CHECK(up2->compute.flops == up->compute.flops);
+  // The busiest rank takes 1.5x the mean: its GEMMs and its exchanges grow by 1.5.
+  m.moe->load_imbalance = 1.5;
+  const auto skewed = dtsim::models::transformer_layer(m, shard);
+  CHECK(moe_test::find(skewed.forward, "moe_expert_up")->compute.flops == 1.5 * up->compute.flops);
+  CHECK(moe_test::find(skewed.forward, "moe_dispatch_all_to_all")->comm_bytes == 1.5 * 67108864.0);
+  // A capacity factor pads every expert to capacity: 1.25x the mean whatever the skew.
+  m.moe->capacity_factor = 1.25;
+  const auto capped = dtsim::models::transformer_layer(m, shard);
+  CHECK(moe_test::find(capped.forward, "moe_expert_up")->compute.flops == 1.25 * up->compute.flops);
+}
+
+TEST_CASE("MoE: expert groups lie inside the data-parallel group") {
+  // 16 GPUs: tensor 2 x data 8, expert 4. Ranks tp + 2 dp: the expert group of rank 0 is the data
+  // coordinates 0-3 at tensor 0 (ranks 0, 2, 4, 6); its expert_data group the data coordinates 0 and 4
+  // (ranks 0 and 8), which hold the same experts.
+  const auto s = moe_test::mixtral({{"tensor", 2}, {"expert", 4}, {"sequence_parallel", true}});
+  const auto mesh = dtsim::parallel::Mesh::of(s);
+  std::vector<std::int64_t> members;
+  mesh.group_members(mesh.coord_of(0), dtsim::parallel::GroupKind::expert, members);
+  CHECK(members == std::vector<std::int64_t>{0, 2, 4, 6});
+  mesh.group_members(mesh.coord_of(11), dtsim::parallel::GroupKind::expert, members);
+  CHECK(members == std::vector<std::int64_t>{9, 11, 13, 15});
+  mesh.group_members(mesh.coord_of(3), dtsim::parallel::GroupKind::expert_data, members);
+  CHECK(members == std::vector<std::int64_t>{3, 11});
+  CHECK(mesh.first_member(13, dtsim::parallel::GroupKind::expert) == 9);
+  CHECK(mesh.first_member(13, dtsim::parallel::GroupKind::expert_data) == 5);
+}
+
+TEST_CASE("MoE: an expert degree divides the experts' weights, gradients and optimizer states") {
+  const auto one = dtsim::parallel::memory_per_gpu(moe_test::mixtral({{"pipeline", 2}, {"expert", 1}}));
+  const auto eight = dtsim::parallel::memory_per_gpu(moe_test::mixtral({{"pipeline", 2}, {"expert", 8}}));
+  // A stage of 16 layers holds 16 x 1,409,286,144 expert parameters; at expert 8 each GPU holds an
+  // eighth: 7/8 of them fewer, 2 bytes each in BF16 weights and 4 in FP32 gradients.
+  const double fewer = 16.0 * 1409286144.0 * 7.0 / 8.0;
+  CHECK(one.weights_bytes - eight.weights_bytes == doctest::Approx(2.0 * fewer));
+  CHECK(one.gradients_bytes - eight.gradients_bytes == doctest::Approx(4.0 * fewer));
+  // With the distributed optimizer, the dense states are sharded over data 8 and the experts' over
+  // data / expert: at expert 8 each GPU keeps its own experts' 12 bytes of states unsharded.
+  const auto sharded = dtsim::parallel::memory_per_gpu(
+      moe_test::mixtral({{"pipeline", 2}, {"expert", 8}, {"distributed_optimizer", true}}));
+  const double dense =
+      16.0 * (1451270144.0 - 1409286144.0) + 32000.0 * 4096;  // stage 0: layers and embedding
+  CHECK(sharded.optimizer_bytes == doctest::Approx(12.0 * (dense / 8.0 + 16.0 * 1409286144.0 / 8.0)));
+}
+
+TEST_CASE("MoE: the experts' gradients are reduced over the expert_data group") {
+  // 32 GPUs, pipeline 2, data 16, expert 8: dense gradients over 16 ranks, the experts' over 16 / 8 = 2.
+  const auto s =
+      moe_test::mixtral({{"pipeline", 2}, {"expert", 8}, {"distributed_optimizer", true}}, {}, 4, 64);
+  const auto lowered = dtsim::parallel::lower(s, {.fuse_kernels = true});
+  const auto& g = lowered.graph;
+  std::int64_t dense = 0;
+  std::int64_t experts = 0;
+  for (const auto& t : g.tasks()) {
+    const std::string& name = g.labels()[t.label];
+    const auto* op = std::get_if<dtsim::graph::CommOp>(&g.ops()[t.op]);
+    if (name == "grad_reduce_scatter") {
+      ++dense;
+      CHECK(op->group.size == 16);
+    } else if (name == "expert_grad_reduce_scatter") {
+      ++experts;
+      CHECK(op->group.size == 2);
+    }
+  }
+  CHECK(dense > 0);
+  CHECK(experts > 0);
+  const auto r = dtsim::results::evaluate(s, {});
+  REQUIRE_MESSAGE(r.status == dtsim::results::Status::ok, r.reason);
+  CHECK(r.breakdown.exposed_expert_comm_s > 0.0);
+}
+
+TEST_CASE("MoE: plans the expert layers cannot run are infeasible, with the reason") {
+  using dtsim::parallel::infeasibility;
+  // Experts 8 over an expert degree of 16.
+  CHECK(infeasibility(moe_test::mixtral({{"expert", 16}})).value().find("experts 8 are not divisible") == 0);
+  // One node: tensor 4 leaves data 2 for an expert degree of 4.
+  const auto two = moe_test::mixtral({{"tensor", 4}, {"sequence_parallel", true}, {"expert", 4}}, {}, 1);
+  CHECK(infeasibility(two).value().find("data parallel 2 is not divisible by expert parallel 4") == 0);
+  // Tensor parallelism without sequence parallelism, and ZeRO-3.
+  CHECK(
+      infeasibility(moe_test::mixtral({{"tensor", 2}, {"expert", 8}})).value().find("sequence parallelism") !=
+      std::string::npos);
+  CHECK(infeasibility(moe_test::mixtral({{"expert", 8}, {"zero_stage", 3}})).value().find("ZeRO-3") !=
+        std::string::npos);
+  CHECK_FALSE(infeasibility(moe_test::mixtral({{"expert", 8}})).has_value());
+}
