@@ -15,8 +15,8 @@ GangTable::GangTable(graph::TaskGraph& graph, const Mesh& mesh, const std::vecto
       joined_(streams.size(), std::array<std::uint32_t, graph::kStreamKindCount>{}),
       group_gangs_(streams.size()) {
   // Ranks are linear in coordinates: every group of a kind is the group of rank 0 shifted.
-  for (const GroupKind kind : {GroupKind::tensor, GroupKind::context, GroupKind::data}) {
-    mesh.group_members(Coord{}, kind, offsets_[static_cast<std::size_t>(kind)]);
+  for (int kind = 0; kind < kGroupKinds; ++kind) {
+    mesh.group_members(Coord{}, static_cast<GroupKind>(kind), offsets_[static_cast<std::size_t>(kind)]);
   }
 }
 

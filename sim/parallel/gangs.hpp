@@ -6,7 +6,8 @@
 // task, which appends it to the stream of that kind of every member, and files it as its group's k-th
 // on that stream kind; the others find it there. This needs each stream kind to carry collectives over one
 // kind of group and nothing else (tensor_comm: tensor groups; context_comm: context groups; data_comm and
-// param_gather: data x context groups). A member that finds a task with another op or label there, or a
+// param_gather: data x context groups, or the expert_data groups of a mixture-of-experts model without
+// expert parallelism, which are the same). A member that finds a task with another op or label there, or a
 // creator whose stream holds other tasks, throws InternalError.
 #pragma once
 
@@ -38,7 +39,8 @@ class GangTable {
   std::vector<std::array<std::uint32_t, graph::kStreamKindCount>> joined_;  // collectives per rank and stream
   // Per group (at its first member's rank) and stream kind: its gang tasks in program order.
   std::vector<std::array<std::vector<graph::TaskId>, graph::kStreamKindCount>> group_gangs_;
-  std::array<std::vector<std::int64_t>, 3> offsets_;  // per group kind: member ranks minus the first's
+  std::array<std::vector<std::int64_t>, kGroupKinds>
+      offsets_;                                       // per group kind: member ranks minus the first's
   std::vector<graph::StreamId> members_;              // scratch: a group's streams
 };
 

@@ -265,7 +265,9 @@ void Lowering::emit_compute(std::int64_t r, const OpRef& op, Category category, 
 }
 
 void Lowering::emit_comm(std::int64_t r, const OpRef& op, graph::OpId which, std::int32_t mb, Chain& chain) {
-  const GroupKind kind = op.stream == StreamKind::context_comm ? GroupKind::context : GroupKind::tensor;
+  const GroupKind kind = op.stream == StreamKind::context_comm       ? GroupKind::context
+                         : op.comm_category == Category::expert_comm ? GroupKind::expert
+                                                                     : GroupKind::tensor;
   collective(r, kind, op.stream, which, op.comm_category, op.label, mb, chain);
 }
 

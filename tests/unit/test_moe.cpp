@@ -176,4 +176,21 @@ TEST_CASE("MoE: plans the expert layers cannot run are infeasible, with the reas
   CHECK(infeasibility(moe_test::mixtral({{"expert", 8}, {"zero_stage", 3}})).value().find("ZeRO-3") !=
         std::string::npos);
   CHECK_FALSE(infeasibility(moe_test::mixtral({{"expert", 8}})).has_value());
+  // Every-rank mode: not with an expert degree above 1 (one kind of group per stream: gangs.hpp).
+  auto every = moe_test::mixtral({{"expert", 8}});
+  every.simulation.ranks = dtsim::config::RankMode::all;
+  CHECK(infeasibility(every).value().find("symmetric mode only") != std::string::npos);
+}
+
+TEST_CASE("MoE: every-rank mode without expert parallelism equals symmetric mode") {
+  // 16 GPUs, pipeline 4, data 4, expert 1, 2 experts (fits): the experts' gradients go over the data
+  // groups, as gang tasks in every-rank mode.
+  auto s = moe_test::mixtral({{"pipeline", 4}, {"expert", 1}, {"distributed_optimizer", true}},
+                             {{"experts", 2}}, 2, 16);
+  const auto symmetric = dtsim::results::evaluate(s, {});
+  s.simulation.ranks = dtsim::config::RankMode::all;
+  const auto all = dtsim::results::evaluate(s, {});
+  REQUIRE_MESSAGE(symmetric.status == dtsim::results::Status::ok, symmetric.reason);
+  REQUIRE_MESSAGE(all.status == dtsim::results::Status::ok, all.reason);
+  CHECK(all.iteration_time_s == doctest::Approx(symmetric.iteration_time_s).epsilon(1e-9));
 }
