@@ -584,12 +584,11 @@ std::vector<double> layer_parameter_tensors(const config::TransformerSpec& m) {
   if (m.moe) {
     // The router, every routed expert's up and down weights as one tensor each (Megatron-Core's
     // GroupedMLP), the shared experts' as a dense MLP's.
-    out.push_back(h * static_cast<double>(m.moe->experts));
-    const double routed = routed_expert_parameters(m);
+    const double experts = static_cast<double>(m.moe->experts);
     const double fe = static_cast<double>(m.moe->expert_ffn_hidden_size);
-    const double up_share = (swiglu ? 2 : 1) * fe / ((swiglu ? 2 : 1) * fe + fe);
-    out.push_back(routed * up_share);
-    out.push_back(routed * (1 - up_share));
+    out.push_back(h * experts);
+    out.push_back(experts * h * (swiglu ? 2 : 1) * fe);
+    out.push_back(experts * fe * h);
     const double fs = static_cast<double>(m.moe->shared_ffn_hidden_size);
     if (fs > 0) {
       weight((swiglu ? 2 : 1) * h * fs, fs);

@@ -39,8 +39,8 @@ class GangTable {
   std::vector<std::array<std::uint32_t, graph::kStreamKindCount>> joined_;  // collectives per rank and stream
   // Per group (at its first member's rank) and stream kind: its gang tasks in program order.
   std::vector<std::array<std::vector<graph::TaskId>, graph::kStreamKindCount>> group_gangs_;
-  std::array<std::vector<std::int64_t>, kGroupKinds>
-      offsets_;                                       // per group kind: member ranks minus the first's
+  // Per group kind: member ranks minus the first's.
+  std::array<std::vector<std::int64_t>, kGroupKinds> offsets_;
   std::vector<graph::StreamId> members_;              // scratch: a group's streams
 };
 

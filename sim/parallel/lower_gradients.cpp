@@ -1,43 +1,10 @@
 // Gradient reductions, optimizer step and parameter gathers of each rank (lowering.hpp).
 #include <algorithm>
 
-#include "models/transformer/moe.hpp"
 #include "parallel/lowering.hpp"
 #include "parallel/zero3.hpp"
 
 namespace dtsim::parallel::detail {
-
-// Named, not anonymous: unity builds put several files in one translation unit.
-namespace gradient_parameters {
-
-// One layer's parameters on one GPU: split over the tensor group, the routed experts' also over the
-// expert group (each GPU holds experts / expert of them).
-double layer_experts(const config::Scenario& s) {
-  return models::routed_expert_parameters(s.model) /
-         static_cast<double>(s.parallelism.tensor * s.parallelism.expert);
-}
-double layer_dense(const config::Scenario& s) {
-  return (models::parameters_per_layer(s.model) - models::routed_expert_parameters(s.model)) /
-         static_cast<double>(s.parallelism.tensor);
-}
-
-}  // namespace gradient_parameters
-
-double Lowering::stage_expert_parameters(std::int64_t stage) const {
-  std::int64_t layers = 0;
-  for (std::int64_t c = 0; c < v_; ++c) layers += layers_in(stage, c);
-  return static_cast<double>(layers) * gradient_parameters::layer_experts(s_);
-}
-
-double Lowering::stage_parameters(std::int64_t stage) const {
-  std::int64_t layers = 0;
-  for (std::int64_t c = 0; c < v_; ++c) layers += layers_in(stage, c);
-  double params = static_cast<double>(layers) *
-                  (models::parameters_per_layer(s_.model) - models::routed_expert_parameters(s_.model));
-  if (stage == 0) params += models::embedding_parameters(s_.model);
-  if (stage == p_ - 1) params += models::head_parameters(s_.model);
-  return params / static_cast<double>(s_.parallelism.tensor) + stage_expert_parameters(stage);
-}
 
 void Lowering::reduce_bucket(std::int64_t r, double bytes, double expert_bytes, TaskId after, bool sharded) {
   const auto kind = sharded ? graph::CollectiveKind::reduce_scatter : graph::CollectiveKind::all_reduce;
@@ -86,12 +53,11 @@ void Lowering::emit_gradient_sync_and_optimizer(std::int64_t r) {
     }
     std::sort(ready.begin(), ready.end());
     const double grad = gradient_bytes_per_param(prec);
-    const double layer_params = gradient_parameters::layer_dense(s_);
-    const double layer_bytes = layer_params * grad;
-    const double expert_bytes = gradient_parameters::layer_experts(s_) * grad;
-    const double extra_bytes = (stage_parameters(stage) - stage_expert_parameters(stage) -
-                                static_cast<double>(ready.size()) * layer_params) *
-                               grad;
+    const GpuParameters layer = layer_parameters_per_gpu(s_);
+    const double layer_bytes = layer.dense * grad;
+    const double expert_bytes = layer.experts * grad;
+    const double extra_bytes =
+        (stage_parameters_per_gpu(s_, stage).dense - static_cast<double>(ready.size()) * layer.dense) * grad;
     double bucket = extra_bytes;  // embedding/head gradients travel with the first bucket
     double expert_bucket = 0.0;
     for (std::size_t i = 0; i < ready.size(); ++i) {
@@ -105,13 +71,12 @@ void Lowering::emit_gradient_sync_and_optimizer(std::int64_t r) {
     }
   }
 
-  const double params = stage_parameters(stage);
+  const GpuParameters held = stage_parameters_per_gpu(s_, stage);
   graph::ComputeOp step;
   step.cls = graph::ComputeClass::optimizer;
   step.memory = core::MemoryClass::optimizer;
-  const double experts = stage_expert_parameters(stage);
-  step.bytes = ((params - experts) / (sharded ? static_cast<double>(dp) : 1.0) +
-                experts / (sharded ? static_cast<double>(edp) : 1.0)) *
+  step.bytes = (held.dense / (sharded ? static_cast<double>(dp) : 1.0) +
+                held.experts / (sharded ? static_cast<double>(edp) : 1.0)) *
                optimizer_bytes_per_param(prec, s_.training.optimizer, s_.training.autocast);
   step.kernels = 4;
   if (!optimizer_ops_.count(stage)) optimizer_ops_[stage] = out_.graph.add_op(step);
@@ -126,7 +91,7 @@ void Lowering::emit_gradient_sync_and_optimizer(std::int64_t r) {
       emit_overlapped_param_gathers(r);
     } else {
       const double weight = weight_bytes_per_param(prec);
-      gather_parameters(r, (params - experts) * weight, experts * weight, Chain::after(opt), std::nullopt);
+      gather_parameters(r, held.dense * weight, held.experts * weight, Chain::after(opt), std::nullopt);
     }
   }
 }
@@ -137,8 +102,9 @@ void Lowering::emit_gradient_sync_and_optimizer(std::int64_t r) {
 void Lowering::emit_overlapped_param_gathers(std::int64_t r) {
   const std::int64_t stage = coord(r).stage;
   const double weight_bytes = weight_bytes_per_param(s_.training.precision);
-  const double expert_bytes = gradient_parameters::layer_experts(s_) * weight_bytes;
-  const double layer_bytes = gradient_parameters::layer_dense(s_) * weight_bytes;
+  const GpuParameters layer = layer_parameters_per_gpu(s_);
+  const double expert_bytes = layer.experts * weight_bytes;
+  const double layer_bytes = layer.dense * weight_bytes;
   const double extra_bytes = (stage == 0 ? models::embedding_parameters(s_.model) : 0.0) +
                              (stage == p_ - 1 ? models::head_parameters(s_.model) : 0.0);
   double bucket = extra_bytes / static_cast<double>(s_.parallelism.tensor) * weight_bytes;

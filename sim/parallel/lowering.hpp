@@ -149,10 +149,6 @@ class Lowering {
   void connect_stages(std::int64_t r);
 
   // ---- gradients and optimizer -----------------------------------------------------------------
-  // One GPU's parameters of a stage, all of them (the routed experts' included) and the routed experts'
-  // alone (mixture-of-experts models: reduced and sharded over the expert_data group).
-  double stage_parameters(std::int64_t stage) const;
-  double stage_expert_parameters(std::int64_t stage) const;
   // The gradient reductions of a bucket of `bytes` (dense) and `expert_bytes` (routed experts'), after
   // `after`.
   void reduce_bucket(std::int64_t r, double bytes, double expert_bytes, TaskId after, bool sharded);

@@ -42,6 +42,26 @@ double in_flight_layers(const config::Scenario& s, std::int64_t stage) {
   return layers_per_stage;
 }
 
+}  // namespace
+
+GpuParameters layer_parameters_per_gpu(const config::Scenario& s) {
+  const double t = static_cast<double>(s.parallelism.tensor);
+  const double routed = models::routed_expert_parameters(s.model);
+  return {(models::parameters_per_layer(s.model) - routed) / t,
+          routed / (t * static_cast<double>(s.parallelism.expert))};
+}
+
+GpuParameters stage_parameters_per_gpu(const config::Scenario& s, std::int64_t stage) {
+  const double layers = layers_on_stage(s, stage);
+  const double routed = models::routed_expert_parameters(s.model);
+  double dense = layers * (models::parameters_per_layer(s.model) - routed);
+  if (stage == 0) dense += models::embedding_parameters(s.model);
+  if (stage == s.parallelism.pipeline - 1) dense += models::head_parameters(s.model);
+  return {dense / static_cast<double>(s.parallelism.tensor), layers * layer_parameters_per_gpu(s).experts};
+}
+
+namespace {
+
 MemoryEstimate stage_memory(const config::Scenario& s, std::int64_t stage) {
   const auto& par = s.parallelism;
   const auto& model = s.model;
@@ -49,14 +69,10 @@ MemoryEstimate stage_memory(const config::Scenario& s, std::int64_t stage) {
   const double d = static_cast<double>(par.data) * static_cast<double>(par.context);
   const bool first = stage == 0;
   const bool last = stage == par.pipeline - 1;
-  // The routed experts' parameters are split over tensor x expert ranks and sharded over the
-  // expert_data group (data x context / expert) where the others are sharded over data x context.
-  const double routed = models::routed_expert_parameters(model);
-  double params = layers_on_stage(s, stage) * (models::parameters_per_layer(model) - routed);
-  if (first) params += models::embedding_parameters(model);
-  if (last) params += models::head_parameters(model);
-  params /= t;
-  const double experts = layers_on_stage(s, stage) * routed / (t * static_cast<double>(par.expert));
+  // The routed experts' states are sharded over the expert_data group (data x context / expert).
+  const GpuParameters held = stage_parameters_per_gpu(s, stage);
+  const double params = held.dense;
+  const double experts = held.experts;
   const double ed = d / static_cast<double>(par.expert);
 
   const ParameterBytes b = parameter_bytes(s.training);

@@ -65,6 +65,20 @@ ParameterBytes parameter_bytes(config::Precision precision);
 // training (optimizer 4 B, or 0 when the weights are FP32 already).
 ParameterBytes parameter_bytes(const config::TrainingSpec& training);
 
+// One GPU's parameters: the dense ones split over the tensor group, a mixture of experts' routed
+// experts (models/transformer/moe.hpp) over tensor x expert ranks. The dense ones are reduced and sharded
+// over data x context ranks, the experts' over data x context / expert. The memory model and the
+// lowering's gradient, optimizer and parameter-gather sizes count them from here.
+struct GpuParameters {
+  double dense = 0.0;
+  double experts = 0.0;
+  double total() const { return dense + experts; }
+};
+// Of one transformer layer.
+GpuParameters layer_parameters_per_gpu(const config::Scenario& scenario);
+// Of a pipeline stage: its layers, with the embedding on the first stage and the head on the last.
+GpuParameters stage_parameters_per_gpu(const config::Scenario& scenario, std::int64_t stage);
+
 // Activation bytes of one transformer layer for one micro-batch on one rank, as its recompute mode
 // keeps them between forward and backward.
 double layer_activation_bytes(const config::Scenario& scenario);
