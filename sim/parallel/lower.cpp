@@ -13,6 +13,21 @@ namespace dtsim::parallel {
 
 namespace detail {
 
+namespace {
+
+// The lowering's group layouts: every-rank mode's with each node's speeds, built here; symmetric mode's
+// from `cache` when there is one, else built here.
+const GroupLayouts& layouts_of(const config::Scenario& s, const Mesh& mesh, LayoutsCache* cache,
+                               std::optional<GroupLayouts>& own) {
+  if (s.simulation.ranks == config::RankMode::all) {
+    return own.emplace(mesh, true, config::node_nic_speeds(s.cluster.speed_factors, s.cluster.nodes),
+                       config::node_nvlink_speeds(s.cluster.speed_factors, s.cluster.nodes));
+  }
+  return cache != nullptr ? cache->of(mesh) : own.emplace(mesh, false);
+}
+
+}  // namespace
+
 Lowering::Lowering(const config::Scenario& s, const LowerOptions& options)
     : s_(s),
       mesh_(Mesh::of(s)),
@@ -23,11 +38,7 @@ Lowering::Lowering(const config::Scenario& s, const LowerOptions& options)
       max_chunk_layers_(*std::max_element(chunk_layers_.begin(), chunk_layers_.end())),
       every_rank_(s.simulation.ranks == config::RankMode::all),
       fuse_(every_rank_ || options.fuse_kernels),
-      layouts_(mesh_, every_rank_,
-               every_rank_ ? config::node_nic_speeds(s.cluster.speed_factors, s.cluster.nodes)
-                           : std::vector<double>{},
-               every_rank_ ? config::node_nvlink_speeds(s.cluster.speed_factors, s.cluster.nodes)
-                           : std::vector<double>{}),
+      layouts_(layouts_of(s, mesh_, options.layouts_cache, own_layouts_)),
       replicas_(every_rank_ ? 1 : s.parallelism.tensor * s.parallelism.context * s.parallelism.data) {
   const std::int64_t ranks = every_rank_ ? s.gpu_count() : p_;
   out_.graph = graph::TaskGraph(static_cast<std::uint32_t>(ranks));

@@ -35,6 +35,7 @@
 #include "config/scenario.hpp"
 #include "graph/task_graph.hpp"
 #include "parallel/feasibility.hpp"
+#include "parallel/layouts_cache.hpp"
 
 namespace dtsim::parallel {
 
@@ -50,6 +51,9 @@ struct LowerOptions {
   bool fuse_kernels = false;  // symmetric mode: fuse runs of kernels as every-rank mode does
   // Tasks the graph may hold; one more throws core::InfeasibleError (feasibility.hpp, size limit).
   std::int64_t max_tasks = kMaxSimulated;
+  // Symmetric mode: the mesh's group layouts from this cache, shared with other lowerings (not owned;
+  // null: built for this lowering alone). Every-rank mode builds its own (per-node speeds).
+  LayoutsCache* layouts_cache = nullptr;
 };
 
 // Requires a feasible scenario (feasibility.hpp). Throws core::InfeasibleError when the graph passes

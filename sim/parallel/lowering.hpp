@@ -171,7 +171,8 @@ class Lowering {
   std::int64_t max_chunk_layers_;
   bool every_rank_;
   bool fuse_;  // runs of kernels as fused ops (every-rank mode, or LowerOptions::fuse_kernels)
-  GroupLayouts layouts_;
+  std::optional<GroupLayouts> own_layouts_;  // unless LowerOptions::layouts_cache holds them
+  const GroupLayouts& layouts_;
   std::int64_t replicas_;
   LoweredGraph out_;
   std::vector<Coord> coords_;

@@ -16,6 +16,9 @@
 namespace dtsim::network {
 class FlowCache;
 }
+namespace dtsim::parallel {
+class LayoutsCache;
+}
 
 namespace dtsim::results {
 
@@ -27,6 +30,9 @@ struct EvaluateOptions {
   // Flow-level collective times shared with other evaluations on the same cluster (search, sweep; not
   // owned, must outlive the call); null: each evaluation simulates its own (network/flow_cache.hpp).
   network::FlowCache* flow_cache = nullptr;
+  // Each mesh's group layouts shared with other evaluations (search; not owned, must outlive the call;
+  // parallel::LowerOptions::layouts_cache); null: each evaluation builds its own.
+  parallel::LayoutsCache* layouts_cache = nullptr;
 };
 
 // One scenario's result. A plan that cannot run (parallel::infeasibility, out of memory, too large

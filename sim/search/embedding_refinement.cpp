@@ -74,7 +74,8 @@ Refinement refine_embedding_plan(const config::Scenario& base, const Candidate& 
       }
     }
     if (alternatives.empty()) continue;
-    Evaluated evaluated = evaluate_candidates(alternatives, jobs, /*extrapolate=*/false, &flow_cache);
+    Evaluated evaluated =
+        evaluate_candidates(alternatives, jobs, /*extrapolate=*/false, {.flow = &flow_cache});
     out.evaluated += alternatives.size();
     out.cpu_s += evaluated.cpu_s;
     const std::vector<std::size_t> best = rank_results(evaluated.results, 1);

@@ -160,7 +160,8 @@ SearchOutcome search_embedding_plans(const config::Scenario& base, const SearchO
   out.enumerate_wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   const auto evaluate_start = std::chrono::steady_clock::now();
   network::FlowCache flow_cache;
-  Evaluated evaluated = evaluate_candidates(candidates, out.jobs, /*extrapolate=*/false, &flow_cache);
+  Evaluated evaluated =
+      evaluate_candidates(candidates, out.jobs, /*extrapolate=*/false, {.flow = &flow_cache});
   out.evaluate_wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - evaluate_start).count();
   out.evaluate_cpu_s = evaluated.cpu_s;

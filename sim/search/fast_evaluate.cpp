@@ -54,8 +54,8 @@ results::Breakdown combine_breakdown(const std::array<results::Result, 4>& r,
 
 }  // namespace
 
-results::EvaluateOptions plan_evaluate_options(network::FlowCache* flow_cache) {
-  return {.trace = false, .fuse_kernels = true, .flow_cache = flow_cache};
+results::EvaluateOptions plan_evaluate_options(const PlanCaches& caches) {
+  return {.trace = false, .fuse_kernels = true, .flow_cache = caches.flow, .layouts_cache = caches.layouts};
 }
 
 ExtrapolationPoints extrapolation_points(const config::Scenario& s) {
@@ -74,13 +74,13 @@ ExtrapolationPoints extrapolation_points(const config::Scenario& s) {
   return points;
 }
 
-results::Result evaluate_extrapolated(const config::Scenario& scenario, network::FlowCache* flow_cache) {
-  return evaluate_extrapolated(scenario, extrapolation_points(scenario), flow_cache);
+results::Result evaluate_extrapolated(const config::Scenario& scenario, const PlanCaches& caches) {
+  return evaluate_extrapolated(scenario, extrapolation_points(scenario), caches);
 }
 
 results::Result evaluate_extrapolated(const config::Scenario& scenario, ExtrapolationPoints points,
-                                      network::FlowCache* flow_cache) {
-  const results::EvaluateOptions options = plan_evaluate_options(flow_cache);
+                                      const PlanCaches& caches) {
+  const results::EvaluateOptions options = plan_evaluate_options(caches);
   // Plans that cannot run (their result carries the reason) take the full path. The memory model
   // needs a feasible plan (one whose products of degrees fit in 64 bits).
   if (parallel::infeasibility(scenario)) return results::evaluate(scenario, options);

@@ -44,10 +44,17 @@
 
 namespace dtsim::search {
 
+// What the plans of one search share (not owned, must outlive the calls; null: nothing shared):
+// flow-level collective times (results::EvaluateOptions::flow_cache) and each mesh's group layouts
+// (results::EvaluateOptions::layouts_cache).
+struct PlanCaches {
+  network::FlowCache* flow = nullptr;
+  parallel::LayoutsCache* layouts = nullptr;
+};
+
 // How a search evaluates a plan, estimated or in full: runs of kernels as one task each (the same
-// iteration and breakdown in fewer tasks, parallel/lower.hpp), no trace, flow-level collective times
-// shared through `flow_cache` (results::EvaluateOptions::flow_cache).
-results::EvaluateOptions plan_evaluate_options(network::FlowCache* flow_cache);
+// iteration and breakdown in fewer tasks, parallel/lower.hpp), no trace, `caches` shared.
+results::EvaluateOptions plan_evaluate_options(const PlanCaches& caches);
 
 struct ExtrapolationPoints {
   std::int64_t m1 = 0;  // micro-batches per replica
@@ -61,12 +68,10 @@ ExtrapolationPoints extrapolation_points(const config::Scenario& scenario);
 
 // The Result of results::evaluate() without a trace, the iteration extrapolated as above. Infeasible
 // plans (their result carries the reason) and plans where neither dimension is extrapolated are
-// simulated as they are. `flow_cache`: flow-level collective times shared with other plans
-// (results::EvaluateOptions::flow_cache).
-results::Result evaluate_extrapolated(const config::Scenario& scenario,
-                                      network::FlowCache* flow_cache = nullptr);
+// simulated as they are. `caches`: what it shares with other plans (above).
+results::Result evaluate_extrapolated(const config::Scenario& scenario, const PlanCaches& caches = {});
 // The same from the given corner points (capped as above).
 results::Result evaluate_extrapolated(const config::Scenario& scenario, ExtrapolationPoints points,
-                                      network::FlowCache* flow_cache = nullptr);
+                                      const PlanCaches& caches = {});
 
 }  // namespace dtsim::search

@@ -8,6 +8,7 @@
 
 #include "core/parallel_for.hpp"
 #include "network/flow_cache.hpp"
+#include "parallel/layouts_cache.hpp"
 #include "results/evaluate.hpp"
 #include "results/goodput.hpp"
 #include "search/fast_evaluate.hpp"
@@ -34,15 +35,15 @@ double headroom(const results::Result& r) {
 }  // namespace
 
 Evaluated evaluate_candidates(const std::vector<Candidate>& candidates, std::size_t jobs, bool extrapolate,
-                              network::FlowCache* flow_cache) {
-  const results::EvaluateOptions full = plan_evaluate_options(flow_cache);
+                              const PlanCaches& caches) {
+  const results::EvaluateOptions full = plan_evaluate_options(caches);
   Evaluated out;
   out.results.resize(candidates.size());
   // Each job's CPU time, summed in index order once all are done.
   std::vector<double> cpu(candidates.size(), 0.0);
   core::parallel_for(candidates.size(), jobs, [&](std::size_t i) {
     const double cpu_start = thread_cpu_s();
-    out.results[i] = extrapolate ? evaluate_extrapolated(candidates[i].scenario, flow_cache)
+    out.results[i] = extrapolate ? evaluate_extrapolated(candidates[i].scenario, caches)
                                  : results::evaluate(candidates[i].scenario, full);
     cpu[i] = thread_cpu_s() - cpu_start;
   });
@@ -69,10 +70,10 @@ std::vector<std::size_t> rank_results(const std::vector<results::Result>& result
 
 BoundedEvaluation evaluate_bounded(const std::vector<Candidate>& candidates, std::size_t window,
                                    std::size_t jobs, bool extrapolate, bool branch_and_bound,
-                                   network::FlowCache* flow_cache) {
+                                   const PlanCaches& caches) {
   BoundedEvaluation out;
   if (!branch_and_bound) {
-    Evaluated all = evaluate_candidates(candidates, jobs, extrapolate, flow_cache);
+    Evaluated all = evaluate_candidates(candidates, jobs, extrapolate, caches);
     out.results = std::move(all.results);
     out.cpu_s = all.cpu_s;
     out.evaluated = candidates.size();
@@ -99,7 +100,7 @@ BoundedEvaluation evaluate_bounded(const std::vector<Candidate>& candidates, std
     const std::size_t end = std::min(order.size(), pos + kBoundBatch);
     std::vector<Candidate> batch;
     for (std::size_t k = pos; k < end; ++k) batch.push_back(candidates[order[k]]);
-    Evaluated done = evaluate_candidates(batch, jobs, extrapolate, flow_cache);
+    Evaluated done = evaluate_candidates(batch, jobs, extrapolate, caches);
     out.cpu_s += done.cpu_s;
     for (std::size_t k = pos; k < end; ++k) {
       results::Result& r = done.results[k - pos];
@@ -136,14 +137,17 @@ SearchOutcome search_plans(const config::Scenario& base, const SearchOptions& op
 
   const auto evaluate_start = std::chrono::steady_clock::now();
   const std::size_t window = options.extrapolate ? std::max(2 * options.top, kMinConfirmed) : options.top;
-  // Every plan runs on the same cluster: on the flow network they share the collectives' times.
+  // Every plan runs on the same cluster: on the flow network they share the collectives' times, and
+  // plans over the same rank mesh share its group layouts.
   network::FlowCache flow_cache;
+  parallel::LayoutsCache layouts_cache;
+  const PlanCaches caches{.flow = &flow_cache, .layouts = &layouts_cache};
   const auto flow_counts = [&] {
     out.flow_simulations = flow_cache.simulations();
     out.flow_reused = flow_cache.hits();
   };
   BoundedEvaluation evaluated = evaluate_bounded(space.candidates, window, out.jobs, options.extrapolate,
-                                                 options.branch_and_bound, &flow_cache);
+                                                 options.branch_and_bound, caches);
   std::vector<results::Result>& results = evaluated.results;
   out.evaluate_wall_s = seconds_since(evaluate_start);
   out.evaluate_cpu_s = evaluated.cpu_s;
@@ -163,7 +167,7 @@ SearchOutcome search_plans(const config::Scenario& base, const SearchOptions& op
     for (const std::size_t i : leaders) confirm.push_back(space.candidates[i]);
     Evaluated full =
         evaluate_candidates(confirm, std::max<std::size_t>(1, std::min(out.jobs, confirm.size())),
-                            /*extrapolate=*/false, &flow_cache);
+                            /*extrapolate=*/false, caches);
     out.confirmed = confirm.size();
     out.confirm_cpu_s = full.cpu_s;
     for (std::size_t k = 0; k < leaders.size(); ++k) {

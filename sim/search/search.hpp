@@ -11,6 +11,7 @@
 
 #include "config/scenario.hpp"
 #include "results/result.hpp"
+#include "search/fast_evaluate.hpp"
 #include "search/space.hpp"
 
 namespace dtsim::network {
@@ -90,9 +91,9 @@ struct Evaluated {
   std::vector<results::Result> results;
   double cpu_s = 0.0;
 };
-// `flow_cache`: flow-level collective times the candidates share (results::EvaluateOptions::flow_cache).
+// `caches`: what the candidates share (fast_evaluate.hpp, PlanCaches).
 Evaluated evaluate_candidates(const std::vector<Candidate>& candidates, std::size_t jobs, bool extrapolate,
-                              network::FlowCache* flow_cache = nullptr);
+                              const PlanCaches& caches = {});
 
 // evaluate_candidates() with branch and bound (above): results in the candidates' order, those left
 // out marked infeasible with the reason "bounded out ...".
@@ -105,7 +106,7 @@ struct BoundedEvaluation {
 };
 BoundedEvaluation evaluate_bounded(const std::vector<Candidate>& candidates, std::size_t window,
                                    std::size_t jobs, bool extrapolate, bool branch_and_bound,
-                                   network::FlowCache* flow_cache = nullptr);
+                                   const PlanCaches& caches = {});
 
 // Whether `a` ranks before `b`: more samples per second (within one search the same model and batch, so
 // tokens per second rank alike), then more memory headroom.
