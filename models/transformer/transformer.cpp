@@ -254,30 +254,6 @@ void cross_entropy(LayerProgram& p, const Dims& d) {
   if (cast) bw.push_back(memory_op("logits_grad_from_fp32", logits * (4 + d.a)));
 }
 
-// The layer's parameter gradients accumulated by kernels of their own (config::GradAccumulation), after
-// the layer's backward pass: one add per parameter tensor into its FP32 gradient (Megatron's main_grad,
-// megatron/model/distributed.py: param.main_grad.add_(param.grad.data) in a hook on each parameter),
-// 4 + a + 4 bytes per element on this rank. The tensors: the norms' weights (and LayerNorm biases,
-// replicated over the tensor-parallel group), the linears' biases (QKV and MLP-up split over it, the
-// output projections' replicated), and, unfused, the four weights (split).
-void grad_accumulation(std::vector<LayerOp>& bw, const Dims& d, config::GradAccumulation how) {
-  if (how == config::GradAccumulation::none) return;
-  const double norm_tensors = d.swiglu ? 2 : 4;
-  double tensors = norm_tensors;
-  double elements = norm_tensors * d.h;
-  if (!d.swiglu) {
-    tensors += 4;
-    elements += d.n_qkv + d.h + d.f + d.h;
-  }
-  if (how == config::GradAccumulation::unfused) {
-    tensors += 4;
-    elements += d.h * d.n_qkv + d.heads * d.d * d.h + d.h * d.n_up + d.f * d.h;
-  }
-  LayerOp op = memory_op("grad_accumulation", (8 + d.a) * elements, false, core::MemoryClass::mixed_add);
-  op.compute.kernels = static_cast<int>(tensors);
-  bw.push_back(op);
-}
-
 // The names of an MLP block's ops (static strings: LayerOp keeps views): the dense layer's, or a
 // mixture-of-experts layer's shared experts'.
 struct MlpNames {
@@ -394,6 +370,59 @@ Dims shared_expert_dims(Dims d, const config::TransformerSpec& m) {
   return d;
 }
 
+// The layer's parameter gradients accumulated by kernels of their own (config::GradAccumulation), after
+// the layer's backward pass: one add per parameter tensor into its FP32 gradient (Megatron's main_grad,
+// megatron/model/distributed.py: param.main_grad.add_(param.grad.data) in a hook on each parameter),
+// 4 + a + 4 bytes per element on this rank. The tensors: the norms' weights (and LayerNorm biases,
+// replicated over the tensor-parallel group), the linears' biases (QKV and MLP-up split over it, the
+// output projections' replicated), and, unfused, the four weights (split). A mixture-of-experts layer
+// has no dense MLP: its router's weight (replicated; a plain F.linear in Megatron-Core's
+// moe/router.py, so accumulated by the hook even when the linears fuse it), its shared experts as a
+// dense MLP's tensors and, unfused, the rank's local experts' up and down weights as one tensor each
+// (Megatron-Core's GroupedMLP, as layer_parameter_tensors() counts them).
+void grad_accumulation(std::vector<LayerOp>& bw, const Dims& d, const config::TransformerSpec& m,
+                       const ShardConfig& sh) {
+  const config::GradAccumulation how = sh.grad_accumulation;
+  if (how == config::GradAccumulation::none) return;
+  const bool unfused = how == config::GradAccumulation::unfused;
+  const double norm_tensors = d.swiglu ? 2 : 4;
+  double tensors = norm_tensors;
+  double elements = norm_tensors * d.h;
+  // A linear's bias (GPT-style models only) and, unfused, its weight.
+  const auto linear = [&](double weight, double bias) {
+    if (!d.swiglu) {
+      tensors += 1;
+      elements += bias;
+    }
+    if (unfused) {
+      tensors += 1;
+      elements += weight;
+    }
+  };
+  linear(d.h * d.n_qkv, d.n_qkv);
+  linear(d.heads * d.d * d.h, d.h);
+  const auto mlp = [&](const Dims& w) {
+    linear(d.h * w.n_up, w.f);
+    linear(w.f * d.h, d.h);
+  };
+  if (!m.moe) {
+    mlp(d);
+  } else {
+    tensors += 1;
+    elements += d.h * static_cast<double>(m.moe->experts);
+    if (m.moe->shared_ffn_hidden_size > 0) mlp(shared_expert_dims(d, m));
+    if (unfused) {
+      const double local_experts = static_cast<double>(m.moe->experts) / static_cast<double>(sh.expert);
+      const double fe = static_cast<double>(m.moe->expert_ffn_hidden_size) / d.t;
+      tensors += 2;
+      elements += local_experts * (d.h * (d.swiglu ? 2 * fe : fe) + fe * d.h);
+    }
+  }
+  LayerOp op = memory_op("grad_accumulation", (8 + d.a) * elements, false, core::MemoryClass::mixed_add);
+  op.compute.kernels = static_cast<int>(tensors);
+  bw.push_back(op);
+}
+
 MoeShard moe_shard(const Dims& d, const ShardConfig& sh) {
   return MoeShard{.tokens = d.tokens,
                   .routed = d.tokens_elementwise,
@@ -507,7 +536,7 @@ LayerProgram transformer_layer(const config::TransformerSpec& m, const ShardConf
   bw.push_back(elementwise::norm_backward("input_norm_bwd", k, he));
   elementwise::residual_grad_sum(bw, "attention_input_grad_sum", k, he);
   if (k.autocast) bw.push_back(autocast::weight_grad_casts("autocast_weight_grad_casts", weights, weight_tensors, a));
-  grad_accumulation(bw, d, sh.grad_accumulation);
+  grad_accumulation(bw, d, m, sh);
   return p;
 }
 

@@ -102,6 +102,32 @@ TEST_CASE("MoE: one rank's exchanges and grouped GEMMs, balanced and skewed") {
   CHECK(moe_test::find(capped.forward, "moe_expert_up")->compute.flops == 1.25 * up->compute.flops);
 }
 
+TEST_CASE("MoE: gradient accumulation adds the router's and the local experts' tensors, no dense MLP") {
+  const dtsim::config::TransformerSpec m = moe_test::mixtral({{"expert", 2}}).model;
+  using dtsim::config::GradAccumulation;
+  const auto accumulation = [&](GradAccumulation how) {
+    const dtsim::models::ShardConfig shard{.tensor = 2,
+                                           .micro_batch = 1,
+                                           .precision = dtsim::config::Precision::bf16,
+                                           .grad_accumulation = how,
+                                           .expert = 2};
+    const auto* op = moe_test::find(dtsim::models::transformer_layer(m, shard).backward, "grad_accumulation");
+    REQUIRE(op != nullptr);
+    return *op;
+  };
+  // Fused (the linears' weight gradients accumulate in their GEMMs): the two RMSNorm weights (2 x 4096)
+  // and the router's 4096 x 8 weight, 3 tensors of 40,960 elements at 4 + 2 + 4 bytes each.
+  const auto fused = accumulation(GradAccumulation::fused);
+  CHECK(fused.compute.kernels == 3);
+  CHECK(fused.compute.bytes == 10.0 * 40960);
+  // Unfused, on tensor 2 and expert 2: also QKV 4096 x (4096 + 2 x 1024) / 2 = 12,582,912, the output
+  // projection 4096 x 4096 / 2 = 8,388,608 and the 4 local experts' up and down weights as one tensor
+  // each, 4 x (4096 x 2 x 7168 + 7168 x 4096) = 352,321,536: 7 tensors of 373,334,016 elements.
+  const auto unfused = accumulation(GradAccumulation::unfused);
+  CHECK(unfused.compute.kernels == 7);
+  CHECK(unfused.compute.bytes == 10.0 * 373334016);
+}
+
 TEST_CASE("MoE: expert groups lie inside the data-parallel group") {
   // 16 GPUs: tensor 2 x data 8, expert 4. Ranks tp + 2 dp: the expert group of rank 0 is the data
   // coordinates 0-3 at tensor 0 (ranks 0, 2, 4, 6); its expert_data group the data coordinates 0 and 4
