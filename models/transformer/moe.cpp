@@ -34,7 +34,21 @@ void moe_forward(std::vector<LayerOp>& fw, const config::MoeSpec& moe, const Moe
   const double per_expert = z.busiest / z.local_experts;
   fw.push_back(gemm_op("moe_router", sh.routed, z.experts, sh.h, sh.a));
   fw.push_back(memory_op("moe_router_topk", 8 * sh.routed * z.experts));
+  if (!moe.capacity_factor) {  // dropless: the token counts decide the exchanges' sizes
+    if (sh.expert > 1 || sh.tensor > 1) {
+      const double count_bytes = sh.expert * sh.tensor * z.experts * 8;
+      fw.push_back(sh.expert > 1
+                       ? comm_op("moe_token_count_all_gather", CommRole::expert_all_gather, count_bytes)
+                       : comm_op("moe_token_count_all_gather", CommRole::tensor_all_gather, count_bytes));
+    }
+  }
   fw.push_back(memory_op("moe_permute", 2 * z.copies * sh.h * sh.a));
+  if (!moe.capacity_factor) {
+    LayerOp sync = memory_op("moe_token_count_sync", 0);
+    sync.compute.kernels = 0;
+    sync.host_waits = true;
+    fw.push_back(sync);
+  }
   fw.push_back(comm_op("moe_dispatch_all_to_all", CommRole::expert_all_to_all, z.exchange));
   if (sh.tensor > 1)
     fw.push_back(comm_op("moe_tp_all_gather", CommRole::tensor_all_gather, z.busiest * sh.h * sh.a));

@@ -25,9 +25,17 @@
 //             all-to-all; unpermute and the weighted sum, 2 T_r k h a + T_r h a bytes.
 //   backward  the same exchanges in reverse order, each GEMM's data and weight gradients, the
 //             activation's backward, the permutations' backward and the router's two gradient GEMMs.
-// Not costed: the routing metadata's all-gather and the host's synchronization on the token counts
-// (a few bytes per expert), auxiliary-loss kernels, the dispatchers of DeepEP and of the all-gather
-// style, and the overlap of the exchanges with other micro-batches' compute.
+// Dropless (no capacity_factor), the exchanges' sizes come from the token counts, which the host must
+// read (MoEAlltoAllTokenDispatcher.preprocess and _maybe_dtoh_and_synchronize): with expert > 1 (or
+// tensor > 1) each rank's count per expert, E x 8 bytes, is all-gathered over the expert group (the
+// tensor group when expert is 1; Megatron-Core gathers over tensor x expert, whose tensor part, inside
+// the node, is not counted), copied to the host, and the host synchronizes before it issues the
+// dispatch all-to-all ("before_ep_alltoall"; "before_finish" without expert or tensor parallelism):
+// forward, after the permutation, a zero-time op the host waits on (LayerOp::host_waits). The host
+// then has lost its lead over the GPU, so the kernels after the exchange wait for their issue where
+// they are short. Padded to capacity, every size is known beforehand: no exchange, no wait.
+// Not costed: auxiliary-loss kernels, the dispatchers of DeepEP and of the all-gather style, and the
+// overlap of the exchanges with other micro-batches' compute.
 #pragma once
 
 #include <vector>

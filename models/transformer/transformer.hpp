@@ -56,7 +56,8 @@ enum class CommRole : std::uint8_t {
   tensor_all_gather,
   tensor_reduce_scatter,
   context_exchange,
-  expert_all_to_all  // over the expert-parallel group (moe.hpp)
+  expert_all_to_all,  // over the expert-parallel group (moe.hpp)
+  expert_all_gather   // over the expert-parallel group (moe.hpp: the token counts)
 };
 
 // Whether a communication op can run beside a GEMM:
@@ -79,6 +80,9 @@ struct LayerOp {
   double comm_bytes = 0.0;  // when role != none (CommOp::bytes convention)
   GemmOverlap overlap = GemmOverlap::none;
   bool attention_core = false;  // recomputed by selective recompute
+  // The host issues it only once the ops before it are done (it waits on a device-to-host read first:
+  // moe.hpp's token counts); graph::TaskGraph::add_host_wait.
+  bool host_waits = false;
 };
 
 // Layer ops of the two compute kinds: a GEMM of [m x k] x [k x n] (`batch` of them) on elements of `a`

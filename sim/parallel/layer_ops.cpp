@@ -41,6 +41,7 @@ class Interner {
         ref.stream = StreamKind::compute;
         ref.flops = op.compute.flops;
         ref.gemm = op.compute.cls == graph::ComputeClass::gemm;
+        ref.host_waits = op.host_waits;
         return ref;
       case models::CommRole::tensor_all_reduce:
         return comm_ref(ref, graph::CollectiveKind::all_reduce, op.comm_bytes, groups_.tensor, op.overlap);
@@ -52,6 +53,12 @@ class Interner {
       case models::CommRole::expert_all_to_all: {
         // Token dispatch and combine: blocking, between the router and the experts (moe.hpp).
         OpRef r = comm_ref(ref, graph::CollectiveKind::all_to_all, op.comm_bytes, groups_.expert);
+        r.comm_category = Category::expert_comm;
+        return r;
+      }
+      case models::CommRole::expert_all_gather: {
+        // The token counts the dispatch's sizes come from (moe.hpp).
+        OpRef r = comm_ref(ref, graph::CollectiveKind::all_gather, op.comm_bytes, groups_.expert);
         r.comm_category = Category::expert_comm;
         return r;
       }
@@ -194,6 +201,7 @@ OpRef fuse(const std::vector<OpRef>& ops, std::size_t begin, std::size_t end, gr
     append_kernels(graph, ops[j].op, fused.kernels);
     ref.flops += ops[j].flops;
   }
+  ref.host_waits = ops[begin].host_waits;
   ref.first_kernel_label = ops[begin].first_kernel_label;
   ref.last_kernel_label = ops[end - 1].last_kernel_label;
   const std::string name = fmt::format("{} .. {} ({} kernels)", graph.labels()[ref.first_kernel_label],
@@ -211,8 +219,8 @@ LayerSequence::LayerSequence(const std::vector<OpRef>& ops, graph::TaskGraph& gr
   // The last op starts a pattern of its own only if the patterns before it end right before it.
   std::size_t last_start = 0;
   for (std::size_t i = 0; i < ops.size(); i += pattern_size(pattern_at(ops, i))) last_start = i;
-  joinable_ = ops.size() >= 2 && pattern_at(ops, 0) == EmitPattern::compute && last_start == ops.size() - 1 &&
-              pattern_at(ops, last_start) == EmitPattern::compute;
+  joinable_ = ops.size() >= 2 && pattern_at(ops, 0) == EmitPattern::compute && !ops.front().host_waits &&
+              last_start == ops.size() - 1 && pattern_at(ops, last_start) == EmitPattern::compute;
   if (!joinable_) return;
   const std::vector<OpRef> boundary{ops.back(), ops.front()};
   const OpRef joined = fuse(boundary, 0, 2, graph, labels);
@@ -239,6 +247,7 @@ std::vector<OpRef> fuse_compute_runs(const std::vector<OpRef>& ops, bool first_a
   for (std::size_t i = 0; i < ops.size();) {
     const EmitPattern p = pattern_at(ops, i);
     if (p == EmitPattern::compute && !(first_alone && i == 0)) {
+      if (ops[i].host_waits) flush();  // the host waits before the run's first kernel only
       if (run_size == 0) run_begin = i;
       ++run_size;
       ++i;

@@ -29,6 +29,7 @@ struct OpRef {
   double flops = 0.0;
   bool attention_core = false;
   bool gemm = false;
+  bool host_waits = false;  // models::LayerOp::host_waits; a fused op's first kernel's
   // Pipelined with the adjacent GEMM (with_next, with_previous): one chunk (1/t of the bytes) on the
   // critical path, the rest concurrent with the GEMM; beside_next: the whole op beside the next GEMM.
   models::GemmOverlap overlap = models::GemmOverlap::none;
@@ -100,7 +101,8 @@ LayerOps intern_layer_ops(const config::Scenario& s, const LayerGroups& groups, 
 // The same program with every run of two or more consecutive `compute` ops (pattern_at) as one op
 // reference to a graph::FusedOp of their kernels, labelled "<first> .. <last> (<n> kernels)", with
 // their FLOPs summed. Communication ops and GEMMs overlapped with communication stay as they are, and
-// so does the first op with `first_alone` (when its end is an event others wait for).
+// so does the first op with `first_alone` (when its end is an event others wait for); an op the host
+// waits for (OpRef::host_waits) starts a run.
 std::vector<OpRef> fuse_compute_runs(const std::vector<OpRef>& ops, bool first_alone, graph::TaskGraph& graph,
                                      LabelTable& labels);
 

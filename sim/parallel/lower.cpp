@@ -269,6 +269,7 @@ void Lowering::emit_compute(std::int64_t r, const OpRef& op, Category category, 
                             Chain& chain) {
   const TaskId task = add_task(r, op.stream, op.op, category, op.label, mb);
   link(chain, task);
+  if (op.host_waits) out_.graph.add_host_wait(task);
   out_.hardware_flops += op.flops * static_cast<double>(replicas_);
   std::uint32_t& calls = collective_calls_[static_cast<std::size_t>(r)];
   if (calls > 0) out_.graph.add_host_calls(task, calls);

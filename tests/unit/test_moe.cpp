@@ -188,6 +188,51 @@ TEST_CASE("MoE: the experts' gradients are reduced over the expert_data group") 
   CHECK(r.breakdown.exposed_expert_comm_s > 0.0);
 }
 
+TEST_CASE("MoE: dropless dispatch exchanges the token counts and the host waits for them") {
+  dtsim::config::TransformerSpec m = moe_test::mixtral({{"expert", 8}}).model;
+  const dtsim::models::ShardConfig shard{.tensor = 1, .micro_batch = 1, .expert = 8};
+  const auto fw = dtsim::models::transformer_layer(m, shard).forward;
+  // Each rank's count per expert, 8 experts x 8 bytes, all-gathered over the 8 expert ranks: 512 bytes
+  // out (graph::CommOp's all-gather convention).
+  const auto* counts = moe_test::find(fw, "moe_token_count_all_gather");
+  REQUIRE(counts != nullptr);
+  CHECK(counts->role == dtsim::models::CommRole::expert_all_gather);
+  CHECK(counts->comm_bytes == 512.0);
+  // The host reads them before it issues the dispatch: a zero-time op right after the permutation.
+  const auto at = [&](const std::string& name) {
+    return std::find_if(fw.begin(), fw.end(), [&](const auto& op) { return op.name == name; }) - fw.begin();
+  };
+  const auto* sync = moe_test::find(fw, "moe_token_count_sync");
+  REQUIRE(sync != nullptr);
+  CHECK(sync->host_waits);
+  CHECK(sync->compute.kernels == 0);
+  CHECK(sync->compute.bytes == 0.0);
+  CHECK(at("moe_token_count_sync") == at("moe_permute") + 1);
+  CHECK(at("moe_dispatch_all_to_all") == at("moe_token_count_sync") + 1);
+  // Padded to capacity, every size is known beforehand: neither.
+  m.moe->capacity_factor = 1.25;
+  const auto padded = dtsim::models::transformer_layer(m, shard).forward;
+  CHECK(moe_test::find(padded, "moe_token_count_all_gather") == nullptr);
+  CHECK(moe_test::find(padded, "moe_token_count_sync") == nullptr);
+  // Lowered, fused or not, each forward's sync is a task the host waits on.
+  for (const bool fuse : {false, true}) {
+    const auto lowered =
+        dtsim::parallel::lower(moe_test::mixtral({{"pipeline", 2}, {"expert", 8}}), {.fuse_kernels = fuse});
+    const auto& g = lowered.graph;
+    std::vector<bool> waits(g.tasks().size(), false);
+    for (const auto t : g.host_waits()) waits[t] = true;
+    std::int64_t syncs = 0;
+    for (std::size_t t = 0; t < g.tasks().size(); ++t) {
+      if (g.labels()[g.tasks()[t].label] != "moe_token_count_sync") continue;
+      ++syncs;
+      CHECK(waits[t]);
+    }
+    // 16 layers per stage x 2 stages x 8 micro-batches (global 64 / data 8), forward only (no
+    // recompute).
+    CHECK(syncs == 16 * 2 * 8);
+  }
+}
+
 TEST_CASE("MoE: plans the expert layers cannot run are infeasible, with the reason") {
   using dtsim::parallel::infeasibility;
   // Experts 8 over an expert degree of 16.
