@@ -420,6 +420,7 @@ void grad_accumulation(std::vector<LayerOp>& bw, const Dims& d, const config::Tr
   }
   LayerOp op = memory_op("grad_accumulation", (8 + d.a) * elements, false, core::MemoryClass::mixed_add);
   op.compute.kernels = static_cast<int>(tensors);
+  op.compute.tensor_calls = true;  // one add_ per tensor from the hook, no module around it
   bw.push_back(op);
 }
 

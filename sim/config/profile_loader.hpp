@@ -44,7 +44,8 @@ FabricProfile load_fabric_profile(const std::string& hardware_profiles, const st
 // scenario keys it gives defaults to, under their sections: model.attention, model.elementwise_kernels,
 // parallelism.pipeline_comm, parallelism.tp_backward_overlap, parallelism.tp_comm_overlap,
 // parallelism.zero3, training.overlap_grad_reduce, training.overlap_param_gather,
-// training.host_issue_us_per_kernel, training.host_sync_before_optimizer, training.grad_accumulation;
+// training.host_issue_us_per_kernel, training.host_issue_us_per_tensor_op, training.host_checkpoint_us,
+// training.host_sync_before_optimizer, training.grad_accumulation, training.autocast, training.fp8_recipe;
 // each with a source.
 // A stack whose backward collectives block (tp_backward_overlap false) must say tp_comm_overlap false.
 SoftwareStack load_software_stack(const std::string& hardware_profiles, const std::string& id,

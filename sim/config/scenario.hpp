@@ -257,6 +257,11 @@ struct TrainingSpec {
   // makes it wait for the backward pass and the reductions. The defaults are megatron-core-2024's
   // (hardware_profiles/software/, with their sources): an eager PyTorch host, measured.
   double host_issue_us_per_kernel = 40.0;
+  // The host's cost per launch of an eager call made once per parameter tensor outside any module (the
+  // gradient-accumulation hook's add_, graph::ComputeOp::tensor_calls): no module call or autograd
+  // recording around it. 7.6 us: one eager PyTorch add measured on an H100 host
+  // (tests/validation/h100_kernel_classes.json, host.eager_add_host_s, kernel_class_probe.py).
+  double host_issue_us_per_tensor_op = 7.6;
   // The host's time per checkpointed layer and micro-batch beyond the launches of the kernels it
   // recomputes (activation recompute: saving and restoring the RNG state, re-entering the layer's
   // forward and a nested backward in autograd), charged before the first recomputed kernel; only
@@ -276,7 +281,8 @@ inline constexpr std::int64_t kMaxVocabPadding = 1 << 20;
 // The widest attention head a model may state (TransformerSpec::head_dim).
 inline constexpr std::int64_t kMaxHeadDim = 1 << 16;
 inline constexpr std::int64_t kMaxExperts = 1 << 16;  // model.moe.experts
-// The largest host_issue_us_per_kernel or host_checkpoint_us a scenario or a stack may state (one
+// The largest host_issue_us_per_kernel, host_issue_us_per_tensor_op or host_checkpoint_us a scenario or
+// a stack may state (one
 // second per kernel or checkpoint).
 inline constexpr double kMaxHostIssueUsPerKernel = 1e6;
 
@@ -309,6 +315,7 @@ struct SoftwareStack {
   std::optional<bool> overlap_grad_reduce;
   std::optional<bool> overlap_param_gather;
   std::optional<double> host_issue_us_per_kernel;
+  std::optional<double> host_issue_us_per_tensor_op;
   std::optional<double> host_checkpoint_us;
   std::optional<bool> host_sync_before_optimizer;
   std::optional<GradAccumulation> grad_accumulation;

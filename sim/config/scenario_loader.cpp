@@ -182,12 +182,31 @@ void read_cluster(ObjectReader& top, const DataPaths& data, Scenario& scenario) 
 TrainingSpec read_training(ObjectReader& top, const DataPaths& data, const SoftwareStack& software,
                            Scenario& scenario) {
   ObjectReader r = top.child("training");
-  r.expect_keys({"global_batch_size", "micro_batch_size", "precision", "activation_recompute",
-                 "overlap_grad_reduce", "overlap_param_gather", "bucket_mb", "optimizer", "architecture",
-                 "sync", "staleness_bound", "parameter_server", "compute_variability", "stragglers",
-                 "simulated_steps", "fusion_mb", "staleness_penalty", "measured_single_gpu",
-                 "host_issue_us_per_kernel", "host_checkpoint_us", "host_sync_before_optimizer",
-                 "grad_accumulation", "autocast", "fp8_recipe"});
+  r.expect_keys({"global_batch_size",
+                 "micro_batch_size",
+                 "precision",
+                 "activation_recompute",
+                 "overlap_grad_reduce",
+                 "overlap_param_gather",
+                 "bucket_mb",
+                 "optimizer",
+                 "architecture",
+                 "sync",
+                 "staleness_bound",
+                 "parameter_server",
+                 "compute_variability",
+                 "stragglers",
+                 "simulated_steps",
+                 "fusion_mb",
+                 "staleness_penalty",
+                 "measured_single_gpu",
+                 "host_issue_us_per_kernel",
+                 "host_issue_us_per_tensor_op",
+                 "host_checkpoint_us",
+                 "host_sync_before_optimizer",
+                 "grad_accumulation",
+                 "autocast",
+                 "fp8_recipe"});
   if (scenario.layer_model) {
     scenario.data_parallel = read_data_parallel(r, data.hardware_profiles);
   } else {
@@ -229,6 +248,10 @@ TrainingSpec read_training(ObjectReader& top, const DataPaths& data, const Softw
       r.optional<double>("host_issue_us_per_kernel",
                          software.host_issue_us_per_kernel.value_or(TrainingSpec{}.host_issue_us_per_kernel),
                          NumberRule::between(0.0, kMaxHostIssueUsPerKernel));
+  t.host_issue_us_per_tensor_op = r.optional<double>(
+      "host_issue_us_per_tensor_op",
+      software.host_issue_us_per_tensor_op.value_or(TrainingSpec{}.host_issue_us_per_tensor_op),
+      NumberRule::between(0.0, kMaxHostIssueUsPerKernel));
   t.host_checkpoint_us = r.optional<double>(
       "host_checkpoint_us", software.host_checkpoint_us.value_or(TrainingSpec{}.host_checkpoint_us),
       NumberRule::between(0.0, kMaxHostIssueUsPerKernel));

@@ -44,12 +44,14 @@ SoftwareStack load_software_stack(const std::string& hardware_profiles, const st
   }
   if (std::optional<ObjectReader> t = settings.optional_child("training")) {
     t->expect_keys({"overlap_grad_reduce", "overlap_param_gather", "host_issue_us_per_kernel",
-                    "host_checkpoint_us", "host_sync_before_optimizer", "grad_accumulation", "autocast",
-                    "fp8_recipe"});
+                    "host_issue_us_per_tensor_op", "host_checkpoint_us", "host_sync_before_optimizer",
+                    "grad_accumulation", "autocast", "fp8_recipe"});
     stack.overlap_grad_reduce = t->maybe<bool>("overlap_grad_reduce");
     stack.overlap_param_gather = t->maybe<bool>("overlap_param_gather");
     stack.host_issue_us_per_kernel =
         t->maybe<double>("host_issue_us_per_kernel", NumberRule::between(0.0, kMaxHostIssueUsPerKernel));
+    stack.host_issue_us_per_tensor_op =
+        t->maybe<double>("host_issue_us_per_tensor_op", NumberRule::between(0.0, kMaxHostIssueUsPerKernel));
     stack.host_checkpoint_us =
         t->maybe<double>("host_checkpoint_us", NumberRule::between(0.0, kMaxHostIssueUsPerKernel));
     stack.host_sync_before_optimizer = t->maybe<bool>("host_sync_before_optimizer");

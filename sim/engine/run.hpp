@@ -160,7 +160,7 @@ class Run {
   void setup_nodes();
   void setup_streams();
   std::vector<std::uint16_t> setup_speeds(const EngineOptions& options);
-  void setup_host(double ns_per_kernel);
+  void setup_host(double ns_per_kernel, double ns_per_tensor_op);
   TimeNs cost(std::uint32_t op, std::uint16_t speed);
   TimeNs cost_fused(std::uint32_t op, const graph::FusedOp& fused, std::uint16_t speed);
   // Where op's duration, or its first kernel, is kept for compute model `speed`.

@@ -28,6 +28,10 @@ Run::Run(const graph::TaskGraph& graph, const compute::ComputeModel& compute,
   DTSIM_CHECK(std::isfinite(options.host_issue_ns_per_kernel) && options.host_issue_ns_per_kernel >= 0.0,
               fmt::format("host_issue_ns_per_kernel must be finite and not negative, got {}",
                           options.host_issue_ns_per_kernel));
+  DTSIM_CHECK(
+      std::isfinite(options.host_issue_ns_per_tensor_op) && options.host_issue_ns_per_tensor_op >= 0.0,
+      fmt::format("host_issue_ns_per_tensor_op must be finite and not negative, got {}",
+                  options.host_issue_ns_per_tensor_op));
   DTSIM_CHECK(std::isfinite(overlap_slowdown_) && overlap_slowdown_ > 0.0,
               fmt::format("overlap_slowdown must be a positive factor, got {}", overlap_slowdown_));
   const std::vector<std::uint16_t> speeds = setup_speeds(options);
@@ -36,7 +40,7 @@ Run::Run(const graph::TaskGraph& graph, const compute::ComputeModel& compute,
   if (!speeds.empty()) {
     for (StreamState& st : streams_) st.speed = speeds[st.rank];
   }
-  if (host_) setup_host(options.host_issue_ns_per_kernel);
+  if (host_) setup_host(options.host_issue_ns_per_kernel, options.host_issue_ns_per_tensor_op);
   setup_orders();
   input_ = !graph.input_waits().empty();
   if (input_) {
@@ -229,10 +233,10 @@ void Run::setup_orders() {
 // waits for their dependencies. A fused op's kernel j is issued H_j after the host's time before the op
 // (its first launch, kernel_issue_): the engine starts it no earlier, pausing the op in between as
 // separate tasks would wait (simulate.cpp, Run::segment_end).
-void Run::setup_host(double ns_per_kernel) {
+void Run::setup_host(double ns_per_kernel, double ns_per_tensor_op) {
   const auto& ops = graph_.ops();
-  const auto issue = [&](std::int64_t launches) {
-    return round_to_ns(static_cast<double>(launches) * ns_per_kernel);
+  const auto issue = [&](std::int64_t launches, bool tensor_calls = false) {
+    return round_to_ns(static_cast<double>(launches) * (tensor_calls ? ns_per_tensor_op : ns_per_kernel));
   };
   const auto own_work = [](const graph::ComputeOp& op) { return round_to_ns(op.host_us * 1e3); };
   host_cost_.assign(ops.size(), HostCost{});
@@ -240,15 +244,17 @@ void Run::setup_host(double ns_per_kernel) {
   for (std::size_t o = 0; o < ops.size(); ++o) {
     if (const auto* c = std::get_if<graph::ComputeOp>(&ops[o])) {
       const TimeNs work = own_work(*c);
-      host_cost_[o] = HostCost{work + issue(std::min(c->kernels, 1)), work + issue(c->kernels)};
+      host_cost_[o] = HostCost{work + issue(std::min(c->kernels, 1), c->tensor_calls),
+                               work + issue(c->kernels, c->tensor_calls)};
     } else if (const auto* f = std::get_if<graph::FusedOp>(&ops[o])) {
       // Each kernel's launches cost what they would as a task of their own (rounded alike).
       TimeNs before = 0;  // the host's time on the kernels before j, then on j's own work
       for (std::size_t j = 0; j < f->kernels.size(); ++j) {
         const int count = f->kernels[j].kernels;
+        const bool tensor_calls = f->kernels[j].tensor_calls;
         before += own_work(f->kernels[j]);
-        kernel_issue_[kernel_begin_[o] + j] = before + issue(std::min(count, 1));
-        before += issue(count);
+        kernel_issue_[kernel_begin_[o] + j] = before + issue(std::min(count, 1), tensor_calls);
+        before += issue(count, tensor_calls);
       }
       const TimeNs first = f->kernels.empty() ? 0 : kernel_issue_[kernel_begin_[o]];
       host_cost_[o] = HostCost{first, before};

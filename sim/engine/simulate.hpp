@@ -2,7 +2,8 @@
 // event per task completion, ordered by (time, sequence). A task starts when it is at the head of its
 // stream and its dependencies are done, and ends at start + duration; its duration comes from the
 // compute model (compute ops) or the network model (communication ops), or is the op's own (a LoadOp,
-// timed by the input pipeline's model; a RemoteOp, by the remote parameter servers'), memoized per op (each op is costed once, at its first use). Zero durations are allowed.
+// timed by the input pipeline's model; a RemoteOp, by the remote parameter servers'), memoized per op (each
+// op is costed once, at its first use). Zero durations are allowed.
 //
 // Streams not in program order (graph::StreamOrder): an arrival-order stream runs one task at a time,
 // taking the ready ones in the order they became ready (ties: the order of the releases, which follows
@@ -41,7 +42,8 @@
 // start together on one rank's NICs each take twice as long as one alone.
 //
 // Host: with host_issue_ns_per_kernel > 0, each rank's host issues the tasks of its compute stream in
-// program order, each at that cost per kernel launch (ComputeOp::kernels; a fused op's kernels summed)
+// program order, each at that cost per kernel launch (ComputeOp::kernels; a fused op's kernels summed;
+// host_issue_ns_per_tensor_op per launch for an op of per-tensor calls, ComputeOp::tensor_calls)
 // plus an op's own host work before its launch (ComputeOp::host_us: a checkpointed layer's recompute),
 // without waiting for the GPU: a task cannot start before its first kernel is issued, and the host
 // issues the rest while it runs. Issue times are the running sum of those costs from time 0, except
@@ -52,10 +54,10 @@
 // (its stream not busy, the rank waiting for the host) and goes on when it is issued, so fused and
 // separate tasks start and end every kernel at the same times, slowdown included.
 // The host also calls collectives (TaskGraph::add_host_calls: the tensor- and context-parallel ones
-// of the layer programs, ZeRO-3's gathers and reductions), each at the cost of one kernel launch, before it issues the compute task
-// after them; the communication tasks themselves are not gated: their dependencies are.
-// The CUDA launch queue's depth (about a thousand kernels) is not modelled: it only bounds how far
-// ahead of the GPU the host may run, which changes no time unless a synchronization follows.
+// of the layer programs, ZeRO-3's gathers and reductions), each at the cost of one kernel launch, before it
+// issues the compute task after them; the communication tasks themselves are not gated: their dependencies
+// are. The CUDA launch queue's depth (about a thousand kernels) is not modelled: it only bounds how far ahead
+// of the GPU the host may run, which changes no time unless a synchronization follows.
 //
 // GPU speeds: EngineOptions::rank_compute gives each rank the compute model of its GPU (a straggler's
 // model scales every duration: cluster.speed_factors); a rank's compute ops, a fused op's kernels and
@@ -109,6 +111,8 @@ struct EngineOptions {
   bool record_spans = false;
   double overlap_slowdown = 1.0;
   double host_issue_ns_per_kernel = 0.0;  // 0: the host is never the bottleneck (not simulated)
+  // With a host: the cost of each launch of an op made of per-tensor calls (ComputeOp::tensor_calls).
+  double host_issue_ns_per_tensor_op = 0.0;
   // Per rank, the compute model of its GPU (not owned; at most 65,535 distinct); empty: `compute`.
   std::vector<const compute::ComputeModel*> rank_compute = {};
 };

@@ -46,6 +46,11 @@ struct ComputeOp {
   // work that runs no kernel: a checkpointed layer re-entering its forward in the backward). Issue only
   // (engine/simulate.hpp, "Host"): the GPU's time is not changed.
   double host_us = 0.0;
+  // Its launches are eager calls made once per parameter tensor outside any module (a gradient hook's
+  // add_ into the FP32 gradient, a zeroing loop's fill_): the host issues each at
+  // engine::EngineOptions::host_issue_ns_per_tensor_op instead of the per-kernel cost of a module's
+  // kernels (Python module calls, autograd recording), which it does not go through.
+  bool tensor_calls = false;
   // A linear layer's GEMM (models/transformer/linear.hpp): in an FP8 run the only kind that runs in
   // FP8; every other GEMM and attention then runs at the BF16 rates.
   bool linear_layer = false;

@@ -117,6 +117,8 @@ Result evaluate_transformer(const config::Scenario& scenario, const EvaluateOpti
   engine_options.overlap_slowdown = scenario.gpu.overlap_slowdown;
   // A measured one-GPU rate scales the host's issue with the kernels (compute_model.hpp, duration_scale).
   engine_options.host_issue_ns_per_kernel = scenario.training.host_issue_us_per_kernel * 1e3 * compute_scale;
+  engine_options.host_issue_ns_per_tensor_op =
+      scenario.training.host_issue_us_per_tensor_op * 1e3 * compute_scale;
   // Jittery GPUs: the iteration sampled simulation.jitter_iterations times, each with the speeds of its
   // draws (config/speed_factors.hpp), and its figures averaged; the first sample's run gives the trace.
   const auto& factors = scenario.cluster.speed_factors;

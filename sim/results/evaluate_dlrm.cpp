@@ -122,6 +122,7 @@ Result evaluate_dlrm(const config::Scenario& scenario, const EvaluateOptions& op
   engine_options.record_spans = options.trace;
   engine_options.overlap_slowdown = scenario.gpu.overlap_slowdown;
   engine_options.host_issue_ns_per_kernel = scenario.training.host_issue_us_per_kernel * 1e3;
+  engine_options.host_issue_ns_per_tensor_op = scenario.training.host_issue_us_per_tensor_op * 1e3;
   const engine::EngineResult run = engine::simulate(lowered.graph, compute, *network, engine_options);
 
   const double t = core::ns_to_seconds(run.makespan);

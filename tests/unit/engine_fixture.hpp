@@ -80,10 +80,11 @@ inline TaskId add(graph::TaskGraph& g, graph::StreamId stream, const graph::Op& 
 }
 
 inline engine::EngineResult run(graph::TaskGraph& g, const Models& m, double slowdown = 1.0,
-                                double host_ns_per_kernel = 0.0) {
+                                double host_ns_per_kernel = 0.0, double host_ns_per_tensor_op = 0.0) {
   g.finalize();
   g.validate();
-  return engine::simulate(g, m.compute, m.network, engine::EngineOptions{true, slowdown, host_ns_per_kernel});
+  return engine::simulate(g, m.compute, m.network,
+                          engine::EngineOptions{true, slowdown, host_ns_per_kernel, host_ns_per_tensor_op});
 }
 
 inline engine::Span span_of(const engine::EngineResult& r, TaskId t) {

@@ -194,3 +194,34 @@ TEST_CASE("an op's own host time delays its issue and everything the host issues
   add(g, s, graph::Op{op}, Category::forward, "k");
   CHECK(run(g, m, 1.0, 0.0).makespan == 10);
 }
+
+TEST_CASE("per-tensor calls cost the host their own issue, not a module kernel's") {
+  // Kernels of 10 ns; the host spends 100 ns per module kernel and 20 ns per per-tensor call. The middle
+  // op is three per-tensor adds (ComputeOp::tensor_calls, 3 launches): as tasks or fused, the first op is
+  // issued at 100 (runs 100-110), the adds' first launch at 100 + 20 = 120 (runs 120-130), the host is
+  // done with them at 100 + 3 x 20 = 160, and the last op is issued at 260 (260-270). Charged as module
+  // kernels the adds would start at 200 and the last op at 100 + 300 + 100 = 500.
+  for (const bool fused : {false, true}) {
+    CAPTURE(fused);
+    Models m;
+    graph::TaskGraph g(1);
+    const auto s = g.add_stream(0, StreamKind::compute);
+    auto adds = std::get<graph::ComputeOp>(memory(10));
+    adds.kernels = 3;
+    adds.tensor_calls = true;
+    const graph::ComputeOp plain = std::get<graph::ComputeOp>(memory(10));
+    if (fused) {
+      graph::FusedOp op;
+      op.kernels = {plain, adds, plain};
+      add(g, s, graph::Op{op}, Category::forward, "fused");
+    } else {
+      add(g, s, graph::Op{plain}, Category::forward, "k");
+      add(g, s, graph::Op{adds}, Category::forward, "adds");
+      add(g, s, graph::Op{plain}, Category::forward, "k");
+    }
+    const auto r = run(g, m, 1.0, 100.0, 20.0);
+    CHECK(r.makespan == 270);
+    CHECK(r.ranks[0].host_wait_ns == 240);
+    CHECK(total(r.ranks[0]) == r.makespan);
+  }
+}
