@@ -49,7 +49,8 @@ void moe_forward(std::vector<LayerOp>& fw, const config::MoeSpec& moe, const Moe
     sync.host_waits = true;
     fw.push_back(sync);
   }
-  fw.push_back(comm_op("moe_dispatch_all_to_all", CommRole::expert_all_to_all, z.exchange));
+  if (sh.expert > 1)
+    fw.push_back(comm_op("moe_dispatch_all_to_all", CommRole::expert_all_to_all, z.exchange));
   if (sh.tensor > 1)
     fw.push_back(comm_op("moe_tp_all_gather", CommRole::tensor_all_gather, z.busiest * sh.h * sh.a));
   fw.push_back(gemm_op("moe_expert_up", per_expert, z.up, sh.h, sh.a, z.local_experts));
@@ -58,7 +59,7 @@ void moe_forward(std::vector<LayerOp>& fw, const config::MoeSpec& moe, const Moe
   if (sh.tensor > 1) {
     fw.push_back(comm_op("moe_tp_reduce_scatter", CommRole::tensor_reduce_scatter, z.busiest * sh.h * sh.a));
   }
-  fw.push_back(comm_op("moe_combine_all_to_all", CommRole::expert_all_to_all, z.exchange));
+  if (sh.expert > 1) fw.push_back(comm_op("moe_combine_all_to_all", CommRole::expert_all_to_all, z.exchange));
   fw.push_back(memory_op("moe_unpermute", (2 * z.copies + sh.routed) * sh.h * sh.a));
 }
 
@@ -66,7 +67,8 @@ void moe_backward(std::vector<LayerOp>& bw, const config::MoeSpec& moe, const Mo
   const moe_ops::Sizes z = moe_ops::sizes_of(moe, sh);
   const double per_expert = z.busiest / z.local_experts;
   bw.push_back(memory_op("moe_unpermute_bwd", (2 * z.copies + sh.routed) * sh.h * sh.a));
-  bw.push_back(comm_op("moe_combine_grad_all_to_all", CommRole::expert_all_to_all, z.exchange));
+  if (sh.expert > 1)
+    bw.push_back(comm_op("moe_combine_grad_all_to_all", CommRole::expert_all_to_all, z.exchange));
   if (sh.tensor > 1) {
     bw.push_back(comm_op("moe_tp_grad_all_gather", CommRole::tensor_all_gather, z.busiest * sh.h * sh.a));
   }
@@ -79,7 +81,8 @@ void moe_backward(std::vector<LayerOp>& bw, const config::MoeSpec& moe, const Mo
     bw.push_back(
         comm_op("moe_tp_grad_reduce_scatter", CommRole::tensor_reduce_scatter, z.busiest * sh.h * sh.a));
   }
-  bw.push_back(comm_op("moe_dispatch_grad_all_to_all", CommRole::expert_all_to_all, z.exchange));
+  if (sh.expert > 1)
+    bw.push_back(comm_op("moe_dispatch_grad_all_to_all", CommRole::expert_all_to_all, z.exchange));
   bw.push_back(memory_op("moe_permute_bwd", 2 * z.copies * sh.h * sh.a));
   bw.push_back(memory_op("moe_router_topk_bwd", 8 * sh.routed * z.experts));
   bw.push_back(gemm_op("moe_router_dgrad", sh.routed, sh.h, z.experts, sh.a));

@@ -25,6 +25,8 @@
 //             all-to-all; unpermute and the weighted sum, 2 T_r k h a + T_r h a bytes.
 //   backward  the same exchanges in reverse order, each GEMM's data and weight gradients, the
 //             activation's backward, the permutations' backward and the router's two gradient GEMMs.
+// Without expert parallelism (expert 1) there is no all-to-all: Megatron-Core's all_to_all returns its
+// input on a group of one (tensor_parallel/mappings.py).
 // Dropless (no capacity_factor), the exchanges' sizes come from the token counts, which the host must
 // read (MoEAlltoAllTokenDispatcher.preprocess and _maybe_dtoh_and_synchronize): with expert > 1 (or
 // tensor > 1) each rank's count per expert, E x 8 bytes, is all-gathered over the expert group (the

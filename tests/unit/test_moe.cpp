@@ -255,13 +255,27 @@ TEST_CASE("MoE: plans the expert layers cannot run are infeasible, with the reas
 
 TEST_CASE("MoE: every-rank mode without expert parallelism equals symmetric mode") {
   // 16 GPUs, pipeline 4, data 4, expert 1, 2 experts (fits): the experts' gradients go over the data
-  // groups, as gang tasks in every-rank mode.
-  auto s = moe_test::mixtral({{"pipeline", 4}, {"expert", 1}, {"distributed_optimizer", true}},
-                             {{"experts", 2}}, 2, 16);
-  const auto symmetric = dtsim::results::evaluate(s, {});
-  s.simulation.ranks = dtsim::config::RankMode::all;
-  const auto all = dtsim::results::evaluate(s, {});
-  REQUIRE_MESSAGE(symmetric.status == dtsim::results::Status::ok, symmetric.reason);
-  REQUIRE_MESSAGE(all.status == dtsim::results::Status::ok, all.reason);
-  CHECK(all.iteration_time_s == doctest::Approx(symmetric.iteration_time_s).epsilon(1e-9));
+  // groups, as gang tasks in every-rank mode. Then tensor 2 with sequence parallelism: the token counts'
+  // all-gather and the experts' gathers share the tensor stream with the attention's, and there is no
+  // all-to-all on a group of one (it used to sit on that stream as a gang of another group kind, and
+  // the gang table refused the stream's order).
+  for (const std::int64_t tensor : {1, 2}) {
+    CAPTURE(tensor);
+    auto s = moe_test::mixtral({{"pipeline", 4},
+                                {"tensor", tensor},
+                                {"sequence_parallel", tensor > 1},
+                                {"expert", 1},
+                                {"distributed_optimizer", true}},
+                               {{"experts", 2}}, 2, 16);
+    const auto symmetric = dtsim::results::evaluate(s, {});
+    s.simulation.ranks = dtsim::config::RankMode::all;
+    const auto all = dtsim::results::evaluate(s, {});
+    REQUIRE_MESSAGE(symmetric.status == dtsim::results::Status::ok, symmetric.reason);
+    REQUIRE_MESSAGE(all.status == dtsim::results::Status::ok, all.reason);
+    CHECK(all.iteration_time_s == doctest::Approx(symmetric.iteration_time_s).epsilon(1e-9));
+  }
+  const auto one = dtsim::models::transformer_layer(moe_test::mixtral({{"expert", 1}}).model,
+                                                    {.tensor = 1, .micro_batch = 1, .expert = 1});
+  CHECK(moe_test::find(one.forward, "moe_dispatch_all_to_all") == nullptr);
+  CHECK(moe_test::find(one.backward, "moe_combine_grad_all_to_all") == nullptr);
 }
