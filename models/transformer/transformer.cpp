@@ -373,13 +373,13 @@ Dims shared_expert_dims(Dims d, const config::TransformerSpec& m) {
 // The layer's parameter gradients accumulated by kernels of their own (config::GradAccumulation), after
 // the layer's backward pass: one add per parameter tensor into its FP32 gradient (Megatron's main_grad,
 // megatron/model/distributed.py: param.main_grad.add_(param.grad.data) in a hook on each parameter),
-// 4 + a + 4 bytes per element on this rank. The tensors: the norms' weights (and LayerNorm biases,
-// replicated over the tensor-parallel group), the linears' biases (QKV and MLP-up split over it, the
-// output projections' replicated), and, unfused, the four weights (split). A mixture-of-experts layer
-// has no dense MLP: its router's weight (replicated; a plain F.linear in Megatron-Core's
-// moe/router.py, so accumulated by the hook even when the linears fuse it), its shared experts as a
-// dense MLP's tensors and, unfused, the rank's local experts' up and down weights as one tensor each
-// (Megatron-Core's GroupedMLP, as layer_parameter_tensors() counts them).
+// 4 + a + 4 bytes per element on this rank (3a without master weights: a 16-bit .grad). The tensors: the
+// norms' weights (and LayerNorm biases, replicated over the tensor-parallel group), the linears' biases (QKV
+// and MLP-up split over it, the output projections' replicated), and, unfused, the four weights (split). A
+// mixture-of-experts layer has no dense MLP: its router's weight (replicated; a plain F.linear in
+// Megatron-Core's moe/router.py, so accumulated by the hook even when the linears fuse it), its shared
+// experts as a dense MLP's tensors and, unfused, the rank's local experts' up and down weights as one tensor
+// each (Megatron-Core's GroupedMLP, as layer_parameter_tensors() counts them).
 void grad_accumulation(std::vector<LayerOp>& bw, const Dims& d, const config::TransformerSpec& m,
                        const ShardConfig& sh) {
   const config::GradAccumulation how = sh.grad_accumulation;
@@ -418,7 +418,11 @@ void grad_accumulation(std::vector<LayerOp>& bw, const Dims& d, const config::Tr
       elements += local_experts * (d.h * (d.swiglu ? 2 * fe : fe) + fe * d.h);
     }
   }
-  LayerOp op = memory_op("grad_accumulation", (8 + d.a) * elements, false, core::MemoryClass::mixed_add);
+  // Into the FP32 main gradient (read, add the 16-bit gradient, write), or without master weights into
+  // the 16-bit .grad (TrainingSpec::master_weights).
+  const double bytes_per_element = sh.master_weights ? 8 + d.a : 3 * d.a;
+  LayerOp op =
+      memory_op("grad_accumulation", bytes_per_element * elements, false, core::MemoryClass::mixed_add);
   op.compute.kernels = static_cast<int>(tensors);
   op.compute.tensor_calls = true;  // one add_ per tensor from the hook, no module around it
   bw.push_back(op);

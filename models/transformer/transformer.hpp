@@ -47,6 +47,7 @@ struct ShardConfig {
   bool autocast = false;  // config::TrainingSpec::autocast (autocast.hpp)
   config::Fp8Recipe fp8_recipe = config::Fp8Recipe::delayed;  // with precision fp8 (linear.hpp)
   std::int64_t expert = 1;  // expert-parallel degree (mixture-of-experts models: moe.hpp)
+  bool master_weights = true;  // config::TrainingSpec::master_weights: false, 16-bit gradients
 };
 
 // Communication a layer needs inside its tensor- or context-parallel group.

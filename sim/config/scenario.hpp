@@ -274,6 +274,11 @@ struct TrainingSpec {
   // gradients and the residual stream stay FP32, and each linear casts its weight and input to the
   // 16-bit precision; false: 16-bit parameters with FP32 master weights in the optimizer (Megatron).
   bool autocast = false;
+  // 16-bit training: FP32 master weights and FP32 Adam moments beside the 16-bit parameters (Megatron,
+  // apex, DeepSpeed; mixed precision as Micikevicius et al. 2018 define it); false: the optimizer updates
+  // the 16-bit parameters in place and keeps its moments in 16 bits (torch.optim.AdamW on BF16
+  // parameters), 8 B of state per parameter instead of 18 (parallel/memory_model.hpp).
+  bool master_weights = true;
   Fp8Recipe fp8_recipe = Fp8Recipe::delayed;  // how FP8 GEMM operands are scaled (precision fp8 only)
 };
 // The largest vocab_padding a scenario or a stack may state.

@@ -206,6 +206,7 @@ TrainingSpec read_training(ObjectReader& top, const DataPaths& data, const Softw
                  "host_sync_before_optimizer",
                  "grad_accumulation",
                  "autocast",
+                 "master_weights",
                  "fp8_recipe"});
   if (scenario.layer_model) {
     scenario.data_parallel = read_data_parallel(r, data.hardware_profiles);
@@ -221,8 +222,8 @@ TrainingSpec read_training(ObjectReader& top, const DataPaths& data, const Softw
     }
   }
   if (scenario.dlrm) {
-    for (const char* key : {"micro_batch_size", "activation_recompute", "overlap_param_gather", "grad_accumulation",
-                            "autocast", "fp8_recipe"}) {
+    for (const char* key : {"micro_batch_size", "activation_recompute", "overlap_param_gather",
+                            "grad_accumulation", "autocast", "master_weights", "fp8_recipe"}) {
       if (r.has(key)) {
         throw r.error_at(key, "applies to transformer and MLP models; a DLRM trains each GPU's share of the "
                               "global batch at once; expected no such key");
@@ -269,6 +270,12 @@ TrainingSpec read_training(ObjectReader& top, const DataPaths& data, const Softw
                      fmt::format("autocast with precision {}; expected precision \"bf16\" or \"fp16\" (autocast "
                                  "casts FP32 parameters to 16 bits) or \"autocast\": false",
                                  to_string(t.precision)));
+  }
+  t.master_weights = r.optional<bool>("master_weights", TrainingSpec{}.master_weights);
+  if (!t.master_weights && t.autocast) {
+    throw r.error_at("master_weights",
+                     "got false with autocast; expected true or no such key (under autocast the FP32 "
+                     "parameters are the optimizer's weights: there is no 16-bit copy to update in place)");
   }
   if (scenario.model.moe && (t.autocast || t.precision == Precision::fp8)) {
     // The expert layers are costed in 16 bits without autocast's casts (models/transformer/moe.hpp).

@@ -154,7 +154,8 @@ LayerOps intern_layer_ops(const config::Scenario& s, const LayerGroups& groups, 
                                   .grad_accumulation = s.training.grad_accumulation,
                                   .autocast = s.training.autocast,
                                   .fp8_recipe = s.training.fp8_recipe,
-                                  .expert = par.expert};
+                                  .expert = par.expert,
+                                  .master_weights = s.training.master_weights};
   Interner interner(s, groups, graph, labels, comm_ops);
   LayerOps out;
   out.layer = interner.program(models::transformer_layer(s.model, shard));

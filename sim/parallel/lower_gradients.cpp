@@ -36,7 +36,6 @@ void Lowering::gather_parameters(std::int64_t r, double bytes, double expert_byt
 
 void Lowering::emit_gradient_sync_and_optimizer(std::int64_t r) {
   const auto& par = s_.parallelism;
-  const config::Precision prec = s_.training.precision;
   const bool sharded = par.distributed_optimizer || par.zero_stage >= 1;
   const std::int64_t dp = par.data * par.context;
   const std::int64_t edp = dp / par.expert;
@@ -52,7 +51,7 @@ void Lowering::emit_gradient_sync_and_optimizer(std::int64_t r) {
         ready.push_back(grad_ready_[layer_index(r, c, l)]);
     }
     std::sort(ready.begin(), ready.end());
-    const double grad = gradient_bytes_per_param(prec);
+    const double grad = gradient_bytes_per_param(s_.training);
     const GpuParameters layer = layer_parameters_per_gpu(s_);
     const double layer_bytes = layer.dense * grad;
     const double expert_bytes = layer.experts * grad;
@@ -77,7 +76,7 @@ void Lowering::emit_gradient_sync_and_optimizer(std::int64_t r) {
   step.memory = core::MemoryClass::optimizer;
   step.bytes = (held.dense / (sharded ? static_cast<double>(dp) : 1.0) +
                 held.experts / (sharded ? static_cast<double>(edp) : 1.0)) *
-               optimizer_bytes_per_param(prec, s_.training.optimizer, s_.training.autocast);
+               optimizer_bytes_per_param(s_.training);
   step.kernels = 4;
   if (!optimizer_ops_.count(stage)) optimizer_ops_[stage] = out_.graph.add_op(step);
   const TaskId opt =
@@ -90,7 +89,7 @@ void Lowering::emit_gradient_sync_and_optimizer(std::int64_t r) {
     if (s_.training.overlap_param_gather) {
       emit_overlapped_param_gathers(r);
     } else {
-      const double weight = weight_bytes_per_param(prec);
+      const double weight = weight_bytes_per_param(s_.training);
       gather_parameters(r, held.dense * weight, held.experts * weight, Chain::after(opt), std::nullopt);
     }
   }
@@ -101,7 +100,7 @@ void Lowering::emit_gradient_sync_and_optimizer(std::int64_t r) {
 // --overlap-param-gather: the gathers of iteration i+1 run beside its forward pass).
 void Lowering::emit_overlapped_param_gathers(std::int64_t r) {
   const std::int64_t stage = coord(r).stage;
-  const double weight_bytes = weight_bytes_per_param(s_.training.precision);
+  const double weight_bytes = weight_bytes_per_param(s_.training);
   const GpuParameters layer = layer_parameters_per_gpu(s_);
   const double expert_bytes = layer.experts * weight_bytes;
   const double layer_bytes = layer.dense * weight_bytes;
@@ -154,10 +153,10 @@ const Lowering::Zero3Ops& Lowering::zero3_ops(std::int64_t r) {
   Zero3Ops ops{group, {}, {}};
   const double a = models::activation_bytes_per_element(prec);
   for (const double params : zero3_layer_groups(s_)) {
-    const double weights = params * weight_bytes_per_param(prec);
+    const double weights = params * weight_bytes_per_param(s_.training);
     ops.gathers.push_back(zero3_op(graph::CollectiveKind::all_gather, weights, weights));
-    ops.reduces.push_back(
-        zero3_op(graph::CollectiveKind::reduce_scatter, params * gradient_bytes_per_param(prec), params * a));
+    ops.reduces.push_back(zero3_op(graph::CollectiveKind::reduce_scatter,
+                                   params * gradient_bytes_per_param(s_.training), params * a));
   }
   zero3_ops_.push_back(std::move(ops));
   return zero3_ops_.back();

@@ -41,14 +41,19 @@ struct Chain {
   static Chain after(TaskId task) { return Chain{task, task, false, std::nullopt}; }
 };
 
-inline double gradient_bytes_per_param(config::Precision p) { return parameter_bytes(p).gradients; }
-inline double weight_bytes_per_param(config::Precision p) { return parameter_bytes(p).weights; }
+inline double gradient_bytes_per_param(const config::TrainingSpec& t) { return parameter_bytes(t).gradients; }
+inline double weight_bytes_per_param(const config::TrainingSpec& t) { return parameter_bytes(t).weights; }
 // Adam step per parameter: read FP32 master, gradient, m, v; write master, m, v and the 16-bit copy.
 // SGD: read FP32 master and gradient, write master and the 16-bit copy. With autocast the FP32
-// parameters are the master weights: no 16-bit copy (models/transformer/autocast.hpp).
-inline double optimizer_bytes_per_param(config::Precision p, config::Optimizer o, bool autocast = false) {
-  const double copy = weight_bytes_per_param(p) < 4 && !autocast ? weight_bytes_per_param(p) : 0.0;
-  return (o == config::Optimizer::sgd ? 2 * 4 + 4 : 4 * 4 + 3 * 4) + copy;
+// parameters are the master weights: no 16-bit copy (models/transformer/autocast.hpp). Without master
+// weights (TrainingSpec::master_weights false) every one of them is a 16-bit tensor and there is no copy:
+// Adam reads the parameter, gradient, m and v and writes the parameter, m and v; SGD reads the
+// parameter and gradient and writes the parameter.
+inline double optimizer_bytes_per_param(const config::TrainingSpec& t) {
+  const ParameterBytes b = parameter_bytes(t);
+  if (!t.master_weights && b.weights < 4) return (t.optimizer == config::Optimizer::sgd ? 3 : 7) * b.weights;
+  const double copy = b.weights < 4 && !t.autocast ? b.weights : 0.0;
+  return (t.optimizer == config::Optimizer::sgd ? 2 * 4 + 4 : 4 * 4 + 3 * 4) + copy;
 }
 
 class Lowering {

@@ -115,6 +115,12 @@ ParameterBytes parameter_bytes(config::Precision p) {
 
 ParameterBytes parameter_bytes(const config::TrainingSpec& training) {
   ParameterBytes b = parameter_bytes(training.precision);
+  if (!training.master_weights && b.weights < 4) {
+    // 16-bit parameters updated in place: 16-bit gradients and, for Adam, 16-bit m and v.
+    b.gradients = b.weights;
+    b.optimizer = training.optimizer == config::Optimizer::sgd ? 0 : 2 * b.weights;
+    return b;
+  }
   if (training.optimizer == config::Optimizer::sgd) b.optimizer = b.weights < 4 ? 4 : 0;
   return b;
 }

@@ -62,7 +62,9 @@ struct ParameterBytes {
 };
 ParameterBytes parameter_bytes(config::Precision precision);
 // The same for a training setup: plain SGD keeps no moments, only the FP32 master copy under 16-bit
-// training (optimizer 4 B, or 0 when the weights are FP32 already).
+// training (optimizer 4 B, or 0 when the weights are FP32 already). Without master weights
+// (TrainingSpec::master_weights false: torch.optim.AdamW on 16-bit parameters) a 16-bit run keeps
+// 16-bit gradients and moments: 2 + 2 + 4 B per parameter with Adam, 2 + 2 with SGD.
 ParameterBytes parameter_bytes(const config::TrainingSpec& training);
 
 // One GPU's parameters: the dense ones split over the tensor group, a mixture of experts' routed

@@ -6,6 +6,7 @@
 
 #include <cmath>
 
+#include "parallel/lowering.hpp"
 #include "parallel/memory_model.hpp"
 #include "scenario_fixture.hpp"
 
@@ -73,6 +74,34 @@ TEST_CASE("first stage under 1F1B holds L layers' worth of activations - states 
   const double layer_params = 12 * 12288.0 * 12288 + 13 * 12288.0;
   const double held = (12 * layer_params + 51200.0 * 12288 + 2048.0 * 12288) / 8;
   CHECK(e.weights_bytes + e.gradients_bytes + e.optimizer_bytes == doctest::Approx(16 * held).epsilon(1e-6));
+}
+
+TEST_CASE(
+    "without master weights a 16-bit run keeps 2 + 2 + 4 B per parameter, and its Adam step moves 14 B") {
+  // torch.optim.AdamW on BF16 parameters: BF16 weights, gradients, m and v (TrainingSpec::master_weights
+  // false), against Megatron's 2 + 4 + 12 = 18 B in BF16 (FP32 main gradients, master weights, m and v).
+  auto s = gpt3(8, 8, true, dtsim::config::Recompute::selective);
+  s.training.precision = dtsim::config::Precision::bf16;
+  const auto mixed = dtsim::parallel::memory_per_gpu(s);
+  s.training.master_weights = false;
+  const auto pure = dtsim::parallel::memory_per_gpu(s);
+  const double held = mixed.weights_bytes / 2;
+  CHECK(mixed.gradients_bytes == doctest::Approx(4 * held));
+  CHECK(mixed.optimizer_bytes == doctest::Approx(12 * held));
+  CHECK(pure.weights_bytes == doctest::Approx(2 * held));
+  CHECK(pure.gradients_bytes == doctest::Approx(2 * held));
+  CHECK(pure.optimizer_bytes == doctest::Approx(4 * held));
+  CHECK(pure.activations_bytes == mixed.activations_bytes);
+  // The step reads the parameter, gradient, m and v and writes the parameter, m and v: 7 x 2 B; SGD
+  // reads the parameter and gradient and writes the parameter, 3 x 2 B, and keeps no state.
+  CHECK(dtsim::parallel::detail::optimizer_bytes_per_param(s.training) == 14.0);
+  s.training.optimizer = dtsim::config::Optimizer::sgd;
+  CHECK(dtsim::parallel::detail::optimizer_bytes_per_param(s.training) == 6.0);
+  CHECK(dtsim::parallel::parameter_bytes(s.training).optimizer == 0.0);
+  // With master weights: 4 x 4 B read and 3 x 4 B written, plus the BF16 copy.
+  s.training.master_weights = true;
+  s.training.optimizer = dtsim::config::Optimizer::adam;
+  CHECK(dtsim::parallel::detail::optimizer_bytes_per_param(s.training) == 30.0);
 }
 
 TEST_CASE(

@@ -54,6 +54,7 @@ nlohmann::json scenario_for(const nlohmann::json& row, const std::string& zero_g
             {"precision", "bf16"},
             {"activation_recompute", recompute == "none" ? "none" : "full"},
             {"host_sync_before_optimizer", false},
+            {"master_weights", false},  // AdamW on the BF16 parameters: BF16 gradients and moments
             {"grad_accumulation", zero_grad == "fill" ? "unfused" : "none"},
             {"host_checkpoint_us", recompute == "none" ? 0.0 : checkpoint_us.at(recompute).get<double>()}}}};
 }
