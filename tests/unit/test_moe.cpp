@@ -111,7 +111,8 @@ TEST_CASE("MoE: gradient accumulation adds the router's and the local experts' t
                                            .precision = dtsim::config::Precision::bf16,
                                            .grad_accumulation = how,
                                            .expert = 2};
-    const auto* op = moe_test::find(dtsim::models::transformer_layer(m, shard).backward, "grad_accumulation");
+    const dtsim::models::LayerProgram program = dtsim::models::transformer_layer(m, shard);
+    const auto* op = moe_test::find(program.backward, "grad_accumulation");
     REQUIRE(op != nullptr);
     return *op;
   };
