@@ -37,9 +37,8 @@ void moe_forward(std::vector<LayerOp>& fw, const config::MoeSpec& moe, const Moe
   if (!moe.capacity_factor) {  // dropless: the token counts decide the exchanges' sizes
     if (sh.expert > 1 || sh.tensor > 1) {
       const double count_bytes = sh.expert * sh.tensor * z.experts * 8;
-      fw.push_back(sh.expert > 1
-                       ? comm_op("moe_token_count_all_gather", CommRole::expert_all_gather, count_bytes)
-                       : comm_op("moe_token_count_all_gather", CommRole::tensor_all_gather, count_bytes));
+      const CommRole group = sh.expert > 1 ? CommRole::expert_all_gather : CommRole::tensor_all_gather;
+      fw.push_back(comm_op("moe_token_count_all_gather", group, count_bytes));
     }
   }
   fw.push_back(memory_op("moe_permute", 2 * z.copies * sh.h * sh.a));

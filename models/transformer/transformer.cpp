@@ -411,11 +411,9 @@ void grad_accumulation(std::vector<LayerOp>& bw, const Dims& d, const config::Tr
     tensors += 1;
     elements += d.h * static_cast<double>(m.moe->experts);
     if (m.moe->shared_ffn_hidden_size > 0) mlp(shared_expert_dims(d, m));
-    if (unfused) {
-      const double local_experts = static_cast<double>(m.moe->experts) / static_cast<double>(sh.expert);
-      const double fe = static_cast<double>(m.moe->expert_ffn_hidden_size) / d.t;
+    if (unfused) {  // the rank's experts / expert experts, split over the tensor group
       tensors += 2;
-      elements += local_experts * (d.h * (d.swiglu ? 2 * fe : fe) + fe * d.h);
+      elements += routed_expert_parameters(m) / (static_cast<double>(sh.expert) * d.t);
     }
   }
   // Into the FP32 main gradient (read, add the 16-bit gradient, write), or without master weights into

@@ -139,7 +139,7 @@ struct LayerCost {
 const std::vector<parallel::LayerGroups>& StageGroupsCache::of(const parallel::Mesh& mesh) {
   const auto found = by_mesh_.find(mesh);
   if (found != by_mesh_.end()) return found->second;
-  const parallel::GroupLayouts layouts(mesh, false);
+  const parallel::GroupLayouts& layouts = layouts_.of(mesh);
   std::vector<parallel::LayerGroups> stages;
   for (std::int64_t s = 0; s < mesh.degree(config::MeshDim::pipeline); ++s) {
     stages.push_back(parallel::LayerGroups{layouts.stage_group(s, parallel::GroupKind::tensor),

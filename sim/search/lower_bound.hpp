@@ -29,24 +29,28 @@
 
 #include "config/scenario.hpp"
 #include "parallel/layer_ops.hpp"
+#include "parallel/layouts_cache.hpp"
 #include "parallel/mesh.hpp"
 
 namespace dtsim::search {
 
 // Each stage's layer groups (parallel/group_layouts.hpp) depend on the rank mesh only; a search bounds
-// thousands of plans over a few hundred meshes, so it keeps them here, once per mesh. Not thread-safe:
-// one per thread.
+// thousands of plans over a few hundred meshes, so it keeps them here, once per mesh, read from the
+// mesh's layouts in `layouts` (shared with the search's lowerings). Not thread-safe: one per thread.
 class StageGroupsCache {
  public:
+  explicit StageGroupsCache(parallel::LayoutsCache& layouts) : layouts_(layouts) {}
   const std::vector<parallel::LayerGroups>& of(const parallel::Mesh& mesh);
 
  private:
+  parallel::LayoutsCache& layouts_;
   std::map<parallel::Mesh, std::vector<parallel::LayerGroups>> by_mesh_;
 };
 
 double iteration_lower_bound_s(const config::Scenario& scenario, StageGroupsCache& cache);
 inline double iteration_lower_bound_s(const config::Scenario& scenario) {
-  StageGroupsCache cache;
+  parallel::LayoutsCache layouts;
+  StageGroupsCache cache(layouts);
   return iteration_lower_bound_s(scenario, cache);
 }
 

@@ -82,7 +82,8 @@ BoundedEvaluation evaluate_bounded(const std::vector<Candidate>& candidates, std
   out.results.resize(candidates.size());
   const double bound_start = thread_cpu_s();
   std::vector<double> bound(candidates.size());
-  StageGroupsCache stage_groups;
+  parallel::LayoutsCache own_layouts;  // when the caller shares none
+  StageGroupsCache stage_groups(caches.layouts != nullptr ? *caches.layouts : own_layouts);
   for (std::size_t i = 0; i < candidates.size(); ++i)
     bound[i] = iteration_lower_bound_s(candidates[i].scenario, stage_groups);
   out.bound_cpu_s = thread_cpu_s() - bound_start;
