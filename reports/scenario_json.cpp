@@ -98,6 +98,7 @@ nlohmann::ordered_json parallelism_json(const config::ParallelismSpec& p) {
   j["sequence_parallel"] = p.sequence_parallel;
   j["context"] = p.context;
   j["expert"] = p.expert;
+  if (p.expert_tensor) j["expert_tensor"] = *p.expert_tensor;
   j["zero_stage"] = p.zero_stage;
   if (p.zero_stage == 3) {
     j["zero3"] = {{"fetch", config::to_string(p.zero3.fetch)},

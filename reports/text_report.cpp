@@ -90,6 +90,7 @@ void write_setup(std::ostream& out, const config::Scenario& s) {
   std::string parallel =
       fmt::format("DP {} x TP {} x PP {} x CP {}", p.data, p.tensor, p.pipeline, p.context);
   if (p.expert > 1) parallel += fmt::format(" x EP {}", p.expert);
+  if (p.folded_experts()) parallel += fmt::format(" (expert TP {})", p.expert_tensor_degree());
   parallel += fmt::format(", {} schedule", config::to_string(p.schedule));
   if (p.virtual_stages > 1) parallel += fmt::format(" with {} virtual stages", p.virtual_stages);
   if (p.sequence_parallel) parallel += ", sequence parallel";

@@ -20,8 +20,8 @@ Sizes sizes_of(const config::MoeSpec& moe, const MoeShard& sh) {
   z.local_experts = z.experts / sh.expert;
   const double k = static_cast<double>(moe.top_k);
   z.copies = sh.routed * k;
-  z.busiest = sh.tokens * k * moe.busiest_factor();
-  z.f = static_cast<double>(moe.expert_ffn_hidden_size) / sh.tensor;
+  z.busiest = sh.routed * k * sh.expert_tensor * moe.busiest_factor();
+  z.f = static_cast<double>(moe.expert_ffn_hidden_size) / sh.expert_tensor;
   z.up = sh.swiglu ? 2 * z.f : z.f;
   z.exchange = z.copies * sh.h * sh.a * moe.busiest_factor();
   return z;
@@ -35,8 +35,8 @@ void moe_forward(std::vector<LayerOp>& fw, const config::MoeSpec& moe, const Moe
   fw.push_back(gemm_op("moe_router", sh.routed, z.experts, sh.h, sh.a));
   fw.push_back(memory_op("moe_router_topk", 8 * sh.routed * z.experts));
   if (!moe.capacity_factor) {  // dropless: the token counts decide the exchanges' sizes
-    if (sh.expert > 1 || sh.tensor > 1) {
-      const double count_bytes = sh.expert * sh.tensor * z.experts * 8;
+    if (sh.expert > 1 || sh.expert_tensor > 1) {
+      const double count_bytes = sh.expert * sh.expert_tensor * z.experts * 8;
       const CommRole group = sh.expert > 1 ? CommRole::expert_all_gather : CommRole::tensor_all_gather;
       fw.push_back(comm_op("moe_token_count_all_gather", group, count_bytes));
     }
@@ -50,12 +50,12 @@ void moe_forward(std::vector<LayerOp>& fw, const config::MoeSpec& moe, const Moe
   }
   if (sh.expert > 1)
     fw.push_back(comm_op("moe_dispatch_all_to_all", CommRole::expert_all_to_all, z.exchange));
-  if (sh.tensor > 1)
+  if (sh.expert_tensor > 1)
     fw.push_back(comm_op("moe_tp_all_gather", CommRole::tensor_all_gather, z.busiest * sh.h * sh.a));
   fw.push_back(gemm_op("moe_expert_up", per_expert, z.up, sh.h, sh.a, z.local_experts));
   fw.push_back(elementwise::activation_forward(sh.kernels, z.busiest * z.f));
   fw.push_back(gemm_op("moe_expert_down", per_expert, sh.h, z.f, sh.a, z.local_experts));
-  if (sh.tensor > 1) {
+  if (sh.expert_tensor > 1) {
     fw.push_back(comm_op("moe_tp_reduce_scatter", CommRole::tensor_reduce_scatter, z.busiest * sh.h * sh.a));
   }
   if (sh.expert > 1) fw.push_back(comm_op("moe_combine_all_to_all", CommRole::expert_all_to_all, z.exchange));
@@ -68,7 +68,7 @@ void moe_backward(std::vector<LayerOp>& bw, const config::MoeSpec& moe, const Mo
   bw.push_back(memory_op("moe_unpermute_bwd", (2 * z.copies + sh.routed) * sh.h * sh.a));
   if (sh.expert > 1)
     bw.push_back(comm_op("moe_combine_grad_all_to_all", CommRole::expert_all_to_all, z.exchange));
-  if (sh.tensor > 1) {
+  if (sh.expert_tensor > 1) {
     bw.push_back(comm_op("moe_tp_grad_all_gather", CommRole::tensor_all_gather, z.busiest * sh.h * sh.a));
   }
   bw.push_back(gemm_op("moe_expert_down_dgrad", per_expert, z.f, sh.h, sh.a, z.local_experts));
@@ -76,7 +76,7 @@ void moe_backward(std::vector<LayerOp>& bw, const config::MoeSpec& moe, const Mo
   bw.push_back(elementwise::activation_backward(sh.kernels, z.busiest * z.f));
   bw.push_back(gemm_op("moe_expert_up_dgrad", per_expert, sh.h, z.up, sh.a, z.local_experts));
   bw.push_back(gemm_op("moe_expert_up_wgrad", sh.h, z.up, per_expert, sh.a, z.local_experts));
-  if (sh.tensor > 1) {
+  if (sh.expert_tensor > 1) {
     bw.push_back(
         comm_op("moe_tp_grad_reduce_scatter", CommRole::tensor_reduce_scatter, z.busiest * sh.h * sh.a));
   }

@@ -1,6 +1,8 @@
 // The routed experts of a mixture-of-experts layer (config::MoeSpec) as the ops one rank runs, per
-// micro-batch, with expert parallelism over `expert` ranks and the experts' weights split over the
-// tensor-parallel group as the attention's are (Megatron-Core's default expert tensor parallelism).
+// micro-batch, with expert parallelism over `expert` ranks and the experts' weights split over e_t
+// ranks: the tensor-parallel group as the attention's are (Megatron-Core's default expert tensor
+// parallelism), or none (e_t = 1 with tensor > 1: MoE parallel folding, --expert-tensor-parallel-size 1,
+// moe/README.md "MoE Parallel Folding": the expert group then spans tensor ranks, parallel/mesh.hpp).
 //
 // Sources: the token dispatcher of Megatron-Core (megatron/core/transformer/moe/token_dispatcher.py,
 // MoEAlltoAllTokenDispatcher; moe/README.md): each rank routes its own tokens (its sequence shard under
@@ -15,11 +17,12 @@
 // Per micro-batch, with T the tokens of the tensor-parallel group (micro-batch x sequence / context),
 // T_r the tokens this rank routes (T / tensor with sequence parallelism, else T), h the hidden size,
 // E the experts, k top_k, a bytes per activation element, f the expert's FFN width on this rank
-// (expert_ffn_hidden_size / tensor), and R = T k x busiest_factor the token copies the busiest
-// expert-parallel rank computes (each of its E / expert local experts gets R / (E / expert)):
+// (expert_ffn_hidden_size / e_t), and R = T_r k e_t x busiest_factor the token copies the busiest
+// expert-parallel rank computes (each of its E / expert local experts gets R / (E / expert); T k
+// when e_t is the tensor degree):
 //   forward   router GEMM [T_r x h] x [h x E]; softmax and top-k over T_r x E FP32 scores (read and
 //             written: 8 bytes each); permute 2 T_r k h a bytes; dispatch all-to-all of T_r k h a bytes
-//             (x busiest_factor: the busiest rank's share) over the expert group; with tensor > 1 an
+//             (x busiest_factor: the busiest rank's share) over the expert group; with e_t > 1 an
 //             all-gather of R h a over the tensor group; grouped GEMMs up [R x h] x [h x f (2f SwiGLU)],
 //             the activation, down [R x f] x [f x h]; the reduce-scatter of R h a; the combining
 //             all-to-all; unpermute and the weighted sum, 2 T_r k h a + T_r h a bytes.
@@ -29,8 +32,8 @@
 // input on a group of one (tensor_parallel/mappings.py).
 // Dropless (no capacity_factor), the exchanges' sizes come from the token counts, which the host must
 // read (MoEAlltoAllTokenDispatcher.preprocess and _maybe_dtoh_and_synchronize): with expert > 1 (or
-// tensor > 1) each rank's count per expert, E x 8 bytes, is all-gathered over the expert group (the
-// tensor group when expert is 1; Megatron-Core gathers over tensor x expert, whose tensor part, inside
+// e_t > 1) each rank's count per expert, E x 8 bytes, is all-gathered over the expert group (the
+// tensor group when expert is 1; Megatron-Core gathers over e_t x expert, whose e_t part, inside
 // the node, is not counted), copied to the host, and the host synchronizes before it issues the
 // dispatch all-to-all ("before_ep_alltoall"; "before_finish" without expert or tensor parallelism):
 // forward, after the permutation, a zero-time op the host waits on (LayerOp::host_waits). The host
@@ -54,7 +57,7 @@ struct MoeShard {
   double routed = 0;  // T_r above
   double h = 0;
   double a = 2;
-  double tensor = 1;
+  double expert_tensor = 1;  // e_t below: the tensor degree, or 1 (folded)
   double expert = 1;
   bool swiglu = true;
   elementwise::Kernels kernels;

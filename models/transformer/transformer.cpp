@@ -411,9 +411,9 @@ void grad_accumulation(std::vector<LayerOp>& bw, const Dims& d, const config::Tr
     tensors += 1;
     elements += d.h * static_cast<double>(m.moe->experts);
     if (m.moe->shared_ffn_hidden_size > 0) mlp(shared_expert_dims(d, m));
-    if (unfused) {  // the rank's experts / expert experts, split over the tensor group
+    if (unfused) {  // the rank's experts / expert experts, split over the expert tensor group
       tensors += 2;
-      elements += routed_expert_parameters(m) / (static_cast<double>(sh.expert) * d.t);
+      elements += routed_expert_parameters(m) / static_cast<double>(sh.expert * sh.expert_tensor_degree());
     }
   }
   // Into the FP32 main gradient (read, add the 16-bit gradient, write), or without master weights into
@@ -431,7 +431,7 @@ MoeShard moe_shard(const Dims& d, const ShardConfig& sh) {
                   .routed = d.tokens_elementwise,
                   .h = d.h,
                   .a = d.a,
-                  .tensor = d.t,
+                  .expert_tensor = static_cast<double>(sh.expert_tensor_degree()),
                   .expert = static_cast<double>(sh.expert),
                   .swiglu = d.swiglu,
                   .kernels = d.kernels};

@@ -13,8 +13,9 @@ namespace dtsim::config {
 enum class RegimeScale { one_gpu, one_node, multi_node };
 enum class RegimeMetric { time, rate };
 // The workload a group validates: transformers (and MLPs), layer-table workloads (CNNs, parameter
-// servers), recommendation models.
-enum class RegimeWorkload { transformer, layer_table, dlrm };
+// servers), recommendation models, mixture-of-experts transformers (whose expert layers the dense
+// groups do not validate).
+enum class RegimeWorkload { transformer, layer_table, dlrm, moe };
 
 struct ValidatedRegime {
   std::string group;     // the validation group's title

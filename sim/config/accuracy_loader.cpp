@@ -25,7 +25,8 @@ std::vector<ValidatedRegime> load_accuracy(const std::string& hardware_profiles)
   const auto percent = NumberRule::between(-1000.0, 1000.0);
   constexpr std::array kWorkloads{Choice<RegimeWorkload>{"transformer", RegimeWorkload::transformer},
                                   Choice<RegimeWorkload>{"layer_table", RegimeWorkload::layer_table},
-                                  Choice<RegimeWorkload>{"dlrm", RegimeWorkload::dlrm}};
+                                  Choice<RegimeWorkload>{"dlrm", RegimeWorkload::dlrm},
+                                  Choice<RegimeWorkload>{"moe", RegimeWorkload::moe}};
   constexpr std::array kScales{Choice<RegimeScale>{"one_gpu", RegimeScale::one_gpu},
                                Choice<RegimeScale>{"one_node", RegimeScale::one_node},
                                Choice<RegimeScale>{"multi_node", RegimeScale::multi_node}};

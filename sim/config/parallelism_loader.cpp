@@ -69,8 +69,8 @@ ParallelismSpec read_parallelism(ObjectReader& top, const Scenario& scenario, co
   const json* found = top.find("parallelism");
   ObjectReader r(found != nullptr ? *found : empty, top.file(), pointer_append(top.pointer(), "parallelism"));
   r.expect_keys({"data", "tensor", "pipeline", "virtual_stages", "sequence_parallel", "context", "expert",
-                 "zero_stage", "zero3", "distributed_optimizer", "tp_comm_overlap", "tp_backward_overlap",
-                 "schedule", "order", "pipeline_comm", "embeddings"});
+                 "expert_tensor", "zero_stage", "zero3", "distributed_optimizer", "tp_comm_overlap",
+                 "tp_backward_overlap", "schedule", "order", "pipeline_comm", "embeddings"});
   const IntRule positive = IntRule::positive();
   ParallelismSpec p;
   const std::optional<std::int64_t> data = r.maybe<std::int64_t>("data", positive);
@@ -80,6 +80,7 @@ ParallelismSpec read_parallelism(ObjectReader& top, const Scenario& scenario, co
   p.sequence_parallel = r.optional<bool>("sequence_parallel", false);
   p.context = r.optional<std::int64_t>("context", 1, positive);
   p.expert = r.optional<std::int64_t>("expert", 1, positive);
+  p.expert_tensor = r.maybe<std::int64_t>("expert_tensor", positive);
   p.zero_stage = r.optional<int>("zero_stage", 0, IntRule::between(0, 3));
   if (std::optional<ObjectReader> z = r.optional_child("zero3")) {
     if (p.zero_stage != 3) {
@@ -155,6 +156,14 @@ ParallelismSpec read_parallelism(ObjectReader& top, const Scenario& scenario, co
         fmt::format("got {}; expected 1: expert parallelism needs a mixture-of-experts model (model.moe), "
                     "and {} is a dense transformer",
                     p.expert, scenario.model.preset.empty() ? "this model" : scenario.model.preset));
+  }
+
+  if (p.expert_tensor && !scenario.model.moe) {
+    throw r.error_at(
+        "expert_tensor",
+        fmt::format("got {}; expert tensor parallelism needs a mixture-of-experts model "
+                    "(model.moe), and {} is a dense transformer",
+                    *p.expert_tensor, scenario.model.preset.empty() ? "this model" : scenario.model.preset));
   }
 
   // Degrees whose product is not the cluster's GPU count make a plan that cannot run, not bad input: the

@@ -205,6 +205,11 @@ struct ParallelismSpec {
   bool sequence_parallel = false;
   std::int64_t context = 1;
   std::int64_t expert = 1;
+  // Expert tensor parallelism (Megatron-Core --expert-tensor-parallel-size): the routed experts' widths
+  // split over this many ranks; absent, the tensor degree (the attention's). 1 with tensor > 1 is
+  // Megatron-Core's MoE parallel folding: the experts are not split, and the expert-parallel group takes
+  // the stage's ranks in tensor, context, data order (parallel/mesh.hpp).
+  std::optional<std::int64_t> expert_tensor;
   int zero_stage = 0;
   Zero3Spec zero3;  // used with zero_stage 3 (a stack's is kept at other stages, for a search)
   bool distributed_optimizer = false;
@@ -223,6 +228,15 @@ struct ParallelismSpec {
   // Rank placement: Megatron-LM's default numbers tensor ranks fastest, then context, data, pipeline.
   MeshOrder order{MeshDim::tensor, MeshDim::context, MeshDim::data, MeshDim::pipeline};
   EmbeddingPlan embeddings;  // DLRM models only (parallelism.embeddings)
+
+  std::int64_t expert_tensor_degree() const { return expert_tensor.value_or(tensor); }
+  // The experts are folded over the tensor ranks: split over fewer ranks than the attention.
+  bool folded_experts() const { return expert_tensor_degree() != tensor; }
+  // Ranks holding the same experts (their gradients are reduced and their optimizer states sharded
+  // over them): a stage's ranks over expert x expert_tensor.
+  std::int64_t expert_data_degree() const {
+    return tensor / expert_tensor_degree() * context * data / expert;
+  }
 };
 
 enum class Recompute { none, selective, full };

@@ -21,26 +21,54 @@ std::optional<std::int64_t> every_rank_stage_gpus(const config::Scenario& s) {
   return s.gpu_count() / s.parallelism.pipeline;
 }
 
+// Folded experts (expert_tensor 1, tensor > 1): the expert group takes e consecutive ranks of the
+// stage in tensor, context, data order (mesh.hpp). Every group must be its first one shifted (the
+// layouts assume it), so e divides the tensor degree, or covers whole tensor groups and divides the
+// context degree in them, or covers whole tensor x context blocks and divides the data degree in them.
+std::optional<std::string> folded_expert_infeasible(const config::ParallelismSpec& p) {
+  const std::int64_t e = p.expert;
+  const std::int64_t tc = p.tensor * p.context;
+  const bool aligned = p.tensor % e == 0 || (e % p.tensor == 0 && p.context % (e / p.tensor) == 0) ||
+                       (e % tc == 0 && p.data % (e / tc) == 0);
+  if (aligned) return std::nullopt;
+  return fmt::format(
+      "expert parallel {} with expert_tensor 1 must divide tensor {}, or cover whole tensor groups and "
+      "divide context {} by their count, or cover whole tensor x context blocks and divide data {} by "
+      "their count (the expert group takes the stage's ranks in tensor, context, data order)",
+      e, p.tensor, p.context, p.data);
+}
+
 // A mixture-of-experts plan: the expert degree splits the experts and the data-parallel ranks (the
-// expert group lies inside the data group: mesh.hpp), the expert widths split over the tensor group,
-// and the expert layers need what Megatron-Core needs of them.
+// expert group lies inside the data group: mesh.hpp) or, folded, the stage's ranks; the expert widths
+// split over the expert tensor group, the shared experts' over the tensor group; and the expert layers
+// need what Megatron-Core needs of them.
 std::optional<std::string> moe_infeasible(const config::Scenario& s) {
   const config::MoeSpec& moe = *s.model.moe;
   const auto& p = s.parallelism;
+  const std::int64_t et = p.expert_tensor_degree();
   if (moe.experts % p.expert != 0) {
     return fmt::format("experts {} are not divisible by expert parallel {}", moe.experts, p.expert);
   }
-  if (p.data % p.expert != 0) {
+  if (et != p.tensor && et != 1) {
+    return fmt::format(
+        "expert_tensor {}: only 1 (experts not split, folded over the tensor ranks) or the tensor "
+        "degree {} is modelled",
+        et, p.tensor);
+  }
+  if (!p.folded_experts() && p.data % p.expert != 0) {
     return fmt::format(
         "data parallel {} is not divisible by expert parallel {} (the expert group lies inside "
         "the data-parallel group)",
         p.data, p.expert);
   }
-  if (moe.expert_ffn_hidden_size % p.tensor != 0 || moe.shared_ffn_hidden_size % p.tensor != 0) {
+  if (p.folded_experts()) {
+    if (auto why = folded_expert_infeasible(p)) return why;
+  }
+  if (moe.expert_ffn_hidden_size % et != 0 || moe.shared_ffn_hidden_size % p.tensor != 0) {
     return fmt::format(
-        "expert_ffn_hidden_size {} and shared_ffn_hidden_size {} must be divisible by tensor "
-        "parallel {}",
-        moe.expert_ffn_hidden_size, moe.shared_ffn_hidden_size, p.tensor);
+        "expert_ffn_hidden_size {} must be divisible by expert tensor parallel {} and "
+        "shared_ffn_hidden_size {} by tensor parallel {}",
+        moe.expert_ffn_hidden_size, et, moe.shared_ffn_hidden_size, p.tensor);
   }
   if (p.tensor > 1 && !p.sequence_parallel) {
     return fmt::format(
@@ -124,9 +152,13 @@ std::optional<std::string> infeasibility(const config::Scenario& s) {
     if (auto why = moe_infeasible(s)) return why;
   }
   const auto chunks = core::checked_mul(p.pipeline, p.virtual_stages);
-  if (!chunks || m.layers < *chunks) {
-    return fmt::format("layers {} are fewer than pipeline x virtual_stages = {} model chunks", m.layers,
-                       product_text(p.pipeline, p.virtual_stages));
+  // The first and the last chunk may hold only the embedding and the output layer
+  // (pipeline_schedule.hpp, chunk_layers).
+  if (!chunks || m.layers < *chunks - 2) {
+    return fmt::format(
+        "layers {} are fewer than pipeline x virtual_stages = {} model chunks less the two ends "
+        "(the first and the last chunk may hold only the embedding and the output layer)",
+        m.layers, product_text(p.pipeline, p.virtual_stages));
   }
   if (p.context > 1 && m.seq_length % (2 * p.context) != 0) {  // context <= GPUs: 2 x context fits
     return fmt::format(

@@ -85,7 +85,7 @@ GroupLayouts::GroupLayouts(const Mesh& mesh, bool per_rank, std::vector<double> 
   leaving_.assign(static_cast<std::size_t>(nodes), 0);
   arriving_.assign(static_cast<std::size_t>(nodes), 0);
   for (const GroupKind kind : {GroupKind::tensor, GroupKind::context, GroupKind::data}) add_groups(kind);
-  if (mesh.expert() > 1 && mesh.degree(config::MeshDim::data) % mesh.expert() == 0) {
+  if (mesh.has_expert_groups()) {
     add_groups(GroupKind::expert);
     add_groups(GroupKind::expert_data);
   } else {  // no expert groups: the experts' gradients are reduced over the data group

@@ -86,7 +86,7 @@ std::int64_t Lowering::group_size(GroupKind kind) const {
     case GroupKind::expert:
       return par.expert;
     case GroupKind::expert_data:
-      return par.context * par.data / par.expert;
+      return par.expert_data_degree();
   }
   return 1;
 }

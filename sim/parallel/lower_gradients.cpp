@@ -38,7 +38,7 @@ void Lowering::emit_gradient_sync_and_optimizer(std::int64_t r) {
   const auto& par = s_.parallelism;
   const bool sharded = par.distributed_optimizer || par.zero_stage >= 1;
   const std::int64_t dp = par.data * par.context;
-  const std::int64_t edp = dp / par.expert;
+  const std::int64_t edp = par.expert_data_degree();
   const std::int64_t stage = coord(r).stage;
   const TaskId backward_end = stage_last_[static_cast<std::size_t>(r)];
   const std::vector<TaskId>& reductions = data_tasks_[static_cast<std::size_t>(r)];
@@ -59,6 +59,9 @@ void Lowering::emit_gradient_sync_and_optimizer(std::int64_t r) {
         (stage_parameters_per_gpu(s_, stage).dense - static_cast<double>(ready.size()) * layer.dense) * grad;
     double bucket = extra_bytes;  // embedding/head gradients travel with the first bucket
     double expert_bucket = 0.0;
+    // A stage that holds only the embedding or the output layer (pipeline_schedule.hpp, chunk_layers)
+    // reduces their gradients after its backward.
+    if (ready.empty()) reduce_bucket(r, bucket, 0.0, backward_end, sharded);
     for (std::size_t i = 0; i < ready.size(); ++i) {
       bucket += layer_bytes;
       expert_bucket += expert_bytes;
@@ -110,19 +113,24 @@ void Lowering::emit_overlapped_param_gathers(std::int64_t r) {
   double expert_bucket = 0.0;
   std::optional<TaskId> bucket_user;
   if (stage == 0) bucket_user = step_first_[static_cast<std::size_t>(r)];
+  bool pending = true;  // the bucket holds parameters not gathered yet
   for (std::int64_t c = 0; c < v_; ++c) {
     for (std::int64_t l = 0; l < layers_in(stage, c); ++l) {
       if (!bucket_user) bucket_user = first_use_[layer_index(r, c, l)];
       bucket += layer_bytes;
       expert_bucket += expert_bytes;
-      const bool last = c == v_ - 1 && l == layers_in(stage, c) - 1;
-      if (bucket + expert_bucket < s_.training.bucket_bytes && !last) continue;
+      pending = true;
+      if (bucket + expert_bucket < s_.training.bucket_bytes) continue;
       gather_parameters(r, bucket, expert_bucket, Chain{}, bucket_user);
       bucket = 0.0;
       expert_bucket = 0.0;
       bucket_user.reset();
+      pending = false;
     }
   }
+  // The last bucket, or the embedding's or output layer's alone on a stage without layers
+  // (pipeline_schedule.hpp, chunk_layers).
+  if (pending) gather_parameters(r, bucket, expert_bucket, Chain{}, bucket_user);
 }
 
 // ZeRO-3's collectives of one layer (zero3.hpp) over rank r's data-parallel layout, interned once per layout.

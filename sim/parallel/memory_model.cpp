@@ -48,7 +48,7 @@ GpuParameters layer_parameters_per_gpu(const config::Scenario& s) {
   const double t = static_cast<double>(s.parallelism.tensor);
   const double routed = models::routed_expert_parameters(s.model);
   return {(models::parameters_per_layer(s.model) - routed) / t,
-          routed / (t * static_cast<double>(s.parallelism.expert))};
+          routed / static_cast<double>(s.parallelism.expert_tensor_degree() * s.parallelism.expert)};
 }
 
 GpuParameters stage_parameters_per_gpu(const config::Scenario& s, std::int64_t stage) {
@@ -69,11 +69,11 @@ MemoryEstimate stage_memory(const config::Scenario& s, std::int64_t stage) {
   const double d = static_cast<double>(par.data) * static_cast<double>(par.context);
   const bool first = stage == 0;
   const bool last = stage == par.pipeline - 1;
-  // The routed experts' states are sharded over the expert_data group (data x context / expert).
+  // The routed experts' states are sharded over the expert_data group (ParallelismSpec::expert_data_degree).
   const GpuParameters held = stage_parameters_per_gpu(s, stage);
   const double params = held.dense;
   const double experts = held.experts;
-  const double ed = d / static_cast<double>(par.expert);
+  const double ed = static_cast<double>(par.expert_data_degree());
 
   const ParameterBytes b = parameter_bytes(s.training);
   const bool shard_optimizer = par.distributed_optimizer || par.zero_stage >= 1;

@@ -36,6 +36,7 @@ Mesh Mesh::of(const config::Scenario& scenario) {
   }
   m.gpus_per_node_ = scenario.node.gpus_per_node;
   m.expert_ = p.expert;
+  m.folded_ = p.folded_experts();
   return m;
 }
 
@@ -58,8 +59,22 @@ Coord Mesh::coord_of(std::int64_t rank) const {
                at(config::MeshDim::data)};
 }
 
+std::int64_t Mesh::folded_index(const Coord& c) const {
+  return c.tensor + degree(config::MeshDim::tensor) * (c.context + degree(config::MeshDim::context) * c.data);
+}
+
+Coord Mesh::folded_coord(std::int64_t stage, std::int64_t j) const {
+  const std::int64_t t = degree(config::MeshDim::tensor);
+  const std::int64_t cp = degree(config::MeshDim::context);
+  return Coord{stage, j % t, j / t % cp, j / (t * cp)};
+}
+
 std::int64_t Mesh::first_member(std::int64_t r, GroupKind kind) const {
   const Coord c = coord_of(r);
+  if (folded_ && (kind == GroupKind::expert || kind == GroupKind::expert_data)) {
+    const std::int64_t j = folded_index(c);
+    return rank_of(folded_coord(c.stage, kind == GroupKind::expert ? j - j % expert_ : j % expert_));
+  }
   switch (kind) {
     case GroupKind::tensor:
       return r - c.tensor * stride(config::MeshDim::tensor);
@@ -78,6 +93,19 @@ std::int64_t Mesh::first_member(std::int64_t r, GroupKind kind) const {
 
 void Mesh::group_members(const Coord& c, GroupKind kind, std::vector<std::int64_t>& out) const {
   out.clear();
+  if (folded_ && (kind == GroupKind::expert || kind == GroupKind::expert_data)) {
+    const std::int64_t j = folded_index(c);
+    const std::int64_t stage_ranks = size() / degree(config::MeshDim::pipeline);
+    if (kind == GroupKind::expert) {
+      for (std::int64_t i = j - j % expert_; i < j - j % expert_ + expert_; ++i)
+        out.push_back(rank_of(folded_coord(c.stage, i)));
+    } else {
+      for (std::int64_t i = j % expert_; i < stage_ranks; i += expert_)
+        out.push_back(rank_of(folded_coord(c.stage, i)));
+    }
+    std::sort(out.begin(), out.end());
+    return;
+  }
   Coord m = c;
   switch (kind) {
     case GroupKind::tensor:

@@ -29,7 +29,10 @@ struct Coord {
 // parallelism (mixture-of-experts models, degree e dividing data): expert varies the data coordinate
 // within its block of e consecutive ones (the ranks that exchange tokens: Megatron-Core orders expert
 // inside data), expert_data the context coordinate and the data coordinates of the same place in every
-// block (the ranks holding the same experts, whose gradients they reduce).
+// block (the ranks holding the same experts, whose gradients they reduce). Folded experts
+// (parallelism.expert_tensor 1 with tensor > 1, Megatron-Core's MoE parallel folding): a stage's ranks
+// are taken in tensor, context, data order, j = tensor + t (context + c data); expert is a block of e
+// consecutive j, expert_data the j of the same place in every block.
 enum class GroupKind : std::uint8_t { tensor, context, data, expert, expert_data };
 inline constexpr int kGroupKinds = 5;
 
@@ -42,6 +45,11 @@ class Mesh {
   std::int64_t size() const;
   std::int64_t gpus_per_node() const { return gpus_per_node_; }
   std::int64_t expert() const { return expert_; }  // expert-parallel degree, within data
+  bool folded_experts() const { return folded_; }
+  // The plan has groups of kind expert and expert_data (else the experts' gradients go over data).
+  bool has_expert_groups() const {
+    return expert_ > 1 && (folded_ || degree(config::MeshDim::data) % expert_ == 0);
+  }
   // Two meshes with the same degrees, strides and node size place every rank alike.
   friend auto operator<=>(const Mesh&, const Mesh&) = default;
   std::int64_t node_of(std::int64_t rank) const { return rank / gpus_per_node_; }
@@ -61,6 +69,11 @@ class Mesh {
   std::array<std::int64_t, config::kMeshDims> stride_{};
   std::int64_t gpus_per_node_ = 1;
   std::int64_t expert_ = 1;  // expert-parallel degree
+  bool folded_ = false;      // folded experts (above)
+
+  // A rank's place in its stage in tensor, context, data order (folded experts), and back.
+  std::int64_t folded_index(const Coord& c) const;
+  Coord folded_coord(std::int64_t stage, std::int64_t j) const;
 };
 
 }  // namespace dtsim::parallel

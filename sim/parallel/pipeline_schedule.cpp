@@ -60,7 +60,7 @@ std::vector<PipelineStep> interleaved(std::int64_t p, std::int64_t s, std::int64
 
 std::vector<std::int64_t> chunk_layers(std::int64_t layers, std::int64_t stages, std::int64_t virtual_stages) {
   const std::int64_t chunks = stages * virtual_stages;
-  DTSIM_CHECK(chunks >= 1 && layers >= chunks, "fewer layers than pipeline chunks");
+  DTSIM_CHECK(chunks >= 1 && layers >= 1 && layers >= chunks - 2, "fewer layers than pipeline chunks");
   const std::int64_t base = layers / chunks;
   const std::int64_t extra = layers % chunks;
   std::vector<std::int64_t> out(static_cast<std::size_t>(chunks), base);

@@ -27,7 +27,11 @@ struct PipelineStep {
 // Layers of each model chunk (index: chunk * stages + stage, the order layers flow through). When the
 // layers do not divide evenly, the first and the last chunks get the fewer layers, since they also
 // hold the embedding and the output layer (the split Llama 3 used: Dubey et al. 2024, Sec. 3.3.2).
-// Requires layers >= stages * virtual_stages.
+// With fewer layers than chunks, the first and the last chunk may hold none, only the embedding or
+// the output layer: Megatron-Core's --account-for-embedding-in-pipeline-split and
+// --account-for-loss-in-pipeline-split, which count each as a layer (94 layers on 32 stages x 3
+// virtual: 0, then 1 in each of the 94 middle chunks, then 0). Requires layers >= chunks - 2 (and
+// >= 1), every middle chunk holding a layer (feasibility.hpp says so otherwise).
 std::vector<std::int64_t> chunk_layers(std::int64_t layers, std::int64_t stages, std::int64_t virtual_stages);
 
 std::vector<PipelineStep> stage_schedule(config::Schedule schedule, std::int64_t stages, std::int64_t stage,

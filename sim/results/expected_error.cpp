@@ -21,18 +21,15 @@ double as_time_error(double rate_error_pct) { return 100.0 * (1.0 / (1.0 + rate_
 }  // namespace
 
 ExpectedError expected_error(const config::Scenario& scenario, const std::vector<config::ValidatedRegime>& regimes) {
+  // A mixture of experts has groups of its own: the dense groups' errors say nothing of the expert layers.
   const config::RegimeWorkload workload = scenario.layer_model ? config::RegimeWorkload::layer_table
-                                          : scenario.dlrm        ? config::RegimeWorkload::dlrm
-                                                                 : config::RegimeWorkload::transformer;
+                                          : scenario.dlrm      ? config::RegimeWorkload::dlrm
+                                          : scenario.model.moe ? config::RegimeWorkload::moe
+                                                               : config::RegimeWorkload::transformer;
   const std::string family = family_of(scenario.gpu.id);
   if (!scenario.cluster.mixed_gpus.empty()) {
     ExpectedError none;
     none.reason = "no validated runs on mixed GPU generations";
-    return none;
-  }
-  if (scenario.model.moe) {  // the dense groups' errors say nothing of the expert layers
-    ExpectedError none;
-    none.reason = "no validated mixture-of-experts runs";
     return none;
   }
   const config::RegimeScale scale = scale_of(scenario);
@@ -64,7 +61,8 @@ ExpectedError expected_error(const config::Scenario& scenario, const std::vector
     return e;
   }
   ExpectedError none;
-  constexpr std::array<const char*, 3> kWorkloadNames{"transformer", "layer-table", "DLRM"};
+  constexpr std::array<const char*, 4> kWorkloadNames{"transformer", "layer-table", "DLRM",
+                                                      "mixture-of-experts"};
   none.reason =
       fmt::format("no validated {} runs on {} GPUs", kWorkloadNames[static_cast<std::size_t>(workload)], family);
   return none;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -99,8 +100,8 @@ std::size_t first_broken_rule(const config::Scenario& s, double headroom_bytes) 
 std::string strategy_label(const config::Scenario& s) {
   const auto& p = s.parallelism;
   return fmt::format("tp{} pp{} dp{} cp{}{} v{} mb{} {} rc={} {}", p.tensor, p.pipeline, p.data, p.context,
-                     s.model.moe ? fmt::format(" ep{}", p.expert) : "", p.virtual_stages,
-                     s.training.micro_batch_size, p.sequence_parallel ? "sp" : "-",
+                     s.model.moe ? fmt::format(" ep{}{}", p.expert, p.folded_experts() ? " etp1" : "") : "",
+                     p.virtual_stages, s.training.micro_batch_size, p.sequence_parallel ? "sp" : "-",
                      config::to_string(s.training.activation_recompute),
                      sharding_name(p.zero_stage, p.distributed_optimizer));
 }
@@ -137,15 +138,26 @@ Space enumerate_space(const config::Scenario& base, const SpaceBounds& bounds) {
       for (std::int64_t pp = 1; pp <= std::min(rest, max_pipeline); ++pp) {
         if (rest % pp != 0) continue;
         const std::int64_t dp = rest / pp;
-        // Expert parallelism (mixture-of-experts models): powers of two dividing data and the experts.
-        std::vector<std::int64_t> experts{base.parallelism.expert};
+        // Expert parallelism (mixture-of-experts models): powers of two dividing the experts and data,
+        // the experts split over the tensor group; with tensor > 1 also folded (expert_tensor 1), powers
+        // of two dividing the stage's ranks (feasibility.hpp rejects the misaligned ones).
+        struct ExpertLayout {
+          std::int64_t ep = 1;
+          std::optional<std::int64_t> expert_tensor;
+        };
+        std::vector<ExpertLayout> experts{{base.parallelism.expert, base.parallelism.expert_tensor}};
         if (base.model.moe && !bounds.keep_expert) {
           experts.clear();
           for (const std::int64_t ep : powers_of_two(dp)) {
-            if (dp % ep == 0 && base.model.moe->experts % ep == 0) experts.push_back(ep);
+            if (dp % ep == 0 && base.model.moe->experts % ep == 0) experts.push_back({ep, std::nullopt});
+          }
+          if (tp > 1) {
+            for (const std::int64_t ep : powers_of_two(tp * cp * dp)) {
+              if (base.model.moe->experts % ep == 0) experts.push_back({ep, 1});
+            }
           }
         }
-        for (const std::int64_t ep : experts) {
+        for (const auto& [ep, expert_tensor] : experts) {
           for (std::int64_t v = 1; v <= (pp > 1 ? max_virtual : 1); ++v) {
             for (const std::int64_t mb : powers_of_two(max_micro)) {
               for (const bool sp : tp > 1 && !bounds.keep_sequence_parallel
@@ -163,6 +175,7 @@ Space enumerate_space(const config::Scenario& base, const SpaceBounds& bounds) {
                     par.pipeline = pp;
                     par.data = dp;
                     par.expert = ep;
+                    par.expert_tensor = expert_tensor;
                     par.virtual_stages = v;
                     par.schedule = v > 1 ? config::Schedule::interleaved : flat_schedule;
                     par.sequence_parallel = sp;
