@@ -64,12 +64,17 @@ std::vector<std::int64_t> chunk_layers(std::int64_t layers, std::int64_t stages,
   const std::int64_t base = layers / chunks;
   const std::int64_t extra = layers % chunks;
   std::vector<std::int64_t> out(static_cast<std::size_t>(chunks), base);
-  // Hand the extra layers to the chunks farthest from either end first, so the ends keep `base`.
-  std::vector<std::int64_t> order(static_cast<std::size_t>(chunks));
-  for (std::int64_t i = 0; i < chunks; ++i) order[static_cast<std::size_t>(i)] = i;
-  const auto depth = [chunks](std::int64_t i) { return std::min(i, chunks - 1 - i); };
-  std::stable_sort(order.begin(), order.end(), [&](std::int64_t a, std::int64_t b) { return depth(a) > depth(b); });
-  for (std::int64_t k = 0; k < extra; ++k) ++out[static_cast<std::size_t>(order[static_cast<std::size_t>(k)])];
+  // Hand the extra layers to the chunks farthest from either end first, so the ends keep `base`: by
+  // decreasing depth min(i, chunks - 1 - i), the lower index first at equal depth.
+  std::int64_t left = extra;
+  for (std::int64_t depth = (chunks - 1) / 2; depth >= 0 && left > 0; --depth) {
+    ++out[static_cast<std::size_t>(depth)];
+    --left;
+    if (left > 0 && chunks - 1 - depth != depth) {
+      ++out[static_cast<std::size_t>(chunks - 1 - depth)];
+      --left;
+    }
+  }
   return out;
 }
 

@@ -15,11 +15,13 @@ namespace dtsim::search {
 
 namespace {
 
-// The scenario with m micro-batches per replica and `chunk_layers` layers per model chunk.
+// The scenario with m micro-batches per replica and `chunk_layers` layers per model chunk (0: its own
+// layers, which need not split evenly).
 config::Scenario reduced(const config::Scenario& s, std::int64_t m, std::int64_t chunk_layers) {
   config::Scenario out = s;
   out.training.global_batch_size = m * s.parallelism.data * s.training.micro_batch_size;
-  out.model.layers = chunk_layers * s.parallelism.pipeline * s.parallelism.virtual_stages;
+  if (chunk_layers > 0)
+    out.model.layers = chunk_layers * s.parallelism.pipeline * s.parallelism.virtual_stages;
   return out;
 }
 
@@ -96,8 +98,10 @@ results::Result evaluate_extrapolated(const config::Scenario& scenario, Extrapol
   // A dimension is extrapolated only where that simulates fewer (micro-batch x layer) steps than its
   // real value: m1 + m2 < m, l1 + l2 < l (the work of the runs is their sum along each dimension).
   if (points.m1 + points.m2 >= m) points.m1 = points.m2 = m;
-  const std::int64_t l = scenario.model.layers / chunks;
-  if (points.l2 == 0 || points.l1 + points.l2 >= l) points.l1 = points.l2 = l;
+  // Layers that do not split evenly (the ends one short: parallel/pipeline_schedule.hpp) are simulated
+  // as they are (l 0 below: the scenario's own layers).
+  const std::int64_t l = scenario.model.layers % chunks == 0 ? scenario.model.layers / chunks : 0;
+  if (points.l2 == 0 || l == 0 || points.l1 + points.l2 >= l) points.l1 = points.l2 = l;
   if (points.m1 == m && points.l1 == l) return results::evaluate(scenario, options);
 
   const auto started = std::chrono::steady_clock::now();

@@ -15,7 +15,8 @@
 // virtual stages: m1 = 2, m2 = 3 (interleaved: 2p and 3p, see below), l1 = 4,
 // l2 = 6 (only when the layers split evenly into the chunks; with 2 and 3 layers the first gradient
 // buckets, sized in bytes, and the embedding's overlap differently and data-parallel plans on slow
-// networks were off by 0.5%). A dimension is extrapolated only where
+// networks were off by 0.5%); layers that do not split evenly into the chunks (the embedding and the
+// loss counted as layers) are simulated as they are. A dimension is extrapolated only where
 // its two points sum to less than its real value (fewer steps simulated); otherwise it is simulated at
 // its real value. tests/unit/test_search.cpp compares the
 // result with the full simulation and prints the error.

@@ -36,7 +36,8 @@ constexpr std::array<const char*, kRuleCount> kRuleText{
     "tensor degree does not divide heads",
     "kv_heads and tensor degree: neither divides the other",
     "tensor degree does not divide ffn_hidden_size",
-    "layers do not split evenly into pipeline x virtual stages",
+    "layers do not split evenly into pipeline x virtual stages, nor with the embedding and the loss counted "
+    "as layers",
     "seq_length not divisible by 2 x context degree",
     "global batch not divisible by data x micro-batch",
     "interleaved schedule: micro-batches not divisible by pipeline",
@@ -80,7 +81,9 @@ std::size_t first_broken_rule(const config::Scenario& s, double headroom_bytes) 
   if (m.kv_heads % p.tensor != 0 && p.tensor % m.kv_heads != 0) return kKvHeads;
   if (!m.moe && m.ffn_hidden_size % p.tensor != 0) return kFfn;
   const auto chunks = core::checked_mul(p.pipeline, p.virtual_stages);
-  if (!chunks || m.layers % *chunks != 0) return kLayers;
+  // An even split, or Megatron-Core's with the embedding and the loss counted as layers (the first and
+  // the last chunk one layer short: parallel/pipeline_schedule.hpp, chunk_layers).
+  if (!chunks || (m.layers % *chunks != 0 && (*chunks < 3 || (m.layers + 2) % *chunks != 0))) return kLayers;
   if (p.context > 1 && m.seq_length % (2 * p.context) != 0) return kSequence;
   const auto replica_batch = core::checked_mul(p.data, t.micro_batch_size);
   if (!replica_batch || t.global_batch_size % *replica_batch != 0) return kBatch;

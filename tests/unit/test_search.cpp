@@ -614,3 +614,43 @@ TEST_CASE("dtsim plan --top 2: each cluster's next ranked strategy, costed as th
   // Text: the alternative under its cluster's row.
   CHECK(out_text.str().find(" #2  ") != std::string::npos);
 }
+
+// Layers that fill the chunks only with the embedding and the loss counted as layers (30 on 8 stages x 4
+// virtual: the first and the last chunk hold none) are candidates of the space, and their estimate
+// simulates the real layers (the layer dimension is not reduced: it does not split evenly) with 2p and
+// 3p micro-batches: the affine law in the micro-batches holds (tolerance as above; prints its error).
+TEST_CASE("a split with the embedding and the loss counted as layers is searched and estimated") {
+  Scenario s = shipped("llama2-7b-h100-32.json");
+  s.model.layers = 30;
+  auto& p = s.parallelism;
+  p.tensor = 1;
+  p.context = 1;
+  p.pipeline = 8;
+  p.data = 4;
+  p.virtual_stages = 4;
+  p.schedule = dtsim::config::Schedule::interleaved;
+  s.training.micro_batch_size = 1;
+  s.training.global_batch_size = 4 * 64;  // 64 micro-batches per replica
+  REQUIRE_FALSE(dtsim::parallel::infeasibility(s));
+  const auto full = dtsim::results::evaluate(s, {.fuse_kernels = true});
+  const auto estimate = dtsim::search::evaluate_extrapolated(s);
+  REQUIRE(full.status == dtsim::results::Status::ok);
+  REQUIRE(estimate.status == dtsim::results::Status::ok);
+  const double error = std::abs(estimate.iteration_time_s - full.iteration_time_s) / full.iteration_time_s;
+  std::printf("30 layers on 8 x 4 chunks: estimate %.6f s, full %.6f s, error %.4f%%\n",
+              estimate.iteration_time_s, full.iteration_time_s, 100.0 * error);
+  CHECK(error <= 0.005);
+  CHECK(estimate.engine.tasks < full.engine.tasks);  // 8 + 12 micro-batches simulated, not 64
+
+  dtsim::search::SpaceBounds bounds;
+  bounds.max_micro_batch = 1;
+  bounds.max_tensor = 1;
+  bounds.max_context = 1;
+  bounds.keep_recompute = true;
+  bounds.keep_sharding = true;
+  const dtsim::search::Space space = dtsim::search::enumerate_space(s, bounds);
+  const bool listed = std::any_of(space.candidates.begin(), space.candidates.end(), [](const auto& c) {
+    return c.scenario.parallelism.pipeline == 8 && c.scenario.parallelism.virtual_stages == 4;
+  });
+  CHECK(listed);
+}
