@@ -152,12 +152,16 @@ double stored_layer_activation_bytes(const config::Scenario& s, config::Recomput
   const double per_width = m.mlp == config::MlpKind::swiglu ? 6 : 4;
   double mlp_intermediate = per_width * sb * f;
   if (m.moe) {
-    // The busiest expert-parallel rank's token copies (moe.hpp): their expert intermediates, and the
-    // received copies each GEMM keeps (up input, down output's gradient path: 2 h each); the shared
-    // experts as a dense MLP.
+    // The busiest expert-parallel rank's token copies (moe.hpp): R = sb / t x top_k x e_t x busiest,
+    // their expert intermediates at width f / e_t, the up GEMM's input of R copies at the full hidden
+    // size (the dispatcher all-gathers the copies over the expert tensor group before the experts) and
+    // the down output's gradient path after the reduce-scatter, R / e_t copies (2 h each); the shared
+    // experts as a dense MLP. Written times t, as `split` divides by it.
+    const double et = static_cast<double>(par.expert_tensor_degree());
     const double copies = sb * static_cast<double>(m.moe->top_k) * m.moe->busiest_factor();
     mlp_intermediate = per_width * copies * static_cast<double>(m.moe->expert_ffn_hidden_size) +
-                       4 * copies * h + per_width * sb * static_cast<double>(m.moe->shared_ffn_hidden_size);
+                       2 * (et + 1) * copies * h +
+                       per_width * sb * static_cast<double>(m.moe->shared_ffn_hidden_size);
   }
   const double split =
       (2 * sb * width + 4 * sb * kv * head_dim + 2 * sb * width + mlp_intermediate) * scale / t;

@@ -6,8 +6,9 @@
 //   gradients for bf16), optimizer 12 B (FP32 master, Adam m and v; fp32/tf32: 8 B). Data-parallel
 //   sharding: distributed optimizer or ZeRO-1 shards the optimizer, ZeRO-2 also gradients, ZeRO-3 also
 //   weights (plus the parameters gathered at once: zero3.hpp). A mixture-of-experts layer's routed
-//   experts (models/transformer/moe.hpp) are held experts / expert per GPU and their states sharded
-//   over data x context / expert ranks.
+//   experts (models/transformer/moe.hpp) are held experts / expert per GPU, split over the expert
+//   tensor ranks (the tensor degree, or 1 folded), and their states sharded over the ranks holding the
+//   same ones (ParallelismSpec::expert_data_degree).
 // Activations per layer and micro-batch (Korthikanti et al. 2022, arXiv 2205.05198, Sec. 4, for 16-bit
 // activations and 1-byte dropout masks), generalized to GQA and any FFN:
 //   replicated across tensor ranks (unless sequence parallel): 2 norm inputs 4sbh, QKV and MLP inputs
@@ -23,8 +24,9 @@
 //   With f = 4h, kv = a, no GQA this is sbh(34 + 5as/h) (their eq. 1) and sbh(10 + 24/t + 5as/(ht))
 //   with tensor parallelism (eq. 2).
 //   A mixture-of-experts layer keeps, instead of the MLP intermediates, its busiest rank's token copies'
-//   (c = s b top_k x busiest factor): 6 c f_e (SwiGLU; 4 GELU), the received and permuted copies 4 c h,
-//   and its shared experts' 6 s b f_s, split over tensor ranks.
+//   (c = s b top_k x busiest factor): 6 c f_e (SwiGLU; 4 GELU), the up GEMM's input of the received
+//   copies, gathered over the e_t expert tensor ranks, 2 e_t c h, the down output's gradient path
+//   2 c h, and its shared experts' 6 s b f_s, split over tensor ranks.
 // In flight on the first stage: 1F1B p micro-batches' worth of its layers (= L layers), interleaved
 // L (1 + (p-1)/(p v)), GPipe all m micro-batches (Korthikanti et al. Sec. 4.2.3).
 // Working set: while a layer's backward runs, the activations its recompute re-created are live too,
@@ -68,8 +70,8 @@ ParameterBytes parameter_bytes(config::Precision precision);
 ParameterBytes parameter_bytes(const config::TrainingSpec& training);
 
 // One GPU's parameters: the dense ones split over the tensor group, a mixture of experts' routed
-// experts (models/transformer/moe.hpp) over tensor x expert ranks. The dense ones are reduced and sharded
-// over data x context ranks, the experts' over data x context / expert. The memory model and the
+// experts (models/transformer/moe.hpp) over expert tensor x expert ranks. The dense ones are reduced and
+// sharded over data x context ranks, the experts' over the expert_data ranks. The memory model and the
 // lowering's gradient, optimizer and parameter-gather sizes count them from here.
 struct GpuParameters {
   double dense = 0.0;

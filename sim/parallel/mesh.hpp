@@ -47,8 +47,9 @@ class Mesh {
   std::int64_t expert() const { return expert_; }  // expert-parallel degree, within data
   bool folded_experts() const { return folded_; }
   // The plan has groups of kind expert and expert_data (else the experts' gradients go over data).
+  // Folded, always: without expert parallelism every rank of the stage holds every expert whole.
   bool has_expert_groups() const {
-    return expert_ > 1 && (folded_ || degree(config::MeshDim::data) % expert_ == 0);
+    return folded_ || (expert_ > 1 && degree(config::MeshDim::data) % expert_ == 0);
   }
   // Two meshes with the same degrees, strides and node size place every rank alike.
   friend auto operator<=>(const Mesh&, const Mesh&) = default;

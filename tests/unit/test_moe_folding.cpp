@@ -67,6 +67,15 @@ TEST_CASE("MoE folding: the expert group takes the stage's ranks in tensor, cont
   CHECK(mesh.first_member(13, dtsim::parallel::GroupKind::expert_data) == 1);
   // expert_data: tensor 2 / expert_tensor 1 x data 8 / expert 4 = 4 ranks hold the same experts.
   CHECK(s.parallelism.expert_data_degree() == 4);
+  // Folded without expert parallelism every rank of the stage holds every expert: their gradients go
+  // over all 16, not over the 8 data-parallel ranks of one tensor coordinate.
+  const auto whole =
+      folding_test::mixtral({{"tensor", 2}, {"sequence_parallel", true}, {"expert_tensor", 1}});
+  const auto whole_mesh = dtsim::parallel::Mesh::of(whole);
+  CHECK(whole_mesh.has_expert_groups());
+  whole_mesh.group_members(whole_mesh.coord_of(5), dtsim::parallel::GroupKind::expert_data, members);
+  CHECK(members.size() == 16);
+  CHECK(whole.parallelism.expert_data_degree() == 16);
 }
 
 TEST_CASE("MoE folding: the experts are not split, and no tensor-parallel exchange surrounds them") {
@@ -112,6 +121,12 @@ TEST_CASE("MoE folding: each GPU holds its experts whole, their states sharded o
   CHECK(dtsim::parallel::layer_parameters_per_gpu(folded).experts == doctest::Approx(1409286144.0 / 8));
   CHECK(split.parallelism.expert_data_degree() == 1);
   CHECK(folded.parallelism.expert_data_degree() == 2);
+  // Activations per layer and micro-batch: the same expert intermediates either way (R x f / e_t), but
+  // split, the up GEMM keeps its input of R = 2048 x 2 x 2 = 8,192 copies at the full hidden size after
+  // the all-gather, folded R = 4,096: (2 e_t + 2) x 8192 x 4096 / t bytes in BF16, 6 against 4, a
+  // difference of 2 x 8192 x 4096 / 2.
+  CHECK(dtsim::parallel::layer_activation_bytes(split) - dtsim::parallel::layer_activation_bytes(folded) ==
+        doctest::Approx(2.0 * 8192 * 4096 / 2));
   // It runs where it fits: 32 GPUs in 2 stages, the experts' states sharded over their 2 ranks.
   const auto fits = folding_test::load({{"preset", "mixtral-8x7b"}},
                                        {{"tensor", 2},
