@@ -27,6 +27,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -47,10 +48,12 @@ struct ShardConfig {
   bool autocast = false;  // config::TrainingSpec::autocast (autocast.hpp)
   config::Fp8Recipe fp8_recipe = config::Fp8Recipe::delayed;  // with precision fp8 (linear.hpp)
   std::int64_t expert = 1;  // expert-parallel degree (mixture-of-experts models: moe.hpp)
-  std::int64_t expert_tensor = 0;  // expert tensor-parallel degree, 1 folded (moe.hpp); 0: tensor
+  // config::ParallelismSpec::expert_tensor: the expert tensor-parallel degree, 1 folded (moe.hpp);
+  // absent: the tensor degree.
+  std::optional<std::int64_t> expert_tensor = std::nullopt;
   bool master_weights = true;  // config::TrainingSpec::master_weights: false, 16-bit gradients
 
-  std::int64_t expert_tensor_degree() const { return expert_tensor > 0 ? expert_tensor : tensor; }
+  std::int64_t expert_tensor_degree() const { return expert_tensor.value_or(tensor); }
 };
 
 // Communication a layer needs inside its tensor- or context-parallel group.

@@ -155,7 +155,7 @@ LayerOps intern_layer_ops(const config::Scenario& s, const LayerGroups& groups, 
                                   .autocast = s.training.autocast,
                                   .fp8_recipe = s.training.fp8_recipe,
                                   .expert = par.expert,
-                                  .expert_tensor = par.expert_tensor_degree(),
+                                  .expert_tensor = par.expert_tensor,
                                   .master_weights = s.training.master_weights};
   Interner interner(s, groups, graph, labels, comm_ops);
   LayerOps out;

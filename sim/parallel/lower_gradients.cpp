@@ -59,18 +59,18 @@ void Lowering::emit_gradient_sync_and_optimizer(std::int64_t r) {
         (stage_parameters_per_gpu(s_, stage).dense - static_cast<double>(ready.size()) * layer.dense) * grad;
     double bucket = extra_bytes;  // embedding/head gradients travel with the first bucket
     double expert_bucket = 0.0;
-    // A stage that holds only the embedding or the output layer (pipeline_schedule.hpp, chunk_layers)
-    // reduces their gradients after its backward.
-    if (ready.empty()) reduce_bucket(r, bucket, 0.0, backward_end, sharded);
-    for (std::size_t i = 0; i < ready.size(); ++i) {
+    for (const TaskId task : ready) {
       bucket += layer_bytes;
       expert_bucket += expert_bytes;
-      if (bucket + expert_bucket < s_.training.bucket_bytes && i + 1 < ready.size()) continue;
-      reduce_bucket(r, bucket, expert_bucket, s_.training.overlap_grad_reduce ? ready[i] : backward_end,
-                    sharded);
+      if (bucket + expert_bucket < s_.training.bucket_bytes) continue;
+      reduce_bucket(r, bucket, expert_bucket, s_.training.overlap_grad_reduce ? task : backward_end, sharded);
       bucket = 0.0;
       expert_bucket = 0.0;
     }
+    // The last bucket (nothing when the last layer filled one: empty buckets are skipped), or the
+    // embedding's or output layer's alone on a stage without layers (pipeline_schedule.hpp, chunk_layers).
+    const TaskId last = s_.training.overlap_grad_reduce && !ready.empty() ? ready.back() : backward_end;
+    reduce_bucket(r, bucket, expert_bucket, last, sharded);
   }
 
   const GpuParameters held = stage_parameters_per_gpu(s_, stage);
@@ -113,24 +113,20 @@ void Lowering::emit_overlapped_param_gathers(std::int64_t r) {
   double expert_bucket = 0.0;
   std::optional<TaskId> bucket_user;
   if (stage == 0) bucket_user = step_first_[static_cast<std::size_t>(r)];
-  bool pending = true;  // the bucket holds parameters not gathered yet
   for (std::int64_t c = 0; c < v_; ++c) {
     for (std::int64_t l = 0; l < layers_in(stage, c); ++l) {
       if (!bucket_user) bucket_user = first_use_[layer_index(r, c, l)];
       bucket += layer_bytes;
       expert_bucket += expert_bytes;
-      pending = true;
       if (bucket + expert_bucket < s_.training.bucket_bytes) continue;
       gather_parameters(r, bucket, expert_bucket, Chain{}, bucket_user);
       bucket = 0.0;
       expert_bucket = 0.0;
       bucket_user.reset();
-      pending = false;
     }
   }
-  // The last bucket, or the embedding's or output layer's alone on a stage without layers
-  // (pipeline_schedule.hpp, chunk_layers).
-  if (pending) gather_parameters(r, bucket, expert_bucket, Chain{}, bucket_user);
+  // The last bucket (as above), or the embedding's or output layer's alone on a stage without layers.
+  gather_parameters(r, bucket, expert_bucket, Chain{}, bucket_user);
 }
 
 // ZeRO-3's collectives of one layer (zero3.hpp) over rank r's data-parallel layout, interned once per layout.

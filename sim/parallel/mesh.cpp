@@ -72,8 +72,7 @@ Coord Mesh::folded_coord(std::int64_t stage, std::int64_t j) const {
 std::int64_t Mesh::first_member(std::int64_t r, GroupKind kind) const {
   const Coord c = coord_of(r);
   if (folded_ && (kind == GroupKind::expert || kind == GroupKind::expert_data)) {
-    const std::int64_t j = folded_index(c);
-    return rank_of(folded_coord(c.stage, kind == GroupKind::expert ? j - j % expert_ : j % expert_));
+    return rank_of(folded_coord(c.stage, folded_first(folded_index(c), kind)));
   }
   switch (kind) {
     case GroupKind::tensor:
@@ -94,15 +93,12 @@ std::int64_t Mesh::first_member(std::int64_t r, GroupKind kind) const {
 void Mesh::group_members(const Coord& c, GroupKind kind, std::vector<std::int64_t>& out) const {
   out.clear();
   if (folded_ && (kind == GroupKind::expert || kind == GroupKind::expert_data)) {
-    const std::int64_t j = folded_index(c);
-    const std::int64_t stage_ranks = size() / degree(config::MeshDim::pipeline);
-    if (kind == GroupKind::expert) {
-      for (std::int64_t i = j - j % expert_; i < j - j % expert_ + expert_; ++i)
-        out.push_back(rank_of(folded_coord(c.stage, i)));
-    } else {
-      for (std::int64_t i = j % expert_; i < stage_ranks; i += expert_)
-        out.push_back(rank_of(folded_coord(c.stage, i)));
-    }
+    // expert: the block of e places from its first; expert_data: every e-th place of the stage.
+    const bool block = kind == GroupKind::expert;
+    const std::int64_t first = folded_first(folded_index(c), kind);
+    const std::int64_t end = block ? first + expert_ : size() / degree(config::MeshDim::pipeline);
+    for (std::int64_t i = first; i < end; i += block ? 1 : expert_)
+      out.push_back(rank_of(folded_coord(c.stage, i)));
     std::sort(out.begin(), out.end());
     return;
   }

@@ -72,9 +72,13 @@ class Mesh {
   std::int64_t expert_ = 1;  // expert-parallel degree
   bool folded_ = false;      // folded experts (above)
 
-  // A rank's place in its stage in tensor, context, data order (folded experts), and back.
+  // A rank's place in its stage in tensor, context, data order (folded experts), and back; the first
+  // place of the expert or expert_data group of place j.
   std::int64_t folded_index(const Coord& c) const;
   Coord folded_coord(std::int64_t stage, std::int64_t j) const;
+  std::int64_t folded_first(std::int64_t j, GroupKind kind) const {
+    return kind == GroupKind::expert ? j - j % expert_ : j % expert_;
+  }
 };
 
 }  // namespace dtsim::parallel

@@ -14,6 +14,7 @@
 #include "config/scenario_loader.hpp"
 #include "models/transformer/moe.hpp"
 #include "models/transformer/transformer.hpp"
+#include "moe_fixture.hpp"
 #include "parallel/feasibility.hpp"
 #include "parallel/lower.hpp"
 #include "parallel/memory_model.hpp"
@@ -29,19 +30,7 @@ dtsim::config::Scenario mixtral(const json& parallelism, const json& moe = json:
                                 std::int64_t nodes = 2, std::int64_t global_batch = 64) {
   json model = {{"preset", "mixtral-8x7b"}};
   if (!moe.empty()) model["moe"] = moe;
-  const json s = {
-      {"schema_version", 1},
-      {"name", "mixtral"},
-      {"model", model},
-      {"cluster", {{"node", "dgx-h100"}, {"nodes", nodes}}},
-      {"parallelism", parallelism},
-      {"training", {{"global_batch_size", global_batch}, {"micro_batch_size", 1}, {"precision", "bf16"}}}};
-  return dtsim::config::load_scenario_text(s.dump(), "mixtral.json", dtsim::config::default_data_paths());
-}
-
-const dtsim::models::LayerOp* find(const std::vector<dtsim::models::LayerOp>& ops, const std::string& name) {
-  const auto it = std::find_if(ops.begin(), ops.end(), [&](const auto& op) { return op.name == name; });
-  return it == ops.end() ? nullptr : &*it;
+  return dtsim::testing::h100_scenario(model, parallelism, nodes, global_batch);
 }
 
 }  // namespace moe_test
@@ -71,35 +60,35 @@ TEST_CASE("MoE: one rank's exchanges and grouped GEMMs, balanced and skewed") {
   const auto p = dtsim::models::transformer_layer(m, shard);
   // Tokens T = 4096, top 2, h 4096, 2 bytes: each all-to-all moves the rank's T k h a = 67,108,864 bytes
   // (its whole buffer, graph::CommOp's all-to-all convention), twice forward and twice backward.
-  const auto* dispatch = moe_test::find(p.forward, "moe_dispatch_all_to_all");
+  const auto* dispatch = dtsim::testing::layer_op(p.forward, "moe_dispatch_all_to_all");
   REQUIRE(dispatch != nullptr);
   CHECK(dispatch->role == dtsim::models::CommRole::expert_all_to_all);
   CHECK(dispatch->comm_bytes == 67108864.0);
-  CHECK(moe_test::find(p.forward, "moe_combine_all_to_all")->comm_bytes == 67108864.0);
-  CHECK(moe_test::find(p.backward, "moe_combine_grad_all_to_all") != nullptr);
-  CHECK(moe_test::find(p.backward, "moe_dispatch_grad_all_to_all") != nullptr);
-  CHECK(moe_test::find(p.forward, "mlp_up") == nullptr);  // no dense MLP
+  CHECK(dtsim::testing::layer_op(p.forward, "moe_combine_all_to_all")->comm_bytes == 67108864.0);
+  CHECK(dtsim::testing::layer_op(p.backward, "moe_combine_grad_all_to_all") != nullptr);
+  CHECK(dtsim::testing::layer_op(p.backward, "moe_dispatch_grad_all_to_all") != nullptr);
+  CHECK(dtsim::testing::layer_op(p.forward, "mlp_up") == nullptr);  // no dense MLP
   // One local expert (8 / 8) computes the rank's T k = 8,192 token copies: up [8192 x 4096] x
   // [4096 x 28672] = 2 x 8192 x 28672 x 4096 FLOPs.
-  const auto* up = moe_test::find(p.forward, "moe_expert_up");
+  const auto* up = dtsim::testing::layer_op(p.forward, "moe_expert_up");
   REQUIRE(up != nullptr);
   CHECK(up->compute.flops == 2.0 * 8192 * 28672 * 4096);
   CHECK(up->compute.gemm.batch == 1);
   // Expert degree 2: four local experts of 2,048 copies each, the same FLOPs.
   const auto p2 = dtsim::models::transformer_layer(m, {.tensor = 1, .micro_batch = 1, .expert = 2});
-  const auto* up2 = moe_test::find(p2.forward, "moe_expert_up");
+  const auto* up2 = dtsim::testing::layer_op(p2.forward, "moe_expert_up");
   CHECK(up2->compute.gemm.batch == 4);
   CHECK(up2->compute.gemm.m == 2048);
   CHECK(up2->compute.flops == up->compute.flops);
   // The busiest rank takes 1.5x the mean: its GEMMs and its exchanges grow by 1.5.
   m.moe->load_imbalance = 1.5;
   const auto skewed = dtsim::models::transformer_layer(m, shard);
-  CHECK(moe_test::find(skewed.forward, "moe_expert_up")->compute.flops == 1.5 * up->compute.flops);
-  CHECK(moe_test::find(skewed.forward, "moe_dispatch_all_to_all")->comm_bytes == 1.5 * 67108864.0);
+  CHECK(dtsim::testing::layer_op(skewed.forward, "moe_expert_up")->compute.flops == 1.5 * up->compute.flops);
+  CHECK(dtsim::testing::layer_op(skewed.forward, "moe_dispatch_all_to_all")->comm_bytes == 1.5 * 67108864.0);
   // A capacity factor pads every expert to capacity: 1.25x the mean whatever the skew.
   m.moe->capacity_factor = 1.25;
   const auto capped = dtsim::models::transformer_layer(m, shard);
-  CHECK(moe_test::find(capped.forward, "moe_expert_up")->compute.flops == 1.25 * up->compute.flops);
+  CHECK(dtsim::testing::layer_op(capped.forward, "moe_expert_up")->compute.flops == 1.25 * up->compute.flops);
 }
 
 TEST_CASE("MoE: gradient accumulation adds the router's and the local experts' tensors, no dense MLP") {
@@ -112,7 +101,7 @@ TEST_CASE("MoE: gradient accumulation adds the router's and the local experts' t
                                            .grad_accumulation = how,
                                            .expert = 2};
     const dtsim::models::LayerProgram program = dtsim::models::transformer_layer(m, shard);
-    const auto* op = moe_test::find(program.backward, "grad_accumulation");
+    const auto* op = dtsim::testing::layer_op(program.backward, "grad_accumulation");
     REQUIRE(op != nullptr);
     return *op;
   };
@@ -195,7 +184,7 @@ TEST_CASE("MoE: dropless dispatch exchanges the token counts and the host waits 
   const auto fw = dtsim::models::transformer_layer(m, shard).forward;
   // Each rank's count per expert, 8 experts x 8 bytes, all-gathered over the 8 expert ranks: 512 bytes
   // out (graph::CommOp's all-gather convention).
-  const auto* counts = moe_test::find(fw, "moe_token_count_all_gather");
+  const auto* counts = dtsim::testing::layer_op(fw, "moe_token_count_all_gather");
   REQUIRE(counts != nullptr);
   CHECK(counts->role == dtsim::models::CommRole::expert_all_gather);
   CHECK(counts->comm_bytes == 512.0);
@@ -203,7 +192,7 @@ TEST_CASE("MoE: dropless dispatch exchanges the token counts and the host waits 
   const auto at = [&](const std::string& name) {
     return std::find_if(fw.begin(), fw.end(), [&](const auto& op) { return op.name == name; }) - fw.begin();
   };
-  const auto* sync = moe_test::find(fw, "moe_token_count_sync");
+  const auto* sync = dtsim::testing::layer_op(fw, "moe_token_count_sync");
   REQUIRE(sync != nullptr);
   CHECK(sync->host_waits);
   CHECK(sync->compute.kernels == 0);
@@ -213,8 +202,8 @@ TEST_CASE("MoE: dropless dispatch exchanges the token counts and the host waits 
   // Padded to capacity, every size is known beforehand: neither.
   m.moe->capacity_factor = 1.25;
   const auto padded = dtsim::models::transformer_layer(m, shard).forward;
-  CHECK(moe_test::find(padded, "moe_token_count_all_gather") == nullptr);
-  CHECK(moe_test::find(padded, "moe_token_count_sync") == nullptr);
+  CHECK(dtsim::testing::layer_op(padded, "moe_token_count_all_gather") == nullptr);
+  CHECK(dtsim::testing::layer_op(padded, "moe_token_count_sync") == nullptr);
   // Lowered, fused or not, each forward's sync is a task the host waits on.
   for (const bool fuse : {false, true}) {
     const auto lowered =
@@ -277,6 +266,6 @@ TEST_CASE("MoE: every-rank mode without expert parallelism equals symmetric mode
   }
   const auto one = dtsim::models::transformer_layer(moe_test::mixtral({{"expert", 1}}).model,
                                                     {.tensor = 1, .micro_batch = 1, .expert = 1});
-  CHECK(moe_test::find(one.forward, "moe_dispatch_all_to_all") == nullptr);
-  CHECK(moe_test::find(one.backward, "moe_combine_grad_all_to_all") == nullptr);
+  CHECK(dtsim::testing::layer_op(one.forward, "moe_dispatch_all_to_all") == nullptr);
+  CHECK(dtsim::testing::layer_op(one.backward, "moe_combine_grad_all_to_all") == nullptr);
 }

@@ -12,6 +12,7 @@
 
 #include "config/scenario_loader.hpp"
 #include "models/transformer/transformer.hpp"
+#include "moe_fixture.hpp"
 #include "parallel/feasibility.hpp"
 #include "parallel/lower.hpp"
 #include "parallel/memory_model.hpp"
@@ -23,27 +24,8 @@ namespace folding_test {
 
 using nlohmann::json;
 
-dtsim::config::Scenario load(const json& model, const json& parallelism, std::int64_t nodes,
-                             std::int64_t global_batch) {
-  const json s = {
-      {"schema_version", 1},
-      {"name", "folding"},
-      {"model", model},
-      {"cluster", {{"node", "dgx-h100"}, {"nodes", nodes}}},
-      {"parallelism", parallelism},
-      {"training", {{"global_batch_size", global_batch}, {"micro_batch_size", 1}, {"precision", "bf16"}}}};
-  return dtsim::config::load_scenario_text(s.dump(), "folding.json", dtsim::config::default_data_paths());
-}
-
 dtsim::config::Scenario mixtral(const json& parallelism) {
-  return load({{"preset", "mixtral-8x7b"}}, parallelism, 2, 64);
-}
-
-const dtsim::models::LayerOp* find(const std::vector<dtsim::models::LayerOp>& ops, const std::string& name) {
-  for (const auto& op : ops) {
-    if (op.name == name) return &op;
-  }
-  return nullptr;
+  return dtsim::testing::h100_scenario({{"preset", "mixtral-8x7b"}}, parallelism, 2, 64);
 }
 
 }  // namespace folding_test
@@ -90,20 +72,20 @@ TEST_CASE("MoE folding: the experts are not split, and no tensor-parallel exchan
   };
   const auto folded = layer(1);
   const auto split = layer(2);
-  CHECK(folding_test::find(folded.forward, "moe_tp_all_gather") == nullptr);
-  CHECK(folding_test::find(folded.forward, "moe_tp_reduce_scatter") == nullptr);
-  CHECK(folding_test::find(split.forward, "moe_tp_all_gather") != nullptr);
+  CHECK(dtsim::testing::layer_op(folded.forward, "moe_tp_all_gather") == nullptr);
+  CHECK(dtsim::testing::layer_op(folded.forward, "moe_tp_reduce_scatter") == nullptr);
+  CHECK(dtsim::testing::layer_op(split.forward, "moe_tp_all_gather") != nullptr);
   // Folded, the rank routes its 4096 / 2 = 2048 tokens' top-2 copies and its one local expert computes
   // R = 2048 x 2 x 1 = 4,096 copies at the full width 14,336: up [4096 x 4096] x [4096 x 2 x 14336].
-  const auto* up = folding_test::find(folded.forward, "moe_expert_up");
+  const auto* up = dtsim::testing::layer_op(folded.forward, "moe_expert_up");
   REQUIRE(up != nullptr);
   CHECK(up->compute.flops == doctest::Approx(2.0 * 4096 * 4096 * 2 * 14336));
   // Split over the tensor pair: R = 2048 x 2 x 2 = 8,192 copies at half the width; the same FLOPs.
-  const auto* half = folding_test::find(split.forward, "moe_expert_up");
+  const auto* half = dtsim::testing::layer_op(split.forward, "moe_expert_up");
   REQUIRE(half != nullptr);
   CHECK(half->compute.flops == doctest::Approx(2.0 * 8192 * 4096 * 2 * 7168));
   // The token counts are all-gathered over expert x expert_tensor ranks: 8 x 1 x 8 experts x 8 bytes.
-  const auto* counts = folding_test::find(folded.forward, "moe_token_count_all_gather");
+  const auto* counts = dtsim::testing::layer_op(folded.forward, "moe_token_count_all_gather");
   REQUIRE(counts != nullptr);
   CHECK(counts->comm_bytes == 8.0 * 8 * 8);
 }
@@ -128,21 +110,21 @@ TEST_CASE("MoE folding: each GPU holds its experts whole, their states sharded o
   CHECK(dtsim::parallel::layer_activation_bytes(split) - dtsim::parallel::layer_activation_bytes(folded) ==
         doctest::Approx(2.0 * 8192 * 4096 / 2));
   // It runs where it fits: 32 GPUs in 2 stages, the experts' states sharded over their 2 ranks.
-  const auto fits = folding_test::load({{"preset", "mixtral-8x7b"}},
-                                       {{"tensor", 2},
-                                        {"sequence_parallel", true},
-                                        {"pipeline", 2},
-                                        {"expert", 8},
-                                        {"expert_tensor", 1},
-                                        {"distributed_optimizer", true}},
-                                       4, 64);
+  const auto fits = dtsim::testing::h100_scenario({{"preset", "mixtral-8x7b"}},
+                                                  {{"tensor", 2},
+                                                   {"sequence_parallel", true},
+                                                   {"pipeline", 2},
+                                                   {"expert", 8},
+                                                   {"expert_tensor", 1},
+                                                   {"distributed_optimizer", true}},
+                                                  4, 64);
   const auto r = dtsim::results::evaluate(fits, {});
   REQUIRE_MESSAGE(r.status == dtsim::results::Status::ok, r.reason);
   CHECK(r.breakdown.exposed_expert_comm_s > 0.0);
 }
 
 TEST_CASE("MoE folding: an expert tensor degree other than 1 or the tensor degree is not modelled") {
-  const auto s = folding_test::load(
+  const auto s = dtsim::testing::h100_scenario(
       {{"preset", "mixtral-8x7b"}},
       {{"tensor", 4}, {"sequence_parallel", true}, {"expert", 2}, {"expert_tensor", 2}}, 2, 64);
   const auto why = dtsim::parallel::infeasibility(s);
@@ -169,7 +151,8 @@ TEST_CASE("Pipeline split: the first and the last chunk may hold only the embedd
   const nlohmann::json gpt = {
       {"kind", "transformer"},   {"layers", 6},         {"hidden_size", 1024}, {"heads", 16},
       {"ffn_hidden_size", 4096}, {"vocab_size", 32000}, {"seq_length", 2048}};
-  const auto s = folding_test::load(gpt, {{"pipeline", 8}, {"distributed_optimizer", true}}, 2, 16);
+  const auto s =
+      dtsim::testing::h100_scenario(gpt, {{"pipeline", 8}, {"distributed_optimizer", true}}, 2, 16);
   REQUIRE_FALSE(dtsim::parallel::infeasibility(s));
   const auto lowered = dtsim::parallel::lower(s, {});
   const auto& g = lowered.graph;
@@ -188,7 +171,7 @@ TEST_CASE("Pipeline split: the first and the last chunk may hold only the embedd
   // 5 layers on 8 stages leave a middle stage without a layer: refused with the reason.
   nlohmann::json five_layers = gpt;
   five_layers["layers"] = 5;
-  const auto five = folding_test::load(five_layers, {{"pipeline", 8}}, 2, 16);
+  const auto five = dtsim::testing::h100_scenario(five_layers, {{"pipeline", 8}}, 2, 16);
   const auto why = dtsim::parallel::infeasibility(five);
   REQUIRE(why);
   CHECK(why->find("layers 5 are fewer than pipeline x virtual_stages = 8 model chunks less the two ends") ==
