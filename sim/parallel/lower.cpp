@@ -40,6 +40,8 @@ Lowering::Lowering(const config::Scenario& s, const LowerOptions& options)
       fuse_(every_rank_ || options.fuse_kernels),
       layouts_(layouts_of(s, mesh_, options.layouts_cache, own_layouts_)),
       replicas_(every_rank_ ? 1 : s.parallelism.tensor * s.parallelism.context * s.parallelism.data) {
+  reduces_each_micro_batch_ =
+      s.parallelism.zero_stage == 2 && s.parallelism.data * s.parallelism.context > 1 && m_ > 1;
   const std::int64_t ranks = every_rank_ ? s.gpu_count() : p_;
   out_.graph = graph::TaskGraph(static_cast<std::uint32_t>(ranks));
   out_.graph.set_task_limit(static_cast<std::size_t>(options.max_tasks));
@@ -430,6 +432,19 @@ void Lowering::close_step(std::int64_t r, StepInProgress& s) {
     emit(r, programs(r).embedding.backward, Category::backward, mb, s.chain);
   }
   DTSIM_CHECK(!s.chain.also, "a pipeline step ends beside an overlapped GEMM");
+  // ZeRO-2 before the last micro-batch: the step's layer gradients are ready when the step ends (a
+  // layer's own end is not an event here, so that fused layers stay one sequence); the micro-batch's
+  // backward ends on a stage with its first chunk (every schedule runs a micro-batch's chunks last to
+  // first), where what is left of its buckets is reduced.
+  if (reduces_each_micro_batch_ && s.step.pass == Pass::backward && mb + 1 < m_) {
+    std::vector<TaskId>& ready = micro_batch_grads_[{r, mb}];
+    ready.insert(ready.end(), static_cast<std::size_t>(layers_in(coord(r).stage, s.step.chunk)),
+                 s.chain.last);
+    if (s.step.chunk == 0) {
+      reduce_gradients(r, ready, s.chain.last);
+      micro_batch_grads_.erase({r, mb});
+    }
+  }
   const std::size_t index = step_index(r, s.step.chunk, mb, s.step.pass);
   steps_[index] = s.chain;
   // The step that follows in program order (a blocking pipeline transfer holds it back).

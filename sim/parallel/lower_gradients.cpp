@@ -34,6 +34,34 @@ void Lowering::gather_parameters(std::int64_t r, double bytes, double expert_byt
   gather(GroupKind::expert_data, expert_bytes, label("expert_param_all_gather"));
 }
 
+void Lowering::reduce_gradients(std::int64_t r, const std::vector<TaskId>& ready, TaskId end) {
+  const auto& par = s_.parallelism;
+  const bool sharded = par.distributed_optimizer || par.zero_stage >= 1;
+  const bool overlap = s_.training.overlap_grad_reduce;
+  const std::int64_t stage = coord(r).stage;
+  std::int64_t stage_layers = 0;
+  for (std::int64_t c = 0; c < v_; ++c) stage_layers += layers_in(stage, c);
+  const double grad = gradient_bytes_per_param(s_.training);
+  const GpuParameters layer = layer_parameters_per_gpu(s_);
+  const double layer_bytes = layer.dense * grad;
+  const double expert_bytes = layer.experts * grad;
+  const double extra_bytes =
+      (stage_parameters_per_gpu(s_, stage).dense - static_cast<double>(stage_layers) * layer.dense) * grad;
+  double bucket = extra_bytes;  // embedding/head gradients travel with the first bucket
+  double expert_bucket = 0.0;
+  for (const TaskId task : ready) {
+    bucket += layer_bytes;
+    expert_bucket += expert_bytes;
+    if (bucket + expert_bucket < s_.training.bucket_bytes) continue;
+    reduce_bucket(r, bucket, expert_bucket, overlap ? task : end, sharded);
+    bucket = 0.0;
+    expert_bucket = 0.0;
+  }
+  // The last bucket (nothing when the last layer filled one: empty buckets are skipped), or the
+  // embedding's or output layer's alone on a stage without layers (pipeline_schedule.hpp, chunk_layers).
+  reduce_bucket(r, bucket, expert_bucket, overlap && !ready.empty() ? ready.back() : end, sharded);
+}
+
 void Lowering::emit_gradient_sync_and_optimizer(std::int64_t r) {
   const auto& par = s_.parallelism;
   const bool sharded = par.distributed_optimizer || par.zero_stage >= 1;
@@ -44,33 +72,15 @@ void Lowering::emit_gradient_sync_and_optimizer(std::int64_t r) {
   const std::vector<TaskId>& reductions = data_tasks_[static_cast<std::size_t>(r)];
 
   if (par.zero_stage < 3 && dp > 1) {
-    // Gradients become final when their layer's last backward ends; bucket them in that order.
+    // Gradients become final when their layer's last backward ends; bucket them in that order (with
+    // ZeRO-2 the earlier micro-batches' were reduced as their backward ended: close_step).
     std::vector<TaskId> ready;
     for (std::int64_t c = 0; c < v_; ++c) {
       for (std::int64_t l = 0; l < layers_in(stage, c); ++l)
         ready.push_back(grad_ready_[layer_index(r, c, l)]);
     }
     std::sort(ready.begin(), ready.end());
-    const double grad = gradient_bytes_per_param(s_.training);
-    const GpuParameters layer = layer_parameters_per_gpu(s_);
-    const double layer_bytes = layer.dense * grad;
-    const double expert_bytes = layer.experts * grad;
-    const double extra_bytes =
-        (stage_parameters_per_gpu(s_, stage).dense - static_cast<double>(ready.size()) * layer.dense) * grad;
-    double bucket = extra_bytes;  // embedding/head gradients travel with the first bucket
-    double expert_bucket = 0.0;
-    for (const TaskId task : ready) {
-      bucket += layer_bytes;
-      expert_bucket += expert_bytes;
-      if (bucket + expert_bucket < s_.training.bucket_bytes) continue;
-      reduce_bucket(r, bucket, expert_bucket, s_.training.overlap_grad_reduce ? task : backward_end, sharded);
-      bucket = 0.0;
-      expert_bucket = 0.0;
-    }
-    // The last bucket (nothing when the last layer filled one: empty buckets are skipped), or the
-    // embedding's or output layer's alone on a stage without layers (pipeline_schedule.hpp, chunk_layers).
-    const TaskId last = s_.training.overlap_grad_reduce && !ready.empty() ? ready.back() : backward_end;
-    reduce_bucket(r, bucket, expert_bucket, last, sharded);
+    reduce_gradients(r, ready, backward_end);
   }
 
   const GpuParameters held = stage_parameters_per_gpu(s_, stage);

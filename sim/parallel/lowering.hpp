@@ -161,6 +161,10 @@ class Lowering {
   // its group.
   void gather_parameters(std::int64_t r, double bytes, double expert_bytes, const Chain& after,
                          std::optional<TaskId> user);
+  // The gradient reductions of the layers whose gradients become final at `ready` (program order),
+  // bucket by bucket; the stage's embedding or output layer joins the first bucket; what is left after
+  // `end` (the last of `ready` when the reduction overlaps the backward pass).
+  void reduce_gradients(std::int64_t r, const std::vector<TaskId>& ready, TaskId end);
   void emit_gradient_sync_and_optimizer(std::int64_t r);
   void emit_overlapped_param_gathers(std::int64_t r);
   graph::OpId intern_comm(const CommOp& op) { return comm_ops_.id(out_.graph, op); }
@@ -187,6 +191,11 @@ class Lowering {
   std::vector<Programs> programs_;
   std::vector<std::uint32_t> program_of_;  // per simulated rank
   bool recomputes_ = false;                // the scenario's recompute replays ops before each backward
+  // ZeRO-2 with several micro-batches: each micro-batch's gradients are reduce-scattered as its backward
+  // produces them (DeepSpeed's engine, deepspeed/runtime/engine.py allreduce_gradients: 'ZeRO stage >= 2
+  // communicates during non gradient accumulation boundaries as well'; FSDP's SHARD_GRAD_OP likewise
+  // outside no_sync), since a rank keeps only its shard of the accumulated gradients.
+  bool reduces_each_micro_batch_ = false;
   double pipeline_send_bytes_ = 0.0;
   std::deque<Zero3Ops> zero3_ops_;  // references stay valid as it grows
   graph::LabelId pipeline_send_label_ = 0;
@@ -206,6 +215,9 @@ class Lowering {
   std::vector<std::vector<PipelineStep>> schedules_;  // per stage (emit_steps() fills it)
   std::vector<std::optional<std::size_t>> previous_step_;  // per rank: its latest step so far
   std::vector<TaskId> grad_ready_;
+  // With reduces_each_micro_batch_: per (rank, micro-batch) before the last, the end of the backward
+  // step of each of its layers so far, in program order, until the micro-batch's backward ends on the rank.
+  std::map<std::pair<std::int64_t, std::int32_t>, std::vector<TaskId>> micro_batch_grads_;
   std::vector<TaskId> first_use_;   // first task of each layer's first forward
   std::vector<TaskId> step_first_;  // first task of the first forward step (embedding on stage 0)
   std::vector<TaskId> stage_last_;
