@@ -1,6 +1,7 @@
 // Gradient reductions, optimizer step and parameter gathers of each rank (lowering.hpp).
 #include <algorithm>
 
+#include "parallel/gradient_buckets.hpp"
 #include "parallel/lowering.hpp"
 #include "parallel/zero3.hpp"
 
@@ -38,28 +39,13 @@ void Lowering::reduce_gradients(std::int64_t r, const std::vector<TaskId>& ready
   const auto& par = s_.parallelism;
   const bool sharded = par.distributed_optimizer || par.zero_stage >= 1;
   const bool overlap = s_.training.overlap_grad_reduce;
-  const std::int64_t stage = coord(r).stage;
-  std::int64_t stage_layers = 0;
-  for (std::int64_t c = 0; c < v_; ++c) stage_layers += layers_in(stage, c);
-  const double grad = gradient_bytes_per_param(s_.training);
-  const GpuParameters layer = layer_parameters_per_gpu(s_);
-  const double layer_bytes = layer.dense * grad;
-  const double expert_bytes = layer.experts * grad;
-  const double extra_bytes =
-      (stage_parameters_per_gpu(s_, stage).dense - static_cast<double>(stage_layers) * layer.dense) * grad;
-  double bucket = extra_bytes;  // embedding/head gradients travel with the first bucket
-  double expert_bucket = 0.0;
-  for (const TaskId task : ready) {
-    bucket += layer_bytes;
-    expert_bucket += expert_bytes;
-    if (bucket + expert_bucket < s_.training.bucket_bytes) continue;
-    reduce_bucket(r, bucket, expert_bucket, overlap ? task : end, sharded);
-    bucket = 0.0;
-    expert_bucket = 0.0;
+  const std::vector<GradientBucket> buckets = gradient_buckets(s_, coord(r).stage);
+  DTSIM_CHECK(buckets.back().last_layer.value_or(-1) + 1 == static_cast<std::int64_t>(ready.size()),
+              "gradient buckets and ready layers disagree");
+  for (const GradientBucket& b : buckets) {
+    const TaskId after = overlap && b.last_layer ? ready[static_cast<std::size_t>(*b.last_layer)] : end;
+    reduce_bucket(r, b.bytes, b.expert_bytes, after, sharded);
   }
-  // The last bucket (nothing when the last layer filled one: empty buckets are skipped), or the
-  // embedding's or output layer's alone on a stage without layers (pipeline_schedule.hpp, chunk_layers).
-  reduce_bucket(r, bucket, expert_bucket, overlap && !ready.empty() ? ready.back() : end, sharded);
 }
 
 void Lowering::emit_gradient_sync_and_optimizer(std::int64_t r) {

@@ -9,6 +9,7 @@
 #include "core/errors.hpp"
 #include "network/analytic_model.hpp"
 #include "parallel/feasibility.hpp"
+#include "parallel/gradient_buckets.hpp"
 #include "parallel/group_layouts.hpp"
 #include "parallel/layer_ops.hpp"
 #include "parallel/mesh.hpp"
@@ -134,23 +135,26 @@ bool ends_on_first_chunk(const config::Scenario& s, std::int64_t stage, std::int
 struct LayerCost {
   TimeNs core = 0;
   TimeNs chain = 0;
+  TimeNs forward_chain = 0;
 };
 
-const std::vector<parallel::LayerGroups>& StageGroupsCache::of(const parallel::Mesh& mesh) {
+const std::vector<StageGroupsCache::Stage>& StageGroupsCache::of(const parallel::Mesh& mesh) {
   const auto found = by_mesh_.find(mesh);
   if (found != by_mesh_.end()) return found->second;
   const parallel::GroupLayouts& layouts = layouts_.of(mesh);
-  std::vector<parallel::LayerGroups> stages;
+  std::vector<Stage> stages;
   for (std::int64_t s = 0; s < mesh.degree(config::MeshDim::pipeline); ++s) {
-    stages.push_back(parallel::LayerGroups{layouts.stage_group(s, parallel::GroupKind::tensor),
-                                           layouts.stage_exchange(s),
-                                           layouts.stage_group(s, parallel::GroupKind::expert)});
+    stages.push_back(Stage{
+        parallel::LayerGroups{layouts.stage_group(s, parallel::GroupKind::tensor), layouts.stage_exchange(s),
+                              layouts.stage_group(s, parallel::GroupKind::expert)},
+        layouts.stage_group(s, parallel::GroupKind::data),
+        layouts.stage_group(s, parallel::GroupKind::expert_data)});
   }
   return by_mesh_.emplace(mesh, std::move(stages)).first->second;
 }
 
 double iteration_lower_bound_s(const config::Scenario& scenario, StageGroupsCache& cache) {
-  const std::vector<parallel::LayerGroups>& stage_groups = cache.of(parallel::Mesh::of(scenario));
+  const std::vector<StageGroupsCache::Stage>& stage_groups = cache.of(parallel::Mesh::of(scenario));
   graph::TaskGraph graph(1);  // only its op table is used
   parallel::LabelTable labels;
   parallel::CommOpTable comm_ops;
@@ -162,7 +166,7 @@ double iteration_lower_bound_s(const config::Scenario& scenario, StageGroupsCach
   {
     const Costs cost(scenario, graph);
     for (std::int64_t s = 0; s < scenario.parallelism.pipeline; ++s) {
-      const parallel::LayerGroups& groups = stage_groups[static_cast<std::size_t>(s)];
+      const parallel::LayerGroups& groups = stage_groups[static_cast<std::size_t>(s)].layer;
       const auto same = [&](const auto& entry) { return entry.first == groups; };
       const auto it = std::find_if(costs.begin(), costs.end(), same);
       cost_of_stage.push_back(static_cast<std::size_t>(it - costs.begin()));
@@ -170,8 +174,8 @@ double iteration_lower_bound_s(const config::Scenario& scenario, StageGroupsCach
       const parallel::LayerOps ops = parallel::intern_layer_ops(scenario, groups, graph, labels, comm_ops);
       const Walk forward = walk_all({&ops.layer.forward}, cost);
       const Walk backward = walk_all({&ops.recompute, &ops.layer.backward}, cost);
-      costs.emplace_back(groups,
-                         LayerCost{forward.core() + backward.core(), forward.chain() + backward.chain()});
+      costs.emplace_back(groups, LayerCost{forward.core() + backward.core(),
+                                           forward.chain() + backward.chain(), forward.chain()});
       if (costs.size() == 1) {
         embedding =
             kernels_ns(ops.embedding.forward, graph, cost) + kernels_ns(ops.embedding.backward, graph, cost);
@@ -204,6 +208,28 @@ double iteration_lower_bound_s(const config::Scenario& scenario, StageGroupsCach
       fill_drain += layers[static_cast<std::size_t>(c)] * stage_cost(c).chain;
     }
     bound = std::max(bound, static_cast<double>(fill_drain) + work.back());
+  }
+  if (m > 1 && scenario.parallelism.zero_stage == 2 &&
+      scenario.simulation.network == config::NetworkFidelity::analytic) {
+    TimeNs first_forward = 0;
+    for (std::int64_t c = 0; c < p * v; ++c) {
+      first_forward += layers[static_cast<std::size_t>(c)] * stage_cost(c % p).forward_chain;
+    }
+    const network::AnalyticModel network(scenario);
+    for (std::int64_t s = 0; s < p; ++s) {
+      const StageGroupsCache::Stage& groups = stage_groups[static_cast<std::size_t>(s)];
+      TimeNs reductions = 0;
+      for (const parallel::GradientBucket& b : parallel::gradient_buckets(scenario, s)) {
+        const auto reduce = [&](const graph::CommGroup& group, double bytes) {
+          if (bytes > 0.0 && group.size > 1)
+            reductions +=
+                network.duration(graph::CommOp{graph::CollectiveKind::reduce_scatter, bytes, group});
+        };
+        reduce(groups.data, b.bytes);
+        reduce(groups.expert_data, b.expert_bytes);
+      }
+      bound = std::max(bound, static_cast<double>(first_forward) + static_cast<double>(m * reductions));
+    }
   }
   return core::ns_to_seconds(static_cast<TimeNs>(bound));
 }

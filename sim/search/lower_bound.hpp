@@ -17,8 +17,14 @@
 //             T >= sum_{c < p-1} l_c c_fwd + W_{p-1} + sum_{c < p-1} l_c (c_rec + c_bwd)
 //           the pipeline bubble of Narayanan et al. 2021 (arXiv 2104.04473, Sec. 2.2), (p - 1) / v
 //           chunk slots with v virtual stages.
-// Pipeline transfers, ZeRO-3 gathers, data-parallel reductions, the optimizer step, queueing on
-// shared streams and the overlap slowdown only add to T, so the bound holds for the full simulation
+//   ZeRO-2  With several micro-batches every micro-batch's gradients are reduce-scattered
+//           (parallel/lowering.hpp), all on the stage's one data-parallel stream, none before some
+//           backward has begun, which waits for micro-batch 0's forward through every chunk:
+//             T >= sum_c l_c f_chain + m sum_buckets RS(bucket)
+//           with the lowering's buckets and the analytic network's reduce-scatter times (the engine's
+//           only grow with the NICs' sharing and the overlap slowdown).
+// Pipeline transfers, ZeRO-3 gathers, the other data-parallel reductions, the optimizer step, queueing
+// on shared streams and the overlap slowdown only add to T, so the bound holds for the full simulation
 // and for the fast estimate (fast_evaluate.hpp), which is exact where T is bilinear. On the flow
 // network, whose collective times are not those of the analytic formulas, communication counts zero.
 // tests/unit/test_search.cpp checks the bound against estimates and full simulations.
@@ -40,11 +46,15 @@ namespace dtsim::search {
 class StageGroupsCache {
  public:
   explicit StageGroupsCache(parallel::LayoutsCache& layouts) : layouts_(layouts) {}
-  const std::vector<parallel::LayerGroups>& of(const parallel::Mesh& mesh);
+  struct Stage {
+    parallel::LayerGroups layer;
+    graph::CommGroup data, expert_data;  // the gradient reductions' groups
+  };
+  const std::vector<Stage>& of(const parallel::Mesh& mesh);
 
  private:
   parallel::LayoutsCache& layouts_;
-  std::map<parallel::Mesh, std::vector<parallel::LayerGroups>> by_mesh_;
+  std::map<parallel::Mesh, std::vector<Stage>> by_mesh_;
 };
 
 double iteration_lower_bound_s(const config::Scenario& scenario, StageGroupsCache& cache);
