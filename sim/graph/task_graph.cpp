@@ -336,6 +336,12 @@ const char* to_string(StreamKind k) {
       return "embedding_comm";
     case StreamKind::input:
       return "input";
+    case StreamKind::expert_comm:
+      return "expert_comm";
+    case StreamKind::expert_data_comm:
+      return "expert_data_comm";
+    case StreamKind::expert_param_gather:
+      return "expert_param_gather";
   }
   return "unknown";
 }

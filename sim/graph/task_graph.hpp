@@ -43,8 +43,13 @@ enum class StreamKind : std::uint8_t {
   pipeline_send,
   embedding_comm,  // sharded embeddings' all-to-alls and reductions (models/dlrm)
   input,           // the input pipeline's loads of batches (graph::LoadOp)
+  expert_comm,     // a mixture of experts' token dispatch and combine, and their token counts
+  // A mixture of experts' gradient reductions and parameter all-gathers over the expert_data groups
+  // (their own process groups in Megatron-Core, as the dense parameters' over the data groups).
+  expert_data_comm,
+  expert_param_gather,
 };
-inline constexpr int kStreamKindCount = 8;
+inline constexpr int kStreamKindCount = 11;
 
 // What the time of a task is accounted as, in the iteration breakdown.
 enum class Category : std::uint8_t {

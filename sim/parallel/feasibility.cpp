@@ -76,13 +76,6 @@ std::optional<std::string> moe_infeasible(const config::Scenario& s) {
         "(Megatron-Core's rule for expert and tensor parallelism together)",
         p.tensor);
   }
-  if (p.expert > 1 && s.simulation.ranks == config::RankMode::all) {
-    // Gang tasks need one kind of group per stream (gangs.hpp); the expert exchanges share theirs with
-    // the tensor-parallel collectives.
-    return std::string(
-        "expert parallelism is simulated in symmetric mode only; use \"simulation\": {\"ranks\": "
-        "\"symmetric\"}");
-  }
   if (p.zero_stage >= 3) {
     return std::string(
         "ZeRO-3 (fully sharded parameters) is not modelled for mixture-of-experts models; use "

@@ -6,8 +6,8 @@
 // task, which appends it to the stream of that kind of every member, and files it as its group's k-th
 // on that stream kind; the others find it there. This needs each stream kind to carry collectives over one
 // kind of group and nothing else (tensor_comm: tensor groups; context_comm: context groups; data_comm and
-// param_gather: data x context groups, or the expert_data groups of a mixture-of-experts model without
-// expert parallelism, which are the same). A member that finds a task with another op or label there, or a
+// param_gather: data x context groups; expert_comm: expert groups; expert_data_comm and
+// expert_param_gather: expert_data groups). A member that finds a task with another op or label there, or a
 // creator whose stream holds other tasks, throws InternalError.
 #pragma once
 

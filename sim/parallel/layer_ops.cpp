@@ -53,12 +53,14 @@ class Interner {
       case models::CommRole::expert_all_to_all: {
         // Token dispatch and combine: blocking, between the router and the experts (moe.hpp).
         OpRef r = comm_ref(ref, graph::CollectiveKind::all_to_all, op.comm_bytes, groups_.expert);
+        r.stream = StreamKind::expert_comm;
         r.comm_category = Category::expert_comm;
         return r;
       }
       case models::CommRole::expert_all_gather: {
         // The token counts the dispatch's sizes come from (moe.hpp).
         OpRef r = comm_ref(ref, graph::CollectiveKind::all_gather, op.comm_bytes, groups_.expert);
+        r.stream = StreamKind::expert_comm;
         r.comm_category = Category::expert_comm;
         return r;
       }

@@ -196,15 +196,22 @@ void Lowering::add_streams(std::int64_t ranks) {
     streams_[static_cast<std::size_t>(r)][k] =
         out_.graph.add_stream(static_cast<graph::RankId>(r), static_cast<StreamKind>(k));
   };
-  // The kinds a transformer's ranks use: every kind before the sharded embeddings' (models/dlrm).
-  constexpr int kinds = static_cast<int>(StreamKind::embedding_comm);
+  // The kinds a transformer's ranks use: every kind before the sharded embeddings' (models/dlrm), and
+  // a mixture of experts' exchanges.
+  std::vector<int> kinds;
+  for (int k = 0; k < static_cast<int>(StreamKind::embedding_comm); ++k) kinds.push_back(k);
+  if (s_.model.moe) {
+    for (const StreamKind k :
+         {StreamKind::expert_comm, StreamKind::expert_data_comm, StreamKind::expert_param_gather})
+      kinds.push_back(static_cast<int>(k));
+  }
   if (every_rank_) {
-    for (int k = 0; k < kinds; ++k) {
+    for (const int k : kinds) {
       for (std::int64_t r = 0; r < ranks; ++r) add(r, k);
     }
   } else {
     for (std::int64_t r = 0; r < ranks; ++r) {
-      for (int k = 0; k < kinds; ++k) add(r, k);
+      for (const int k : kinds) add(r, k);
     }
   }
 }

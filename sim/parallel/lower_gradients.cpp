@@ -10,29 +10,30 @@ namespace dtsim::parallel::detail {
 void Lowering::reduce_bucket(std::int64_t r, double bytes, double expert_bytes, TaskId after, bool sharded) {
   const auto kind = sharded ? graph::CollectiveKind::reduce_scatter : graph::CollectiveKind::all_reduce;
   std::vector<TaskId>& reductions = data_tasks_[static_cast<std::size_t>(r)];
-  const auto reduce = [&](GroupKind group, double b, const char* name) {
+  const auto reduce = [&](GroupKind group, StreamKind stream, double b, const char* name) {
     if (b <= 0.0 || group_size(group) <= 1) return;
     const graph::OpId op = intern_comm(CommOp{kind, b, group_layout(r, group)});
     Chain chain = Chain::after(after);
-    collective(r, group, StreamKind::data_comm, op, Category::data_comm, label(name), -1, chain);
+    collective(r, group, stream, op, Category::data_comm, label(name), -1, chain);
     reductions.push_back(chain.last);
   };
-  reduce(GroupKind::data, bytes, sharded ? "grad_reduce_scatter" : "grad_all_reduce");
-  reduce(GroupKind::expert_data, expert_bytes,
+  reduce(GroupKind::data, StreamKind::data_comm, bytes, sharded ? "grad_reduce_scatter" : "grad_all_reduce");
+  reduce(GroupKind::expert_data, StreamKind::expert_data_comm, expert_bytes,
          sharded ? "expert_grad_reduce_scatter" : "expert_grad_all_reduce");
 }
 
 void Lowering::gather_parameters(std::int64_t r, double bytes, double expert_bytes, const Chain& after,
                                  std::optional<TaskId> user) {
-  const auto gather = [&](GroupKind group, double b, graph::LabelId lbl) {
+  const auto gather = [&](GroupKind group, StreamKind stream, double b, graph::LabelId lbl) {
     if (b <= 0.0 || group_size(group) <= 1) return;
     const graph::OpId op = intern_comm(CommOp{graph::CollectiveKind::all_gather, b, group_layout(r, group)});
     Chain chain = after;
-    collective(r, group, StreamKind::param_gather, op, Category::data_comm, lbl, -1, chain);
+    collective(r, group, stream, op, Category::data_comm, lbl, -1, chain);
     if (user) wait(chain.last, *user);
   };
-  gather(GroupKind::data, bytes, param_gather_label_);
-  gather(GroupKind::expert_data, expert_bytes, label("expert_param_all_gather"));
+  gather(GroupKind::data, StreamKind::param_gather, bytes, param_gather_label_);
+  gather(GroupKind::expert_data, StreamKind::expert_param_gather, expert_bytes,
+         label("expert_param_all_gather"));
 }
 
 void Lowering::reduce_gradients(std::int64_t r, const std::vector<TaskId>& ready, TaskId end) {

@@ -237,10 +237,42 @@ TEST_CASE("MoE: plans the expert layers cannot run are infeasible, with the reas
   CHECK(infeasibility(moe_test::mixtral({{"expert", 8}, {"zero_stage", 3}})).value().find("ZeRO-3") !=
         std::string::npos);
   CHECK_FALSE(infeasibility(moe_test::mixtral({{"expert", 8}})).has_value());
-  // Every-rank mode: not with an expert degree above 1 (one kind of group per stream: gangs.hpp).
-  auto every = moe_test::mixtral({{"expert", 8}});
-  every.simulation.ranks = dtsim::config::RankMode::all;
-  CHECK(infeasibility(every).value().find("symmetric mode only") != std::string::npos);
+}
+
+TEST_CASE("MoE: every-rank mode with expert parallelism equals symmetric mode, and feels a straggler") {
+  // The exchanges run on each rank's expert stream, as gang tasks over its expert group (gangs.hpp): on a
+  // uniform cluster every rank runs as the symmetric representative of its stage. 32 GPUs: pipeline 2,
+  // data 16, expert 8 (the expert groups inside the data groups); then tensor 2, expert 8 folded
+  // (expert_tensor 1: the expert group spans the tensor and data ranks of a node).
+  const std::vector<nlohmann::json> plans = {
+      {{"pipeline", 2}, {"expert", 8}, {"distributed_optimizer", true}},
+      {{"pipeline", 2},
+       {"tensor", 2},
+       {"sequence_parallel", true},
+       {"expert", 8},
+       {"expert_tensor", 1},
+       {"distributed_optimizer", true}}};
+  for (const nlohmann::json& plan : plans) {
+    CAPTURE(plan.dump());
+    auto s = moe_test::mixtral(plan, {}, 4, 64);
+    const auto symmetric = dtsim::results::evaluate(s, {});
+    s.simulation.ranks = dtsim::config::RankMode::all;
+    const auto all = dtsim::results::evaluate(s, {});
+    REQUIRE_MESSAGE(symmetric.status == dtsim::results::Status::ok, symmetric.reason);
+    REQUIRE_MESSAGE(all.status == dtsim::results::Status::ok, all.reason);
+    CHECK(all.iteration_time_s == doctest::Approx(symmetric.iteration_time_s).epsilon(1e-9));
+    CHECK(all.breakdown.exposed_expert_comm_s ==
+          doctest::Approx(symmetric.breakdown.exposed_expert_comm_s).epsilon(1e-9));
+    // One GPU at half speed: its expert group's all-to-alls wait for it at every MoE layer, and the
+    // data-parallel reductions after them; the iteration is slower, though not twice (its pipeline
+    // stage's compute only).
+    s.cluster.speed_factors = {dtsim::config::SpeedFactor{.node = 1, .gpu = 3, .compute = 0.5}};
+    const auto slow = dtsim::results::evaluate(s, {});
+    REQUIRE_MESSAGE(slow.status == dtsim::results::Status::ok, slow.reason);
+    MESSAGE("even " << all.iteration_time_s << " s, one GPU at 0.5 " << slow.iteration_time_s << " s");
+    CHECK(slow.iteration_time_s > all.iteration_time_s * 1.2);
+    CHECK(slow.iteration_time_s < all.iteration_time_s * 2.0);
+  }
 }
 
 TEST_CASE("MoE: every-rank mode without expert parallelism equals symmetric mode") {
