@@ -122,6 +122,10 @@ nlohmann::ordered_json training_json(const config::TrainingSpec& t) {
   j["precision"] = config::to_string(t.precision);
   if (t.precision == config::Precision::fp8) j["fp8_recipe"] = config::to_string(t.fp8_recipe);
   j["activation_recompute"] = config::to_string(t.activation_recompute);
+  if (t.activation_recompute == config::Recompute::selective &&
+      t.recompute_modules != config::RecomputeModules{}) {
+    j["recompute_modules"] = config::recompute_module_names(t.recompute_modules);
+  }
   j["overlap_grad_reduce"] = t.overlap_grad_reduce;
   j["overlap_param_gather"] = t.overlap_param_gather;
   j["bucket_mb"] = t.bucket_bytes / core::kBytesPerMb;

@@ -103,8 +103,7 @@ void write_setup(std::ostream& out, const config::Scenario& s) {
   const config::TrainingSpec& t = s.training;
   line(out, "training",
        fmt::format("global batch {}, micro batch {}, {}, recompute {}, grad reduce {}", t.global_batch_size,
-                   t.micro_batch_size, config::to_string(t.precision),
-                   config::to_string(t.activation_recompute),
+                   t.micro_batch_size, config::to_string(t.precision), config::recompute_label(t),
                    t.overlap_grad_reduce ? "overlapped" : "after backward"));
   if (p.distributed_optimizer || p.zero_stage == 1 || p.zero_stage == 2) {
     line(out, "",

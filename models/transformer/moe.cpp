@@ -54,6 +54,7 @@ void moe_forward(std::vector<LayerOp>& fw, const config::MoeSpec& moe, const Moe
     fw.push_back(comm_op("moe_tp_all_gather", CommRole::tensor_all_gather, z.busiest * sh.h * sh.a));
   fw.push_back(gemm_op("moe_expert_up", per_expert, z.up, sh.h, sh.a, z.local_experts));
   fw.push_back(elementwise::activation_forward(sh.kernels, z.busiest * z.f));
+  fw.back().recompute_tag = RecomputeTag::moe_act;
   fw.push_back(gemm_op("moe_expert_down", per_expert, sh.h, z.f, sh.a, z.local_experts));
   if (sh.expert_tensor > 1) {
     fw.push_back(comm_op("moe_tp_reduce_scatter", CommRole::tensor_reduce_scatter, z.busiest * sh.h * sh.a));

@@ -470,6 +470,7 @@ LayerProgram transformer_layer(const config::TransformerSpec& m, const ShardConf
   const int weight_tensors = d.attention_projections + 1 + d.mlp_projections + 1;
   if (k.autocast) fw.push_back(autocast::weight_casts("autocast_weight_casts", weights, weight_tensors, a));
   fw.push_back(elementwise::norm_forward("input_norm", k, he));
+  fw.back().recompute_tag = RecomputeTag::layernorm;
   enter_tp_region(fw, d, "attention_all_gather");
   if (k.autocast) {
     autocast::input_casts(fw, "autocast_attention_input_casts", d.tokens * d.h, d.attention_projections, a);
@@ -493,6 +494,7 @@ LayerProgram transformer_layer(const config::TransformerSpec& m, const ShardConf
   leave_tp_region(fw, d, "attention_tp_reduce");
   fw.push_back(elementwise::residual_forward("attention_residual", k, he));
   fw.push_back(elementwise::norm_forward("mlp_norm", k, he));
+  fw.back().recompute_tag = RecomputeTag::layernorm;
   if (m.moe) {
     moe_forward(fw, *m.moe, moe_shard(d, sh));
     if (m.moe->shared_ffn_hidden_size > 0) mlp_forward(fw, shared_expert_dims(d, m), kSharedExpertNames);

@@ -80,6 +80,11 @@ enum class CommRole : std::uint8_t {
 //     2022; Transformer Engine's ub_bulk_dgrad / ub_bulk_wgrad overlap the same pairs).
 enum class GemmOverlap : std::uint8_t { none, with_next, with_previous, beside_next };
 
+// Forward kernels that selective recompute may rerun besides the attention core (attention_core),
+// by their Megatron-Core module (config::RecomputeModules): the layer's two norms, a mixture of experts'
+// activation.
+enum class RecomputeTag : std::uint8_t { none, layernorm, moe_act };
+
 struct LayerOp {
   std::string_view name;
   graph::ComputeOp compute;  // when role == none
@@ -87,6 +92,7 @@ struct LayerOp {
   double comm_bytes = 0.0;  // when role != none (CommOp::bytes convention)
   GemmOverlap overlap = GemmOverlap::none;
   bool attention_core = false;  // recomputed by selective recompute
+  RecomputeTag recompute_tag = RecomputeTag::none;
   // The host issues it only once the ops before it are done (it waits on a device-to-host read first:
   // moe.hpp's token counts); graph::TaskGraph::add_host_wait.
   bool host_waits = false;

@@ -3,6 +3,7 @@
 #include "config/scenario.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/errors.hpp"
 
@@ -269,6 +270,20 @@ const char* to_string(MeshDim d) {
       return "pp";
   }
   throw core::InternalError("to_string: invalid MeshDim value");
+}
+
+std::vector<const char*> recompute_module_names(const RecomputeModules& m) {
+  std::vector<const char*> out;
+  if (m.core_attn) out.push_back("core_attn");
+  if (m.layernorm) out.push_back("layernorm");
+  if (m.moe_act) out.push_back("moe_act");
+  return out;
+}
+
+std::string recompute_label(const TrainingSpec& t) {
+  if (t.activation_recompute != Recompute::selective || t.recompute_modules == RecomputeModules{})
+    return to_string(t.activation_recompute);
+  return fmt::format("selective ({})", fmt::join(recompute_module_names(t.recompute_modules), ", "));
 }
 
 std::string zero3_label(const ParallelismSpec& p) {

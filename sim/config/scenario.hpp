@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "config/stack_support.hpp"
 #include "config/data_parallel.hpp"
@@ -253,11 +254,24 @@ struct MeasuredSingleGpu {
   std::string source;  // where the measurement comes from (required, non-empty)
 };
 
+// The modules selective recompute reruns (Megatron-Core --recompute-modules, with
+// --recompute-granularity selective; default core_attn): the attention core; the two norms before the
+// attention and the MLP (their outputs are dropped after the GEMM after them reads them, and
+// recomputed before its backward); a mixture of experts' activation function (the routed experts'
+// activation output, the down projection's input).
+struct RecomputeModules {
+  bool core_attn = true;
+  bool layernorm = false;
+  bool moe_act = false;
+  bool operator==(const RecomputeModules&) const = default;
+};
+
 struct TrainingSpec {
   std::int64_t global_batch_size = 0;
   std::int64_t micro_batch_size = 1;
   Precision precision = Precision::bf16;
   Recompute activation_recompute = Recompute::none;
+  RecomputeModules recompute_modules;  // with activation_recompute selective
   bool overlap_grad_reduce = true;  // data-parallel gradient reduction overlapped with backward
   // Sharded optimizers: the parameter all-gather overlapped with the next forward pass
   // (Megatron-Core --overlap-param-gather) instead of following the optimizer step.
@@ -408,6 +422,11 @@ std::string to_string(const MeshOrder& order);  // "tp-cp-dp-pp"
 // e.g. "on_demand/tensor/list", with " (persistence N)" for a non-default threshold at tensor
 // granularity (reports show it beside the ZeRO stage).
 std::string zero3_label(const ParallelismSpec& p);
+// The modules' names, in the order core_attn, layernorm, moe_act (the scenario key's values).
+std::vector<const char*> recompute_module_names(const RecomputeModules& m);
+// The recompute as every report shows it: "none", "full", "selective", or with modules other than the
+// default "selective (core_attn, layernorm, moe_act)".
+std::string recompute_label(const TrainingSpec& t);
 // The ZeRO stage with its ZeRO-3 implementation when that is not the default, as every report shows
 // it: "1", "3", "3 (on_demand/tensor/list)".
 std::string zero_stage_label(const ParallelismSpec& p);

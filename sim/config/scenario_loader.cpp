@@ -179,6 +179,48 @@ void read_cluster(ObjectReader& top, const DataPaths& data, Scenario& scenario) 
   scenario.fabric = load_fabric_profile(data.hardware_profiles, spec.network.fabric, fabric_at);
 }
 
+// training.recompute_modules: a non-empty array of distinct module names, with selective recompute only.
+RecomputeModules read_recompute_modules(ObjectReader& r, Recompute recompute, bool moe) {
+  RecomputeModules out;
+  const json* found = r.find("recompute_modules");
+  if (found == nullptr) return out;
+  if (recompute != Recompute::selective) {
+    throw r.error_at("recompute_modules", fmt::format("applies to \"activation_recompute\": \"selective\", "
+                                                      "but it is \"{}\"; expected no such key",
+                                                      to_string(recompute)));
+  }
+  const std::string at = pointer_append(r.pointer(), "recompute_modules");
+  const char* expected = "\"core_attn\", \"layernorm\" or \"moe_act\"";
+  if (!found->is_array() || found->empty()) {
+    throw core::InputError(
+        r.file(), at,
+        fmt::format("got {}; expected a non-empty array of {}",
+                    found->is_array() ? "an empty array" : json_type_name(*found), expected));
+  }
+  out.core_attn = false;
+  for (std::size_t i = 0; i < found->size(); ++i) {
+    const json& v = (*found)[i];
+    const std::string name = v.is_string() ? v.get<std::string>() : std::string();
+    bool* module = name == "core_attn"   ? &out.core_attn
+                   : name == "layernorm" ? &out.layernorm
+                   : name == "moe_act"   ? &out.moe_act
+                                         : nullptr;
+    if (module == nullptr) {
+      throw core::InputError(r.file(), pointer_append(at, i),
+                             fmt::format("got {}; expected {}", v.dump(), expected));
+    }
+    if (*module)
+      throw core::InputError(r.file(), pointer_append(at, i), fmt::format("\"{}\" given twice", name));
+    if (name == "moe_act" && !moe) {
+      throw core::InputError(r.file(), pointer_append(at, i),
+                             "\"moe_act\" recomputes a mixture of experts' activation; the model has no "
+                             "\"moe\" block");
+    }
+    *module = true;
+  }
+  return out;
+}
+
 TrainingSpec read_training(ObjectReader& top, const DataPaths& data, const SoftwareStack& software,
                            Scenario& scenario) {
   ObjectReader r = top.child("training");
@@ -186,6 +228,7 @@ TrainingSpec read_training(ObjectReader& top, const DataPaths& data, const Softw
                  "micro_batch_size",
                  "precision",
                  "activation_recompute",
+                 "recompute_modules",
                  "overlap_grad_reduce",
                  "overlap_param_gather",
                  "bucket_mb",
@@ -222,8 +265,9 @@ TrainingSpec read_training(ObjectReader& top, const DataPaths& data, const Softw
     }
   }
   if (scenario.dlrm) {
-    for (const char* key : {"micro_batch_size", "activation_recompute", "overlap_param_gather",
-                            "grad_accumulation", "autocast", "master_weights", "fp8_recipe"}) {
+    for (const char* key :
+         {"micro_batch_size", "activation_recompute", "recompute_modules", "overlap_param_gather",
+          "grad_accumulation", "autocast", "master_weights", "fp8_recipe"}) {
       if (r.has(key)) {
         throw r.error_at(key, "applies to transformer and MLP models; a DLRM trains each GPU's share of the "
                               "global batch at once; expected no such key");
@@ -240,6 +284,7 @@ TrainingSpec read_training(ObjectReader& top, const DataPaths& data, const Softw
   t.activation_recompute = r.optional_enum<Recompute>(
       "activation_recompute", Recompute::none,
       named_choices(std::array{Recompute::none, Recompute::selective, Recompute::full}));
+  t.recompute_modules = read_recompute_modules(r, t.activation_recompute, scenario.model.moe.has_value());
   t.overlap_grad_reduce =
       r.optional<bool>("overlap_grad_reduce", software.overlap_grad_reduce.value_or(true));
   t.overlap_param_gather =

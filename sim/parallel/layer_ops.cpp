@@ -35,6 +35,7 @@ class Interner {
     ref.label = labels_.id(graph_, op.name);
     ref.first_kernel_label = ref.last_kernel_label = ref.label;
     ref.attention_core = op.attention_core;
+    ref.recompute_tag = op.recompute_tag;
     switch (op.role) {
       case models::CommRole::none:
         ref.op = graph_.add_op(op.compute);
@@ -170,14 +171,21 @@ LayerOps intern_layer_ops(const config::Scenario& s, const LayerGroups& groups, 
     case config::Recompute::full:
       out.recompute = out.layer.forward;
       break;
-    case config::Recompute::selective:
+    case config::Recompute::selective: {
+      // The modules of training.recompute_modules. The attention core is checkpointed whatever its
+      // kernel, as Megatron-Core does (transformer/attention.py: checkpoint_core_attention when
+      // 'core_attn' is in recompute_modules): with a fused kernel the backward reruns its forward before
+      // the kernel's own backward. 'layernorm' reruns the two norms' forward kernels, 'moe_act' the
+      // routed experts' activation (transformer_block.py, moe/experts.py: CheckpointWithoutOutput).
+      const config::RecomputeModules& modules = s.training.recompute_modules;
       for (const auto& op : out.layer.forward) {
-        // The attention core is checkpointed whatever its kernel, as Megatron-Core does
-        // (transformer/attention.py: checkpoint_core_attention = recompute_granularity == 'selective'):
-        // with a fused kernel the backward reruns its forward before the kernel's own backward.
-        if (op.attention_core) out.recompute.push_back(op);
+        const bool rerun = (op.attention_core && modules.core_attn) ||
+                           (op.recompute_tag == models::RecomputeTag::layernorm && modules.layernorm) ||
+                           (op.recompute_tag == models::RecomputeTag::moe_act && modules.moe_act);
+        if (rerun) out.recompute.push_back(op);
       }
       break;
+    }
   }
   const double checkpoint_us = s.training.host_checkpoint_us;
   if (checkpoint_us > 0.0) checkpoint_on_host(out.recompute, checkpoint_us, graph);

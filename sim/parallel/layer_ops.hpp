@@ -28,6 +28,7 @@ struct OpRef {
   graph::LabelId last_kernel_label = 0;
   double flops = 0.0;
   bool attention_core = false;
+  models::RecomputeTag recompute_tag = models::RecomputeTag::none;
   bool gemm = false;
   bool host_waits = false;  // models::LayerOp::host_waits; a fused op's first kernel's
   // Pipelined with the adjacent GEMM (with_next, with_previous): one chunk (1/t of the bytes) on the

@@ -147,8 +147,13 @@ double stored_layer_activation_bytes(const config::Scenario& s, config::Recomput
   const double replicated_div = sp ? t : 1.0;
   if (recompute == config::Recompute::full) return 2 * sb * h * scale / replicated_div;
 
-  // 16-bit tensors scale with the precision; the two 1-byte dropout masks do not.
-  const double replicated = (8 * sb * h * scale + 2 * sb * h) / replicated_div;
+  // 16-bit tensors scale with the precision; the two 1-byte dropout masks do not. Of the 8 sbh, the
+  // two norms' outputs (the QKV and the up projection's inputs, 2 sbh each) are not kept when selective
+  // recompute reruns the norms (recompute_modules 'layernorm').
+  const config::RecomputeModules& modules = s.training.recompute_modules;
+  const bool selective = recompute == config::Recompute::selective;
+  const double kept_norm_outputs = selective && modules.layernorm ? 0.0 : 4.0;
+  const double replicated = ((4 + kept_norm_outputs) * sb * h * scale + 2 * sb * h) / replicated_div;
   const double per_width = m.mlp == config::MlpKind::swiglu ? 6 : 4;
   double mlp_intermediate = per_width * sb * f;
   if (m.moe) {
@@ -159,7 +164,10 @@ double stored_layer_activation_bytes(const config::Scenario& s, config::Recomput
     // experts as a dense MLP. Written times t, as `split` divides by it.
     const double et = static_cast<double>(par.expert_tensor_degree());
     const double copies = sb * static_cast<double>(m.moe->top_k) * m.moe->busiest_factor();
-    mlp_intermediate = per_width * copies * static_cast<double>(m.moe->expert_ffn_hidden_size) +
+    // Rerunning the experts' activation (recompute_modules 'moe_act') drops its output, the down
+    // projection's input: 2 bytes per intermediate element.
+    const double expert_width = per_width - (selective && modules.moe_act ? 2.0 : 0.0);
+    mlp_intermediate = expert_width * copies * static_cast<double>(m.moe->expert_ffn_hidden_size) +
                        2 * (et + 1) * copies * h +
                        per_width * sb * static_cast<double>(m.moe->shared_ffn_hidden_size);
   }
