@@ -39,9 +39,10 @@ Lowering::Lowering(const config::Scenario& s, const LowerOptions& options)
       every_rank_(s.simulation.ranks == config::RankMode::all),
       fuse_(every_rank_ || options.fuse_kernels),
       layouts_(layouts_of(s, mesh_, options.layouts_cache, own_layouts_)),
-      replicas_(every_rank_ ? 1 : s.parallelism.tensor * s.parallelism.context * s.parallelism.data) {
-  reduces_each_micro_batch_ =
-      s.parallelism.zero_stage == 2 && s.parallelism.data * s.parallelism.context > 1 && m_ > 1;
+      replicas_(every_rank_ ? 1 : s.parallelism.tensor * s.parallelism.context * s.parallelism.data),
+      reduces_each_micro_batch_(s.parallelism.zero_stage == 2 &&
+                                s.parallelism.data * s.parallelism.context > 1 && m_ > 1) {
+  for (std::int64_t stage = 0; stage < p_; ++stage) stage_buckets_.push_back(gradient_buckets(s, stage));
   const std::int64_t ranks = every_rank_ ? s.gpu_count() : p_;
   out_.graph = graph::TaskGraph(static_cast<std::uint32_t>(ranks));
   out_.graph.set_task_limit(static_cast<std::size_t>(options.max_tasks));

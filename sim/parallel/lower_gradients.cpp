@@ -1,7 +1,6 @@
 // Gradient reductions, optimizer step and parameter gathers of each rank (lowering.hpp).
 #include <algorithm>
 
-#include "parallel/gradient_buckets.hpp"
 #include "parallel/lowering.hpp"
 #include "parallel/zero3.hpp"
 
@@ -40,7 +39,7 @@ void Lowering::reduce_gradients(std::int64_t r, const std::vector<TaskId>& ready
   const auto& par = s_.parallelism;
   const bool sharded = par.distributed_optimizer || par.zero_stage >= 1;
   const bool overlap = s_.training.overlap_grad_reduce;
-  const std::vector<GradientBucket> buckets = gradient_buckets(s_, coord(r).stage);
+  const std::vector<GradientBucket>& buckets = stage_buckets_[static_cast<std::size_t>(coord(r).stage)];
   DTSIM_CHECK(buckets.back().last_layer.value_or(-1) + 1 == static_cast<std::int64_t>(ready.size()),
               "gradient buckets and ready layers disagree");
   for (const GradientBucket& b : buckets) {

@@ -16,6 +16,7 @@
 #include "graph/task_graph.hpp"
 #include "models/transformer/transformer.hpp"
 #include "parallel/gangs.hpp"
+#include "parallel/gradient_buckets.hpp"
 #include "parallel/group_layouts.hpp"
 #include "parallel/layer_ops.hpp"
 #include "parallel/lower.hpp"
@@ -195,7 +196,8 @@ class Lowering {
   // produces them (DeepSpeed's engine, deepspeed/runtime/engine.py allreduce_gradients: 'ZeRO stage >= 2
   // communicates during non gradient accumulation boundaries as well'; FSDP's SHARD_GRAD_OP likewise
   // outside no_sync), since a rank keeps only its shard of the accumulated gradients.
-  bool reduces_each_micro_batch_ = false;
+  const bool reduces_each_micro_batch_;
+  std::vector<std::vector<GradientBucket>> stage_buckets_;  // per stage (gradient_buckets.hpp)
   double pipeline_send_bytes_ = 0.0;
   std::deque<Zero3Ops> zero3_ops_;  // references stay valid as it grows
   graph::LabelId pipeline_send_label_ = 0;

@@ -34,8 +34,8 @@ class Costs {
     const graph::Op& op = graph_.ops()[id];
     if (const auto* c = std::get_if<graph::ComputeOp>(&op)) return compute_.duration(*c);
     if (const auto* m = std::get_if<graph::CommOp>(&op)) {
-      // Layer programs only: no collective of theirs carries copy kernels (ZeRO-3 list buffers, which
-      // only add time).
+      // Layer programs and gradient buckets only: no collective of theirs carries copy kernels (ZeRO-3
+      // list buffers, which only add time).
       DTSIM_CHECK(!m->copies, "the lower bound costs a collective with copy kernels");
       return network_ ? network_->duration(*m) : 0;
     }
@@ -163,24 +163,22 @@ double iteration_lower_bound_s(const config::Scenario& scenario, StageGroupsCach
   std::vector<std::size_t> cost_of_stage;
   TimeNs embedding = 0;
   TimeNs head = 0;
-  {
-    const Costs cost(scenario, graph);
-    for (std::int64_t s = 0; s < scenario.parallelism.pipeline; ++s) {
-      const parallel::LayerGroups& groups = stage_groups[static_cast<std::size_t>(s)].layer;
-      const auto same = [&](const auto& entry) { return entry.first == groups; };
-      const auto it = std::find_if(costs.begin(), costs.end(), same);
-      cost_of_stage.push_back(static_cast<std::size_t>(it - costs.begin()));
-      if (it != costs.end()) continue;
-      const parallel::LayerOps ops = parallel::intern_layer_ops(scenario, groups, graph, labels, comm_ops);
-      const Walk forward = walk_all({&ops.layer.forward}, cost);
-      const Walk backward = walk_all({&ops.recompute, &ops.layer.backward}, cost);
-      costs.emplace_back(groups, LayerCost{forward.core() + backward.core(),
-                                           forward.chain() + backward.chain(), forward.chain()});
-      if (costs.size() == 1) {
-        embedding =
-            kernels_ns(ops.embedding.forward, graph, cost) + kernels_ns(ops.embedding.backward, graph, cost);
-        head = kernels_ns(ops.head.forward, graph, cost) + kernels_ns(ops.head.backward, graph, cost);
-      }
+  const Costs cost(scenario, graph);
+  for (std::int64_t s = 0; s < scenario.parallelism.pipeline; ++s) {
+    const parallel::LayerGroups& groups = stage_groups[static_cast<std::size_t>(s)].layer;
+    const auto same = [&](const auto& entry) { return entry.first == groups; };
+    const auto it = std::find_if(costs.begin(), costs.end(), same);
+    cost_of_stage.push_back(static_cast<std::size_t>(it - costs.begin()));
+    if (it != costs.end()) continue;
+    const parallel::LayerOps ops = parallel::intern_layer_ops(scenario, groups, graph, labels, comm_ops);
+    const Walk forward = walk_all({&ops.layer.forward}, cost);
+    const Walk backward = walk_all({&ops.recompute, &ops.layer.backward}, cost);
+    costs.emplace_back(groups, LayerCost{forward.core() + backward.core(), forward.chain() + backward.chain(),
+                                         forward.chain()});
+    if (costs.size() == 1) {
+      embedding =
+          kernels_ns(ops.embedding.forward, graph, cost) + kernels_ns(ops.embedding.backward, graph, cost);
+      head = kernels_ns(ops.head.forward, graph, cost) + kernels_ns(ops.head.backward, graph, cost);
     }
   }
   const auto stage_cost = [&](std::int64_t s) -> const LayerCost& {
@@ -215,7 +213,6 @@ double iteration_lower_bound_s(const config::Scenario& scenario, StageGroupsCach
     for (std::int64_t c = 0; c < p * v; ++c) {
       first_forward += layers[static_cast<std::size_t>(c)] * stage_cost(c % p).forward_chain;
     }
-    const network::AnalyticModel network(scenario);
     for (std::int64_t s = 0; s < p; ++s) {
       const StageGroupsCache::Stage& groups = stage_groups[static_cast<std::size_t>(s)];
       TimeNs reductions = 0;
@@ -223,7 +220,7 @@ double iteration_lower_bound_s(const config::Scenario& scenario, StageGroupsCach
         const auto reduce = [&](const graph::CommGroup& group, double bytes) {
           if (bytes > 0.0 && group.size > 1)
             reductions +=
-                network.duration(graph::CommOp{graph::CollectiveKind::reduce_scatter, bytes, group});
+                cost(comm_ops.id(graph, graph::CommOp{graph::CollectiveKind::reduce_scatter, bytes, group}));
         };
         reduce(groups.data, b.bytes);
         reduce(groups.expert_data, b.expert_bytes);

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -31,6 +32,18 @@ dtsim::config::Scenario mixtral(const json& parallelism, const json& moe = json:
   json model = {{"preset", "mixtral-8x7b"}};
   if (!moe.empty()) model["moe"] = moe;
   return dtsim::testing::h100_scenario(model, parallelism, nodes, global_batch);
+}
+
+// `s` evaluated with one rank per stage, then with every rank simulated (`s` is left in that mode); both
+// must succeed.
+std::pair<dtsim::results::Result, dtsim::results::Result> symmetric_and_every_rank(
+    dtsim::config::Scenario& s) {
+  auto symmetric = dtsim::results::evaluate(s, {});
+  s.simulation.ranks = dtsim::config::RankMode::all;
+  auto all = dtsim::results::evaluate(s, {});
+  REQUIRE_MESSAGE(symmetric.status == dtsim::results::Status::ok, symmetric.reason);
+  REQUIRE_MESSAGE(all.status == dtsim::results::Status::ok, all.reason);
+  return {std::move(symmetric), std::move(all)};
 }
 
 }  // namespace moe_test
@@ -255,11 +268,7 @@ TEST_CASE("MoE: every-rank mode with expert parallelism equals symmetric mode, a
   for (const nlohmann::json& plan : plans) {
     CAPTURE(plan.dump());
     auto s = moe_test::mixtral(plan, {}, 4, 64);
-    const auto symmetric = dtsim::results::evaluate(s, {});
-    s.simulation.ranks = dtsim::config::RankMode::all;
-    const auto all = dtsim::results::evaluate(s, {});
-    REQUIRE_MESSAGE(symmetric.status == dtsim::results::Status::ok, symmetric.reason);
-    REQUIRE_MESSAGE(all.status == dtsim::results::Status::ok, all.reason);
+    const auto [symmetric, all] = moe_test::symmetric_and_every_rank(s);
     CHECK(all.iteration_time_s == doctest::Approx(symmetric.iteration_time_s).epsilon(1e-9));
     CHECK(all.breakdown.exposed_expert_comm_s ==
           doctest::Approx(symmetric.breakdown.exposed_expert_comm_s).epsilon(1e-9));
@@ -289,11 +298,7 @@ TEST_CASE("MoE: every-rank mode without expert parallelism equals symmetric mode
                                 {"expert", 1},
                                 {"distributed_optimizer", true}},
                                {{"experts", 2}}, 2, 16);
-    const auto symmetric = dtsim::results::evaluate(s, {});
-    s.simulation.ranks = dtsim::config::RankMode::all;
-    const auto all = dtsim::results::evaluate(s, {});
-    REQUIRE_MESSAGE(symmetric.status == dtsim::results::Status::ok, symmetric.reason);
-    REQUIRE_MESSAGE(all.status == dtsim::results::Status::ok, all.reason);
+    const auto [symmetric, all] = moe_test::symmetric_and_every_rank(s);
     CHECK(all.iteration_time_s == doctest::Approx(symmetric.iteration_time_s).epsilon(1e-9));
   }
   const auto one = dtsim::models::transformer_layer(moe_test::mixtral({{"expert", 1}}).model,

@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "config/scenario_loader.hpp"
+#include "moe_fixture.hpp"
 #include "parallel/memory_model.hpp"
 #include "results/evaluate.hpp"
 
@@ -16,21 +16,14 @@ namespace recompute_modules_test {
 // Mixtral 8x7B (h 4096, 8 experts of width 14336, top-2, SwiGLU, sequence 4096) on 32 H100, pipeline 2,
 // expert 8, selective recompute of `modules` (absent: the default, the attention core).
 dtsim::config::Scenario mixtral(const nlohmann::json& modules) {
-  nlohmann::json j = {{"schema_version", 1},
-                      {"name", "recompute-modules"},
-                      {"model", {{"preset", "mixtral-8x7b"}}},
-                      {"cluster", {{"node", "dgx-h100"}, {"nodes", 4}}},
-                      {"parallelism", {{"pipeline", 2}, {"expert", 8}, {"distributed_optimizer", true}}},
-                      {"training",
-                       {{"global_batch_size", 32},
-                        {"micro_batch_size", 1},
-                        {"precision", "bf16"},
-                        {"activation_recompute", "selective"}}}};
-  if (!modules.is_null()) j["training"]["recompute_modules"] = modules;
-  return dtsim::config::load_scenario_text(j.dump(), "test.json", dtsim::config::default_data_paths());
+  nlohmann::json training = {{"activation_recompute", "selective"}};
+  if (!modules.is_null()) training["recompute_modules"] = modules;
+  return dtsim::testing::h100_scenario({{"preset", "mixtral-8x7b"}},
+                                       {{"pipeline", 2}, {"expert", 8}, {"distributed_optimizer", true}}, 4,
+                                       32, training);
 }
 
-// How many spans of each kernel label rank 0 ran (labels carry no micro-batch here: counted over all).
+// How many spans of each kernel rank 0 ran (a label without its micro-batch: counted over all of them).
 std::map<std::string, int> spans_by_kernel(const dtsim::results::Result& r) {
   std::map<std::string, int> out;
   for (const auto& span : r.trace->spans) {
