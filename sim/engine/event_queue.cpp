@@ -25,16 +25,15 @@ void EventQueue::join_open_slot(core::TimeNs time, std::uint32_t seq, std::uint3
       open_fifo_ = free_fifos_.back();
       free_fifos_.pop_back();
     }
-    fifos_[open_fifo_].events.push_back(Event{slot.time, slot.key >> 1, slot.item});
-    slot.key |= kFifoFlag;
-    slot.item = open_fifo_;
+    fifos_[open_fifo_].events.push_back(Event{slot.time, slot.key() >> 1, slot.item()});
+    slot.tag = Slot::make_tag(slot.key() | kFifoFlag, open_fifo_);
     open_ = Open::fifo;
   }
   fifos_[open_fifo_].events.push_back(Event{time, seq, payload});
 }
 
 Event EventQueue::pop_from_fifo() {
-  const std::uint32_t index = heap_.front().item;
+  const std::uint32_t index = heap_.front().item();
   Fifo& fifo = fifos_[index];
   const Event event = fifo.events[fifo.head++];
   if (fifo.head == fifo.events.size()) {

@@ -39,8 +39,8 @@ class EventQueue {
   // The earliest event; the queue must not be empty.
   Event top() const {
     const Slot& slot = heap_.front();
-    if ((slot.key & kFifoFlag) == 0) return Event{slot.time, slot.key >> 1, slot.item};
-    const Fifo& f = fifos_[slot.item];
+    if ((slot.key() & kFifoFlag) == 0) return Event{slot.time, slot.key() >> 1, slot.item()};
+    const Fifo& f = fifos_[slot.item()];
     return f.events[f.head];
   }
   // Whether an event at `time` is pending and earliest.
@@ -52,24 +52,30 @@ class EventQueue {
   static constexpr std::uint32_t kFifoFlag = 1;
   static constexpr std::size_t kArity = 4;  // children per slot: half the depth of a binary heap
   // A slot is ordered by its first event's (time, seq), which is its creation order among slots of
-  // one time: key = seq << 1 | kFifoFlag when the slot's events are in a FIFO (seqs differ, so the flag
-  // never decides an order). item: the first event's payload while it is the slot's only event; once
-  // a second event joins, the index into fifos_ of all of the slot's events. 16 bytes.
+  // one time. tag = key << 32 | item, key = seq << 1 | kFifoFlag when the slot's events are in a FIFO
+  // (seqs differ, so neither the flag nor the item ever decides an order). item: the first event's
+  // payload while it is the slot's only event; once a second event joins, the index into fifos_ of all
+  // of the slot's events. 16 bytes.
   struct Slot {
     core::TimeNs time = 0;
-    std::uint32_t key = 0;
-    std::uint32_t item = 0;
+    std::uint64_t tag = 0;
+    std::uint32_t key() const { return static_cast<std::uint32_t>(tag >> 32); }
+    std::uint32_t item() const { return static_cast<std::uint32_t>(tag); }
+    static std::uint64_t make_tag(std::uint32_t key, std::uint32_t item) {
+      return std::uint64_t{key} << 32 | item;
+    }
   };
   struct Fifo {
     std::vector<Event> events;
     std::size_t head = 0;
   };
-  // (time, seq) order, evaluated without branches.
+  // (time, seq) order as one unsigned 128-bit comparison of (time, tag): times are never negative
+  // (core::kMaxTimeNs bounds them), and tags differ in their keys.
   static bool before(const Slot& a, const Slot& b) {
-    const int earlier = a.time < b.time;
-    const int tie = a.time == b.time;
-    const int created_first = a.key < b.key;
-    return (earlier | (tie & created_first)) != 0;
+    __extension__ using Order = unsigned __int128;
+    const Order x = Order{static_cast<std::uint64_t>(a.time)} << 64 | a.tag;
+    const Order y = Order{static_cast<std::uint64_t>(b.time)} << 64 | b.tag;
+    return x < y;
   }
   std::size_t sift_up(std::size_t i, const Slot& slot);
   // Adds a slot; returns its place.
@@ -130,7 +136,9 @@ inline void EventQueue::pop_slot() {
   for (std::size_t child = 1; child + kArity <= n; child = kArity * i + 1) {
     const std::size_t a = child + static_cast<std::size_t>(before(heap[child + 1], heap[child]));
     const std::size_t b = child + 2 + static_cast<std::size_t>(before(heap[child + 3], heap[child + 2]));
-    const std::size_t smallest = before(heap[b], heap[a]) ? b : a;
+    // A mask, not a conditional: the compiler would branch on it.
+    const std::size_t b_first = 0 - static_cast<std::size_t>(before(heap[b], heap[a]));
+    const std::size_t smallest = a ^ ((a ^ b) & b_first);
     heap[i] = heap[smallest];
     i = smallest;
   }
@@ -157,7 +165,7 @@ inline void EventQueue::push(core::TimeNs time, std::uint32_t payload) {
   }
   open_ = Open::single;
   open_time_ = time;
-  open_slot_ = push_slot(Slot{time, seq << 1, payload});
+  open_slot_ = push_slot(Slot{time, Slot::make_tag(seq << 1, payload)});
 }
 
 inline Event EventQueue::pop() {
@@ -165,8 +173,8 @@ inline Event EventQueue::pop() {
     reject_pop();
   --size_;
   const Slot& slot = heap_.front();
-  if ((slot.key & kFifoFlag) != 0) return pop_from_fifo();
-  const Event event{slot.time, slot.key >> 1, slot.item};
+  if ((slot.key() & kFifoFlag) != 0) return pop_from_fifo();
+  const Event event{slot.time, slot.key() >> 1, slot.item()};
   if (open_ == Open::single) open_ = Open::none;
   pop_slot();
   return event;

@@ -49,6 +49,9 @@ inline constexpr std::uint32_t kNoKernel = std::numeric_limits<std::uint32_t>::m
 inline constexpr TaskId kNoTask = std::numeric_limits<TaskId>::max();
 static_assert(graph::kCategoryCount <= (1 << kCategoryBits));
 
+// Durations below this are exact as doubles.
+inline constexpr TimeNs kExactDouble = TimeNs{1} << 52;
+
 // std::llround for a non-negative value, without the library call: x - trunc(x) is exact below 2^52.
 inline TimeNs round_to_ns(double x) {
   auto whole = static_cast<TimeNs>(x);

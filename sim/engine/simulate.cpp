@@ -206,6 +206,12 @@ void Run::finish_concurrent(TaskId task) {
     rate.since = now_;
     rate.slowed = rank.comm_running > 0;
     st.slowable = true;
+    if (!rate.slowed && rate.kernel == kNoKernel && duration < kExactDouble) {
+      // schedule_compute() would round the same whole number of ns back.
+      st.expected_end = now_ + duration;
+      queue_.push(st.expected_end, s);
+      return;
+    }
     schedule_compute(s, st, rate);
     return;
   }
