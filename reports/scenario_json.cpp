@@ -70,6 +70,12 @@ nlohmann::ordered_json cluster_json(const config::Scenario& scenario) {
     nlohmann::ordered_json factors = nlohmann::ordered_json::array();
     for (const config::SpeedFactor& f : scenario.cluster.speed_factors) {
       nlohmann::ordered_json e;
+      if (f.leaf) {  // a leaf switch's uplinks
+        e["leaf"] = *f.leaf;
+        e["uplink"] = f.uplink;
+        factors.push_back(std::move(e));
+        continue;
+      }
       e["node"] = f.node;
       if (f.gpu) e["gpu"] = *f.gpu;
       e["compute"] = f.compute;

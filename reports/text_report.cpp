@@ -70,7 +70,10 @@ void write_setup(std::ostream& out, const config::Scenario& s) {
     if (f.nic != 1.0) parts.push_back(fmt::format("NICs x{}", f.nic));
     if (f.nvlink != 1.0) parts.push_back(fmt::format("NVLink x{}", f.nvlink));
     if (f.jitter_cv > 0.0) parts.push_back(fmt::format("jitter CV {}", f.jitter_cv));
-    const std::string where = f.gpu ? fmt::format("node {} GPU {}", f.node, *f.gpu) : fmt::format("node {}", f.node);
+    if (f.uplink != 1.0) parts.push_back(fmt::format("uplinks x{}", f.uplink));
+    const std::string where = f.leaf  ? fmt::format("leaf {}", *f.leaf)
+                              : f.gpu ? fmt::format("node {} GPU {}", f.node, *f.gpu)
+                                      : fmt::format("node {}", f.node);
     line(out, "", fmt::format("speed factor, {}{}{}", where, parts.empty() ? "" : ": ", fmt::join(parts, ", ")));
   }
   for (const config::MixedGpus& e : s.cluster.mixed_gpus) {

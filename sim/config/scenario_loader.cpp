@@ -170,7 +170,8 @@ void read_cluster(ObjectReader& top, const DataPaths& data, Scenario& scenario) 
       named_choices(std::array{CollectiveProtocol::automatic, CollectiveProtocol::ll,
                                CollectiveProtocol::ll128, CollectiveProtocol::simple}));
   network.finish();
-  spec.speed_factors = read_speed_factors(cluster, spec.nodes, scenario.node.gpus_per_node);
+  spec.speed_factors =
+      read_speed_factors(cluster, spec.nodes, scenario.node.gpus_per_node, spec.network.nodes_per_leaf);
   spec.mixed_gpus = read_mixed_gpus(cluster, spec.nodes, data.hardware_profiles);
   cluster.finish();
 

@@ -1,6 +1,6 @@
 // Nodes and GPUs that run at another speed than their profiles say (scenario key
-// cluster.speed_factors; docs/networks.md "Stragglers and degraded links"): a GPU held back by its clocks (heat,
-// power capping, a bad fan), a node whose network links came up degraded. Each entry names a node and,
+// cluster.speed_factors; docs/networks.md "Stragglers and degraded links"): a GPU held back by its clocks
+// (heat, power capping, a bad fan), a node whose network links came up degraded. Each entry names a node and,
 // optionally, one of its GPUs (its index among the GPUs in use on the node: rank = node x GPUs per node +
 // gpu), with
 //   compute  the factor of its GPUs' speed: every kernel takes 1 / compute times as long (the host that
@@ -18,8 +18,15 @@
 //            scenario's seed (core/random.hpp; one draw for all GPUs of a node entry). The iteration time
 //            is the mean over the samples (results/evaluate.cpp), which every synchronizing collective
 //            pushes above the jitter-free time.
-// Entries that name the same GPU or node multiply. Only a simulation of every rank can tell one GPU from
-// another, so the loader refuses speed factors in symmetric mode, on the flow level for NIC and NVLink
+// An entry may instead name a leaf switch ("leaf", with no node), with
+//   uplink   the factor of the leaf's uplink bandwidth to the spine tier (optics or cables down, links
+//            that came up at a lower rate): every group whose nodes are under several leaves, one of
+//            them this one, crosses it at the pace of its slowest leaf; the analytic model divides the
+//            leaf tier's oversubscription by that factor (network/collective_cost.hpp). Leaves number
+//            the nodes in blocks of network.nodes_per_leaf (fat-tree: the nodes' leaf; rail-optimized:
+//            the rail group's leaves, all of them).
+// Entries that name the same GPU, node or leaf multiply. Only a simulation of every rank can tell one GPU
+// from another, so the loader refuses speed factors in symmetric mode, on the flow level for NIC and NVLink
 // factors and for layer-table workloads (which state stragglers in "training").
 #pragma once
 
@@ -30,12 +37,24 @@
 namespace dtsim::config {
 
 struct SpeedFactor {
-  std::int64_t node = 0;
+  std::int64_t node = 0;            // unused in a leaf entry
   std::optional<std::int64_t> gpu;  // absent: every GPU of the node
   double compute = 1.0;
   double nic = 1.0;
   double jitter_cv = 0.0;
   double nvlink = 1.0;
+  std::optional<std::int64_t> leaf = std::nullopt;  // a leaf entry: the leaf switch, and its uplink factor
+  double uplink = 1.0;
+};
+
+// Per node, the speed factors of the links it sends through (empty vectors: all at the profile's
+// speed): its NICs, its NVLink, and its leaf switch's uplinks (with the nodes under one leaf, to tell
+// which groups cross leaves).
+struct NodeLinkSpeeds {
+  std::vector<double> nic = {};
+  std::vector<double> nvlink = {};
+  std::vector<double> uplink = {};
+  std::int64_t nodes_per_leaf = 1;
 };
 
 // The largest jitter an entry may state (a CV of 2 means the GPU is at times several times slower).
@@ -60,5 +79,12 @@ std::vector<SpeedFactor> jittered(const std::vector<SpeedFactor>& factors, std::
 std::vector<double> node_nic_speeds(const std::vector<SpeedFactor>& factors, std::int64_t nodes);
 // The NVLink factor of each of `nodes` nodes; empty when every node's NVLink runs at its profile's speed.
 std::vector<double> node_nvlink_speeds(const std::vector<SpeedFactor>& factors, std::int64_t nodes);
+// The uplink factor of each of `nodes` nodes' leaf switch, `nodes_per_leaf` nodes to a leaf; empty when
+// every leaf's uplinks run at their profile's speed.
+std::vector<double> node_uplink_speeds(const std::vector<SpeedFactor>& factors, std::int64_t nodes,
+                                       std::int64_t nodes_per_leaf);
+// All three of the above for a cluster of `nodes` nodes.
+NodeLinkSpeeds node_link_speeds(const std::vector<SpeedFactor>& factors, std::int64_t nodes,
+                                std::int64_t nodes_per_leaf);
 
 }  // namespace dtsim::config

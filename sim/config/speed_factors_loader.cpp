@@ -12,22 +12,57 @@ namespace dtsim::config {
 
 using nlohmann::json;
 
+namespace {
+
+// A leaf entry: the leaf switch and its uplink factor, nothing else.
+SpeedFactor read_leaf_entry(ObjectReader& e, std::int64_t leaves, const NumberRule& factor) {
+  for (const char* key : {"node", "gpu", "compute", "nic", "nvlink", "jitter_cv"}) {
+    if (e.has(key)) {
+      throw e.error_at(key,
+                       "an entry with \"leaf\" names a leaf switch and states its \"uplink\" factor "
+                       "alone: give the node's factors in an entry of their own");
+    }
+  }
+  if (leaves <= 1) {
+    throw e.error_at("leaf",
+                     "the fabric has one leaf switch (cluster.network.topology.nodes_per_leaf covers "
+                     "every node): it has no uplinks between leaves to slow");
+  }
+  SpeedFactor f;
+  f.leaf = e.required<std::int64_t>("leaf", IntRule::between(0, leaves - 1));
+  f.uplink = e.required<double>("uplink", factor);
+  return f;
+}
+
+}  // namespace
+
 std::vector<SpeedFactor> read_speed_factors(ObjectReader& cluster, std::int64_t nodes,
-                                            std::int64_t gpus_per_node) {
+                                            std::int64_t gpus_per_node, std::int64_t nodes_per_leaf) {
   std::vector<SpeedFactor> out;
   const json* found = cluster.find("speed_factors");
   if (found == nullptr) return out;
   const std::string at = pointer_append(cluster.pointer(), "speed_factors");
   if (!found->is_array()) {
-    throw core::InputError(cluster.file(), at,
-                           fmt::format("got a value of type {}; expected an array of objects with \"node\" and "
-                                       "\"compute\", \"nic\", \"nvlink\" or \"jitter_cv\"",
-                                       json_type_name(*found)));
+    throw core::InputError(
+        cluster.file(), at,
+        fmt::format("got a value of type {}; expected an array of objects with \"node\" and "
+                    "\"compute\", \"nic\", \"nvlink\" or \"jitter_cv\", or with "
+                    "\"leaf\" and \"uplink\"",
+                    json_type_name(*found)));
   }
   const NumberRule factor{0.0, true, kMaxSpeedFactor, false};
+  const std::int64_t per_leaf = std::min(nodes_per_leaf, nodes);
+  const std::int64_t leaves = (nodes + per_leaf - 1) / per_leaf;
   for (std::size_t i = 0; i < found->size(); ++i) {
     ObjectReader e((*found)[i], cluster.file(), pointer_append(at, i));
-    e.expect_keys({"node", "gpu", "compute", "nic", "nvlink", "jitter_cv"});
+    e.expect_keys({"node", "gpu", "compute", "nic", "nvlink", "jitter_cv", "leaf", "uplink"});
+    if (e.has("leaf")) {
+      out.push_back(read_leaf_entry(e, leaves, factor));
+      e.finish();
+      continue;
+    }
+    if (e.has("uplink"))
+      throw e.error_at("uplink", "an uplink factor is a leaf switch's: state it in an entry with \"leaf\"");
     SpeedFactor f;
     f.node = e.required<std::int64_t>("node", IntRule::between(0, nodes - 1));
     f.gpu = e.maybe<std::int64_t>("gpu", IntRule::between(0, gpus_per_node - 1));
@@ -62,12 +97,14 @@ void check_speed_factors(const std::string& file, const Scenario& s) {
                            "(symmetric mode simulates one rank per pipeline stage, as if all GPUs and NICs were "
                            "alike)");
   }
-  const bool links = std::any_of(factors.begin(), factors.end(),
-                                 [](const SpeedFactor& f) { return f.nic != 1.0 || f.nvlink != 1.0; });
+  const bool links = std::any_of(factors.begin(), factors.end(), [](const SpeedFactor& f) {
+    return f.nic != 1.0 || f.nvlink != 1.0 || f.uplink != 1.0;
+  });
   if (links && s.simulation.network != NetworkFidelity::analytic) {
-    throw core::InputError(file, at,
-                           "NIC and NVLink factors are costed on the analytic network level only: use "
-                           "\"simulation\": {\"network\": \"analytic\"}, or give compute factors alone");
+    throw core::InputError(
+        file, at,
+        "NIC, NVLink and uplink factors are costed on the analytic network level only: use "
+        "\"simulation\": {\"network\": \"analytic\"}, or give compute factors alone");
   }
   // A jittery entry's GPUs may take a speed of their own in every sampled iteration.
   const bool slowed =

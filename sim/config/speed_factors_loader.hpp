@@ -10,10 +10,12 @@
 
 namespace dtsim::config {
 
-// The entries of cluster.speed_factors (none when absent): node < nodes, gpu < gpus_per_node, factors
-// in (0, kMaxSpeedFactor], "nic" only in an entry without "gpu". Throws InputError at the entry.
+// The entries of cluster.speed_factors (none when absent): each names a node (node < nodes, gpu <
+// gpus_per_node) or a leaf switch (leaf < the leaves of `nodes_per_leaf` nodes each, with "uplink" only);
+// factors in (0, kMaxSpeedFactor], "nic" and "nvlink" only in a node entry without "gpu". Throws
+// InputError at the entry.
 std::vector<SpeedFactor> read_speed_factors(ObjectReader& cluster, std::int64_t nodes,
-                                            std::int64_t gpus_per_node);
+                                            std::int64_t gpus_per_node, std::int64_t nodes_per_leaf);
 
 // Throws InputError at /cluster/speed_factors of `file` when the scenario cannot honour its speed
 // factors: a layer-table workload, symmetric mode, NIC or NVLink factors on the flow level, or more than

@@ -117,6 +117,10 @@ struct CommGroup {
   // The slowest NVLink speed factor among its nodes (cluster.speed_factors): its intra-node part moves
   // at that fraction of the profile's bandwidth.
   double nvlink_speed = 1.0;
+  // For a group whose nodes are under several leaf switches, the slowest uplink speed factor among
+  // those leaves (cluster.speed_factors): its traffic between leaves crosses them at that fraction of
+  // their bandwidth. 1 inside one leaf.
+  double uplink_speed = 1.0;
   // Members on the group's busiest node, and on its least busy one.
   std::int64_t ranks_per_node() const { return uneven ? uneven->most : size / nodes; }
   std::int64_t fewest_per_node() const { return uneven ? uneven->fewest : size / nodes; }

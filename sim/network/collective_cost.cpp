@@ -171,8 +171,9 @@ double fabric_divisor(const graph::CommGroup& group, const PathParams& path, Tra
   const std::int64_t stride = std::max<std::int64_t>(1, group.node_stride);
   const std::int64_t span = (group.nodes - 1) * stride + 1;
   // One tier: ratio, the nodes under one switch of it, whether the group spans more than that.
+  const bool degraded = group.uplink_speed < 1.0;
   const auto tier = [&](double ratio, std::int64_t nodes_below) {
-    if (span <= nodes_below) return 1.0;
+    if (span <= nodes_below && !degraded) return 1.0;
     const double members =
         static_cast<double>(std::clamp<std::int64_t>(nodes_below / stride, 1, group.nodes));
     switch (pattern) {
@@ -186,10 +187,10 @@ double fabric_divisor(const graph::CommGroup& group, const PathParams& path, Tra
     }
     return ratio;
   };
-  double divisor = tier(path.leaf_oversubscription, path.nodes_per_leaf);
-  if (path.nodes_per_pod > 0) {
-    divisor =
-        std::max(divisor, tier(path.leaf_oversubscription * path.core_oversubscription, path.nodes_per_pod));
+  const double leaf_ratio = path.leaf_oversubscription / group.uplink_speed;
+  double divisor = tier(leaf_ratio, path.nodes_per_leaf);
+  if (path.nodes_per_pod > 0 && (span > path.nodes_per_pod || !degraded)) {
+    divisor = std::max(divisor, tier(leaf_ratio * path.core_oversubscription, path.nodes_per_pod));
   }
   return divisor;
 }

@@ -73,6 +73,11 @@
 // product of both tiers' ratios). In all-to-all and send/recv every node's traffic leaves the leaf:
 // divided by the oversubscription (all-to-all: times the fraction of its peers outside the leaf).
 // With one node per leaf (the default) every inter-node transfer is divided by the oversubscription.
+// A group whose leaves' uplinks are degraded (graph::CommGroup::uplink_speed f < 1, every-rank mode)
+// crosses the leaf tier at its slowest leaf's pace: the tier's ratio is oversubscription / f, for each
+// tier above the leaf too (a leaf's traffic to the spine and beyond leaves through its uplinks); the
+// group climbs the tier whatever its span, since the layout sets f only for groups whose nodes are
+// under several leaves.
 #pragma once
 
 #include <optional>

@@ -64,18 +64,14 @@ bool heavier(const graph::CommGroup& a, const graph::CommGroup& b) {
   const auto weight = [](const graph::CommGroup& g) {
     // A group's share of a node's NICs: 1 / concurrent_per_node of them at nic_speed.
     return std::make_tuple(g.nodes > 1, static_cast<double>(g.concurrent_per_node) / g.nic_speed,
-                           1.0 / g.nvlink_speed, g.nodes, g.ranks_per_node(), g.node_stride);
+                           1.0 / g.nvlink_speed, 1.0 / g.uplink_speed, g.nodes, g.ranks_per_node(),
+                           g.node_stride);
   };
   return weight(a) > weight(b);
 }
 
-GroupLayouts::GroupLayouts(const Mesh& mesh, bool per_rank, std::vector<double> nic_speeds,
-                           std::vector<double> nvlink_speeds)
-    : mesh_(mesh),
-      per_rank_(per_rank),
-      nic_speeds_(std::move(nic_speeds)),
-      nvlink_speeds_(std::move(nvlink_speeds)),
-      tables_(kSlots) {
+GroupLayouts::GroupLayouts(const Mesh& mesh, bool per_rank, config::NodeLinkSpeeds speeds)
+    : mesh_(mesh), per_rank_(per_rank), speeds_(std::move(speeds)), tables_(kSlots) {
   const std::int64_t nodes = (mesh.size() + mesh.gpus_per_node() - 1) / mesh.gpus_per_node();
   for (Table& t : tables_) {
     if (per_rank_) t.of_rank.assign(static_cast<std::size_t>(mesh.size()), 0);
@@ -165,6 +161,7 @@ void GroupLayouts::add_groups(GroupKind kind) {
       if (s.node_offsets.size() > 1) layout.nic_speed = std::min(layout.nic_speed, nic_speed(first / g + o));
       layout.nvlink_speed = std::min(layout.nvlink_speed, nvlink_speed(first / g + o));
     }
+    layout.uplink_speed = uplink_speed(first / g, s.node_offsets);
     keep(table, r, mesh_.coord_of(r).stage, layout);
   }
 }
@@ -181,7 +178,21 @@ graph::CommGroup GroupLayouts::pair(std::int64_t from, std::int64_t to) const {
       std::max(leaving_[static_cast<std::size_t>(a)], arriving_[static_cast<std::size_t>(b)]);
   graph::CommGroup out{2, 2, concurrent, a < b ? b - a : a - b};
   out.nic_speed = std::min(nic_speed(a), nic_speed(b));
+  if (a / speeds_.nodes_per_leaf != b / speeds_.nodes_per_leaf)
+    out.uplink_speed = std::min(factor(speeds_.uplink, a), factor(speeds_.uplink, b));
   return out;
+}
+
+double GroupLayouts::uplink_speed(std::int64_t first, const std::vector<std::int64_t>& offsets) const {
+  if (speeds_.uplink.empty() || offsets.empty()) return 1.0;
+  const std::int64_t leaf = (first + offsets.front()) / speeds_.nodes_per_leaf;
+  bool several = false;
+  double slowest = 1.0;
+  for (const std::int64_t o : offsets) {
+    several = several || (first + o) / speeds_.nodes_per_leaf != leaf;
+    slowest = std::min(slowest, factor(speeds_.uplink, first + o));
+  }
+  return several ? slowest : 1.0;
 }
 
 // Every stage's transfers to its next (or preceding) stage run at once: counted per pair of stages.

@@ -9,6 +9,8 @@
 //   node_stride      the common distance between its nodes' numbers when they are evenly spaced, else 1;
 //   nic_speed        across nodes, the slowest NIC speed factor among its nodes (cluster.speed_factors);
 //   nvlink_speed     the slowest NVLink speed factor among its nodes (a transfer between two nodes: 1);
+//   uplink_speed     when its nodes are under several leaf switches, the slowest uplink speed factor
+//                    among those leaves (cluster.speed_factors); else 1;
 //   concurrent_per_node  how many groups of its kind share a node's NICs. Inside one node: GPUs per
 //                    node / its members (the flow level places that many side by side). Across nodes:
 //                    for each of its nodes, the groups of its kind that have members there and span
@@ -34,6 +36,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "config/speed_factors.hpp"
 #include "graph/ops.hpp"
 #include "parallel/mesh.hpp"
 
@@ -45,11 +48,10 @@ bool heavier(const graph::CommGroup& a, const graph::CommGroup& b);
 class GroupLayouts {
  public:
   // `per_rank`: keep every rank's own layouts (every-rank mode); otherwise each stage's slowest only.
-  // `nic_speeds`, `nvlink_speeds`: per node, its NICs' and its NVLink's speed factor (empty: all 1).
+  // `speeds`: per node, its links' speed factors (config/speed_factors.hpp; empty: all 1).
   // The expert and expert_data kinds exist where the mesh's expert degree is above 1 and divides its
   // data degree; otherwise expert groups are single ranks and expert_data groups the data groups.
-  GroupLayouts(const Mesh& mesh, bool per_rank, std::vector<double> nic_speeds = {},
-               std::vector<double> nvlink_speeds = {});
+  GroupLayouts(const Mesh& mesh, bool per_rank, config::NodeLinkSpeeds speeds = {});
 
   // Rank r's group of `kind`; the slowest of `kind` among the groups of `stage`.
   const graph::CommGroup& group(std::int64_t r, GroupKind kind) const;
@@ -79,19 +81,20 @@ class GroupLayouts {
   void add_transfers(bool next);
   void add_exchanges();
   graph::CommGroup pair(std::int64_t from, std::int64_t to) const;
-  double nvlink_speed(std::int64_t node) const {
-    return nvlink_speeds_.empty() ? 1.0 : nvlink_speeds_[static_cast<std::size_t>(node)];
-  }
-  double nic_speed(std::int64_t node) const {
-    return nic_speeds_.empty() ? 1.0 : nic_speeds_[static_cast<std::size_t>(node)];
+  double nvlink_speed(std::int64_t node) const { return factor(speeds_.nvlink, node); }
+  double nic_speed(std::int64_t node) const { return factor(speeds_.nic, node); }
+  // The slowest uplink factor among the leaves of `nodes`, first + offsets, where they are under
+  // several leaves; else 1.
+  double uplink_speed(std::int64_t first, const std::vector<std::int64_t>& offsets) const;
+  static double factor(const std::vector<double>& per_node, std::int64_t node) {
+    return per_node.empty() ? 1.0 : per_node[static_cast<std::size_t>(node)];
   }
   const graph::CommGroup& of_rank(int slot, std::int64_t r) const;
   const graph::CommGroup& of_stage(int slot, std::int64_t stage) const;
 
   const Mesh& mesh_;
   bool per_rank_;
-  std::vector<double> nic_speeds_;
-  std::vector<double> nvlink_speeds_;
+  config::NodeLinkSpeeds speeds_;
   std::vector<Table> tables_;
   // Scratch, per node: pairs across nodes leaving and arriving (zero between uses).
   std::vector<std::int32_t> leaving_;

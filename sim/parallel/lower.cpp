@@ -20,8 +20,9 @@ namespace {
 const GroupLayouts& layouts_of(const config::Scenario& s, const Mesh& mesh, LayoutsCache* cache,
                                std::optional<GroupLayouts>& own) {
   if (s.simulation.ranks == config::RankMode::all) {
-    return own.emplace(mesh, true, config::node_nic_speeds(s.cluster.speed_factors, s.cluster.nodes),
-                       config::node_nvlink_speeds(s.cluster.speed_factors, s.cluster.nodes));
+    return own.emplace(
+        mesh, true,
+        config::node_link_speeds(s.cluster.speed_factors, s.cluster.nodes, s.cluster.network.nodes_per_leaf));
   }
   return cache != nullptr ? cache->of(mesh) : own.emplace(mesh, false);
 }

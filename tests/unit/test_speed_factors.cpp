@@ -83,13 +83,13 @@ TEST_CASE("group layouts: a group across nodes moves at its slowest node's NIC f
   s.cluster.nodes = 2;
   s.parallelism.data = 16;
   const dtsim::parallel::Mesh dp = dtsim::parallel::Mesh::of(s);
-  const dtsim::parallel::GroupLayouts layouts(dp, true, {1.0, 0.5});
+  const dtsim::parallel::GroupLayouts layouts(dp, true, {.nic = {1.0, 0.5}});
   CHECK(layouts.group(0, dtsim::parallel::GroupKind::data).nic_speed == 0.5);
   s.parallelism.data = 1;
   s.parallelism.tensor = 8;
   s.parallelism.pipeline = 2;
   const dtsim::parallel::Mesh pp = dtsim::parallel::Mesh::of(s);
-  const dtsim::parallel::GroupLayouts staged(pp, true, {0.25, 1.0});
+  const dtsim::parallel::GroupLayouts staged(pp, true, {.nic = {0.25, 1.0}});
   CHECK(staged.group(0, dtsim::parallel::GroupKind::tensor).nic_speed == 1.0);
   CHECK(staged.transfer(0, true).nic_speed == 0.25);
   CHECK(staged.transfer(8, false).nic_speed == 0.25);
@@ -134,7 +134,7 @@ TEST_CASE("group layouts: a group carries its slowest node's NVLink factor") {
   s.parallelism.data = 2;
   s.parallelism.tensor = 8;
   const dtsim::parallel::Mesh mesh = dtsim::parallel::Mesh::of(s);
-  const dtsim::parallel::GroupLayouts layouts(mesh, true, {}, {1.0, 0.5});
+  const dtsim::parallel::GroupLayouts layouts(mesh, true, {.nvlink = {1.0, 0.5}});
   CHECK(layouts.group(0, dtsim::parallel::GroupKind::tensor).nvlink_speed == 1.0);
   CHECK(layouts.group(8, dtsim::parallel::GroupKind::tensor).nvlink_speed == 0.5);
   CHECK(layouts.group(0, dtsim::parallel::GroupKind::data).nvlink_speed == 0.5);
