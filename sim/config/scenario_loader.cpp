@@ -21,7 +21,6 @@
 #include "config/mlp_reader.hpp"
 #include "config/parallelism_loader.hpp"
 #include "config/profile_loader.hpp"
-#include "core/checked_math.hpp"
 #include "core/units.hpp"
 
 namespace dtsim::config {

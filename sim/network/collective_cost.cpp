@@ -170,10 +170,9 @@ double fabric_divisor(const graph::CommGroup& group, const PathParams& path, Tra
   if (group.nodes <= 1) return 1.0;
   const std::int64_t stride = std::max<std::int64_t>(1, group.node_stride);
   const std::int64_t span = (group.nodes - 1) * stride + 1;
-  // One tier: ratio, the nodes under one switch of it, whether the group spans more than that.
-  const bool degraded = group.uplink_speed < 1.0;
-  const auto tier = [&](double ratio, std::int64_t nodes_below) {
-    if (span <= nodes_below && !degraded) return 1.0;
+  // One tier: ratio, the nodes under one switch of it, whether the group crosses it.
+  const auto tier = [&](double ratio, std::int64_t nodes_below, bool crosses) {
+    if (!crosses) return 1.0;
     const double members =
         static_cast<double>(std::clamp<std::int64_t>(nodes_below / stride, 1, group.nodes));
     switch (pattern) {
@@ -187,10 +186,14 @@ double fabric_divisor(const graph::CommGroup& group, const PathParams& path, Tra
     }
     return ratio;
   };
+  // A group with a degraded leaf uplink crosses the leaf tier whatever its span (its layout sets the
+  // factor only when its nodes are under several leaves).
   const double leaf_ratio = path.leaf_oversubscription / group.uplink_speed;
-  double divisor = tier(leaf_ratio, path.nodes_per_leaf);
-  if (path.nodes_per_pod > 0 && (span > path.nodes_per_pod || !degraded)) {
-    divisor = std::max(divisor, tier(leaf_ratio * path.core_oversubscription, path.nodes_per_pod));
+  double divisor =
+      tier(leaf_ratio, path.nodes_per_leaf, span > path.nodes_per_leaf || group.uplink_speed < 1.0);
+  if (path.nodes_per_pod > 0) {
+    divisor = std::max(divisor, tier(leaf_ratio * path.core_oversubscription, path.nodes_per_pod,
+                                     span > path.nodes_per_pod));
   }
   return divisor;
 }
