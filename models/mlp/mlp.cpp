@@ -22,8 +22,8 @@ LayerProgram linear_layer(double in, double out, const ShardConfig& sh, LinearRo
     p.forward.push_back(memory_op("mlp_bias_relu", 2 * b * out * a));
     p.backward.push_back(memory_op("mlp_relu_bwd", 3 * b * out * a));
   }
-  p.backward.push_back(linear::gemm("mlp_linear_wgrad", in, out, b, a));
-  p.backward.push_back(memory_op("mlp_bias_grad", b * out * a));
+  p.backward.push_back(weight_grad_op(linear::gemm("mlp_linear_wgrad", in, out, b, a)));
+  p.backward.push_back(weight_grad_op(memory_op("mlp_bias_grad", b * out * a)));
   if (role != LinearRole::input) p.backward.push_back(linear::gemm("mlp_linear_dgrad", b, in, out, a));
   return p;
 }

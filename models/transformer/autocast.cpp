@@ -17,7 +17,7 @@ LayerOp weight_casts(std::string_view name, double weight_elements, int tensors,
 }
 
 LayerOp weight_grad_casts(std::string_view name, double weight_elements, int tensors, double a) {
-  return cast(name, (a + 4) * weight_elements, tensors, core::MemoryClass::widening_cast);
+  return weight_grad_op(cast(name, (a + 4) * weight_elements, tensors, core::MemoryClass::widening_cast));
 }
 
 void input_casts(std::vector<LayerOp>& ops, std::string_view name, double elements, int projections, double a) {

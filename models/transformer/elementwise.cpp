@@ -102,7 +102,8 @@ void bias_add(std::vector<LayerOp>& ops, std::string_view name, const Kernels& k
 }
 
 void bias_grad(std::vector<LayerOp>& ops, std::string_view name, const Kernels& k, double elements) {
-  if ((k.scripted() || k.eager()) && !k.rms_norm) ops.push_back(pass(name, k.a * elements, 1, MemoryClass::reduction));
+  if ((k.scripted() || k.eager()) && !k.rms_norm)
+    ops.push_back(weight_grad_op(pass(name, k.a * elements, 1, MemoryClass::reduction)));
 }
 
 void residual_grad_sum(std::vector<LayerOp>& ops, std::string_view name, const Kernels& k, double elements) {

@@ -32,7 +32,8 @@ void weight_cast_forward(std::vector<LayerOp>& ops, Fp8OpNames names, double ele
 
 void input_transpose_backward(std::vector<LayerOp>& ops, std::string_view name, double elements,
                               Fp8Casts casts) {
-  if (casts.on && casts.recipe == config::Fp8Recipe::delayed) ops.push_back(memory_op(name, 2 * elements));
+  if (casts.on && casts.recipe == config::Fp8Recipe::delayed)
+    ops.push_back(weight_grad_op(memory_op(name, 2 * elements)));
 }
 
 void grad_cast_backward(std::vector<LayerOp>& ops, Fp8OpNames names, double elements, Fp8Casts casts) {

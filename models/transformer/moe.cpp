@@ -73,10 +73,11 @@ void moe_backward(std::vector<LayerOp>& bw, const config::MoeSpec& moe, const Mo
     bw.push_back(comm_op("moe_tp_grad_all_gather", CommRole::tensor_all_gather, z.busiest * sh.h * sh.a));
   }
   bw.push_back(gemm_op("moe_expert_down_dgrad", per_expert, z.f, sh.h, sh.a, z.local_experts));
-  bw.push_back(gemm_op("moe_expert_down_wgrad", z.f, sh.h, per_expert, sh.a, z.local_experts));
+  bw.push_back(
+      weight_grad_op(gemm_op("moe_expert_down_wgrad", z.f, sh.h, per_expert, sh.a, z.local_experts)));
   bw.push_back(elementwise::activation_backward(sh.kernels, z.busiest * z.f));
   bw.push_back(gemm_op("moe_expert_up_dgrad", per_expert, sh.h, z.up, sh.a, z.local_experts));
-  bw.push_back(gemm_op("moe_expert_up_wgrad", sh.h, z.up, per_expert, sh.a, z.local_experts));
+  bw.push_back(weight_grad_op(gemm_op("moe_expert_up_wgrad", sh.h, z.up, per_expert, sh.a, z.local_experts)));
   if (sh.expert_tensor > 1) {
     bw.push_back(
         comm_op("moe_tp_grad_reduce_scatter", CommRole::tensor_reduce_scatter, z.busiest * sh.h * sh.a));
@@ -86,7 +87,7 @@ void moe_backward(std::vector<LayerOp>& bw, const config::MoeSpec& moe, const Mo
   bw.push_back(memory_op("moe_permute_bwd", 2 * z.copies * sh.h * sh.a));
   bw.push_back(memory_op("moe_router_topk_bwd", 8 * sh.routed * z.experts));
   bw.push_back(gemm_op("moe_router_dgrad", sh.routed, sh.h, z.experts, sh.a));
-  bw.push_back(gemm_op("moe_router_wgrad", sh.h, z.experts, sh.routed, sh.a));
+  bw.push_back(weight_grad_op(gemm_op("moe_router_wgrad", sh.h, z.experts, sh.routed, sh.a)));
 }
 
 double routed_expert_parameters(const config::TransformerSpec& m) {

@@ -113,6 +113,11 @@ LayerOp comm_op(std::string_view name, CommRole role, double bytes, GemmOverlap 
   return op;
 }
 
+LayerOp weight_grad_op(LayerOp op) {
+  op.weight_grad = true;
+  return op;
+}
+
 namespace {
 
 // Communication entering a tensor-parallel region (forward): nothing without SP, all-gather with SP.
@@ -136,6 +141,7 @@ void leave_tp_region(std::vector<LayerOp>& ops, const Dims& d, std::string_view 
 void column_parallel_backward(std::vector<LayerOp>& ops, const Dims& d, LayerOp dgrad, LayerOp wgrad,
                               std::string_view regather, std::string_view reduce) {
   const double bytes = d.tokens * d.h * d.a;
+  wgrad.weight_grad = true;
   if (d.t <= 1) {
     ops.push_back(std::move(dgrad));
     ops.push_back(std::move(wgrad));
@@ -144,7 +150,7 @@ void column_parallel_backward(std::vector<LayerOp>& ops, const Dims& d, LayerOp 
   const GemmOverlap beside = d.backward_overlap ? GemmOverlap::beside_next : GemmOverlap::none;
   const LayerOp reduction =
       comm_op(reduce, d.sp ? CommRole::tensor_reduce_scatter : CommRole::tensor_all_reduce, bytes, beside);
-  if (d.sp) ops.push_back(comm_op(regather, CommRole::tensor_all_gather, bytes, beside));
+  if (d.sp) ops.push_back(weight_grad_op(comm_op(regather, CommRole::tensor_all_gather, bytes, beside)));
   ops.push_back(std::move(dgrad));
   if (d.backward_overlap) ops.push_back(reduction);
   ops.push_back(std::move(wgrad));
@@ -348,7 +354,7 @@ void mlp_backward(std::vector<LayerOp>& bw, const Dims& d, const MlpNames& n) {
   }
   linear::grad_cast_backward(bw, {n.down_grad_cast, n.down_grad_amax}, d.tokens * d.h, d.fp8);
   bw.push_back(linear::gemm(n.down_dgrad, d.tokens, d.f, d.h, a));
-  bw.push_back(linear::gemm(n.down_wgrad, d.f, d.h, d.tokens, a));
+  bw.push_back(weight_grad_op(linear::gemm(n.down_wgrad, d.f, d.h, d.tokens, a)));
   bw.push_back(elementwise::activation_backward(k, d.tokens * d.f));
   elementwise::bias_grad(bw, n.up_bias_grad, k, d.tokens * d.n_up);
   linear::grad_cast_backward(bw, {n.up_grad_cast, n.up_grad_amax}, d.tokens * d.n_up, d.fp8);
@@ -423,7 +429,7 @@ void grad_accumulation(std::vector<LayerOp>& bw, const Dims& d, const config::Tr
       memory_op("grad_accumulation", bytes_per_element * elements, false, core::MemoryClass::mixed_add);
   op.compute.kernels = static_cast<int>(tensors);
   op.compute.tensor_calls = true;  // one add_ per tensor from the hook, no module around it
-  bw.push_back(op);
+  bw.push_back(weight_grad_op(op));
 }
 
 MoeShard moe_shard(const Dims& d, const ShardConfig& sh) {
@@ -521,7 +527,7 @@ LayerProgram transformer_layer(const config::TransformerSpec& m, const ShardConf
   }
   linear::grad_cast_backward(bw, {"attention_projection_grad_fp8_cast", "attention_projection_grad_fp8_amax"}, d.tokens * d.h, d.fp8);
   bw.push_back(linear::gemm("attention_projection_dgrad", d.tokens, d.heads * d.d, d.h, a));
-  bw.push_back(linear::gemm("attention_projection_wgrad", d.heads * d.d, d.h, d.tokens, a));
+  bw.push_back(weight_grad_op(linear::gemm("attention_projection_wgrad", d.heads * d.d, d.h, d.tokens, a)));
   elementwise::attention_output_layout(bw, "attention_output_layout_bwd", k, d.tokens * d.heads * d.d);
   attention_backward(bw, m, d, sh);
   if (m.attention == config::AttentionKind::standard)
@@ -555,11 +561,13 @@ LayerProgram embedding_layer(const config::TransformerSpec& m, const ShardConfig
   p.forward.push_back(memory_op("embedding_lookup", 2 * d.tokens * d.h * e));
   leave_tp_region(p.forward, d, "embedding_tp_reduce");
   p.forward.push_back(memory_op("embedding_dropout", d.tokens_elementwise * d.h * (2 * e + 1)));
-  p.backward.push_back(memory_op("embedding_dropout_bwd", d.tokens_elementwise * d.h * (2 * e + 1)));
+  // Its backward feeds the table's gradient only (no layer before it): all of it is weight gradient.
+  p.backward.push_back(
+      weight_grad_op(memory_op("embedding_dropout_bwd", d.tokens_elementwise * d.h * (2 * e + 1))));
   if (d.sp)
-    p.backward.push_back(
-        comm_op("embedding_grad_all_gather", CommRole::tensor_all_gather, d.tokens * d.h * d.a));
-  p.backward.push_back(memory_op("embedding_grad_accumulate", 3 * d.tokens * d.h * e));
+    p.backward.push_back(weight_grad_op(
+        comm_op("embedding_grad_all_gather", CommRole::tensor_all_gather, d.tokens * d.h * d.a)));
+  p.backward.push_back(weight_grad_op(memory_op("embedding_grad_accumulate", 3 * d.tokens * d.h * e)));
   return p;
 }
 

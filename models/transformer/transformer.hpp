@@ -96,7 +96,16 @@ struct LayerOp {
   // The host issues it only once the ops before it are done (it waits on a device-to-host read first:
   // moe.hpp's token counts); graph::TaskGraph::add_host_wait.
   bool host_waits = false;
+  // Part of a parameter's gradient, which no earlier layer waits for: weight-gradient GEMMs, bias
+  // gradients, weight-gradient casts and accumulation, an input re-gathered or transposed only for a
+  // weight gradient, the embedding's backward. A schedule that splits the backward pass (zero bubble:
+  // pipeline_schedule.hpp) runs these later, as the pass "W" of Qi et al. 2024 (arXiv 2401.10241, Sec.
+  // 2); the norms' weight gradients are computed by their backward kernels and stay with them.
+  bool weight_grad = false;
 };
+
+// `op` marked as part of a weight gradient (LayerOp::weight_grad).
+LayerOp weight_grad_op(LayerOp op);
 
 // Layer ops of the two compute kinds: a GEMM of [m x k] x [k x n] (`batch` of them) on elements of `a`
 // bytes, 2mnk FLOPs and each operand read or written once; a memory-bound kernel moving `bytes`.

@@ -100,9 +100,10 @@ ParallelismSpec read_parallelism(ObjectReader& top, const Scenario& scenario, co
   p.tp_backward_overlap =
       r.optional<bool>("tp_backward_overlap", software.tp_backward_overlap.value_or(true));
   if (r.has("order")) p.order = read_order(r);
-  p.schedule = r.optional_enum<Schedule>(
-      "schedule", Schedule::one_f_one_b,
-      named_choices(std::array{Schedule::one_f_one_b, Schedule::gpipe, Schedule::interleaved}));
+  p.schedule =
+      r.optional_enum<Schedule>("schedule", Schedule::one_f_one_b,
+                                named_choices(std::array{Schedule::one_f_one_b, Schedule::gpipe,
+                                                         Schedule::interleaved, Schedule::zero_bubble_h1}));
   p.pipeline_comm = r.optional_enum<PipelineComm>(
       "pipeline_comm", software.pipeline_comm.value_or(PipelineComm::overlapped_if_interleaved),
       named_choices(kPipelineComms));

@@ -89,6 +89,8 @@ const char* to_string(Schedule s) {
       return "gpipe";
     case Schedule::interleaved:
       return "interleaved";
+    case Schedule::zero_bubble_h1:
+      return "zb-h1";
   }
   throw core::InternalError("to_string: invalid Schedule value");
 }

@@ -151,7 +151,8 @@ struct ClusterSpec {
   std::vector<MixedGpus> mixed_gpus;        // nodes whose GPUs are another profile's (mixed generations)
 };
 
-enum class Schedule { one_f_one_b, gpipe, interleaved };
+// The pipeline schedule (parallel/pipeline_schedule.hpp): 1F1B, GPipe, interleaved 1F1B, zero bubble ZB-H1.
+enum class Schedule { one_f_one_b, gpipe, interleaved, zero_bubble_h1 };
 
 // Pipeline transfers: asynchronous sends that compute does not wait for (Megatron-Core's overlapped
 // p2p), or Megatron-LM's batched send/recv after which the sender waits for completion.

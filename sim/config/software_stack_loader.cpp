@@ -63,8 +63,9 @@ SoftwareStack load_software_stack(const std::string& hardware_profiles, const st
   }
   settings.finish();
   if (std::optional<ObjectReader> s = r.optional_child("supports")) {
-    s->expect_keys({"zero_stages", "distributed_optimizer", "max_zero_stage_with_pipeline", "context_parallel",
-                    "interleaved_schedule", "pipeline_parallel", "unsharded_data_parallel_with_model_parallel"});
+    s->expect_keys({"zero_stages", "distributed_optimizer", "max_zero_stage_with_pipeline",
+                    "context_parallel", "interleaved_schedule", "zero_bubble_schedule", "pipeline_parallel",
+                    "unsharded_data_parallel_with_model_parallel"});
     StackSupport can;
     const nlohmann::json* stages = s->find("zero_stages");
     if (stages == nullptr || !stages->is_array() || stages->empty()) {
@@ -83,6 +84,7 @@ SoftwareStack load_software_stack(const std::string& hardware_profiles, const st
     can.interleaved_schedule = s->required<bool>("interleaved_schedule");
     // Optional, so stacks written before they existed keep loading: absent means supported.
     can.pipeline_parallel = s->maybe<bool>("pipeline_parallel").value_or(true);
+    can.zero_bubble_schedule = s->maybe<bool>("zero_bubble_schedule").value_or(true);
     can.unsharded_data_parallel_with_model_parallel =
         s->maybe<bool>("unsharded_data_parallel_with_model_parallel").value_or(true);
     s->finish();

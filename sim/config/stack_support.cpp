@@ -28,6 +28,8 @@ std::optional<std::string> unsupported_by_stack(const Scenario& s) {
   }
   if (p.context > 1 && !can.context_parallel) return refuse("context parallelism");
   if (p.schedule == Schedule::interleaved && !can.interleaved_schedule) return refuse("the interleaved schedule");
+  if (p.schedule == Schedule::zero_bubble_h1 && p.pipeline > 1 && !can.zero_bubble_schedule)
+    return refuse("the zero-bubble schedule (zb-h1)");
   return std::nullopt;
 }
 

@@ -20,6 +20,7 @@ struct StackSupport {
   int max_zero_stage_with_pipeline = 3;                     // the highest stage beside pipeline > 1
   bool context_parallel = true;
   bool interleaved_schedule = true;
+  bool zero_bubble_schedule = true;  // ZB-H1, one model chunk per stage (pipeline_schedule.hpp)
   bool pipeline_parallel = true;  // a scheduled micro-batch pipeline (pipeline > 1)
   // Plain replicas (ZeRO stage 0 with data > 1) beside tensor, context or pipeline parallelism; torchtitan
   // of 2024 ran DDP on one-dimensional meshes only.

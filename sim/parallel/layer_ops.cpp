@@ -36,6 +36,7 @@ class Interner {
     ref.first_kernel_label = ref.last_kernel_label = ref.label;
     ref.attention_core = op.attention_core;
     ref.recompute_tag = op.recompute_tag;
+    ref.weight_grad = op.weight_grad;
     switch (op.role) {
       case models::CommRole::none:
         ref.op = graph_.add_op(op.compute);
@@ -189,7 +190,26 @@ LayerOps intern_layer_ops(const config::Scenario& s, const LayerGroups& groups, 
   }
   const double checkpoint_us = s.training.host_checkpoint_us;
   if (checkpoint_us > 0.0) checkpoint_on_host(out.recompute, checkpoint_us, graph);
+  if (par.schedule == config::Schedule::zero_bubble_h1 && par.pipeline > 1) {
+    for (Program* p : {&out.layer, &out.embedding, &out.head}) split_backward(*p);
+  }
   return out;
+}
+
+void split_backward(Program& p) {
+  using models::GemmOverlap;
+  const std::vector<OpRef>& ops = p.backward;
+  p.input_grad.clear();
+  p.weight_grad.clear();
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    OpRef op = ops[i];
+    const bool next_kept = i + 1 < ops.size() && ops[i + 1].weight_grad == op.weight_grad;
+    const bool previous_kept = i > 0 && ops[i - 1].weight_grad == op.weight_grad;
+    const bool with_next = op.overlap == GemmOverlap::with_next || op.overlap == GemmOverlap::beside_next;
+    if ((with_next && !next_kept) || (op.overlap == GemmOverlap::with_previous && !previous_kept))
+      op.overlap = GemmOverlap::none;
+    (op.weight_grad ? p.weight_grad : p.input_grad).push_back(op);
+  }
 }
 
 namespace {

@@ -36,11 +36,16 @@ struct OpRef {
   models::GemmOverlap overlap = models::GemmOverlap::none;
   graph::OpId chunk_op = 0;  // 1/t of the bytes
   graph::OpId rest_op = 0;   // (t-1)/t of the bytes
+  bool weight_grad = false;  // models::LayerOp::weight_grad
 };
 
 struct Program {
   std::vector<OpRef> forward;
   std::vector<OpRef> backward;
+  // Under a schedule that splits the backward pass (config::Schedule::zero_bubble_h1): its
+  // input-gradient part (B) and its weight-gradient part (W), split_backward()'s; empty otherwise.
+  std::vector<OpRef> input_grad = {};
+  std::vector<OpRef> weight_grad = {};
 };
 
 struct LayerOps {
@@ -98,6 +103,15 @@ struct LayerGroups {
 // scenario's activation recompute replays.
 LayerOps intern_layer_ops(const config::Scenario& s, const LayerGroups& groups, graph::TaskGraph& graph,
                           LabelTable& labels, CommOpTable& comm_ops);
+
+// The backward pass `ops` as its input-gradient part (B, what the layers before it wait for) and its
+// weight-gradient part (W: OpRef::weight_grad), each in program order. An op pipelined with or run
+// beside a neighbour (OpRef::overlap) that went to the other part runs on its own, blocking: a column-
+// parallel linear's data-gradient reduction, beside its weight-gradient GEMM in the whole pass, has no
+// GEMM to hide behind in B (the next GEMM needs its result), and the sequence-parallel re-gather of the
+// linear's input, beside the data-gradient GEMM in the whole pass, precedes the weight-gradient GEMM
+// that needs it in W.
+void split_backward(Program& p);
 
 // The same program with every run of two or more consecutive `compute` ops (pattern_at) as one op
 // reference to a graph::FusedOp of their kernels, labelled "<first> .. <last> (<n> kernels)", with

@@ -57,7 +57,7 @@ LoweredGraph Lowering::run() {
   add_streams(ranks);
   for (std::int64_t r = 0; r < ranks; ++r) add_rank(r);
   if (every_rank_) gangs_.emplace(out_.graph, mesh_, streams_);
-  steps_.assign(static_cast<std::size_t>(ranks * v_ * m_ * 2), Chain{});
+  steps_.assign(static_cast<std::size_t>(ranks * v_ * m_ * kStepSlots), Chain{});
   step_after_.assign(steps_.size(), std::nullopt);
   grad_ready_.assign(static_cast<std::size_t>(ranks * v_ * max_chunk_layers_), TaskId{0});
   first_use_.assign(static_cast<std::size_t>(ranks * v_ * max_chunk_layers_), TaskId{0});
@@ -168,21 +168,30 @@ Lowering::Programs Lowering::intern_program(const LayerGroups& groups) {
                std::move(ops.head),
                std::move(ops.recompute),
                {},
+               {},
+               {},
                {}};
   if (fuse_) {
     // Each rank is simulated (or many plans are), so task count matters: kernels that run back to back become
     // one task. ZeRO-3 prefetches a layer's parameters once the previous layer's first task has ended: that
     // task stays a kernel of its own.
     const bool zero3 = s_.parallelism.zero_stage >= 3;
+    // W (a split backward's weight gradients) gathers nothing: its first task is no event.
     for (Program* p : {&out.layer, &out.embedding, &out.head}) {
-      p->forward = fuse_compute_runs(p->forward, zero3 && p == &out.layer, out_.graph, labels_);
-      p->backward = fuse_compute_runs(p->backward, zero3 && p == &out.layer, out_.graph, labels_);
+      const bool first_alone = zero3 && p == &out.layer;
+      p->forward = fuse_compute_runs(p->forward, first_alone, out_.graph, labels_);
+      p->backward = fuse_compute_runs(p->backward, first_alone, out_.graph, labels_);
+      p->input_grad = fuse_compute_runs(p->input_grad, first_alone, out_.graph, labels_);
+      p->weight_grad = fuse_compute_runs(p->weight_grad, false, out_.graph, labels_);
     }
     out.recompute = fuse_compute_runs(out.recompute, zero3, out_.graph, labels_);
     if (!zero3) {
       out.forward_sequence = LayerSequence(out.layer.forward, out_.graph, labels_);
-      if (out.recompute.empty())
+      if (out.recompute.empty()) {
         out.backward_sequence = LayerSequence(out.layer.backward, out_.graph, labels_);
+        out.input_grad_sequence = LayerSequence(out.layer.input_grad, out_.graph, labels_);
+      }
+      out.weight_grad_sequence = LayerSequence(out.layer.weight_grad, out_.graph, labels_);
     }
   }
   return out;
@@ -313,9 +322,31 @@ bool Lowering::joins_layers(const PipelineStep& step, bool last_backward) const 
   const bool dp = par.data * par.context > 1 && par.zero_stage < 3;
   const bool sharded = par.distributed_optimizer || par.zero_stage >= 1;
   if (!fuse_ || par.zero_stage >= 3) return false;
-  if (step.pass == Pass::forward)
-    return !(step.micro_batch == 0 && dp && sharded && s_.training.overlap_param_gather);
-  return !recomputes_ && !(last_backward && dp && s_.training.overlap_grad_reduce);
+  const bool grad_events = last_backward && dp && s_.training.overlap_grad_reduce;
+  switch (step.pass) {
+    case Pass::forward:
+      return !(step.micro_batch == 0 && dp && sharded && s_.training.overlap_param_gather);
+    case Pass::input_grad:  // makes no weight gradient; recompute runs before each of its layers
+      return !recomputes_;
+    case Pass::weight_grad:  // no recompute before its layers
+      return !grad_events;
+    case Pass::backward:
+      return !recomputes_ && !grad_events;
+  }
+  return false;
+}
+
+// The ops of `program` that a step of `pass` runs (a backward pass: whole, or its split part).
+const std::vector<OpRef>& Lowering::backward_ops(const Program& program, Pass pass) {
+  if (pass == Pass::input_grad) return program.input_grad;
+  if (pass == Pass::weight_grad) return program.weight_grad;
+  return program.backward;
+}
+
+const LayerSequence& Lowering::backward_sequence(const Programs& programs, Pass pass) {
+  if (pass == Pass::input_grad) return programs.input_grad_sequence;
+  if (pass == Pass::weight_grad) return programs.weight_grad_sequence;
+  return programs.backward_sequence;
 }
 
 // Layer l of a step's `count` layers, in the order they run (first = 0).
@@ -327,38 +358,42 @@ const std::vector<OpRef>& Lowering::layer_program(const LayerSequence& sequence,
 }
 
 // Every rank's pipeline steps, across the ranks part by part: the k-th step's opening (embedding or
-// head) on every rank, then its first layer on every rank, ..., then its closing, then step k+1. Each
-// stage runs as many steps (m x v forward and backward); a rank's program is the same in any order,
+// head) on every rank, then its first layer on every rank, ..., then its closing, then step k+1, on the
+// ranks whose schedule has a k-th step (zb-h1's first stage runs fewer: its backward passes whole); a
+// rank's program is the same in any order,
 // but task ids then follow the ranks' progress, so that what an every-rank simulation runs at one
 // time sits together in the graph's and the engine's arrays instead of a rank's program apart.
 void Lowering::emit_steps() {
   const auto ranks = static_cast<std::size_t>(coords_.size());
   std::vector<std::vector<std::size_t>> last_backward;  // per stage and chunk, its last backward step
+  std::size_t most_steps = 0;
   for (std::int64_t stage = 0; stage < p_; ++stage) {
     schedules_.push_back(stage_schedule(s_.parallelism.schedule, p_, stage, m_, v_));
     last_backward.emplace_back(static_cast<std::size_t>(v_), 0);
     for (std::size_t i = 0; i < schedules_.back().size(); ++i) {
       const PipelineStep& step = schedules_.back()[i];
-      if (step.pass == Pass::backward) last_backward.back()[static_cast<std::size_t>(step.chunk)] = i;
+      if (makes_weight_grads(step.pass)) last_backward.back()[static_cast<std::size_t>(step.chunk)] = i;
     }
-    DTSIM_CHECK(schedules_.back().size() == schedules_.front().size(),
-                "pipeline stages with different numbers of steps");
+    most_steps = std::max(most_steps, schedules_.back().size());
   }
   previous_step_.assign(ranks, std::nullopt);
   std::vector<StepInProgress> open(ranks);
-  for (std::size_t i = 0; i < schedules_.front().size(); ++i) {
-    const auto step_of = [&](std::size_t r) -> StepInProgress& {
-      StepInProgress& s = open[r];
+  std::vector<std::size_t> running;  // the ranks with an i-th step
+  for (std::size_t i = 0; i < most_steps; ++i) {
+    running.clear();
+    for (std::size_t r = 0; r < ranks; ++r) {
       const auto stage = static_cast<std::size_t>(coords_[r].stage);
+      if (i >= schedules_[stage].size()) continue;
+      StepInProgress& s = open[r];
       s.step = schedules_[stage][i];
       s.last_of_chunk = last_backward[stage][static_cast<std::size_t>(s.step.chunk)] == i;
-      return s;
-    };
-    for (std::size_t r = 0; r < ranks; ++r) open_step(static_cast<std::int64_t>(r), step_of(r));
-    for (std::int64_t k = 0; k < max_chunk_layers_; ++k) {
-      for (std::size_t r = 0; r < ranks; ++r) emit_step_layer(static_cast<std::int64_t>(r), open[r], k);
+      running.push_back(r);
     }
-    for (std::size_t r = 0; r < ranks; ++r) close_step(static_cast<std::int64_t>(r), open[r]);
+    for (const std::size_t r : running) open_step(static_cast<std::int64_t>(r), open[r]);
+    for (std::int64_t k = 0; k < max_chunk_layers_; ++k) {
+      for (const std::size_t r : running) emit_step_layer(static_cast<std::int64_t>(r), open[r], k);
+    }
+    for (const std::size_t r : running) close_step(static_cast<std::int64_t>(r), open[r]);
   }
 }
 
@@ -373,8 +408,17 @@ void Lowering::open_step(std::int64_t r, StepInProgress& s) {
     if (mc == 0) emit(r, programs(r).embedding.forward, Category::forward, mb, s.chain);
     if (mc == 0 && mb == 0) step_first_[static_cast<std::size_t>(r)] = s.chain.first;
   } else if (mc == p_ * v_ - 1) {
-    emit(r, programs(r).head.backward, Category::backward, mb, s.chain);
+    emit(r, backward_ops(programs(r).head, s.step.pass), Category::backward, mb, s.chain);
   }
+}
+
+// The compute rank r runs just before what continues step `s`: the step's end so far, or that of the
+// step before.
+std::optional<TaskId> Lowering::compute_before(std::int64_t r, const StepInProgress& s) const {
+  if (!s.chain.empty) return s.chain.last;
+  const std::optional<std::size_t> previous_step = previous_step_[static_cast<std::size_t>(r)];
+  if (previous_step && !steps_[*previous_step].empty) return steps_[*previous_step].last;
+  return std::nullopt;
 }
 
 // The step's k-th layer in its order of execution (backward: from the last layer), if it has one.
@@ -384,16 +428,6 @@ void Lowering::emit_step_layer(std::int64_t r, StepInProgress& s, std::int64_t k
   if (k >= layers) return;
   const bool zero3 = s_.parallelism.zero_stage >= 3;
   const bool on_demand = s_.parallelism.zero3.fetch == config::Zero3Fetch::on_demand;
-  // Fetching on demand, a full recompute (a forward of the layer's weights) gathers of its own; a
-  // selective one recomputes the attention core, which has no weights.
-  const bool regather = s_.training.activation_recompute == config::Recompute::full;
-  const std::optional<std::size_t> previous_step = previous_step_[static_cast<std::size_t>(r)];
-  // The compute this rank runs just before what continues the step: its end, or that of the step before.
-  const auto compute_before = [&]() -> std::optional<TaskId> {
-    if (!s.chain.empty) return s.chain.last;
-    if (previous_step && !steps_[*previous_step].empty) return steps_[*previous_step].last;
-    return std::nullopt;
-  };
   const bool join = joins_layers(step, s.last_of_chunk);
   const Programs& program = programs(r);
   const std::int32_t mb = step.micro_batch;
@@ -402,32 +436,56 @@ void Lowering::emit_step_layer(std::int64_t r, StepInProgress& s, std::int64_t k
     const std::int64_t l = k;
     emit(r, layer_program(program.forward_sequence, program.layer.forward, join, l, layers),
          Category::forward, mb, layer);
-    if (zero3) gate(gather_layer(r, mb, on_demand ? compute_before() : s.previous_layer), layer);
+    if (zero3) gate(gather_layer(r, mb, on_demand ? compute_before(r, s) : s.previous_layer), layer);
     if (mb == 0) first_use_[layer_index(r, step.chunk, l)] = layer.first;
     s.previous_layer = layer.first;
     append(s.chain, layer);
     return;
   }
   const std::int64_t l = layers - 1 - k;
+  const std::vector<OpRef>& ops = backward_ops(program.layer, step.pass);
+  const LayerSequence& sequence = backward_sequence(program, step.pass);
+  if (step.pass == Pass::weight_grad) {
+    // W: the weight gradients of what B computed; no recompute, no parameters to gather.
+    emit(r, layer_program(sequence, ops, join, k, layers), Category::backward, mb, layer);
+  } else {
+    emit_input_grads(r, s, k, layer);
+  }
+  s.previous_layer = layer.first;
+  append(s.chain, layer);
+  if (!makes_weight_grads(step.pass)) return;
+  grad_ready_[layer_index(r, step.chunk, l)] = s.chain.last;
+  if (zero3) reduce_layer(r, mb, s.chain.last);
+}
+
+// A backward step's k-th layer up to its weight gradients (all of them in a whole backward): recompute,
+// ZeRO-3's gathers, the layer's backward ops.
+void Lowering::emit_input_grads(std::int64_t r, const StepInProgress& s, std::int64_t k, Chain& layer) {
+  const PipelineStep& step = s.step;
+  const std::int64_t layers = layers_in(coord(r).stage, step.chunk);
+  const bool zero3 = s_.parallelism.zero_stage >= 3;
+  const bool on_demand = s_.parallelism.zero3.fetch == config::Zero3Fetch::on_demand;
+  // Fetching on demand, a full recompute (a forward of the layer's weights) gathers of its own; a
+  // selective one recomputes the attention core, which has no weights.
+  const bool regather = s_.training.activation_recompute == config::Recompute::full;
+  const bool join = joins_layers(step, s.last_of_chunk);
+  const Programs& program = programs(r);
+  const std::int32_t mb = step.micro_batch;
+  const std::vector<OpRef>& ops = backward_ops(program.layer, step.pass);
+  const LayerSequence& sequence = backward_sequence(program, step.pass);
   emit(r, program.recompute, Category::recompute, mb, layer);
   if (zero3 && on_demand && regather) {
     // The recomputed forward gathers, uses and releases the parameters; the backward, which starts
     // after its gather, gathers them again.
-    gate(gather_layer(r, mb, compute_before()), layer);
+    gate(gather_layer(r, mb, compute_before(r, s)), layer);
     Chain backward = Chain::after(gather_layer(r, mb, layer.last));
-    emit(r, layer_program(program.backward_sequence, program.layer.backward, join, k, layers),
-         Category::backward, mb, backward);
+    emit(r, layer_program(sequence, ops, join, k, layers), Category::backward, mb, backward);
     layer.last = backward.last;
     layer.also = backward.also;
   } else {
-    emit(r, layer_program(program.backward_sequence, program.layer.backward, join, k, layers),
-         Category::backward, mb, layer);
-    if (zero3) gate(gather_layer(r, mb, on_demand ? compute_before() : s.previous_layer), layer);
+    emit(r, layer_program(sequence, ops, join, k, layers), Category::backward, mb, layer);
+    if (zero3) gate(gather_layer(r, mb, on_demand ? compute_before(r, s) : s.previous_layer), layer);
   }
-  s.previous_layer = layer.first;
-  append(s.chain, layer);
-  grad_ready_[layer_index(r, step.chunk, l)] = s.chain.last;
-  if (zero3) reduce_layer(r, mb, s.chain.last);
 }
 
 // A step's closing: the head after the last chunk's forward, the embedding after the first chunk's
@@ -438,14 +496,14 @@ void Lowering::close_step(std::int64_t r, StepInProgress& s) {
   if (s.step.pass == Pass::forward) {
     if (mc == p_ * v_ - 1) emit(r, programs(r).head.forward, Category::forward, mb, s.chain);
   } else if (mc == 0) {
-    emit(r, programs(r).embedding.backward, Category::backward, mb, s.chain);
+    emit(r, backward_ops(programs(r).embedding, s.step.pass), Category::backward, mb, s.chain);
   }
   DTSIM_CHECK(!s.chain.also, "a pipeline step ends beside an overlapped GEMM");
   // ZeRO-2 before the last micro-batch: the step's layer gradients are ready when the step ends (a
   // layer's own end is not an event here, so that fused layers stay one sequence); the micro-batch's
   // backward ends on a stage with its first chunk (every schedule runs a micro-batch's chunks last to
   // first), where what is left of its buckets is reduced.
-  if (reduces_each_micro_batch_ && s.step.pass == Pass::backward && mb + 1 < m_) {
+  if (reduces_each_micro_batch_ && makes_weight_grads(s.step.pass) && mb + 1 < m_) {
     std::vector<TaskId>& ready = micro_batch_grads_[{r, mb}];
     ready.insert(ready.end(), static_cast<std::size_t>(layers_in(coord(r).stage, s.step.chunk)),
                  s.chain.last);
@@ -481,6 +539,7 @@ void Lowering::connect_stages(std::int64_t r) {
   const Coord c = coord(r);
   for (const auto& step : schedules_[static_cast<std::size_t>(c.stage)]) {
     const std::int64_t mc = model_chunk(c.stage, step.chunk);
+    if (step.pass == Pass::weight_grad) continue;  // W sends nothing on
     const bool forward = step.pass == Pass::forward;
     const std::int64_t next = forward ? mc + 1 : mc - 1;
     if (next < 0 || next >= p_ * v_) continue;

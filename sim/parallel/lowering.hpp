@@ -90,6 +90,7 @@ class Lowering {
     Program layer, embedding, head;
     std::vector<OpRef> recompute;
     LayerSequence forward_sequence, backward_sequence;  // with fuse_
+    LayerSequence input_grad_sequence, weight_grad_sequence;  // with fuse_, under a split backward
   };
   const Programs& programs(std::int64_t r) const {
     return programs_[program_of_[static_cast<std::size_t>(r)]];
@@ -114,9 +115,16 @@ class Lowering {
   void link(Chain& chain, TaskId id);
 
   // ---- pipeline steps --------------------------------------------------------------------------
-  std::size_t step_index(std::int64_t r, std::int64_t chunk, std::int64_t mb, Pass pass) const {
-    return static_cast<std::size_t>((((r * v_ + chunk) * m_ + mb) * 2) + (pass == Pass::backward ? 1 : 0));
+  // A step's slot: forward 0, the pass that sends the gradient on (backward or input_grad) 1, weight_grad 2.
+  static std::int64_t step_slot(Pass pass) {
+    return pass == Pass::forward ? 0 : pass == Pass::weight_grad ? 2 : 1;
   }
+  std::size_t step_index(std::int64_t r, std::int64_t chunk, std::int64_t mb, Pass pass) const {
+    return static_cast<std::size_t>((((r * v_ + chunk) * m_ + mb) * kStepSlots) + step_slot(pass));
+  }
+  static constexpr std::int64_t kStepSlots = 3;
+  // Whether a step ends with gradients of the chunk's parameters ready (a whole backward, or W).
+  static bool makes_weight_grads(Pass pass) { return pass == Pass::backward || pass == Pass::weight_grad; }
   std::size_t layer_index(std::int64_t r, std::int64_t chunk, std::int64_t layer) const {
     return static_cast<std::size_t>((r * v_ + chunk) * max_chunk_layers_ + layer);
   }
@@ -130,13 +138,17 @@ class Lowering {
   // A rank's pipeline step being emitted (lower.cpp, emit_steps()).
   struct StepInProgress {
     PipelineStep step;
-    bool last_of_chunk = false;  // the chunk's last backward step
+    bool last_of_chunk = false;  // the chunk's last step that makes weight gradients
     Chain chain;
     std::optional<TaskId> previous_layer;  // first task of the layer emitted last
   };
   void emit_steps();
   void open_step(std::int64_t r, StepInProgress& s);
   void emit_step_layer(std::int64_t r, StepInProgress& s, std::int64_t k);
+  std::optional<TaskId> compute_before(std::int64_t r, const StepInProgress& s) const;
+  void emit_input_grads(std::int64_t r, const StepInProgress& s, std::int64_t k, Chain& layer);
+  static const std::vector<OpRef>& backward_ops(const Program& program, Pass pass);
+  static const LayerSequence& backward_sequence(const Programs& programs, Pass pass);
   void close_step(std::int64_t r, StepInProgress& s);
   // ZeRO-3 (lower_gradients.cpp): a layer's parameter gathers, which may begin after `after`; the
   // last of them is returned. Its gradient reductions, after `after`.

@@ -33,6 +33,8 @@ double in_flight_layers(const config::Scenario& s, std::int64_t stage) {
       return layers_per_stage * m;
     case config::Schedule::one_f_one_b:
       return layers_per_stage * std::min(m, p - static_cast<double>(stage));
+    case config::Schedule::zero_bubble_h1:
+      return layers_per_stage * std::min(m, p);
     case config::Schedule::interleaved: {
       const double v = static_cast<double>(par.virtual_stages);
       const double factor = stage == 0 ? 1 + (p - 1) / (p * v) : 1.0;

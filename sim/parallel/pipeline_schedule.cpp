@@ -56,6 +56,36 @@ std::vector<PipelineStep> interleaved(std::int64_t p, std::int64_t s, std::int64
   return out;
 }
 
+std::vector<PipelineStep> zero_bubble_h1(std::int64_t p, std::int64_t s, std::int64_t m) {
+  std::vector<PipelineStep> out;
+  std::int32_t f = 0;
+  std::int32_t b = 0;
+  std::int32_t w = 0;
+  const auto forward = [&] { out.push_back({Pass::forward, f++, 0}); };
+  // Stage 0 runs each backward whole; the others B now and W now or later, oldest first.
+  const auto backward = [&](bool with_weight) {
+    if (s == 0) {
+      out.push_back({Pass::backward, b++, 0});
+      ++w;
+      return;
+    }
+    out.push_back({Pass::input_grad, b++, 0});
+    if (with_weight) out.push_back({Pass::weight_grad, w++, 0});
+  };
+  for (std::int64_t i = 0; i < p - s - 1 && f < m; ++i) forward();
+  for (std::int64_t i = 0; i < s && f < m; ++i) {
+    forward();
+    backward(false);
+  }
+  while (f < m) {
+    forward();
+    backward(true);
+  }
+  while (b < m) backward(true);
+  while (w < m) out.push_back({Pass::weight_grad, w++, 0});
+  return out;
+}
+
 }  // namespace
 
 std::vector<std::int64_t> chunk_layers(std::int64_t layers, std::int64_t stages, std::int64_t virtual_stages) {
@@ -88,6 +118,8 @@ std::vector<PipelineStep> stage_schedule(config::Schedule schedule, std::int64_t
       return one_f_one_b(stages, stage, micro_batches);
     case config::Schedule::interleaved:
       return interleaved(stages, stage, micro_batches, virtual_stages);
+    case config::Schedule::zero_bubble_h1:
+      return zero_bubble_h1(stages, stage, micro_batches);
   }
   throw core::InternalError("unknown pipeline schedule");
 }

@@ -6,7 +6,19 @@
 //   interleaved  v model chunks per stage, micro-batches in groups of p; warm-up
 //                (p - s - 1) * 2 + (v - 1) * p forward steps (Narayanan et al. SC'21, Sec. 2.2.2;
 //                Megatron-LM interleaved schedule); needs micro-batches % p == 0.
-// Bubble fraction of the resulting timeline: (p - 1) / m, or (p - 1) / (v m) interleaved.
+//   zb-h1        zero bubble, ZB-H1 (Qi, Wan, Huang, Lin, "Zero Bubble Pipeline Parallelism", ICLR 2024,
+//                arXiv 2401.10241, Sec. 3.1): the backward pass split into B, the gradient of the input
+//                that the stage before waits for, and W, the weight gradients
+//                (models::LayerOp::weight_grad), which wait. Stage s runs the warm-up of 1F1B
+//                (p - s - 1 forwards), then s forward + B pairs whose W it defers, then forward + B + W
+//                (stage 0: forward + whole backward), then B + W, then the s deferred W at the end, each W
+//                for the oldest micro-batch whose W is pending: the ZeroBubbleH1Pipeline of the
+//                authors' code (sail-sg/zero-bubble-pipeline-parallelism, with its exact semantics). The
+//                first stage holds p micro-batches in flight, as in 1F1B; stage s > 0 holds up to p,
+//                s of them waiting for their W only.
+// Bubble of the resulting timeline: (p - 1)(F + B + W) for 1F1B and GPipe, (p - 1)(F + B + W) / v
+// interleaved, (p - 1)(F + B - W) for zb-h1 (F, B, W: a stage's forward, input-gradient and
+// weight-gradient times per micro-batch).
 #pragma once
 
 #include <cstdint>
@@ -16,7 +28,8 @@
 
 namespace dtsim::parallel {
 
-enum class Pass : std::uint8_t { forward, backward };
+// backward: the whole backward pass; input_grad and weight_grad: its two parts under zb-h1 (B and W).
+enum class Pass : std::uint8_t { forward, backward, input_grad, weight_grad };
 
 struct PipelineStep {
   Pass pass = Pass::forward;

@@ -65,9 +65,11 @@ ExtrapolationPoints extrapolation_points(const config::Scenario& s) {
   // Past 64 bits the plan is infeasible (feasibility.hpp) and is not extrapolated.
   const std::int64_t chunks = core::checked_mul(p, s.parallelism.virtual_stages).value_or(0);
   const bool interleaved = s.parallelism.schedule == config::Schedule::interleaved;
+  const bool zero_bubble = s.parallelism.schedule == config::Schedule::zero_bubble_h1;
   ExtrapolationPoints points;
   // Interleaved: the first multiple of p whose schedule has a steady phase on every stage, and the next.
-  points.m1 = interleaved ? 2 * p : 2;
+  // Zero bubble: the first m at which every stage runs a forward + B + W step, and the next.
+  points.m1 = interleaved ? 2 * p : zero_bubble ? std::max<std::int64_t>(p, 2) : 2;
   points.m2 = points.m1 + (interleaved ? p : 1);
   if (chunks > 0 && s.model.layers % chunks == 0) {
     points.l1 = 4;

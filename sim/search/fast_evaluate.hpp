@@ -29,6 +29,12 @@
 // m = 2p on, 2 p v > 2 (p - 1) + (v - 1) p: every stage has a steady phase, and each further group of
 // p micro-batches adds the same steady-state steps.
 //
+// Zero-bubble points (zb-h1): stage s runs p - s - 1 forwards, then s forward + B pairs whose W waits,
+// then forward + B + W steps (pipeline_schedule.hpp). Below m = p some stage has no such step, its
+// deferred W fill what would be bubbles with fewer micro-batches, and the iteration is not on the law of
+// larger m; from m = p on each further micro-batch adds one forward + B + W step to every stage, so the
+// points are m = p and p + 1.
+//
 // Plans with an input pipeline (scenario key "input") are simulated in full: the iteration is the
 // larger of the rest and the batch's load (or their sum), which the short runs' smaller batches do not
 // extrapolate.

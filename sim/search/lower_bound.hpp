@@ -13,7 +13,8 @@
 //   stage   T >= max over stages s of W_s.
 //   fill and drain   The last stage's first forward waits for micro-batch 0 to cross chunks 0 .. p-2,
 //           and after its last backward (chunk p-1, last micro-batch) the gradient crosses chunks
-//           p-2 .. 0 (every schedule of pipeline_schedule.hpp ends a stage with its first chunk):
+//           p-2 .. 0 (where the last stage's schedule ends with its first chunk's backward; zb-h1's
+//           ends with deferred W passes and gets no such term):
 //             T >= sum_{c < p-1} l_c c_fwd + W_{p-1} + sum_{c < p-1} l_c (c_rec + c_bwd)
 //           the pipeline bubble of Narayanan et al. 2021 (arXiv 2104.04473, Sec. 2.2), (p - 1) / v
 //           chunk slots with v virtual stages.

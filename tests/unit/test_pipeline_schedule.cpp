@@ -66,3 +66,77 @@ TEST_CASE("uneven partition: the end chunks get the fewer layers") {
   const auto even = dtsim::parallel::chunk_layers(96, 8, 2);
   CHECK(std::all_of(even.begin(), even.end(), [](std::int64_t n) { return n == 6; }));
 }
+
+namespace zero_bubble_schedule_test {
+
+// The passes of a stage as text: F, B (whole backward), b (input gradient), w (weight gradient), each
+// followed by its micro-batch.
+std::string passes(const std::vector<dtsim::parallel::PipelineStep>& steps) {
+  std::string out;
+  for (const auto& s : steps) {
+    out += s.pass == Pass::forward      ? 'F'
+           : s.pass == Pass::backward   ? 'B'
+           : s.pass == Pass::input_grad ? 'b'
+                                        : 'w';
+    out += std::to_string(s.micro_batch);
+  }
+  return out;
+}
+
+}  // namespace zero_bubble_schedule_test
+
+TEST_CASE("zb-h1: the zero-bubble authors' ZB-H1 order, stage by stage (p = 4, m = 6)") {
+  using zero_bubble_schedule_test::passes;
+  // ZeroBubbleH1Pipeline (sail-sg/zero-bubble-pipeline-parallelism, exact semantics): stage s runs
+  // p - s - 1 warm-up forwards, then s forward + B pairs whose W waits, then forward + B + W while
+  // forwards remain, then B + W, then the s deferred W, oldest first. Stage 0 runs each backward whole.
+  CHECK(passes(stage_schedule(Schedule::zero_bubble_h1, 4, 0, 6, 1)) == "F0F1F2F3B0F4B1F5B2B3B4B5");
+  CHECK(passes(stage_schedule(Schedule::zero_bubble_h1, 4, 1, 6, 1)) ==
+        "F0F1F2b0F3b1w0F4b2w1F5b3w2b4w3b5w4w5");
+  CHECK(passes(stage_schedule(Schedule::zero_bubble_h1, 4, 2, 6, 1)) ==
+        "F0F1b0F2b1F3b2w0F4b3w1F5b4w2b5w3w4w5");
+  CHECK(passes(stage_schedule(Schedule::zero_bubble_h1, 4, 3, 6, 1)) ==
+        "F0b0F1b1F2b2F3b3w0F4b4w1F5b5w2w3w4w5");
+  // Fewer micro-batches than stages: the warm-up and the deferred pairs stop at m.
+  CHECK(passes(stage_schedule(Schedule::zero_bubble_h1, 4, 1, 2, 1)) == "F0F1b0w0b1w1");
+  CHECK(passes(stage_schedule(Schedule::zero_bubble_h1, 4, 3, 2, 1)) == "F0b0F1b1w0w1");
+  // One stage: nothing to fill, 1F1B.
+  CHECK(passes(stage_schedule(Schedule::zero_bubble_h1, 1, 0, 3, 1)) == "F0B0F1B1F2B2");
+}
+
+TEST_CASE("zb-h1: each micro-batch's passes once, in order, at most p micro-batches awaiting their W") {
+  for (const int p : {2, 4, 8}) {
+    for (const int m : {1, 3, 8, 17}) {
+      for (int stage = 0; stage < p; ++stage) {
+        const auto steps = stage_schedule(Schedule::zero_bubble_h1, p, stage, m, 1);
+        std::vector<int> state(static_cast<std::size_t>(m), 0);  // 0 none, 1 forward, 2 B, 3 done
+        int in_flight = 0;
+        int most = 0;
+        for (const auto& s : steps) {
+          int& st = state[static_cast<std::size_t>(s.micro_batch)];
+          if (s.pass == Pass::forward) {
+            CHECK(st == 0);
+            st = 1;
+            most = std::max(most, ++in_flight);
+          } else if (s.pass == Pass::backward) {
+            CHECK(stage == 0);
+            CHECK(st == 1);
+            st = 3;
+            --in_flight;
+          } else if (s.pass == Pass::input_grad) {
+            CHECK(st == 1);
+            st = 2;
+          } else {
+            CHECK(st == 2);
+            st = 3;
+            --in_flight;
+          }
+        }
+        CHECK(std::all_of(state.begin(), state.end(), [](int st) { return st == 3; }));
+        // In flight (forward run, W not yet): the first stage as 1F1B's p, every stage at most p.
+        CHECK(most <= std::min(p, m));
+        if (stage == 0) CHECK(most == std::min(p, m));
+      }
+    }
+  }
+}

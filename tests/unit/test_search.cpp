@@ -72,6 +72,7 @@ TEST_CASE("micro-batch extrapolation agrees with the full simulation within 0.5%
     std::int64_t context = 1;
     bool full_recompute = false;
     std::int64_t tensor = 0;  // 0: the scenario's
+    bool zero_bubble = false;  // zb-h1 instead of 1F1B (virtual_stages 1)
   };
   const std::vector<Case> cases{
       {"megatron-sc21-145b.json", 8, 2, 24},             // interleaved, m = 96
@@ -87,6 +88,10 @@ TEST_CASE("micro-batch extrapolation agrees with the full simulation within 0.5%
       {"gpt3-175b-1024-a100.json", 16, 3, 4, 3, 2},           // m = 384, 2 layers per chunk
       {"gpt3-175b-1024-a100.json", 8, 4, 2, 3, 8},            // m = 768, 3 layers per chunk
       {"gpt3-175b-1024-a100.json", 8, 6, 8, 3, 4, false, 4},  // tp4, m = 192, 2 layers per chunk
+      // Zero bubble (zb-h1), extrapolated from m = p and p + 1.
+      {"megatron-sc21-145b.json", 8, 1, 24, 0, 1, false, 0, true},  // m = 96
+      {"llama2-7b-h100-32.json", 4, 1, 4, 0, 1, false, 0, true},    // m = 32
+      {"llama2-7b-h100-32.json", 4, 1, 8, 0, 1, false, 1, true},    // tp1, m = 16
   };
   for (const Case& c : cases) {
     Scenario s = shipped(c.scenario);
@@ -95,6 +100,11 @@ TEST_CASE("micro-batch extrapolation agrees with the full simulation within 0.5%
       s.parallelism.virtual_stages = c.virtual_stages;
       s.parallelism.schedule =
           c.virtual_stages > 1 ? dtsim::config::Schedule::interleaved : dtsim::config::Schedule::one_f_one_b;
+      if (c.zero_bubble) {
+        // The shipped stacks run no zb-h1 (their "supports"): the plan as on the zero-bubble authors' fork.
+        s.parallelism.schedule = dtsim::config::Schedule::zero_bubble_h1;
+        s.software_support.reset();
+      }
       s.parallelism.data = c.data;
       s.parallelism.zero_stage = c.zero_stage;
       s.parallelism.context = c.context;
@@ -525,7 +535,8 @@ TEST_CASE("search lists full-simulation results: the confirmed leaders equal a d
 // The lower bound (lower_bound.hpp) never exceeds the full simulation: stage work from the layer
 // programs' chains and the pipeline's fill and drain are forced by the task graph, everything else only
 // adds. Checked on strides of three spaces: GPT-3 175B (interleaved, context parallel, ZeRO), BERT-large
-// over TCP (communication-bound) and the same with GPipe as the base schedule.
+// over TCP (communication-bound), Llama 3 8B with GPipe as the base schedule and with zb-h1 (on no stack:
+// the shipped ones run no zb-h1).
 TEST_CASE("the lower bound is below the fully simulated iteration of every sampled plan") {
   struct Space {
     const char* scenario;
@@ -534,10 +545,12 @@ TEST_CASE("the lower bound is below the fully simulated iteration of every sampl
   };
   const Space spaces[] = {{"gpt3-175b-1024-a100.json", dtsim::config::Schedule::one_f_one_b, 211},
                           {"bert-large-256-p3dn-tcp.json", dtsim::config::Schedule::one_f_one_b, 331},
-                          {"llama3-8b-h100-64.json", dtsim::config::Schedule::gpipe, 157}};
+                          {"llama3-8b-h100-64.json", dtsim::config::Schedule::gpipe, 157},
+                          {"llama3-8b-h100-64.json", dtsim::config::Schedule::zero_bubble_h1, 157}};
   for (const Space& sp : spaces) {
     Scenario base = shipped(sp.scenario);
     base.parallelism.schedule = sp.schedule;
+    if (sp.schedule == dtsim::config::Schedule::zero_bubble_h1) base.software_support.reset();
     const auto space = dtsim::search::enumerate_space(base, {});
     REQUIRE(space.candidates.size() > 300);
     double tightest = 1e9;
