@@ -110,7 +110,11 @@ LayerOps intern_layer_ops(const config::Scenario& s, const LayerGroups& groups, 
 // parallel linear's data-gradient reduction, beside its weight-gradient GEMM in the whole pass, has no
 // GEMM to hide behind in B (the next GEMM needs its result), and the sequence-parallel re-gather of the
 // linear's input, beside the data-gradient GEMM in the whole pass, precedes the weight-gradient GEMM
-// that needs it in W.
+// that needs it in W. So the implementations do: the zero-bubble authors' Megatron-LM fork keeps each
+// linear's weight gradient as a closure whose input gather runs synchronously when W pops it (its
+// WeightGradStore.pop: func(**pre_func(async_op=False))),
+// and Transformer Engine's WeightGradStore refuses the userbuffers' bulk weight-gradient overlap when
+// the weight gradient is delayed (delay_wgrad_compute with ub_bulk_wgrad asserts).
 void split_backward(Program& p);
 
 // The same program with every run of two or more consecutive `compute` ops (pattern_at) as one op
