@@ -46,13 +46,13 @@ std::vector<double> node_nvlink_speeds(const std::vector<SpeedFactor>& factors, 
 std::vector<double> node_uplink_speeds(const std::vector<SpeedFactor>& factors, std::int64_t nodes,
                                        std::int64_t nodes_per_leaf) {
   std::vector<double> out;
-  const std::int64_t per_leaf = std::max<std::int64_t>(1, nodes_per_leaf);
+  const LeafBlocks leaves = leaf_blocks(nodes, nodes_per_leaf);
   for (const SpeedFactor& f : factors) {
     if (!f.leaf || f.uplink == 1.0) continue;
     if (out.empty()) out.assign(static_cast<std::size_t>(nodes), 1.0);
-    const std::int64_t first = *f.leaf * per_leaf;
-    for (std::int64_t n = first; n < std::min(nodes, first + per_leaf); ++n)
-      out[static_cast<std::size_t>(n)] *= f.uplink;
+    for (std::int64_t n = 0; n < nodes; ++n) {
+      if (leaves.block_of(n) == *f.leaf) out[static_cast<std::size_t>(n)] *= f.uplink;
+    }
   }
   return out;
 }
@@ -60,7 +60,7 @@ std::vector<double> node_uplink_speeds(const std::vector<SpeedFactor>& factors, 
 NodeLinkSpeeds node_link_speeds(const std::vector<SpeedFactor>& factors, std::int64_t nodes,
                                 std::int64_t nodes_per_leaf) {
   return {node_nic_speeds(factors, nodes), node_nvlink_speeds(factors, nodes),
-          node_uplink_speeds(factors, nodes, nodes_per_leaf), std::max<std::int64_t>(1, nodes_per_leaf)};
+          node_uplink_speeds(factors, nodes, nodes_per_leaf), leaf_blocks(nodes, nodes_per_leaf)};
 }
 
 bool has_jitter(const std::vector<SpeedFactor>& factors) {

@@ -34,6 +34,8 @@
 #include <optional>
 #include <vector>
 
+#include "config/leaf_blocks.hpp"
+
 namespace dtsim::config {
 
 struct SpeedFactor {
@@ -54,7 +56,7 @@ struct NodeLinkSpeeds {
   std::vector<double> nic = {};
   std::vector<double> nvlink = {};
   std::vector<double> uplink = {};
-  std::int64_t nodes_per_leaf = 1;
+  LeafBlocks leaves = {};
 };
 
 // The largest jitter an entry may state (a CV of 2 means the GPU is at times several times slower).

@@ -51,8 +51,7 @@ std::vector<SpeedFactor> read_speed_factors(ObjectReader& cluster, std::int64_t 
                     json_type_name(*found)));
   }
   const NumberRule factor{0.0, true, kMaxSpeedFactor, false};
-  const std::int64_t per_leaf = std::min(nodes_per_leaf, nodes);
-  const std::int64_t leaves = (nodes + per_leaf - 1) / per_leaf;
+  const std::int64_t leaves = leaf_blocks(nodes, nodes_per_leaf).blocks;
   for (std::size_t i = 0; i < found->size(); ++i) {
     ObjectReader e((*found)[i], cluster.file(), pointer_append(at, i));
     e.expect_keys({"node", "gpu", "compute", "nic", "nvlink", "jitter_cv", "leaf", "uplink"});

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "config/leaf_blocks.hpp"
+
 namespace dtsim::network {
 
 PathParams path_params(const config::Scenario& scenario) {
@@ -15,9 +17,9 @@ PathParams path_params(const config::Scenario& scenario) {
   p.node_inter_bytes_per_s = core::gbps_to_bytes_per_s(net.nic_gbps) * net.nics_per_node * fabric.efficiency;
   // Tiers larger than the cluster hold all of it (no overflow for huge values).
   const std::int64_t nodes = scenario.cluster.nodes;
-  p.nodes_per_leaf = std::min(net.nodes_per_leaf, nodes);
-  const std::int64_t leaves = (nodes + p.nodes_per_leaf - 1) / p.nodes_per_leaf;
-  if (net.leaves_per_pod && *net.leaves_per_pod < leaves)
+  const config::LeafBlocks leaves = config::leaf_blocks(nodes, net.nodes_per_leaf);
+  p.nodes_per_leaf = leaves.nodes_per_leaf;
+  if (net.leaves_per_pod && *net.leaves_per_pod < leaves.blocks)
     p.nodes_per_pod = p.nodes_per_leaf * *net.leaves_per_pod;
   p.leaf_oversubscription = net.oversubscription;
   p.core_oversubscription = net.core_oversubscription;

@@ -17,9 +17,9 @@ TopologyShape topology_shape(const config::Scenario& scenario) {
   s.nodes = scenario.cluster.nodes;
   s.gpus_per_node = scenario.node.gpus_per_node;
   s.nics_per_node = net.nics_per_node;
-  s.nodes_per_leaf = std::min(net.nodes_per_leaf, s.nodes);
-  const std::int64_t leaves = (s.nodes + s.nodes_per_leaf - 1) / s.nodes_per_leaf;
-  s.leaves_per_pod = net.leaves_per_pod ? std::min(*net.leaves_per_pod, leaves) : leaves;
+  const config::LeafBlocks leaves = config::leaf_blocks(s.nodes, net.nodes_per_leaf);
+  s.nodes_per_leaf = leaves.nodes_per_leaf;
+  s.leaves_per_pod = net.leaves_per_pod ? std::min(*net.leaves_per_pod, leaves.blocks) : leaves.blocks;
   s.intra_bytes_per_s = scenario.node.intra_gbytes_per_s * core::kGiga * scenario.node.intra_efficiency;
   s.intra_latency_s = scenario.node.intra_latency_us * 1e-6;
   s.nic_bytes_per_s = core::gbps_to_bytes_per_s(net.nic_gbps) * scenario.fabric.efficiency;
@@ -70,7 +70,7 @@ Topology::Topology(const TopologyShape& shape) : shape_(shape) {
     }
   }
   // Leaves: fat-tree one per group of nodes_per_leaf nodes; rail-optimized one per (group, rail).
-  const std::int64_t groups = (nodes + shape.nodes_per_leaf - 1) / shape.nodes_per_leaf;
+  const std::int64_t groups = blocks().blocks;
   const std::int64_t leaves = rails ? groups * nics : groups;
   const std::int64_t ports_per_leaf = rails ? shape.nodes_per_leaf : shape.nodes_per_leaf * nics;
   std::vector<VertexId> leaf_v;
@@ -126,7 +126,7 @@ std::int64_t Topology::nearest_nic(std::int64_t local_gpu) const {
 }
 
 std::int64_t Topology::leaf_of(std::int64_t node, std::int64_t nic_index) const {
-  const std::int64_t group = node / shape_.nodes_per_leaf;
+  const std::int64_t group = blocks().block_of(node);
   return shape_.kind == config::TopologyKind::rail_optimized ? group * shape_.nics_per_node + nic_index
                                                              : group;
 }
@@ -135,9 +135,7 @@ int Topology::tiers(std::int64_t node_a, std::int64_t nic_a, std::int64_t node_b
   if (node_a == node_b) return 0;
   if (leaf_of(node_a, nic_a) == leaf_of(node_b, nic_b)) return 1;
   const std::int64_t groups_per_pod = shape_.leaves_per_pod;
-  return node_a / shape_.nodes_per_leaf / groups_per_pod == node_b / shape_.nodes_per_leaf / groups_per_pod
-             ? 2
-             : 3;
+  return blocks().block_of(node_a) / groups_per_pod == blocks().block_of(node_b) / groups_per_pod ? 2 : 3;
 }
 
 namespace {

@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "config/leaf_blocks.hpp"
 #include "config/scenario.hpp"
 
 namespace dtsim::network {
@@ -93,6 +94,8 @@ class Topology {
                  double latency_b_to_a_s);
   std::vector<std::size_t> fabric_route(VertexId from, VertexId to, std::size_t selector) const;
 
+  // The nodes' blocks under the leaves (shape_.nodes_per_leaf is already at most the node count).
+  config::LeafBlocks blocks() const { return config::leaf_blocks(shape_.nodes, shape_.nodes_per_leaf); }
   TopologyShape shape_;
   TopologyGraph graph_;
   std::vector<TopologyLink> links_;

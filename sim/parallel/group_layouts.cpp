@@ -178,18 +178,18 @@ graph::CommGroup GroupLayouts::pair(std::int64_t from, std::int64_t to) const {
       std::max(leaving_[static_cast<std::size_t>(a)], arriving_[static_cast<std::size_t>(b)]);
   graph::CommGroup out{2, 2, concurrent, a < b ? b - a : a - b};
   out.nic_speed = std::min(nic_speed(a), nic_speed(b));
-  if (a / speeds_.nodes_per_leaf != b / speeds_.nodes_per_leaf)
+  if (speeds_.leaves.block_of(a) != speeds_.leaves.block_of(b))
     out.uplink_speed = std::min(factor(speeds_.uplink, a), factor(speeds_.uplink, b));
   return out;
 }
 
 double GroupLayouts::uplink_speed(std::int64_t first, const std::vector<std::int64_t>& offsets) const {
   if (speeds_.uplink.empty() || offsets.empty()) return 1.0;
-  const std::int64_t leaf = (first + offsets.front()) / speeds_.nodes_per_leaf;
+  const std::int64_t leaf = speeds_.leaves.block_of(first + offsets.front());
   bool several = false;
   double slowest = 1.0;
   for (const std::int64_t o : offsets) {
-    several = several || (first + o) / speeds_.nodes_per_leaf != leaf;
+    several = several || speeds_.leaves.block_of(first + o) != leaf;
     slowest = std::min(slowest, factor(speeds_.uplink, first + o));
   }
   return several ? slowest : 1.0;
