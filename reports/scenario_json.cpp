@@ -118,6 +118,8 @@ nlohmann::ordered_json parallelism_json(const config::ParallelismSpec& p) {
   j["order"] = config::to_string(p.order);
   j["pipeline_comm"] = config::to_string(config::pipeline_comm_in_effect(p));
   j["schedule"] = config::to_string(p.schedule);
+  if (p.moe_dispatcher != config::MoeDispatcher::all_to_all)
+    j["moe_dispatcher"] = config::to_string(p.moe_dispatcher);
   return j;
 }
 

@@ -1,5 +1,7 @@
 #include "models/transformer/moe.hpp"
 
+#include <algorithm>
+
 namespace dtsim::models {
 
 namespace moe_ops {
@@ -88,6 +90,23 @@ void moe_backward(std::vector<LayerOp>& bw, const config::MoeSpec& moe, const Mo
   bw.push_back(memory_op("moe_router_topk_bwd", 8 * sh.routed * z.experts));
   bw.push_back(gemm_op("moe_router_dgrad", sh.routed, sh.h, z.experts, sh.a));
   bw.push_back(weight_grad_op(gemm_op("moe_router_wgrad", sh.h, z.experts, sh.routed, sh.a)));
+}
+
+double node_aware_copies(const config::MoeSpec& moe, std::int64_t nodes) {
+  if (nodes <= 1 || moe.experts <= 0 || moe.top_k <= 0) return 1.0;
+  const double n = static_cast<double>(nodes);
+  const double m = static_cast<double>(std::min(moe.max_nodes_per_token.value_or(nodes), nodes));
+  const double k = static_cast<double>(moe.top_k);
+  const double per_node = static_cast<double>(moe.experts) / n;
+  const double eligible = per_node * m;  // the experts of the chosen nodes
+  // C(eligible - per_node, k) / C(eligible, k): none of the k experts on a given chosen node.
+  double missed = 1.0;
+  for (std::int64_t i = 0; i < moe.top_k; ++i) {
+    const double d = static_cast<double>(i);
+    missed *= std::max(0.0, eligible - per_node - d) / (eligible - d);
+  }
+  const double hit = m / n * (1.0 - missed);
+  return std::min(1.0, n * hit / k);
 }
 
 double routed_expert_parameters(const config::TransformerSpec& m) {

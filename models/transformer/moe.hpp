@@ -39,8 +39,15 @@
 // forward, after the permutation, a zero-time op the host waits on (LayerOp::host_waits). The host
 // then has lost its lead over the GPU, so the kernels after the exchange wait for their issue where
 // they are short. Padded to capacity, every size is known beforehand: no exchange, no wait.
-// Not costed: auxiliary-loss kernels, the dispatchers of DeepEP and of the all-gather style, and the
-// overlap of the exchanges with other micro-batches' compute.
+// With parallelism.moe_dispatcher "deepep", the four exchanges are DeepEP's normal kernels
+// (deepseek-ai/DeepEP, README "Normal kernels with NVLink and RDMA forwarding"; DeepSeek-AI 2024, arXiv
+// 2412.19437, Sec. 3.2.2): a token bound for experts on another node crosses the fabric once to that node,
+// to the GPU of the sender's local index, which forwards it over NVLink to the GPUs of its experts there;
+// the combine returns the same way, reduced at the forwarding GPU. The bytes on the fabric are those of
+// the all-to-all times node_aware_copies() (graph::CommOp::node_aware); the forwarding adds NVLink
+// traffic. Its kernels' SMs, its FP8 dispatch and its low-latency (inference) kernels are not modelled.
+// Not costed: auxiliary-loss kernels, the all-gather style dispatcher, and the overlap of the exchanges
+// with other micro-batches' compute.
 #pragma once
 
 #include <vector>
@@ -65,6 +72,16 @@ struct MoeShard {
 
 void moe_forward(std::vector<LayerOp>& fw, const config::MoeSpec& moe, const MoeShard& shard);
 void moe_backward(std::vector<LayerOp>& bw, const config::MoeSpec& moe, const MoeShard& shard);
+
+// The fraction of an all-to-all's off-node copies that a node-aware dispatcher sends over the fabric, for
+// an expert group over `nodes` nodes holding the experts evenly. A token's k copies go to k distinct experts
+// drawn evenly (among the experts of M chosen nodes with node-limited routing, MoeSpec::max_nodes_per_token);
+// the dispatcher sends it once to each node among them. A given node holds E / N experts and is hit with
+// probability q = (M / N) (1 - C(E M / N - E / N, k) / C(E M / N, k)) (M = N without a limit); the
+// all-to-all sends k (N - 1) / N copies off the node, the node-aware one (N - 1) q:
+//   node_aware_copies = N q / k.
+// With N = 1 nothing leaves the node: 1.
+double node_aware_copies(const config::MoeSpec& moe, std::int64_t nodes);
 
 // The routed experts' weights of one layer, all experts, whole model: E x (h x (2f SwiGLU | f) + f x h)
 // for f = expert_ffn_hidden_size (no biases); the router's h x E weight is not among them (it is

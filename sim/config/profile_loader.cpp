@@ -315,7 +315,7 @@ namespace {
 // set.
 MoeSpec read_moe(ObjectReader& r, const std::optional<MoeSpec>& base) {
   r.expect_keys({"experts", "top_k", "expert_ffn_hidden_size", "shared_ffn_hidden_size", "load_imbalance",
-                 "capacity_factor"});
+                 "capacity_factor", "max_nodes_per_token"});
   MoeSpec m = base.value_or(MoeSpec{});
   const IntRule experts = IntRule::between(1, kMaxExperts);
   m.experts = base ? r.optional<std::int64_t>("experts", m.experts, experts)
@@ -332,6 +332,8 @@ MoeSpec read_moe(ObjectReader& r, const std::optional<MoeSpec>& base) {
   if (r.has("capacity_factor")) {
     m.capacity_factor = r.required<double>("capacity_factor", NumberRule{0.0, true, most, false});
   }
+  if (r.has("max_nodes_per_token"))
+    m.max_nodes_per_token = r.required<std::int64_t>("max_nodes_per_token", IntRule::positive());
   if (m.top_k > m.experts) throw r.mismatch("top_k", fmt::format("at most experts ({})", m.experts));
   r.finish();
   return m;

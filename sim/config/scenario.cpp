@@ -81,6 +81,16 @@ const char* to_string(GradAccumulation g) {
   throw core::InternalError("to_string: invalid GradAccumulation value");
 }
 
+const char* to_string(MoeDispatcher d) {
+  switch (d) {
+    case MoeDispatcher::all_to_all:
+      return "all_to_all";
+    case MoeDispatcher::deepep:
+      return "deepep";
+  }
+  throw core::InternalError("to_string: invalid MoeDispatcher value");
+}
+
 const char* to_string(Schedule s) {
   switch (s) {
     case Schedule::one_f_one_b:

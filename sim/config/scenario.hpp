@@ -71,6 +71,9 @@ struct MoeSpec {
   std::int64_t shared_ffn_hidden_size = 0;
   double load_imbalance = 1.0;
   std::optional<double> capacity_factor;
+  // Node-limited routing: each token's experts on at most this many expert-parallel nodes (DeepSeek-V3's
+  // M = 4: DeepSeek-AI 2024, arXiv 2412.19437, Sec. 2.1.2). Absent: any experts.
+  std::optional<std::int64_t> max_nodes_per_token;
   // Tokens of the busiest expert over the mean, which its grouped GEMMs and exchanges carry.
   double busiest_factor() const { return capacity_factor.value_or(load_imbalance); }
   bool operator==(const MoeSpec&) const = default;
@@ -151,6 +154,12 @@ struct ClusterSpec {
   std::vector<MixedGpus> mixed_gpus;        // nodes whose GPUs are another profile's (mixed generations)
 };
 
+// How a mixture of experts exchanges its tokens over the expert-parallel group (models/transformer/moe.hpp):
+// NCCL's all-to-all (Megatron-Core's MoEAlltoAllTokenDispatcher), or DeepEP's node-aware normal kernels
+// (each token once per destination node over RDMA, then NVLink inside the node).
+enum class MoeDispatcher { all_to_all, deepep };
+inline constexpr std::array kMoeDispatchers{MoeDispatcher::all_to_all, MoeDispatcher::deepep};
+
 // The pipeline schedule (parallel/pipeline_schedule.hpp): 1F1B, GPipe, interleaved 1F1B, zero bubble ZB-H1.
 enum class Schedule { one_f_one_b, gpipe, interleaved, zero_bubble_h1 };
 
@@ -226,6 +235,7 @@ struct ParallelismSpec {
   // Transformer Engine). false: after both GEMMs, blocking (Megatron-LM of early 2021).
   bool tp_backward_overlap = true;
   Schedule schedule = Schedule::one_f_one_b;
+  MoeDispatcher moe_dispatcher = MoeDispatcher::all_to_all;
   PipelineComm pipeline_comm = PipelineComm::overlapped_if_interleaved;
   // Rank placement: Megatron-LM's default numbers tensor ranks fastest, then context, data, pipeline.
   MeshOrder order{MeshDim::tensor, MeshDim::context, MeshDim::data, MeshDim::pipeline};
@@ -404,6 +414,7 @@ const char* to_string(GradAccumulation g);
 const char* to_string(Fp8Recipe r);
 const char* to_string(AttentionKind a);
 const char* to_string(Schedule s);
+const char* to_string(MoeDispatcher d);
 const char* to_string(Recompute r);
 const char* to_string(Optimizer o);
 const char* to_string(ModelKind k);

@@ -136,6 +136,12 @@ struct CommOp {
   // Copy kernels the call runs on its stream besides the transfer, costed by the compute model: with
   // torch.distributed's list API, one per rank, copying the buffer to or from the per-rank tensors.
   std::optional<ComputeOp> copies = std::nullopt;
+  // all_to_all only, a node-aware exchange (DeepEP's normal kernels; parallelism.moe_dispatcher): each
+  // rank sends what goes to another node once per destination node, to the GPU of its own local index
+  // there, which forwards the copies to the node's other GPUs over NVLink. The value: the fraction of
+  // the bytes an all-to-all would send off the node that cross the fabric (models/transformer/moe.hpp,
+  // node_aware_copies). Absent: NCCL's all-to-all, every copy on the fabric, none forwarded.
+  std::optional<double> node_aware = std::nullopt;
 };
 
 // A rank's part of one global batch, supplied by the input pipeline (models/input/input_pipeline.hpp)

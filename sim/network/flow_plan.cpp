@@ -176,15 +176,20 @@ FlowPlan build_plan(const graph::CommOp& op, Algorithm algorithm, const Topology
       return plan;
     }
     case graph::CollectiveKind::all_to_all: {
+      // Node-aware (CommOp::node_aware): the fraction f of what leaves a node crosses, and each GPU
+      // forwards to each peer the f s / n that every other node sent it for that peer.
+      const double f = op.node_aware.value_or(1.0);
       FlowPhase phase;
       for (const GroupPlacement& p : groups) {
+        const double other_nodes = static_cast<double>(p.nodes.size()) - 1;
+        const double forwarded = op.node_aware ? other_nodes * f * s / n : 0.0;
         for (const std::int64_t a : p.nodes) {
           for (const std::int64_t from : p.locals) {
             for (const std::int64_t to : p.locals) {
-              if (from != to) phase.transfers.push_back({a, from, a, to, s / n, 0.0});
+              if (from != to) phase.transfers.push_back({a, from, a, to, s / n + forwarded, 0.0});
             }
             for (const std::int64_t b : p.nodes) {
-              if (b != a) phase.transfers.push_back({a, from, b, from, rd * s / n, cap / rd});
+              if (b != a) phase.transfers.push_back({a, from, b, from, f * rd * s / n, cap / rd});
             }
           }
         }

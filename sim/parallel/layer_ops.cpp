@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "core/errors.hpp"
+#include "models/transformer/moe.hpp"
 
 namespace dtsim::parallel {
 
@@ -53,7 +54,17 @@ class Interner {
         return comm_ref(ref, graph::CollectiveKind::reduce_scatter, op.comm_bytes, groups_.tensor,
                         op.overlap);
       case models::CommRole::expert_all_to_all: {
-        // Token dispatch and combine: blocking, between the router and the experts (moe.hpp).
+        // Token dispatch and combine: blocking, between the router and the experts (moe.hpp); DeepEP's
+        // node-aware exchange when the scenario asks for it and the group spans nodes.
+        if (s_.parallelism.moe_dispatcher == config::MoeDispatcher::deepep && groups_.expert.nodes > 1 &&
+            s_.model.moe) {
+          graph::CommOp exchange{graph::CollectiveKind::all_to_all, op.comm_bytes, groups_.expert};
+          exchange.node_aware = models::node_aware_copies(*s_.model.moe, groups_.expert.nodes);
+          ref.op = comm_ops_.id(graph_, exchange);
+          ref.stream = StreamKind::expert_comm;
+          ref.comm_category = Category::expert_comm;
+          return ref;
+        }
         OpRef r = comm_ref(ref, graph::CollectiveKind::all_to_all, op.comm_bytes, groups_.expert);
         r.stream = StreamKind::expert_comm;
         r.comm_category = Category::expert_comm;
@@ -137,8 +148,12 @@ graph::LabelId LabelTable::id(graph::TaskGraph& graph, std::string_view name) {
 }
 
 graph::OpId CommOpTable::id(graph::TaskGraph& graph, const graph::CommOp& op) {
-  const Key key{static_cast<int>(op.kind), op.bytes, op.group, op.copies ? op.copies->bytes : -1.0,
-                op.copies ? op.copies->kernels : -1};
+  const Key key{static_cast<int>(op.kind),
+                op.bytes,
+                op.group,
+                op.copies ? op.copies->bytes : -1.0,
+                op.copies ? op.copies->kernels : -1,
+                op.node_aware.value_or(-1.0)};
   const auto it = ids_.find(key);
   if (it != ids_.end()) return it->second;
   const graph::OpId id = graph.add_op(op);

@@ -86,7 +86,7 @@ class CommOpTable {
   graph::OpId id(graph::TaskGraph& graph, const graph::CommOp& op);
 
  private:
-  using Key = std::tuple<int, double, graph::CommGroup, double, int>;
+  using Key = std::tuple<int, double, graph::CommGroup, double, int, double>;
   std::map<Key, graph::OpId> ids_;
 };
 

@@ -1,0 +1,105 @@
+// Token dispatchers of a mixture of experts (config::MoeDispatcher): NCCL's all-to-all and DeepEP's
+// node-aware normal kernels (models/transformer/moe.hpp, graph::CommOp::node_aware).
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdio>
+
+#include "models/transformer/moe.hpp"
+#include "moe_fixture.hpp"
+#include "network/collective_cost.hpp"
+#include "results/evaluate.hpp"
+#include "scenario_fixture.hpp"
+
+namespace moe_dispatchers_test {
+
+// C(a - b, k) / C(a, k) as a product.
+double missed(double a, double b, int k) {
+  double p = 1.0;
+  for (int i = 0; i < k; ++i) p *= (a - b - i) / (a - i);
+  return p;
+}
+
+nlohmann::json parallelism(const char* dispatcher, std::int64_t expert) {
+  return {{"tensor", 1},
+          {"pipeline", 1},
+          {"data", 16},
+          {"expert", expert},
+          {"distributed_optimizer", true},
+          {"moe_dispatcher", dispatcher}};
+}
+
+}  // namespace moe_dispatchers_test
+
+TEST_CASE("node-aware copies: N q / k, q the chance a node holds one of a token's k experts") {
+  using moe_dispatchers_test::missed;
+  dtsim::config::MoeSpec moe;
+  moe.experts = 128;
+  moe.top_k = 8;
+  // 4 nodes of 32 experts: q = 1 - C(96, 8) / C(128, 8) = 0.9045; N q / k = 4 x 0.9045 / 8 = 0.452.
+  const double q4 = 1 - missed(128, 32, 8);
+  CHECK(dtsim::models::node_aware_copies(moe, 4) == doctest::Approx(4 * q4 / 8).epsilon(1e-12));
+  CHECK(dtsim::models::node_aware_copies(moe, 4) == doctest::Approx(0.452).epsilon(0.002));
+  // Limited to 2 of the 4 nodes (DeepSeek-V3's rule with M = 2): q = (2 / 4)(1 - C(32, 8) / C(64, 8)).
+  moe.max_nodes_per_token = 2;
+  const double q2 = 0.5 * (1 - missed(64, 32, 8));
+  CHECK(dtsim::models::node_aware_copies(moe, 4) == doctest::Approx(4 * q2 / 8).epsilon(1e-12));
+  // One node: nothing leaves it. Many nodes, few experts per token: about one copy per node hit, so
+  // nearly every copy still crosses (64 nodes, k = 8: q ~ 1 - (63/64)^8).
+  moe.max_nodes_per_token.reset();
+  CHECK(dtsim::models::node_aware_copies(moe, 1) == 1.0);
+  moe.experts = 1024;
+  CHECK(dtsim::models::node_aware_copies(moe, 64) > 0.94);
+}
+
+TEST_CASE("a node-aware all-to-all puts the fraction f of the off-node bytes on the fabric") {
+  // 16 ranks on 2 nodes of the fixture: the fabric (100e9 B/s per node) bounds the exchange; NVLink carries
+  // the node's own copies and the forwarded ones, (7/16 + f x 8/16 x 7/8) s at 200e9 B/s, far below.
+  const auto path = dtsim::testing::fixture_path();
+  dtsim::graph::CommOp plain{dtsim::graph::CollectiveKind::all_to_all, 64e6, dtsim::graph::CommGroup(16, 2)};
+  dtsim::graph::CommOp aware = plain;
+  aware.node_aware = 0.5;
+  const double latency = path.inter_latency_s;
+  const double t_plain = dtsim::network::collective_cost(plain, path).time_s - latency;
+  const double t_aware = dtsim::network::collective_cost(aware, path).time_s - latency;
+  CHECK(t_aware == doctest::Approx(0.5 * t_plain).epsilon(1e-9));
+  // Inside one node there is nothing to save.
+  dtsim::graph::CommOp inside{dtsim::graph::CollectiveKind::all_to_all, 64e6, dtsim::graph::CommGroup(8, 1)};
+  dtsim::graph::CommOp inside_aware = inside;
+  inside_aware.node_aware = 1.0;
+  CHECK(dtsim::network::collective_cost(inside_aware, path).time_s ==
+        doctest::Approx(dtsim::network::collective_cost(inside, path).time_s));
+}
+
+TEST_CASE(
+    "DeepEP against the all-to-all: the same inside a node, faster across nodes, on both network levels") {
+  using namespace moe_dispatchers_test;
+  const nlohmann::json model = {{"preset", "qwen3-30b-a3b"}};
+  // Expert parallelism 8: one node, the same exchange.
+  const auto inside_a2a =
+      dtsim::results::evaluate(dtsim::testing::h100_scenario(model, parallelism("all_to_all", 8), 2, 64), {});
+  const auto inside_deepep =
+      dtsim::results::evaluate(dtsim::testing::h100_scenario(model, parallelism("deepep", 8), 2, 64), {});
+  REQUIRE(inside_a2a.status == dtsim::results::Status::ok);
+  CHECK(inside_deepep.iteration_time_s == inside_a2a.iteration_time_s);
+  // Expert parallelism 16 over both nodes: fewer bytes on the fabric.
+  const auto across_a2a = dtsim::results::evaluate(
+      dtsim::testing::h100_scenario(model, parallelism("all_to_all", 16), 2, 64), {});
+  const auto across_deepep =
+      dtsim::results::evaluate(dtsim::testing::h100_scenario(model, parallelism("deepep", 16), 2, 64), {});
+  std::printf("qwen3-30b-a3b EP16 on 2 nodes: all-to-all %.6f s (expert comm %.6f), DeepEP %.6f s (%.6f)\n",
+              across_a2a.iteration_time_s, across_a2a.breakdown.exposed_expert_comm_s,
+              across_deepep.iteration_time_s, across_deepep.breakdown.exposed_expert_comm_s);
+  CHECK(across_deepep.breakdown.exposed_expert_comm_s < across_a2a.breakdown.exposed_expert_comm_s);
+  CHECK(across_deepep.iteration_time_s < across_a2a.iteration_time_s);
+  // Every rank simulated: the same answer; the flow level: also faster than its all-to-all.
+  auto every = dtsim::testing::h100_scenario(model, parallelism("deepep", 16), 2, 64);
+  every.simulation.ranks = dtsim::config::RankMode::all;
+  CHECK(dtsim::results::evaluate(every, {}).iteration_time_s ==
+        doctest::Approx(across_deepep.iteration_time_s).epsilon(1e-9));
+  auto flow_a2a = dtsim::testing::h100_scenario(model, parallelism("all_to_all", 16), 2, 64);
+  auto flow_deepep = dtsim::testing::h100_scenario(model, parallelism("deepep", 16), 2, 64);
+  flow_a2a.simulation.network = flow_deepep.simulation.network = dtsim::config::NetworkFidelity::flow;
+  CHECK(dtsim::results::evaluate(flow_deepep, {}).iteration_time_s <
+        dtsim::results::evaluate(flow_a2a, {}).iteration_time_s);
+}
