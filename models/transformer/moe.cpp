@@ -103,6 +103,10 @@ double node_aware_copies(const config::MoeSpec& moe, std::int64_t nodes) {
   double missed = 1.0;
   for (std::int64_t i = 0; i < moe.top_k; ++i) {
     const double d = static_cast<double>(i);
+    if (eligible - d <= 0.0) {  // fewer experts on the chosen nodes than k: each of them gets some
+      missed = 0.0;
+      break;
+    }
     missed *= std::max(0.0, eligible - per_node - d) / (eligible - d);
   }
   const double hit = m / n * (1.0 - missed);

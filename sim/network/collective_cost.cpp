@@ -230,10 +230,11 @@ CollectiveCost collective_cost(const graph::CommOp& op, const PathParams& path) 
       const double fewest = static_cast<double>(op.group.fewest_per_node());
       // The (n - r)/n of every rank's buffer that leaves the node: its r ranks share the node's NICs;
       // with an uneven group, the node of the most or of the fewest members, whichever sends more.
-      // Node-aware, the fraction f of it crosses, and each GPU forwards over NVLink the (r - 1)/r of what
-      // arrives for its node's other GPUs, f (n - r)/n s, beside its own copies inside the node.
+      // Node-aware, the fraction f of it crosses, and each GPU forwards over NVLink to its node's other
+      // GPUs the copies for their experts among what arrives, as many as the all-to-all would have sent
+      // them: (r - 1)/r of (n - r)/n s, beside its own copies inside the node.
       const double f = op.node_aware.value_or(1.0);
-      const double forwarded = op.node_aware ? f * (n - most) / n * s * (most - 1) / most : 0.0;
+      const double forwarded = op.node_aware ? (n - most) / n * s * (most - 1) / most : 0.0;
       const double intra_time = ((most - 1) / n * s + forwarded) / path.intra_bytes_per_s;
       const double leaving = f * std::max(most * (n - most), fewest * (n - fewest)) / n * s;
       const double inter_time = nodes > 1 ? leaving / node_share(op, path, TrafficPattern::all_to_all) : 0.0;

@@ -177,12 +177,13 @@ FlowPlan build_plan(const graph::CommOp& op, Algorithm algorithm, const Topology
     }
     case graph::CollectiveKind::all_to_all: {
       // Node-aware (CommOp::node_aware): the fraction f of what leaves a node crosses, and each GPU
-      // forwards to each peer the f s / n that every other node sent it for that peer.
+      // forwards to each peer the copies every other node's same-index GPU has for that peer's experts,
+      // the s / n the all-to-all would have sent it directly.
       const double f = op.node_aware.value_or(1.0);
       FlowPhase phase;
       for (const GroupPlacement& p : groups) {
         const double other_nodes = static_cast<double>(p.nodes.size()) - 1;
-        const double forwarded = op.node_aware ? other_nodes * f * s / n : 0.0;
+        const double forwarded = op.node_aware ? other_nodes * s / n : 0.0;
         for (const std::int64_t a : p.nodes) {
           for (const std::int64_t from : p.locals) {
             for (const std::int64_t to : p.locals) {

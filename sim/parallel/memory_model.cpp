@@ -210,8 +210,16 @@ double layer_working_set_bytes(const config::Scenario& s) {
 MemoryEstimate memory_per_gpu(const config::Scenario& s) {
   const MemoryEstimate first = stage_memory(s, 0);
   if (s.parallelism.pipeline == 1) return first;
-  const MemoryEstimate last = stage_memory(s, s.parallelism.pipeline - 1);
-  return last.total_bytes() > first.total_bytes() ? last : first;
+  MemoryEstimate most = first;
+  // zb-h1 keeps as many micro-batches on every stage, so a middle stage with a layer more than the ends
+  // (chunk_layers) holds the most; the other schedules keep fewer further down the pipeline.
+  const bool every_stage = s.parallelism.schedule == config::Schedule::zero_bubble_h1;
+  for (std::int64_t stage = every_stage ? 1 : s.parallelism.pipeline - 1; stage < s.parallelism.pipeline;
+       ++stage) {
+    const MemoryEstimate e = stage_memory(s, stage);
+    if (e.total_bytes() > most.total_bytes()) most = e;
+  }
+  return most;
 }
 
 }  // namespace dtsim::parallel

@@ -33,8 +33,10 @@
 // In flight on the first stage: 1F1B p micro-batches' worth of its layers (= L layers), interleaved
 // L (1 + (p-1)/(p v)), GPipe all m micro-batches (Korthikanti et al. Sec. 4.2.3). ZB-H1: every stage up
 // to p micro-batches of its layers (pipeline_schedule.hpp), the first as in 1F1B; stage s > 0 keeps s
-// of them only for their deferred W, counted whole (an upper bound: W needs the linear layers' inputs
-// and output gradients, not the rest), so its peak is the first stage's, as Qi et al. 2024 state.
+// of them only for their deferred W, counted whole (an upper bound without full recompute: W needs the
+// linear layers' inputs and output gradients, not the rest; with full recompute those deferred micro-
+// batches keep what B recomputed, which the layer's checkpoint does not count); every stage is compared,
+// since a middle stage may hold a layer more than the ends.
 // Working set: while a layer's backward runs, the activations its recompute re-created are live too,
 // one layer's worth: the set without recompute minus the kept set (full recompute: the whole layer's
 // activations beyond its input; selective with standard attention: the 5 a s^2 b scores; nothing
