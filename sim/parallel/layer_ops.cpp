@@ -56,19 +56,14 @@ class Interner {
       case models::CommRole::expert_all_to_all: {
         // Token dispatch and combine: blocking, between the router and the experts (moe.hpp); DeepEP's
         // node-aware exchange when the scenario asks for it and the group spans nodes.
+        graph::CommOp exchange{graph::CollectiveKind::all_to_all, op.comm_bytes, groups_.expert};
         if (s_.parallelism.moe_dispatcher == config::MoeDispatcher::deepep && groups_.expert.nodes > 1 &&
-            s_.model.moe) {
-          graph::CommOp exchange{graph::CollectiveKind::all_to_all, op.comm_bytes, groups_.expert};
+            s_.model.moe)
           exchange.node_aware = models::node_aware_copies(*s_.model.moe, groups_.expert.nodes);
-          ref.op = comm_ops_.id(graph_, exchange);
-          ref.stream = StreamKind::expert_comm;
-          ref.comm_category = Category::expert_comm;
-          return ref;
-        }
-        OpRef r = comm_ref(ref, graph::CollectiveKind::all_to_all, op.comm_bytes, groups_.expert);
-        r.stream = StreamKind::expert_comm;
-        r.comm_category = Category::expert_comm;
-        return r;
+        ref.op = comm_ops_.id(graph_, exchange);
+        ref.stream = StreamKind::expert_comm;
+        ref.comm_category = Category::expert_comm;
+        return ref;
       }
       case models::CommRole::expert_all_gather: {
         // The token counts the dispatch's sizes come from (moe.hpp).

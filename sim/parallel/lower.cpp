@@ -443,11 +443,12 @@ void Lowering::emit_step_layer(std::int64_t r, StepInProgress& s, std::int64_t k
     return;
   }
   const std::int64_t l = layers - 1 - k;
-  const std::vector<OpRef>& ops = backward_ops(program.layer, step.pass);
-  const LayerSequence& sequence = backward_sequence(program, step.pass);
   if (step.pass == Pass::weight_grad) {
     // W: the weight gradients of what B computed; no recompute, no parameters to gather.
-    emit(r, layer_program(sequence, ops, join, k, layers), Category::backward, mb, layer);
+    emit(r,
+         layer_program(backward_sequence(program, step.pass), backward_ops(program.layer, step.pass), join, k,
+                       layers),
+         Category::backward, mb, layer);
   } else {
     emit_input_grads(r, s, k, layer);
   }
