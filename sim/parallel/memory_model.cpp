@@ -1,6 +1,7 @@
 #include "parallel/memory_model.hpp"
 
 #include <algorithm>
+#include <vector>
 
 #include "core/units.hpp"
 #include "models/mlp/mlp.hpp"
@@ -14,34 +15,39 @@ namespace dtsim::parallel {
 
 namespace {
 
-double layers_on_stage(const config::Scenario& s, std::int64_t stage) {
-  const auto& par = s.parallelism;
-  const auto chunks = chunk_layers(s.model.layers, par.pipeline, par.virtual_stages);
+std::int64_t layers_on_stage(const config::Scenario& s, const std::vector<std::int64_t>& chunks,
+                             std::int64_t stage) {
   std::int64_t layers = 0;
-  for (std::int64_t c = 0; c < par.virtual_stages; ++c)
-    layers += chunks[static_cast<std::size_t>(c * par.pipeline + stage)];
-  return static_cast<double>(layers);
+  for (std::int64_t c = 0; c < s.parallelism.virtual_stages; ++c)
+    layers += chunks[static_cast<std::size_t>(c * s.parallelism.pipeline + stage)];
+  return layers;
 }
 
-double in_flight_layers(const config::Scenario& s, std::int64_t stage) {
+// Parameters a stage's GPU holds, from its layers.
+GpuParameters parameters_with_layers(const config::Scenario& s, std::int64_t stage, double layers) {
+  const double routed = models::routed_expert_parameters(s.model);
+  double dense = layers * (models::parameters_per_layer(s.model) - routed);
+  if (stage == 0) dense += models::embedding_parameters(s.model);
+  if (stage == s.parallelism.pipeline - 1) dense += models::head_parameters(s.model);
+  return {dense / static_cast<double>(s.parallelism.tensor), layers * layer_parameters_per_gpu(s).experts};
+}
+
+// What every stage's estimate shares, computed once per plan.
+struct PlanTerms {
+  std::vector<std::int64_t> chunks;  // chunk_layers
+  std::int64_t micro_batches = 0;
+  double layer_activation_bytes = 0.0;
+  double working_set_bytes = 0.0;
+  double zero3_gathered = 0.0;
+};
+
+PlanTerms plan_terms(const config::Scenario& s) {
   const auto& par = s.parallelism;
-  const double p = static_cast<double>(par.pipeline);
-  const double layers_per_stage = layers_on_stage(s, stage);
-  const double m = static_cast<double>(micro_batches(s));
-  switch (par.schedule) {
-    case config::Schedule::gpipe:
-      return layers_per_stage * m;
-    case config::Schedule::one_f_one_b:
-      return layers_per_stage * std::min(m, p - static_cast<double>(stage));
-    case config::Schedule::zero_bubble_h1:
-      return layers_per_stage * std::min(m, p);
-    case config::Schedule::interleaved: {
-      const double v = static_cast<double>(par.virtual_stages);
-      const double factor = stage == 0 ? 1 + (p - 1) / (p * v) : 1.0;
-      return layers_per_stage * std::min(m, p - static_cast<double>(stage)) * factor;
-    }
-  }
-  return layers_per_stage;
+  return {.chunks = chunk_layers(s.model.layers, par.pipeline, par.virtual_stages),
+          .micro_batches = micro_batches(s),
+          .layer_activation_bytes = layer_activation_bytes(s),
+          .working_set_bytes = layer_working_set_bytes(s),
+          .zero3_gathered = par.zero_stage >= 3 ? zero3_gathered_parameters(s) : 0.0};
 }
 
 }  // namespace
@@ -54,17 +60,13 @@ GpuParameters layer_parameters_per_gpu(const config::Scenario& s) {
 }
 
 GpuParameters stage_parameters_per_gpu(const config::Scenario& s, std::int64_t stage) {
-  const double layers = layers_on_stage(s, stage);
-  const double routed = models::routed_expert_parameters(s.model);
-  double dense = layers * (models::parameters_per_layer(s.model) - routed);
-  if (stage == 0) dense += models::embedding_parameters(s.model);
-  if (stage == s.parallelism.pipeline - 1) dense += models::head_parameters(s.model);
-  return {dense / static_cast<double>(s.parallelism.tensor), layers * layer_parameters_per_gpu(s).experts};
+  const auto chunks = chunk_layers(s.model.layers, s.parallelism.pipeline, s.parallelism.virtual_stages);
+  return parameters_with_layers(s, stage, static_cast<double>(layers_on_stage(s, chunks, stage)));
 }
 
 namespace {
 
-MemoryEstimate stage_memory(const config::Scenario& s, std::int64_t stage) {
+MemoryEstimate stage_memory(const config::Scenario& s, const PlanTerms& plan, std::int64_t stage) {
   const auto& par = s.parallelism;
   const auto& model = s.model;
   const double t = static_cast<double>(par.tensor);
@@ -72,7 +74,8 @@ MemoryEstimate stage_memory(const config::Scenario& s, std::int64_t stage) {
   const bool first = stage == 0;
   const bool last = stage == par.pipeline - 1;
   // The routed experts' states are sharded over the expert_data group (ParallelismSpec::expert_data_degree).
-  const GpuParameters held = stage_parameters_per_gpu(s, stage);
+  const GpuParameters held =
+      parameters_with_layers(s, stage, static_cast<double>(layers_on_stage(s, plan.chunks, stage)));
   const double params = held.dense;
   const double experts = held.experts;
   const double ed = static_cast<double>(par.expert_data_degree());
@@ -85,9 +88,11 @@ MemoryEstimate stage_memory(const config::Scenario& s, std::int64_t stage) {
                       experts * b.gradients / (par.zero_stage >= 2 ? ed : 1.0);
   e.optimizer_bytes = params * b.optimizer / (shard_optimizer ? d : 1.0) +
                       experts * b.optimizer / (shard_optimizer ? ed : 1.0);
-  if (par.zero_stage >= 3) e.weights_bytes += zero3_gathered_parameters(s) * b.weights;
+  if (par.zero_stage >= 3) e.weights_bytes += plan.zero3_gathered * b.weights;
 
-  e.activations_bytes = layer_activation_bytes(s) * in_flight_layers(s, stage) + layer_working_set_bytes(s);
+  const double in_flight = peak_in_flight_layers(par.schedule, par.pipeline, stage, plan.micro_batches,
+                                                 par.virtual_stages, plan.chunks);
+  e.activations_bytes = plan.layer_activation_bytes * in_flight + plan.working_set_bytes;
   const double a = models::activation_bytes_per_element(s.training.precision);
   const double tokens = static_cast<double>(s.training.micro_batch_size) *
                         static_cast<double>(model.seq_length) / static_cast<double>(par.context);
@@ -208,15 +213,13 @@ double layer_working_set_bytes(const config::Scenario& s) {
 }
 
 MemoryEstimate memory_per_gpu(const config::Scenario& s) {
-  const MemoryEstimate first = stage_memory(s, 0);
-  if (s.parallelism.pipeline == 1) return first;
-  MemoryEstimate most = first;
-  // zb-h1 keeps as many micro-batches on every stage, so a middle stage with a layer more than the ends
-  // (chunk_layers) holds the most; the other schedules keep fewer further down the pipeline.
-  const bool every_stage = s.parallelism.schedule == config::Schedule::zero_bubble_h1;
-  for (std::int64_t stage = every_stage ? 1 : s.parallelism.pipeline - 1; stage < s.parallelism.pipeline;
-       ++stage) {
-    const MemoryEstimate e = stage_memory(s, stage);
+  // Every stage: a middle stage may hold a layer more than the ends (chunk_layers), and under 1F1B the
+  // micro-batches in flight fall by one per stage while its layers may rise by one (Llama 3 405B, 126
+  // layers on 16 stages: stage 1 keeps 8 x 15 layer activations against stage 0's 7 x 16).
+  const PlanTerms plan = plan_terms(s);
+  MemoryEstimate most = stage_memory(s, plan, 0);
+  for (std::int64_t stage = 1; stage < s.parallelism.pipeline; ++stage) {
+    const MemoryEstimate e = stage_memory(s, plan, stage);
     if (e.total_bytes() > most.total_bytes()) most = e;
   }
   return most;

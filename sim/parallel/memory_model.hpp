@@ -1,5 +1,6 @@
-// Memory per GPU of a plan, for the first and the last pipeline stage (the two most loaded ranks:
-// the first holds the most micro-batches in flight, the last holds the logits).
+// Memory per GPU of a plan, for its most loaded pipeline stage: every stage is estimated (the first
+// holds the most micro-batches in flight, the last the logits, and a middle stage may hold a layer more
+// than the ends when the layers do not split evenly: chunk_layers).
 //
 // States, per parameter held by the rank (mixed precision, Rajbhandari et al. 2020, ZeRO, Sec. 3.1):
 //   weights 2 B (fp32/tf32: 4), gradients 2 B for fp16 / 4 B otherwise (Megatron keeps FP32 main
@@ -30,13 +31,13 @@
 //   (c = s b top_k x busiest factor): 6 c f_e (SwiGLU; 4 GELU), the up GEMM's input of the received
 //   copies, gathered over the e_t expert tensor ranks, 2 e_t c h, the down output's gradient path
 //   2 c h, and its shared experts' 6 s b f_s, split over tensor ranks.
-// In flight on the first stage: 1F1B p micro-batches' worth of its layers (= L layers), interleaved
-// L (1 + (p-1)/(p v)), GPipe all m micro-batches (Korthikanti et al. Sec. 4.2.3). ZB-H1: every stage up
-// to p micro-batches of its layers (pipeline_schedule.hpp), the first as in 1F1B; stage s > 0 keeps s
-// of them only for their deferred W, counted whole (an upper bound without full recompute: W needs the
-// linear layers' inputs and output gradients, not the rest; with full recompute those deferred micro-
-// batches keep what B recomputed, which the layer's checkpoint does not count); every stage is compared,
-// since a middle stage may hold a layer more than the ends.
+// In flight on stage s: pipeline_schedule.hpp, peak_in_flight_layers (1F1B min(m, p - s) micro-batches
+// of its layers; interleaved its warm-up's chunks and one more, on the first stage L (1 + (p-1)/(p v))
+// as Korthikanti et al. Sec. 4.2.3 give, and on the last still ((v - 1) p + 1) chunks; GPipe all m;
+// ZB-H1 up to p on every stage, s of them only for their deferred W, counted whole: an upper bound
+// without full recompute, since W needs the linear layers' inputs and output gradients, not the rest;
+// with full recompute those deferred micro-batches keep what B recomputed, which the layer's checkpoint
+// does not count).
 // Working set: while a layer's backward runs, the activations its recompute re-created are live too,
 // one layer's worth: the set without recompute minus the kept set (full recompute: the whole layer's
 // activations beyond its input; selective with standard attention: the 5 a s^2 b scores; nothing
@@ -99,7 +100,7 @@ double layer_activation_bytes(const config::Scenario& scenario);
 // set without recompute minus the kept set; 0 without recompute).
 double layer_working_set_bytes(const config::Scenario& scenario);
 
-// The most loaded rank's memory (the larger of the first and last stage).
+// The most loaded rank's memory (the stage whose total is largest; the first at equal totals).
 MemoryEstimate memory_per_gpu(const config::Scenario& scenario);
 
 }  // namespace dtsim::parallel

@@ -86,6 +86,33 @@ std::vector<PipelineStep> zero_bubble_h1(std::int64_t p, std::int64_t s, std::in
   return out;
 }
 
+// peak_in_flight_layers() of the interleaved schedule (pipeline_schedule.hpp).
+double interleaved_peak(std::int64_t p, std::int64_t s, std::int64_t m, std::int64_t v,
+                        const std::vector<std::int64_t>& chunk_layers) {
+  const auto layers = [&](std::int64_t chunk) {
+    return chunk_layers[static_cast<std::size_t>(chunk * p + s)];
+  };
+  const auto forward_layers = [&](std::int64_t k) { return layers((k / p) % v); };
+  const auto backward_layers = [&](std::int64_t k) { return layers(v - 1 - (k / p) % v); };
+  const std::int64_t total = m * v;
+  const std::int64_t warmup = std::min((p - s - 1) * 2 + (v - 1) * p, total);
+  bool even = true;
+  for (std::int64_t c = 1; c < v; ++c) even = even && layers(c) == layers(0);
+  if (even) return static_cast<double>(std::min(warmup + 1, total) * layers(0));
+  std::int64_t held = 0;  // after the warm-up's forwards (none is freed before the first backward)
+  for (std::int64_t k = 0; k < warmup; ++k) held += forward_layers(k);
+  if (warmup == total) return static_cast<double>(held);
+  // Steady step i: forward warmup + i, then backward i; the most is right after a forward.
+  std::int64_t most = 0;
+  const std::int64_t steady = std::min(total - warmup, p * v);
+  for (std::int64_t i = 0; i < steady; ++i) {
+    held += forward_layers(warmup + i);
+    most = std::max(most, held);
+    held -= backward_layers(i);
+  }
+  return static_cast<double>(most);
+}
+
 }  // namespace
 
 std::vector<std::int64_t> chunk_layers(std::int64_t layers, std::int64_t stages, std::int64_t virtual_stages) {
@@ -106,6 +133,31 @@ std::vector<std::int64_t> chunk_layers(std::int64_t layers, std::int64_t stages,
     }
   }
   return out;
+}
+
+double peak_in_flight_layers(config::Schedule schedule, std::int64_t stages, std::int64_t stage,
+                             std::int64_t micro_batches, std::int64_t virtual_stages,
+                             const std::vector<std::int64_t>& chunk_layers) {
+  std::int64_t stage_layers = 0;
+  for (std::int64_t c = 0; c < virtual_stages; ++c)
+    stage_layers += chunk_layers[static_cast<std::size_t>(c * stages + stage)];
+  const auto times = [&](std::int64_t n) {
+    return static_cast<double>(n) * static_cast<double>(stage_layers);
+  };
+  if (stages <= 1)
+    return times(schedule == config::Schedule::gpipe ? micro_batches
+                                                     : std::min<std::int64_t>(micro_batches, 1));
+  switch (schedule) {
+    case config::Schedule::gpipe:
+      return times(micro_batches);
+    case config::Schedule::one_f_one_b:
+      return times(std::min(micro_batches, stages - stage));
+    case config::Schedule::interleaved:
+      return interleaved_peak(stages, stage, micro_batches, virtual_stages, chunk_layers);
+    case config::Schedule::zero_bubble_h1:
+      return times(std::min(micro_batches, stages));
+  }
+  throw core::InternalError("unknown pipeline schedule");
 }
 
 std::vector<PipelineStep> stage_schedule(config::Schedule schedule, std::int64_t stages, std::int64_t stage,

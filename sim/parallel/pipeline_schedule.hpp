@@ -50,4 +50,22 @@ std::vector<std::int64_t> chunk_layers(std::int64_t layers, std::int64_t stages,
 std::vector<PipelineStep> stage_schedule(config::Schedule schedule, std::int64_t stages, std::int64_t stage,
                                          std::int64_t micro_batches, std::int64_t virtual_stages);
 
+// The most (layer x micro-batch) activations stage `stage` holds at once under its schedule: a forward
+// step adds its chunk's layers (chunk_layers, index chunk * stages + stage), a backward step frees them.
+//   gpipe        m x the stage's layers
+//   1f1b         min(m, p - s) x the stage's layers (the warm-up's p - s - 1 forwards and one more)
+//   interleaved  the warm-up's 2 (p - s - 1) + (v - 1) p forward steps and one more, less nothing, then
+//                the steady phase's most (each pair adds a forward chunk and frees a backward chunk; with
+//                uneven chunks the held layers vary with a period of p v steps, all of which are
+//                visited). Even chunks of l layers: (2 (p - s - 1) + (v - 1) p + 1) l, capped at m v l;
+//                stage 0 gives Korthikanti et al.'s p (1 + (p - 1) / (p v)) x its layers, and the last
+//                stage still holds ((v - 1) p + 1) l: every chunk's forward but the last runs first.
+//   zb-h1        min(m, p) x the stage's layers: up to p micro-batches on every stage, those waiting for
+//                their W counted whole (an upper bound; stage 0 as 1F1B).
+// Equal to the most that counting over stage_schedule() gives for gpipe, 1f1b and interleaved
+// (tests/unit/test_pipeline_schedule.cpp); O(p v) per call.
+double peak_in_flight_layers(config::Schedule schedule, std::int64_t stages, std::int64_t stage,
+                             std::int64_t micro_batches, std::int64_t virtual_stages,
+                             const std::vector<std::int64_t>& chunk_layers);
+
 }  // namespace dtsim::parallel

@@ -163,3 +163,16 @@ TEST_CASE("tokens of a micro-batch past 2^63 are costed in doubles, not wrapped"
   CHECK(e.buffers_bytes == doctest::Approx(2 * s.training.bucket_bytes + 1073741824.0 + logits));
   CHECK(e.total_bytes() > s.gpu.hbm_bytes);
 }
+
+TEST_CASE("every stage is estimated: a middle stage with a layer more can hold the most (1F1B)") {
+  // Llama 3 405B's split (126 layers on 16 stages): 7 layers on the ends, 8 in between. Under 1F1B stage
+  // s keeps min(m, p - s) micro-batches: stage 0 7 x 16 = 112 layer activations, stage 1 8 x 15 = 120.
+  auto s = gpt3(8, 16, true, dtsim::config::Recompute::selective);
+  s.model.layers = 126;
+  s.cluster.nodes = 16;
+  const auto e = dtsim::parallel::memory_per_gpu(s);
+  const double per_layer = dtsim::parallel::layer_activation_bytes(s);
+  const double working_set = dtsim::parallel::layer_working_set_bytes(s);
+  // Stage 1 has no embedding: its activations are 120 layers' and one layer's working set.
+  CHECK(e.activations_bytes == doctest::Approx(120 * per_layer + working_set).epsilon(1e-9));
+}

@@ -140,3 +140,63 @@ TEST_CASE("zb-h1: each micro-batch's passes once, in order, at most p micro-batc
     }
   }
 }
+
+namespace pipeline_schedule_test {
+// The most layer activations a stage holds, counted step by step over its schedule: a forward adds its
+// chunk's layers, a backward frees them.
+double counted_peak(Schedule schedule, std::int64_t p, std::int64_t s, std::int64_t m, std::int64_t v,
+                    const std::vector<std::int64_t>& chunks) {
+  std::int64_t held = 0;
+  std::int64_t most = 0;
+  for (const auto& step : stage_schedule(schedule, p, s, m, v)) {
+    const std::int64_t layers = chunks[static_cast<std::size_t>(step.chunk * p + s)];
+    held += step.pass == Pass::forward ? layers : -layers;
+    most = std::max(most, held);
+  }
+  return static_cast<double>(most);
+}
+}  // namespace pipeline_schedule_test
+
+TEST_CASE("peak in-flight layers: equal to counting over each stage's schedule, even and uneven chunks") {
+  using dtsim::parallel::chunk_layers;
+  using dtsim::parallel::peak_in_flight_layers;
+  int cases = 0;
+  for (const Schedule schedule : {Schedule::gpipe, Schedule::one_f_one_b, Schedule::interleaved}) {
+    for (const std::int64_t p : {2, 3, 4, 8}) {
+      for (const std::int64_t v : {1, 2, 3, 4}) {
+        if ((schedule == Schedule::interleaved) != (v > 1)) continue;
+        // Layers that split evenly, one short at each end, and fewer than the chunks (ends empty).
+        for (const std::int64_t layers : {4 * p * v, 4 * p * v - 2, 4 * p * v + 3, p * v - 2}) {
+          if (layers < 1) continue;
+          const auto chunks = chunk_layers(layers, p, v);
+          for (const std::int64_t m : {p, 2 * p, 3 * p, 5 * p}) {
+            for (std::int64_t s = 0; s < p; ++s) {
+              CAPTURE(p);
+              CAPTURE(v);
+              CAPTURE(layers);
+              CAPTURE(m);
+              CAPTURE(s);
+              CHECK(peak_in_flight_layers(schedule, p, s, m, v, chunks) ==
+                    pipeline_schedule_test::counted_peak(schedule, p, s, m, v, chunks));
+              ++cases;
+            }
+          }
+        }
+      }
+    }
+  }
+  CHECK(cases > 300);
+}
+
+TEST_CASE("peak in-flight layers: interleaved holds its warm-up's chunks and one more on every stage") {
+  using dtsim::parallel::chunk_layers;
+  using dtsim::parallel::peak_in_flight_layers;
+  // p = 4, v = 2, m = 8, 2 layers per chunk: stage s warms up with 2 (p - s - 1) + (v - 1) p forward
+  // chunk steps; the next forward comes before the first backward: stage 0 (6 + 4 + 1) x 2 = 22 layers
+  // (Korthikanti et al.: p (1 + (p - 1)/(p v)) x 4 stage layers = 4 x 11/8 x 4 = 22), the last stage
+  // (0 + 4 + 1) x 2 = 10, where 1F1B's last stage holds one micro-batch (4 layers).
+  const auto chunks = chunk_layers(16, 4, 2);
+  CHECK(peak_in_flight_layers(Schedule::interleaved, 4, 0, 8, 2, chunks) == 22.0);
+  CHECK(peak_in_flight_layers(Schedule::interleaved, 4, 3, 8, 2, chunks) == 10.0);
+  CHECK(peak_in_flight_layers(Schedule::one_f_one_b, 4, 3, 8, 1, chunk_layers(16, 4, 1)) == 4.0);
+}
