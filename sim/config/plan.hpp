@@ -24,6 +24,8 @@ struct PlanSearchBounds {
   bool keep_recompute = false;
   bool keep_sharding = false;
   bool keep_sequence_parallel = false;
+  bool keep_expert = false;
+  bool keep_schedule = false;
   double min_headroom_gib = 0.0;
 };
 

@@ -33,6 +33,8 @@ PlanSearchBounds read_search(ObjectReader& top) {
   b.keep_recompute = r->optional<bool>("keep_recompute", b.keep_recompute);
   b.keep_sharding = r->optional<bool>("keep_sharding", b.keep_sharding);
   b.keep_sequence_parallel = r->optional<bool>("keep_sequence_parallel", b.keep_sequence_parallel);
+  b.keep_expert = r->optional<bool>("keep_expert", b.keep_expert);
+  b.keep_schedule = r->optional<bool>("keep_schedule", b.keep_schedule);
   b.min_headroom_gib = r->optional<double>("min_headroom_gib", b.min_headroom_gib, NumberRule::between(0.0, 1e6));
   r->finish();
   return b;

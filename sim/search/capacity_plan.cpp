@@ -22,6 +22,8 @@ SpaceBounds bounds_of(const config::PlanSearchBounds& b) {
   out.keep_recompute = b.keep_recompute;
   out.keep_sharding = b.keep_sharding;
   out.keep_sequence_parallel = b.keep_sequence_parallel;
+  out.keep_expert = b.keep_expert;
+  out.keep_schedule = b.keep_schedule;
   out.min_headroom_gib = b.min_headroom_gib;
   return out;
 }

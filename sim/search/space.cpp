@@ -102,9 +102,12 @@ std::size_t first_broken_rule(const config::Scenario& s, double headroom_bytes) 
 
 std::string strategy_label(const config::Scenario& s) {
   const auto& p = s.parallelism;
-  return fmt::format("tp{} pp{} dp{} cp{}{} v{} mb{} {} rc={} {}", p.tensor, p.pipeline, p.data, p.context,
+  const std::string stages = p.schedule == config::Schedule::zero_bubble_h1
+                                 ? std::string(config::to_string(p.schedule))
+                                 : fmt::format("v{}", p.virtual_stages);
+  return fmt::format("tp{} pp{} dp{} cp{}{} {} mb{} {} rc={} {}", p.tensor, p.pipeline, p.data, p.context,
                      s.model.moe ? fmt::format(" ep{}{}", p.expert, p.folded_experts() ? " etp1" : "") : "",
-                     p.virtual_stages, s.training.micro_batch_size, p.sequence_parallel ? "sp" : "-",
+                     stages, s.training.micro_batch_size, p.sequence_parallel ? "sp" : "-",
                      config::to_string(s.training.activation_recompute),
                      sharding_name(p.zero_stage, p.distributed_optimizer));
 }
@@ -131,6 +134,14 @@ Space enumerate_space(const config::Scenario& base, const SpaceBounds& bounds) {
   const config::Schedule flat_schedule = base.parallelism.schedule == config::Schedule::interleaved
                                              ? config::Schedule::one_f_one_b
                                              : base.parallelism.schedule;
+  // Schedules of a pipeline without virtual stages: the base's, and the other of 1F1B and zb-h1.
+  std::vector<config::Schedule> flat_schedules{flat_schedule};
+  if (!bounds.keep_schedule && flat_schedule == config::Schedule::one_f_one_b)
+    flat_schedules.push_back(config::Schedule::zero_bubble_h1);
+  if (!bounds.keep_schedule && flat_schedule == config::Schedule::zero_bubble_h1)
+    flat_schedules.push_back(config::Schedule::one_f_one_b);
+  const std::vector<config::Schedule> interleaved{config::Schedule::interleaved};
+  const std::vector<config::Schedule> single{flat_schedule};
 
   Space space;
   std::array<std::size_t, kRuleCount> rejected{};
@@ -162,42 +173,47 @@ Space enumerate_space(const config::Scenario& base, const SpaceBounds& bounds) {
         }
         for (const auto& [ep, expert_tensor] : experts) {
           for (std::int64_t v = 1; v <= (pp > 1 ? max_virtual : 1); ++v) {
-            for (const std::int64_t mb : powers_of_two(max_micro)) {
-              for (const bool sp : tp > 1 && !bounds.keep_sequence_parallel
-                                       ? std::vector<bool>{false, true}
-                                       : std::vector<bool>{tp > 1 && base.parallelism.sequence_parallel}) {
-                for (const config::Recompute rc : recomputes) {
-                  for (const Sharding& sh : shardings) {
-                    if (dp * cp == 1 && (sh.zero_stage != 0 || sh.distributed_optimizer) &&
-                        !bounds.keep_sharding)
-                      continue;
-                    config::Scenario s = base;
-                    auto& par = s.parallelism;
-                    par.tensor = tp;
-                    par.context = cp;
-                    par.pipeline = pp;
-                    par.data = dp;
-                    par.expert = ep;
-                    par.expert_tensor = expert_tensor;
-                    par.virtual_stages = v;
-                    par.schedule = v > 1 ? config::Schedule::interleaved : flat_schedule;
-                    par.sequence_parallel = sp;
-                    par.zero_stage = sh.zero_stage;
-                    par.distributed_optimizer = sh.distributed_optimizer;
-                    s.training.micro_batch_size = mb;
-                    s.training.activation_recompute = rc;
-                    ++space.enumerated;
-                    std::size_t rule = first_broken_rule(s, bounds.min_headroom_gib * core::kGiB);
-                    if (rule == kRuleCount && !bounds.keep_recompute && rc == config::Recompute::selective &&
-                        s.model.attention == config::AttentionKind::flash) {
-                      rule = kDuplicate;
+            // One pipeline stage: the schedule does not matter, the base's stands.
+            const auto& schedules = v > 1 ? interleaved : pp > 1 ? flat_schedules : single;
+            for (const config::Schedule schedule : schedules) {
+              for (const std::int64_t mb : powers_of_two(max_micro)) {
+                for (const bool sp : tp > 1 && !bounds.keep_sequence_parallel
+                                         ? std::vector<bool>{false, true}
+                                         : std::vector<bool>{tp > 1 && base.parallelism.sequence_parallel}) {
+                  for (const config::Recompute rc : recomputes) {
+                    for (const Sharding& sh : shardings) {
+                      if (dp * cp == 1 && (sh.zero_stage != 0 || sh.distributed_optimizer) &&
+                          !bounds.keep_sharding)
+                        continue;
+                      config::Scenario s = base;
+                      auto& par = s.parallelism;
+                      par.tensor = tp;
+                      par.context = cp;
+                      par.pipeline = pp;
+                      par.data = dp;
+                      par.expert = ep;
+                      par.expert_tensor = expert_tensor;
+                      par.virtual_stages = v;
+                      par.schedule = schedule;
+                      par.sequence_parallel = sp;
+                      par.zero_stage = sh.zero_stage;
+                      par.distributed_optimizer = sh.distributed_optimizer;
+                      s.training.micro_batch_size = mb;
+                      s.training.activation_recompute = rc;
+                      ++space.enumerated;
+                      std::size_t rule = first_broken_rule(s, bounds.min_headroom_gib * core::kGiB);
+                      if (rule == kRuleCount && !bounds.keep_recompute &&
+                          rc == config::Recompute::selective &&
+                          s.model.attention == config::AttentionKind::flash) {
+                        rule = kDuplicate;
+                      }
+                      if (rule < kRuleCount) {
+                        ++rejected[rule];
+                        continue;
+                      }
+                      s.name = base.name + " [" + strategy_label(s) + "]";
+                      space.candidates.push_back({strategy_label(s), std::move(s)});
                     }
-                    if (rule < kRuleCount) {
-                      ++rejected[rule];
-                      continue;
-                    }
-                    s.name = base.name + " [" + strategy_label(s) + "]";
-                    space.candidates.push_back({strategy_label(s), std::move(s)});
                   }
                 }
               }

@@ -1,8 +1,9 @@
 // The strategy space of one model on one cluster: every combination of tensor, pipeline, context and
 // data degrees (their product is the GPU count), micro-batch size, virtual stages (interleaved 1F1B),
-// sequence parallelism, activation recompute and data-parallel sharding (none, distributed optimizer,
-// ZeRO-2, ZeRO-3) that the model and the batch allow. Everything else (precision, fabric, attention,
-// overlap settings, rank order) is kept from the base scenario.
+// the schedule of a pipeline without virtual stages (1F1B or zb-h1, the zero-bubble schedule:
+// parallel/pipeline_schedule.hpp), sequence parallelism, activation recompute and data-parallel
+// sharding (none, distributed optimizer, ZeRO-2, ZeRO-3) that the model and the batch allow. Everything else
+// (precision, fabric, attention, overlap settings, rank order) is kept from the base scenario.
 //
 // Rules that reject a combination before it is simulated, each counted under its class:
 //   tensor must divide heads and ffn_hidden_size, and kv_heads and tensor must divide one another
@@ -40,6 +41,9 @@ struct SpaceBounds {
   // Mixture-of-experts models: only the base scenario's expert degree; otherwise every power of two that
   // divides the data degree and the experts.
   bool keep_expert = false;
+  // Only the base scenario's schedule for plans without virtual stages; otherwise 1F1B and zb-h1 both
+  // (a GPipe base keeps GPipe).
+  bool keep_schedule = false;
   double min_headroom_gib = 0.0;  // GPU memory a plan must leave free (GiB of 2^30 bytes)
 };
 
@@ -63,7 +67,8 @@ struct Space {
 // Enumerates and prunes the space around `base` (its model, cluster, batch and settings).
 Space enumerate_space(const config::Scenario& base, const SpaceBounds& bounds);
 
-// "tp8 pp8 dp16 cp1 v1 mb1 sp rc=selective dist-opt" for a scenario's plan.
+// "tp8 pp8 dp16 cp1 v1 mb1 sp rc=selective dist-opt" for a scenario's plan; a zb-h1 plan names its
+// schedule where the virtual stages would be ("tp8 pp8 dp16 cp1 zb-h1 mb1 ...").
 std::string strategy_label(const config::Scenario& scenario);
 
 }  // namespace dtsim::search

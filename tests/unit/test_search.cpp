@@ -235,17 +235,64 @@ TEST_CASE("a stack's \"supports\" keeps the plans it cannot run out of the searc
       dtsim::config::load_scenario_text(j.dump(), "core.json", dtsim::config::default_data_paths());
   const dtsim::search::Space open = dtsim::search::enumerate_space(open_base, bounds);
   const dtsim::search::Space core = dtsim::search::enumerate_space(core_base, bounds);
+  // Nor zb-h1 (no zero-bubble schedule in that release), which the open space tries beside 1F1B.
+  std::size_t unrunnable = 0;
   std::size_t sharded = 0;
-  for (const auto& c : open.candidates) sharded += c.scenario.parallelism.zero_stage > 0;
+  std::size_t zero_bubble = 0;
+  for (const auto& c : open.candidates) {
+    const bool zb = c.scenario.parallelism.schedule == dtsim::config::Schedule::zero_bubble_h1;
+    sharded += c.scenario.parallelism.zero_stage > 0;
+    zero_bubble += zb;
+    unrunnable += c.scenario.parallelism.zero_stage > 0 || zb;
+  }
   REQUIRE(sharded > 0);
-  CHECK(core.candidates.size() == open.candidates.size() - sharded);
-  for (const auto& c : core.candidates) CHECK(c.scenario.parallelism.zero_stage == 0);
+  REQUIRE(zero_bubble > 0);
+  CHECK(core.candidates.size() == open.candidates.size() - unrunnable);
+  for (const auto& c : core.candidates) {
+    CHECK(c.scenario.parallelism.zero_stage == 0);
+    CHECK(c.scenario.parallelism.schedule != dtsim::config::Schedule::zero_bubble_h1);
+  }
   const auto unsupported = std::find_if(core.rejections.begin(), core.rejections.end(), [](const auto& r) {
     return r.reason.find("software stack does not run it") != std::string::npos;
   });
   REQUIRE(unsupported != core.rejections.end());
   // Rejected before the memory rules, so the class also holds plans that would not have fitted.
-  CHECK(unsupported->count >= sharded);
+  CHECK(unsupported->count >= unrunnable);
+}
+
+TEST_CASE("without virtual stages search tries 1F1B and zb-h1, labelled apart; --keep-schedule keeps one") {
+  // Llama 2 7B on 32 H100 with no software stack (which runs zb-h1): each pipelined plan without virtual
+  // stages comes once per schedule (the same memory rule may drop one of them: zb-h1 keeps p micro-batches
+  // on every stage), a single stage once (its schedule does not matter), interleaved plans once.
+  dtsim::search::SpaceBounds bounds;
+  bounds.max_micro_batch = 1;
+  bounds.max_virtual_stages = 2;
+  nlohmann::json j = nlohmann::json::parse(
+      std::ifstream(std::string(DTSIM_SOURCE_DIR) + "/scenarios/llama2-7b-h100-32.json"));
+  j.erase("software");
+  const Scenario base =
+      dtsim::config::load_scenario_text(j.dump(), "open.json", dtsim::config::default_data_paths());
+  REQUIRE(base.parallelism.schedule == dtsim::config::Schedule::one_f_one_b);
+  const dtsim::search::Space both = dtsim::search::enumerate_space(base, bounds);
+  bounds.keep_schedule = true;
+  const dtsim::search::Space kept = dtsim::search::enumerate_space(base, bounds);
+  std::size_t zero_bubble = 0;
+  for (const auto& c : both.candidates) {
+    const auto& p = c.scenario.parallelism;
+    if (p.schedule != dtsim::config::Schedule::zero_bubble_h1) continue;
+    ++zero_bubble;
+    CHECK(p.pipeline > 1);
+    CHECK(p.virtual_stages == 1);
+    CHECK(c.label.find(" zb-h1 ") != std::string::npos);
+    CHECK(c.label.find(" v1 ") == std::string::npos);
+  }
+  REQUIRE(zero_bubble > 0);
+  for (const auto& c : kept.candidates)
+    CHECK(c.scenario.parallelism.schedule != dtsim::config::Schedule::zero_bubble_h1);
+  CHECK(both.candidates.size() == kept.candidates.size() + zero_bubble);
+  // Every combination enumerated once more per pipelined plan without virtual stages.
+  CHECK(both.enumerated > kept.enumerated);
+  CHECK(rejected_count(both) + both.candidates.size() == both.enumerated);
 }
 
 TEST_CASE("candidates keep the software stack: a 2021 stack gets no userbuffers overlap, its own ZeRO-3") {
@@ -369,10 +416,13 @@ TEST_CASE(
   const std::string text = R"({"schema_version": 1, "name": "t", "model": {"preset": "gpt-1.3b"},
     "training": {"global_batch_size": 64}, "tokens": 1e9, "deadline_days": 0.5,
     "search": {"max_context": 1, "max_micro_batch": 2, "max_virtual_stages": 1, "keep_sharding": true,
-               "keep_recompute": true, "keep_sequence_parallel": true},
+               "keep_recompute": true, "keep_sequence_parallel": true, "keep_schedule": true,
+               "keep_expert": true},
     "candidates": [{"node": "dgx-a100", "usd_per_gpu_hour": 2.0, "price_source": "test", "nodes": [1, 2]}]})";
   const auto plan = dtsim::config::load_plan_text(text, "test", dtsim::config::default_data_paths());
   REQUIRE(plan.clusters.size() == 2);
+  CHECK(plan.search.keep_schedule);
+  CHECK(plan.search.keep_expert);
   const auto outcome = dtsim::search::evaluate_plan(plan, 1);
   for (const auto& row : outcome.rows) {
     REQUIRE(row.feasible);
