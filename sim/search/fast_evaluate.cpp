@@ -71,9 +71,10 @@ ExtrapolationPoints extrapolation_points(const config::Scenario& s) {
   // Zero bubble: the first m at which every stage runs a forward + B + W step, and the next.
   points.m1 = interleaved ? 2 * p : zero_bubble ? std::max<std::int64_t>(p, 2) : 2;
   points.m2 = points.m1 + (interleaved ? p : 1);
+  // Zero bubble: 6 and 8 layers per stage (see the header).
   if (chunks > 0 && s.model.layers % chunks == 0) {
-    points.l1 = 4;
-    points.l2 = 6;
+    points.l1 = zero_bubble ? 6 : 4;
+    points.l2 = zero_bubble ? 8 : 6;
   }
   return points;
 }
