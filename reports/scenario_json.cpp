@@ -37,6 +37,27 @@ nlohmann::ordered_json model_json(const config::TransformerSpec& model) {
   j["elementwise_kernels"] = config::to_string(model.elementwise_kernels);
   j["tied_embeddings"] = model.tied_embeddings;
   j["vocab_padding"] = model.vocab_padding;
+  if (model.moe) {
+    const config::MoeSpec& moe = *model.moe;
+    nlohmann::ordered_json m;
+    m["experts"] = moe.experts;
+    m["top_k"] = moe.top_k;
+    m["expert_ffn_hidden_size"] = moe.expert_ffn_hidden_size;
+    m["shared_ffn_hidden_size"] = moe.shared_ffn_hidden_size;
+    m["load_imbalance"] = moe.load_imbalance;
+    if (moe.capacity_factor) m["capacity_factor"] = *moe.capacity_factor;
+    if (moe.max_nodes_per_token) m["max_nodes_per_token"] = *moe.max_nodes_per_token;
+    j["moe"] = std::move(m);
+  }
+  if (model.mla) {
+    nlohmann::ordered_json m;
+    m["q_lora_rank"] = model.mla->q_lora_rank;
+    m["kv_lora_rank"] = model.mla->kv_lora_rank;
+    m["qk_nope_head_dim"] = model.mla->qk_nope_head_dim;
+    m["qk_rope_head_dim"] = model.mla->qk_rope_head_dim;
+    m["v_head_dim"] = model.mla->v_head_dim;
+    j["mla"] = std::move(m);
+  }
   return j;
 }
 

@@ -49,7 +49,11 @@ void write_setup(std::ostream& out, const config::Scenario& s) {
                      m.seq_length, m.vocab_size));
     line(out, "",
          fmt::format(
-             "{} mlp, {} attention{}{}", config::to_string(m.mlp), config::to_string(m.attention),
+             "{} mlp, {} attention{}{}{}", config::to_string(m.mlp), config::to_string(m.attention),
+             m.mla ? fmt::format(", latent attention (q rank {}, kv rank {}, head widths {} + {} and {})",
+                                 m.mla->q_lora_rank, m.mla->kv_lora_rank, m.mla->qk_nope_head_dim,
+                                 m.mla->qk_rope_head_dim, m.mla->v_head_dim)
+                   : std::string(),
              m.elementwise_kernels == config::ElementwiseKernels::eager ? ", eager elementwise kernels" : "",
              m.tied_embeddings ? ", tied embeddings" : ""));
   }

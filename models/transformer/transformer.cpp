@@ -9,6 +9,7 @@
 #include "models/transformer/autocast.hpp"
 #include "models/transformer/elementwise.hpp"
 #include "models/transformer/linear.hpp"
+#include "models/transformer/mla.hpp"
 #include "models/transformer/moe.hpp"
 
 namespace dtsim::models {
@@ -28,7 +29,8 @@ struct Dims {
   double tokens = 0;              // b * sq
   double tokens_elementwise = 0;  // tokens held by this rank outside the tensor-parallel region (SP)
   double h = 0;
-  double d = 0;      // head dimension
+  double d = 0;      // head dimension (of queries and keys)
+  double dv = 0;     // value head dimension (d, unless latent attention says otherwise)
   double heads = 0;  // attention heads on this rank
   double kv = 0;     // key/value heads on this rank (replicated when fewer than the TP degree)
   double n_qkv = 0;  // QKV projection output width on this rank
@@ -59,9 +61,11 @@ Dims dims_of(const config::TransformerSpec& m, const ShardConfig& sh) {
   d.backward_overlap = sh.backward_overlap;
   d.tokens_elementwise = d.sp ? d.tokens / d.t : d.tokens;
   d.h = static_cast<double>(m.hidden_size);
-  d.d = m.attention_head_dim();
+  d.d = m.query_key_dim();
+  d.dv = m.value_dim();
   d.heads = static_cast<double>(m.heads) / d.t;
-  d.kv = std::max(1.0, static_cast<double>(m.kv_heads) / d.t);
+  // Latent attention up-projects keys and values for every head on the rank.
+  d.kv = m.mla ? d.heads : std::max(1.0, static_cast<double>(m.kv_heads) / d.t);
   d.n_qkv = (d.heads + 2 * d.kv) * d.d;
   d.f = static_cast<double>(m.ffn_hidden_size) / d.t;
   d.swiglu = m.mlp == config::MlpKind::swiglu;
@@ -73,6 +77,7 @@ Dims dims_of(const config::TransformerSpec& m, const ShardConfig& sh) {
   d.kernels = {.style = m.elementwise_kernels, .rms_norm = d.swiglu, .a = d.a, .autocast = sh.autocast};
   // Eager Llama-style modules project q, k, v and gate, up separately (torchtitan, Hugging Face).
   d.attention_projections = d.kernels.eager() && d.swiglu ? 3 : 1;
+  if (m.mla) d.attention_projections = 2;  // the duplicated down projections (mla.hpp)
   d.mlp_projections = d.kernels.eager() && d.swiglu ? 2 : 1;
   return d;
 }
@@ -168,7 +173,7 @@ void attention_forward(std::vector<LayerOp>& ops, const config::TransformerSpec&
                        const ShardConfig& sh) {
   if (sh.context > 1) {
     // Ring exchange of K and V chunks: context-1 steps, each passing this rank's current chunk on.
-    const double chunk = 2 * d.b * d.sq * d.kv * d.d * d.a;
+    const double chunk = d.b * d.sq * d.kv * (d.d + d.dv) * d.a;
     ops.push_back(comm_op("context_kv_exchange", CommRole::context_exchange,
                           chunk * (static_cast<double>(sh.context) - 1)));
   }
@@ -178,9 +183,10 @@ void attention_forward(std::vector<LayerOp>& ops, const config::TransformerSpec&
     op.name = "flash_attention";
     op.attention_core = true;
     op.compute.cls = ComputeClass::attention;
-    op.compute.flops = 4 * d.tokens * d.s * d.heads * d.d;
+    // Q K^T and P V: 2 d and 2 dv FLOPs per score; Q and O, K and V read or written once.
+    op.compute.flops = 2 * d.tokens * d.s * d.heads * (d.d + d.dv);
     op.compute.executed_fraction = 0.5;  // causal mask: the upper triangle is skipped
-    op.compute.bytes = (2 * d.tokens * d.heads * d.d + 2 * d.b * d.s * d.kv * d.d) * d.a;
+    op.compute.bytes = (d.tokens * d.heads * (d.d + d.dv) + d.b * d.s * d.kv * (d.d + d.dv)) * d.a;
     op.compute.gemm = flash_work(d);
     ops.push_back(op);
     return;
@@ -188,7 +194,7 @@ void attention_forward(std::vector<LayerOp>& ops, const config::TransformerSpec&
   ops.push_back(gemm_op("attention_scores", d.sq, d.s, d.d, d.a, batch, true));
   ops.push_back(memory_op("softmax", 2 * d.a * d.scores, true));
   ops.push_back(memory_op("attention_dropout", (2 * d.a + 1) * d.scores, true));
-  ops.push_back(gemm_op("attention_context", d.sq, d.d, d.s, d.a, batch, true));
+  ops.push_back(gemm_op("attention_context", d.sq, d.dv, d.s, d.a, batch, true));
 }
 
 void attention_backward(std::vector<LayerOp>& ops, const config::TransformerSpec& m, const Dims& d,
@@ -198,15 +204,15 @@ void attention_backward(std::vector<LayerOp>& ops, const config::TransformerSpec
     LayerOp op;
     op.name = "flash_attention_bwd";
     op.compute.cls = ComputeClass::attention;
-    op.compute.flops = 8 * d.tokens * d.s * d.heads * d.d;
+    op.compute.flops = 4 * d.tokens * d.s * d.heads * (d.d + d.dv);
     // Causal half, and 5 matmuls executed for the 4 counted (the scores are recomputed).
     op.compute.executed_fraction = 0.5 * 1.25;
-    op.compute.bytes = (4 * d.tokens * d.heads * d.d + 4 * d.b * d.s * d.kv * d.d) * d.a;
+    op.compute.bytes = (2 * d.tokens * d.heads * (d.d + d.dv) + 2 * d.b * d.s * d.kv * (d.d + d.dv)) * d.a;
     op.compute.gemm = flash_work(d);
     ops.push_back(op);
   } else {
-    ops.push_back(gemm_op("attention_context_dgrad", d.sq, d.s, d.d, d.a, batch));
-    ops.push_back(gemm_op("attention_context_wgrad", d.s, d.d, d.sq, d.a, batch));
+    ops.push_back(gemm_op("attention_context_dgrad", d.sq, d.s, d.dv, d.a, batch));
+    ops.push_back(gemm_op("attention_context_wgrad", d.s, d.dv, d.sq, d.a, batch));
     ops.push_back(memory_op("attention_dropout_bwd", (2 * d.a + 1) * d.scores));
     ops.push_back(memory_op("softmax_bwd", 3 * d.a * d.scores));
     ops.push_back(gemm_op("attention_scores_dgrad", d.sq, d.d, d.s, d.a, batch));
@@ -214,7 +220,7 @@ void attention_backward(std::vector<LayerOp>& ops, const config::TransformerSpec
   }
   if (sh.context > 1) {
     // K/V chunks circulate again and their gradients travel back around the ring.
-    const double chunk = 2 * d.b * d.sq * d.kv * d.d * d.a;
+    const double chunk = d.b * d.sq * d.kv * (d.d + d.dv) * d.a;
     ops.push_back(comm_op("context_kv_exchange_bwd", CommRole::context_exchange,
                           2 * chunk * (static_cast<double>(sh.context) - 1)));
   }
@@ -405,8 +411,20 @@ void grad_accumulation(std::vector<LayerOp>& bw, const Dims& d, const config::Tr
       elements += weight;
     }
   };
-  linear(d.h * d.n_qkv, d.n_qkv);
-  linear(d.heads * d.d * d.h, d.h);
+  if (m.mla) {
+    // Latent attention (mla.hpp): the latent norms' tensors (replicated), unfused its projections'
+    // weights; no biases.
+    const double per_norm = d.swiglu ? 1 : 2;
+    tensors += per_norm * (m.mla->q_lora_rank > 0 ? 2 : 1);
+    elements += per_norm * static_cast<double>(m.mla->q_lora_rank + m.mla->kv_lora_rank);
+    if (unfused) {
+      tensors += mla_weight_tensors(*m.mla);
+      elements += mla_rank_weights(*m.mla, d.h, d.heads);
+    }
+  } else {
+    linear(d.h * d.n_qkv, d.n_qkv);
+  }
+  linear(d.heads * d.dv * d.h, d.h);
   const auto mlp = [&](const Dims& w) {
     linear(d.h * w.n_up, w.f);
     linear(w.f * d.h, d.h);
@@ -443,6 +461,19 @@ MoeShard moe_shard(const Dims& d, const ShardConfig& sh) {
                   .kernels = d.kernels};
 }
 
+MlaShard mla_shard(const Dims& d) {
+  return MlaShard{.tokens = d.tokens,
+                  .tokens_elementwise = d.tokens_elementwise,
+                  .h = d.h,
+                  .a = d.a,
+                  .t = d.t,
+                  .heads = d.heads,
+                  .sp = d.sp,
+                  .backward_overlap = d.backward_overlap,
+                  .fp8 = d.fp8,
+                  .kernels = d.kernels};
+}
+
 double norm_params(const config::TransformerSpec& m) {
   // LayerNorm (weight and bias) for GPT-style models, RMSNorm (weight) for SwiGLU (Llama-style) ones.
   const double h = static_cast<double>(m.hidden_size);
@@ -472,31 +503,42 @@ LayerProgram transformer_layer(const config::TransformerSpec& m, const ShardConf
   LayerProgram p;
   auto& fw = p.forward;
   const auto& k = d.kernels;
-  const double weights = d.h * d.n_qkv + d.heads * d.d * d.h + d.h * d.n_up + d.f * d.h;
-  const int weight_tensors = d.attention_projections + 1 + d.mlp_projections + 1;
+  const double projection_weights = m.mla ? mla_rank_weights(*m.mla, d.h, d.heads) : d.h * d.n_qkv;
+  const double weights = projection_weights + d.heads * d.dv * d.h + d.h * d.n_up + d.f * d.h;
+  const int weight_tensors =
+      (m.mla ? mla_weight_tensors(*m.mla) : d.attention_projections) + 1 + d.mlp_projections + 1;
   if (k.autocast) fw.push_back(autocast::weight_casts("autocast_weight_casts", weights, weight_tensors, a));
   fw.push_back(elementwise::norm_forward("input_norm", k, he));
   fw.back().recompute_tag = RecomputeTag::layernorm;
-  enter_tp_region(fw, d, "attention_all_gather");
-  if (k.autocast) {
-    autocast::input_casts(fw, "autocast_attention_input_casts", d.tokens * d.h, d.attention_projections, a);
-  }
-  linear::input_cast_forward(fw, {"qkv_input_fp8_cast", "qkv_input_fp8_amax"},
-                             d.tokens * d.h * d.attention_projections, true, d.fp8);
-  linear::weight_cast_forward(fw, {"qkv_weight_fp8_cast", "qkv_weight_fp8_amax"}, d.h * d.n_qkv, d.fp8);
-  fw.push_back(linear::gemm("qkv_projection", d.tokens, d.n_qkv, d.h, a));
-  elementwise::bias_add(fw, "qkv_bias_add", k, d.tokens * d.n_qkv);
-  // Llama-style models rotate queries and keys (RoPE, Su et al. 2021).
   const double rotated = d.tokens * (d.heads + d.kv) * d.d;
-  if (d.swiglu) fw.push_back(elementwise::rotary("rotary_embedding", k, rotated));
-  elementwise::repeat_kv(fw, "repeat_kv", k, d.tokens, d.heads, d.kv, d.d);
+  if (m.mla) {
+    if (k.autocast) {
+      autocast::input_casts(fw, "autocast_attention_input_casts", he, d.attention_projections, a);
+    }
+    mla_projections_forward(fw, *m.mla, mla_shard(d));
+  } else {
+    enter_tp_region(fw, d, "attention_all_gather");
+    if (k.autocast) {
+      autocast::input_casts(fw, "autocast_attention_input_casts", d.tokens * d.h, d.attention_projections, a);
+    }
+    linear::input_cast_forward(fw, {"qkv_input_fp8_cast", "qkv_input_fp8_amax"},
+                               d.tokens * d.h * d.attention_projections, true, d.fp8);
+    linear::weight_cast_forward(fw, {"qkv_weight_fp8_cast", "qkv_weight_fp8_amax"}, d.h * d.n_qkv, d.fp8);
+    fw.push_back(linear::gemm("qkv_projection", d.tokens, d.n_qkv, d.h, a));
+    elementwise::bias_add(fw, "qkv_bias_add", k, d.tokens * d.n_qkv);
+    // Llama-style models rotate queries and keys (RoPE, Su et al. 2021).
+    if (d.swiglu) fw.push_back(elementwise::rotary("rotary_embedding", k, rotated));
+    elementwise::repeat_kv(fw, "repeat_kv", k, d.tokens, d.heads, d.kv, d.d);
+  }
   attention_forward(fw, m, d, sh);
-  elementwise::attention_output_layout(fw, "attention_output_layout", k, d.tokens * d.heads * d.d);
-  linear::input_cast_forward(fw, {"attention_projection_input_fp8_cast", "attention_projection_input_fp8_amax"},
-                             d.tokens * d.heads * d.d, false, d.fp8);
-  linear::weight_cast_forward(fw, {"attention_projection_weight_fp8_cast", "attention_projection_weight_fp8_amax"},
-                              d.heads * d.d * d.h, d.fp8);
-  fw.push_back(linear::gemm("attention_projection", d.tokens, d.h, d.heads * d.d, a));
+  elementwise::attention_output_layout(fw, "attention_output_layout", k, d.tokens * d.heads * d.dv);
+  linear::input_cast_forward(fw,
+                             {"attention_projection_input_fp8_cast", "attention_projection_input_fp8_amax"},
+                             d.tokens * d.heads * d.dv, false, d.fp8);
+  linear::weight_cast_forward(
+      fw, {"attention_projection_weight_fp8_cast", "attention_projection_weight_fp8_amax"},
+      d.heads * d.dv * d.h, d.fp8);
+  fw.push_back(linear::gemm("attention_projection", d.tokens, d.h, d.heads * d.dv, a));
   leave_tp_region(fw, d, "attention_tp_reduce");
   fw.push_back(elementwise::residual_forward("attention_residual", k, he));
   fw.push_back(elementwise::norm_forward("mlp_norm", k, he));
@@ -526,23 +568,32 @@ LayerProgram transformer_layer(const config::TransformerSpec& m, const ShardConf
                          GemmOverlap::with_next));
   }
   linear::grad_cast_backward(bw, {"attention_projection_grad_fp8_cast", "attention_projection_grad_fp8_amax"}, d.tokens * d.h, d.fp8);
-  bw.push_back(linear::gemm("attention_projection_dgrad", d.tokens, d.heads * d.d, d.h, a));
-  bw.push_back(weight_grad_op(linear::gemm("attention_projection_wgrad", d.heads * d.d, d.h, d.tokens, a)));
-  elementwise::attention_output_layout(bw, "attention_output_layout_bwd", k, d.tokens * d.heads * d.d);
+  bw.push_back(linear::gemm("attention_projection_dgrad", d.tokens, d.heads * d.dv, d.h, a));
+  bw.push_back(weight_grad_op(linear::gemm("attention_projection_wgrad", d.heads * d.dv, d.h, d.tokens, a)));
+  elementwise::attention_output_layout(bw, "attention_output_layout_bwd", k, d.tokens * d.heads * d.dv);
   attention_backward(bw, m, d, sh);
-  if (m.attention == config::AttentionKind::standard)
-    elementwise::attention_core_grad_extras(bw, k, d.tokens * d.heads * d.d, d.tokens * d.n_qkv);
-  elementwise::repeat_kv(bw, "repeat_kv_bwd", k, d.tokens, d.heads, d.kv, d.d);
-  if (d.swiglu) bw.push_back(elementwise::rotary("rotary_embedding_bwd", k, rotated));
-  linear::grad_cast_backward(bw, {"qkv_grad_fp8_cast", "qkv_grad_fp8_amax"}, d.tokens * d.n_qkv, d.fp8);
-  elementwise::bias_grad(bw, "qkv_bias_grad", k, d.tokens * d.n_qkv);
-  linear::input_transpose_backward(bw, "qkv_input_fp8_transpose", d.tokens * d.h, d.fp8);
-  column_parallel_backward(bw, d, linear::gemm("qkv_projection_dgrad", d.tokens, d.h, d.n_qkv, a),
-                           linear::gemm("qkv_projection_wgrad", d.h, d.n_qkv, d.tokens, a),
-                           "attention_input_regather", "attention_grad_tp_reduce");
-  if (k.autocast) {
-    autocast::input_grad_casts(bw, "autocast_attention_input_grad_casts", "autocast_attention_input_grad_sum",
-                               d.tokens * d.h, d.attention_projections, a);
+  if (m.mla) {
+    mla_projections_backward(bw, *m.mla, mla_shard(d));
+    if (k.autocast) {
+      autocast::input_grad_casts(bw, "autocast_attention_input_grad_casts",
+                                 "autocast_attention_input_grad_sum", he, d.attention_projections, a);
+    }
+  } else {
+    if (m.attention == config::AttentionKind::standard)
+      elementwise::attention_core_grad_extras(bw, k, d.tokens * d.heads * d.d, d.tokens * d.n_qkv);
+    elementwise::repeat_kv(bw, "repeat_kv_bwd", k, d.tokens, d.heads, d.kv, d.d);
+    if (d.swiglu) bw.push_back(elementwise::rotary("rotary_embedding_bwd", k, rotated));
+    linear::grad_cast_backward(bw, {"qkv_grad_fp8_cast", "qkv_grad_fp8_amax"}, d.tokens * d.n_qkv, d.fp8);
+    elementwise::bias_grad(bw, "qkv_bias_grad", k, d.tokens * d.n_qkv);
+    linear::input_transpose_backward(bw, "qkv_input_fp8_transpose", d.tokens * d.h, d.fp8);
+    column_parallel_backward(bw, d, linear::gemm("qkv_projection_dgrad", d.tokens, d.h, d.n_qkv, a),
+                             linear::gemm("qkv_projection_wgrad", d.h, d.n_qkv, d.tokens, a),
+                             "attention_input_regather", "attention_grad_tp_reduce");
+    if (k.autocast) {
+      autocast::input_grad_casts(bw, "autocast_attention_input_grad_casts",
+                                 "autocast_attention_input_grad_sum", d.tokens * d.h, d.attention_projections,
+                                 a);
+    }
   }
   bw.push_back(elementwise::norm_backward("input_norm_bwd", k, he));
   elementwise::residual_grad_sum(bw, "attention_input_grad_sum", k, he);
@@ -620,7 +671,13 @@ std::vector<double> layer_parameter_tensors(const config::TransformerSpec& m) {
     out.push_back(elements);
     if (!swiglu) out.push_back(bias);
   };
-  weight(h * qkv_out, qkv_out);
+  if (m.mla) {
+    const std::vector<double> projections =
+        mla_parameter_tensors(*m.mla, h, static_cast<double>(m.heads), static_cast<int>(norm.size()));
+    out.insert(out.end(), projections.begin(), projections.end());
+  } else {
+    weight(h * qkv_out, qkv_out);
+  }
   weight(width * h, h);
   out.insert(out.end(), norm.begin(), norm.end());
   if (m.moe) {
@@ -675,7 +732,12 @@ double model_flops_per_iteration(const config::TransformerSpec& m, std::int64_t 
   const double mlp = m.moe ? 2 * h * static_cast<double>(m.moe->experts) + 2 * active_routed_parameters(m) +
                                  2 * mlp_matrices * h * static_cast<double>(m.moe->shared_ffn_hidden_size)
                            : 2 * mlp_matrices * h * f;
-  const double per_token_layer = 2 * h * qkv_out + 2 * width * h + mlp + 4 * s * width;
+  // Latent attention: its projections, and the scores at the query-key width, the context at the value
+  // width (2 s heads (d_qk + d_v)).
+  const double per_token_layer =
+      m.mla ? mla_projection_flops_per_token(*m.mla, h, static_cast<double>(m.heads)) + 2 * width * h + mlp +
+                  2 * s * static_cast<double>(m.heads) * (m.query_key_dim() + m.value_dim())
+            : 2 * h * qkv_out + 2 * width * h + mlp + 4 * s * width;
   const double per_token =
       static_cast<double>(m.layers) * per_token_layer + 2 * h * static_cast<double>(m.vocab_size);
   return 3 * per_token * s * static_cast<double>(global_batch);

@@ -339,12 +339,36 @@ MoeSpec read_moe(ObjectReader& r, const std::optional<MoeSpec>& base) {
   return m;
 }
 
+// model.mla (config::MlaSpec); a scenario's block over a preset's keeps the preset's values it does not
+// state.
+MlaSpec read_mla(ObjectReader& r, const std::optional<MlaSpec>& base) {
+  r.expect_keys({"q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"});
+  const IntRule dim = IntRule::between(1, kMaxHeadDim);
+  MlaSpec m;
+  if (base) {
+    m = *base;
+    m.q_lora_rank = r.optional<std::int64_t>("q_lora_rank", m.q_lora_rank, IntRule::between(0, kMaxHeadDim));
+    m.kv_lora_rank = r.optional<std::int64_t>("kv_lora_rank", m.kv_lora_rank, dim);
+    m.qk_nope_head_dim = r.optional<std::int64_t>("qk_nope_head_dim", m.qk_nope_head_dim, dim);
+    m.qk_rope_head_dim = r.optional<std::int64_t>("qk_rope_head_dim", m.qk_rope_head_dim, dim);
+    m.v_head_dim = r.optional<std::int64_t>("v_head_dim", m.v_head_dim, dim);
+  } else {
+    m.q_lora_rank = r.optional<std::int64_t>("q_lora_rank", 0, IntRule::between(0, kMaxHeadDim));
+    m.kv_lora_rank = r.required<std::int64_t>("kv_lora_rank", dim);
+    m.qk_nope_head_dim = r.required<std::int64_t>("qk_nope_head_dim", dim);
+    m.qk_rope_head_dim = r.required<std::int64_t>("qk_rope_head_dim", dim);
+    m.v_head_dim = r.required<std::int64_t>("v_head_dim", dim);
+  }
+  r.finish();
+  return m;
+}
+
 }  // namespace
 
 TransformerSpec read_transformer(ObjectReader& model, const std::optional<TransformerSpec>& base) {
   model.expect_keys({"kind", "layers", "hidden_size", "heads", "kv_heads", "head_dim", "ffn_hidden_size",
                      "vocab_size", "seq_length", "mlp", "attention", "elementwise_kernels", "tied_embeddings",
-                     "vocab_padding", "moe"});
+                     "vocab_padding", "moe", "mla"});
   const IntRule positive = IntRule::positive();
   TransformerSpec spec;
   if (base) {
@@ -384,6 +408,22 @@ TransformerSpec read_transformer(ObjectReader& model, const std::optional<Transf
   spec.vocab_padding = model.optional<std::int64_t>("vocab_padding", spec.vocab_padding,
                                                     IntRule::between(1, kMaxVocabPadding));
   if (std::optional<ObjectReader> moe = model.optional_child("moe")) spec.moe = read_moe(*moe, spec.moe);
+  if (std::optional<ObjectReader> mla = model.optional_child("mla")) spec.mla = read_mla(*mla, spec.mla);
+  if (spec.mla) {
+    // Latent attention up-projects keys and values for every query head, at its own head widths.
+    if (spec.kv_heads != spec.heads) {
+      if (model.has("kv_heads") || !model.has("heads"))
+        throw model.mismatch("kv_heads", fmt::format("equal to heads ({}) with mla", spec.heads));
+      throw model.mismatch("heads", fmt::format("equal to kv_heads ({}) with mla", spec.kv_heads));
+    }
+    if (spec.head_dim != 0)
+      throw model.mismatch(
+          "head_dim",
+          "absent with mla (its head widths are qk_nope_head_dim + qk_rope_head_dim and v_head_dim)");
+    if (spec.elementwise_kernels != ElementwiseKernels::fused)
+      throw model.mismatch("elementwise_kernels",
+                           "\"fused\" with mla (eager latent attention is not modelled)");
+  }
 
   if (spec.heads % spec.kv_heads != 0) {
     // Report where the user wrote the offending number: kv_heads if given here, else heads.
@@ -392,7 +432,7 @@ TransformerSpec read_transformer(ObjectReader& model, const std::optional<Transf
     }
     throw model.mismatch("heads", fmt::format("a multiple of kv_heads ({})", spec.kv_heads));
   }
-  if (spec.head_dim == 0 && spec.hidden_size % spec.heads != 0) {
+  if (spec.head_dim == 0 && !spec.mla && spec.hidden_size % spec.heads != 0) {
     if (model.has("heads") || !model.has("hidden_size")) {
       throw model.mismatch("heads",
                            fmt::format("a divisor of hidden_size ({}), or a head_dim", spec.hidden_size));

@@ -79,6 +79,19 @@ struct MoeSpec {
   bool operator==(const MoeSpec&) const = default;
 };
 
+// Multi-head latent attention (models/transformer/mla.hpp has the costs and their sources): queries and
+// keys/values projected down to a latent of rank q_lora_rank (0: queries projected directly) and
+// kv_lora_rank, then up to every head; each query and key head qk_nope_head_dim + qk_rope_head_dim wide
+// (the rotary part of the key shared by the heads), each value head v_head_dim.
+struct MlaSpec {
+  std::int64_t q_lora_rank = 0;
+  std::int64_t kv_lora_rank = 0;
+  std::int64_t qk_nope_head_dim = 0;
+  std::int64_t qk_rope_head_dim = 0;
+  std::int64_t v_head_dim = 0;
+  bool operator==(const MlaSpec&) const = default;
+};
+
 struct TransformerSpec {
   std::string preset;  // preset id it came from, "" when given inline
   ModelKind kind = ModelKind::transformer;
@@ -103,13 +116,20 @@ struct TransformerSpec {
   std::int64_t input_size = 0;   // mlp only
   std::int64_t output_size = 0;  // mlp only
   std::optional<MoeSpec> moe;    // absent: a dense MLP in every layer
+  std::optional<MlaSpec> mla;    // absent: multi-head (or grouped-query) attention
 
   double attention_head_dim() const {
     return head_dim > 0 ? static_cast<double>(head_dim)
                         : static_cast<double>(hidden_size) / static_cast<double>(heads);
   }
-  // The query heads' width, heads x head_dim: the attention output projection's input.
-  double attention_width() const { return static_cast<double>(heads) * attention_head_dim(); }
+  // A query (and key) head's width and a value head's: attention_head_dim() both, unless the model has
+  // latent attention (MlaSpec).
+  double query_key_dim() const {
+    return mla ? static_cast<double>(mla->qk_nope_head_dim + mla->qk_rope_head_dim) : attention_head_dim();
+  }
+  double value_dim() const { return mla ? static_cast<double>(mla->v_head_dim) : attention_head_dim(); }
+  // The attention output's width, heads x value_dim(): the output projection's input.
+  double attention_width() const { return static_cast<double>(heads) * value_dim(); }
 };
 
 // fat_tree: all NICs of a node on the node's leaf switch. rail_optimized: NIC i of every node of a rail

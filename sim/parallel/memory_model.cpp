@@ -147,8 +147,10 @@ double stored_layer_activation_bytes(const config::Scenario& s, config::Recomput
                     static_cast<double>(s.training.micro_batch_size);
   const double h = static_cast<double>(m.hidden_size);
   const double head_dim = m.attention_head_dim();
-  const double width = m.attention_width();  // the query heads: h unless head_dim says otherwise
-  const double kv = static_cast<double>(m.kv_heads);
+  const double width = m.attention_width();  // the attention output: h unless head_dim or mla say otherwise
+  const double query_width = static_cast<double>(m.heads) * m.query_key_dim();
+  // Latent attention keeps keys and values for every head (models/transformer/mla.hpp).
+  const double kv = m.mla ? static_cast<double>(m.heads) : static_cast<double>(m.kv_heads);
   const double f = static_cast<double>(m.ffn_hidden_size);
   const bool sp = par.sequence_parallel && par.tensor > 1;
   const double replicated_div = sp ? t : 1.0;
@@ -160,7 +162,15 @@ double stored_layer_activation_bytes(const config::Scenario& s, config::Recomput
   const config::RecomputeModules& modules = s.training.recompute_modules;
   const bool selective = recompute == config::Recompute::selective;
   const double kept_norm_outputs = selective && modules.layernorm ? 0.0 : 4.0;
-  const double replicated = ((4 + kept_norm_outputs) * sb * h * scale + 2 * sb * h) / replicated_div;
+  double replicated = ((4 + kept_norm_outputs) * sb * h * scale + 2 * sb * h) / replicated_div;
+  if (m.mla) {
+    // On the rank's own tokens: the down projections' outputs (the latent norms' inputs, the rotary key
+    // with the key-value latent) and the normalized latents the up projections read, 2 bytes each.
+    const double q_latent = static_cast<double>(m.mla->q_lora_rank);
+    const double kv_latent = static_cast<double>(m.mla->kv_lora_rank);
+    const double rope = static_cast<double>(m.mla->qk_rope_head_dim);
+    replicated += 2 * sb * (2 * q_latent + 2 * kv_latent + rope) * scale / replicated_div;
+  }
   const double per_width = m.mlp == config::MlpKind::swiglu ? 6 : 4;
   double mlp_intermediate = per_width * sb * f;
   if (m.moe) {
@@ -178,8 +188,10 @@ double stored_layer_activation_bytes(const config::Scenario& s, config::Recomput
                        2 * (et + 1) * copies * h +
                        per_width * sb * static_cast<double>(m.moe->shared_ffn_hidden_size);
   }
-  const double split =
-      (2 * sb * width + 4 * sb * kv * head_dim + 2 * sb * width + mlp_intermediate) * scale / t;
+  // Q, K and V, the attention output, the MLP's intermediates.
+  const double split = (2 * sb * query_width + 2 * sb * kv * (m.query_key_dim() + m.value_dim()) +
+                        2 * sb * width + mlp_intermediate) *
+                       scale / t;
   double scores = 0.0;
   const bool keeps_scores =
       m.attention == config::AttentionKind::standard && recompute == config::Recompute::none;

@@ -267,7 +267,7 @@ TEST_CASE("a stack's \"supports\" keeps the plans it cannot run out of the searc
   CHECK(unsupported->count >= unrunnable);
 }
 
-TEST_CASE("without virtual stages search tries 1F1B and zb-h1, labelled apart; --keep-schedule keeps one") {
+TEST_CASE("without virtual stages search tries 1F1B and zb-h1, labelled apart, --keep-schedule keeps one") {
   // Llama 2 7B on 32 H100 with no software stack (which runs zb-h1): each pipelined plan without virtual
   // stages comes once per schedule (the same memory rule may drop one of them: zb-h1 keeps p micro-batches
   // on every stage), a single stage once (its schedule does not matter), interleaved plans once.

@@ -1,0 +1,76 @@
+// Multi-head latent attention (MLA): the projections of a layer whose attention compresses its queries
+// and its keys and values into low-rank latents (config::MlaSpec), per micro-batch and tensor-parallel
+// rank, in execution order. The attention core and the output projection are the transformer's
+// (transformer.hpp), at the head widths MLA gives them: queries and keys qk_nope_head_dim +
+// qk_rope_head_dim, values v_head_dim, every head with its own keys and values.
+//
+// Sources: DeepSeek-AI, "DeepSeek-V2" (arXiv 2405.04434), Sec. 2.1.2-2.1.3, eqs. 9-19: c_kv = W_DKV h
+// (rank d_c), k_C, v_C = W_UK c_kv, W_UV c_kv; c_q = W_DQ h (rank d_c'), q_C = W_UQ c_q; the decoupled
+// rotary key k_R = RoPE(W_KR h) shared by the heads, q_R = RoPE(W_QR c_q) per head; DeepSeek-V3
+// (arXiv 2412.19437), Sec. 2.1.1 (the same, RMSNorm after each down projection). As Megatron-Core runs
+// it (megatron/core/transformer/multi_latent_attention.py, MLASelfAttention with the Transformer Engine
+// spec): the down projections linear_q_down_proj (h -> q_lora_rank) and linear_kv_down_proj
+// (h -> kv_lora_rank + qk_rope_head_dim) are duplicated on every tensor-parallel rank (TELinear,
+// parallel_mode "duplicated") and run on the rank's own tokens (its sequence shard with sequence
+// parallelism); q_layernorm and kv_layernorm normalize the latents; the up projections linear_q_up_proj
+// (q_lora_rank -> heads x (qk_nope + qk_rope)) and linear_kv_up_proj (kv_lora_rank -> heads x (qk_nope +
+// v)) are column-parallel with the latent norms fused in (TELayerNormColumnParallelLinear: the norm on
+// the rank's tokens, then the gather), so with sequence parallelism it is the normalized latents (and
+// the rotary key) that are all-gathered before them, q_lora_rank + kv_lora_rank + qk_rope_head_dim wide
+// instead of the hidden size, and their gradients that are reduce-scattered in the backward pass; without a
+// query latent (q_lora_rank 0) linear_q_proj projects the gathered hidden states directly. Rotary embedding
+// applies to the queries' rotary part and the shared key.
+//
+// Not costed: the all-reduce over the tensor-parallel group of the duplicated down projections' and
+// latent norms' weight gradients (once per iteration, (h (q_lora_rank + kv_lora_rank + qk_rope_head_dim)
+// + q_lora_rank + kv_lora_rank) elements per layer, as Megatron-Core reduces the weights it marks
+// sequence-parallel); Megatron-Core's optional fused down projection (linear_qkv_down_proj) and its
+// recompute of the up projections (recompute_modules "mla_up_proj").
+#pragma once
+
+#include <vector>
+
+#include "config/scenario.hpp"
+#include "models/transformer/elementwise.hpp"
+#include "models/transformer/linear.hpp"
+#include "models/transformer/transformer.hpp"
+
+namespace dtsim::models {
+
+// One tensor-parallel rank's share of a micro-batch, as the projections see it.
+struct MlaShard {
+  double tokens = 0.0;              // inside the tensor-parallel region: b x s / context
+  double tokens_elementwise = 0.0;  // outside it: tokens / t with sequence parallelism
+  double h = 0.0;
+  double a = 2.0;      // bytes per activation element
+  double t = 1.0;      // tensor-parallel degree
+  double heads = 0.0;  // attention heads on this rank
+  bool sp = false;
+  bool backward_overlap = true;  // column-parallel backward collectives beside the GEMMs
+  linear::Fp8Casts fp8;
+  elementwise::Kernels kernels;
+};
+
+// From the attention block's normalized input to the queries, keys and values the attention core reads
+// (after the rotary embedding).
+void mla_projections_forward(std::vector<LayerOp>& ops, const config::MlaSpec& mla, const MlaShard& shard);
+// From the gradients of the queries, keys and values to the gradient of the attention block's input
+// (before the input norm's backward).
+void mla_projections_backward(std::vector<LayerOp>& ops, const config::MlaSpec& mla, const MlaShard& shard);
+
+// The projections' parameter tensors (whole model, element counts), in the order the forward pass uses
+// them: q_down, q_norm, q_up (or q alone without a query latent), kv_down, kv_norm, kv_up. `norm_tensors`:
+// 1 for RMSNorm (weight), 2 for LayerNorm (weight and bias).
+std::vector<double> mla_parameter_tensors(const config::MlaSpec& mla, double h, double heads,
+                                          int norm_tensors);
+
+// Forward FLOPs per token of the projections (2 x their weights): the model FLOPs' attention projections
+// before the output projection.
+double mla_projection_flops_per_token(const config::MlaSpec& mla, double h, double heads);
+
+// Weights of the projections on one tensor-parallel rank (the down projections whole, the up
+// projections' share of `rank_heads` heads), and how many weight tensors that is.
+double mla_rank_weights(const config::MlaSpec& mla, double h, double rank_heads);
+int mla_weight_tensors(const config::MlaSpec& mla);
+
+}  // namespace dtsim::models
