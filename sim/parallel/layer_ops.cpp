@@ -156,21 +156,25 @@ graph::OpId CommOpTable::id(graph::TaskGraph& graph, const graph::CommOp& op) {
   return id;
 }
 
+models::ShardConfig shard_config(const config::Scenario& s) {
+  const auto& par = s.parallelism;
+  return models::ShardConfig{.tensor = par.tensor,
+                             .sequence_parallel = par.sequence_parallel,
+                             .context = par.context,
+                             .micro_batch = s.training.micro_batch_size,
+                             .precision = s.training.precision,
+                             .backward_overlap = par.tp_backward_overlap,
+                             .grad_accumulation = s.training.grad_accumulation,
+                             .autocast = s.training.autocast,
+                             .fp8_recipe = s.training.fp8_recipe,
+                             .expert = par.expert,
+                             .expert_tensor = par.expert_tensor,
+                             .master_weights = s.training.master_weights};
+}
+
 LayerOps intern_layer_ops(const config::Scenario& s, const LayerGroups& groups, graph::TaskGraph& graph,
                           LabelTable& labels, CommOpTable& comm_ops) {
-  const auto& par = s.parallelism;
-  const models::ShardConfig shard{.tensor = par.tensor,
-                                  .sequence_parallel = par.sequence_parallel,
-                                  .context = par.context,
-                                  .micro_batch = s.training.micro_batch_size,
-                                  .precision = s.training.precision,
-                                  .backward_overlap = par.tp_backward_overlap,
-                                  .grad_accumulation = s.training.grad_accumulation,
-                                  .autocast = s.training.autocast,
-                                  .fp8_recipe = s.training.fp8_recipe,
-                                  .expert = par.expert,
-                                  .expert_tensor = par.expert_tensor,
-                                  .master_weights = s.training.master_weights};
+  const models::ShardConfig shard = shard_config(s);
   Interner interner(s, groups, graph, labels, comm_ops);
   LayerOps out;
   out.layer = interner.program(models::transformer_layer(s.model, shard));
@@ -200,7 +204,7 @@ LayerOps intern_layer_ops(const config::Scenario& s, const LayerGroups& groups, 
   }
   const double checkpoint_us = s.training.host_checkpoint_us;
   if (checkpoint_us > 0.0) checkpoint_on_host(out.recompute, checkpoint_us, graph);
-  if (par.schedule == config::Schedule::zero_bubble_h1 && par.pipeline > 1) {
+  if (s.parallelism.schedule == config::Schedule::zero_bubble_h1 && s.parallelism.pipeline > 1) {
     for (Program* p : {&out.layer, &out.embedding, &out.head}) split_backward(*p);
   }
   return out;

@@ -99,6 +99,10 @@ struct LayerGroups {
   friend auto operator<=>(const LayerGroups&, const LayerGroups&) = default;
 };
 
+// One rank's share of a micro-batch as the models see it (tensor, sequence, context and expert
+// parallelism, micro-batch, precision and the settings that shape the layer programs).
+models::ShardConfig shard_config(const config::Scenario& s);
+
 // The layer, embedding and head programs under the scenario's sharding over `groups`, and what the
 // scenario's activation recompute replays.
 LayerOps intern_layer_ops(const config::Scenario& s, const LayerGroups& groups, graph::TaskGraph& graph,

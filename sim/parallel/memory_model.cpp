@@ -8,6 +8,7 @@
 #include "models/transformer/moe.hpp"
 #include "models/transformer/transformer.hpp"
 #include "parallel/feasibility.hpp"
+#include "parallel/layer_ops.hpp"
 #include "parallel/pipeline_schedule.hpp"
 #include "parallel/zero3.hpp"
 
@@ -39,7 +40,30 @@ struct PlanTerms {
   double layer_activation_bytes = 0.0;
   double working_set_bytes = 0.0;
   double zero3_gathered = 0.0;
+  double weight_grad_set_bytes = 0.0;  // zb-h1 only: what a layer's deferred W reads
 };
+
+// What a layer's weight-gradient pass (W) reads per micro-batch: each weight-gradient GEMM's input and
+// output gradient, [tokens x k_in] and [tokens x n_out] (shapes gemm(k_in, n_out, tokens)), at the
+// activations' width; an input W re-gathers over the tensor group (sequence parallelism: a weight-
+// gradient all-gather of its gathered bytes) is kept as this rank's shard. An input two GEMMs share is
+// counted twice: an upper bound.
+double weight_grad_set_bytes(const config::Scenario& s) {
+  const models::LayerProgram layer = models::transformer_layer(s.model, shard_config(s));
+  const double a = models::activation_bytes_per_element(s.training.precision);
+  const double t = static_cast<double>(s.parallelism.tensor);
+  double bytes = 0.0;
+  for (const models::LayerOp& op : layer.backward) {
+    if (!op.weight_grad) continue;
+    if (op.compute.cls == graph::ComputeClass::gemm && op.role == models::CommRole::none) {
+      const graph::GemmShape& g = op.compute.gemm;
+      bytes += static_cast<double>(g.k) * static_cast<double>(g.m + g.n) * static_cast<double>(g.batch) * a;
+    } else if (op.role == models::CommRole::tensor_all_gather) {
+      bytes -= op.comm_bytes * (1.0 - 1.0 / t);
+    }
+  }
+  return bytes;
+}
 
 PlanTerms plan_terms(const config::Scenario& s) {
   const auto& par = s.parallelism;
@@ -47,7 +71,10 @@ PlanTerms plan_terms(const config::Scenario& s) {
           .micro_batches = micro_batches(s),
           .layer_activation_bytes = layer_activation_bytes(s),
           .working_set_bytes = layer_working_set_bytes(s),
-          .zero3_gathered = par.zero_stage >= 3 ? zero3_gathered_parameters(s) : 0.0};
+          .zero3_gathered = par.zero_stage >= 3 ? zero3_gathered_parameters(s) : 0.0,
+          .weight_grad_set_bytes = par.schedule == config::Schedule::zero_bubble_h1 && par.pipeline > 1
+                                       ? weight_grad_set_bytes(s)
+                                       : 0.0};
 }
 
 }  // namespace
@@ -93,6 +120,16 @@ MemoryEstimate stage_memory(const config::Scenario& s, const PlanTerms& plan, st
   const double in_flight = peak_in_flight_layers(par.schedule, par.pipeline, stage, plan.micro_batches,
                                                  par.virtual_stages, plan.chunks);
   e.activations_bytes = plan.layer_activation_bytes * in_flight + plan.working_set_bytes;
+  if (plan.weight_grad_set_bytes > plan.layer_activation_bytes && stage > 0) {
+    // zb-h1: up to `stage` micro-batches wait for their W after B, each holding what W reads rather than
+    // the layer's kept activations (more with full recompute, whose B re-created them): those past the
+    // warm-up's p - s - 1 forwards.
+    const std::int64_t deferred =
+        std::min(stage, std::max<std::int64_t>(0, plan.micro_batches - (par.pipeline - stage - 1)));
+    e.activations_bytes += static_cast<double>(deferred) *
+                           static_cast<double>(layers_on_stage(s, plan.chunks, stage)) *
+                           (plan.weight_grad_set_bytes - plan.layer_activation_bytes);
+  }
   const double a = models::activation_bytes_per_element(s.training.precision);
   const double tokens = static_cast<double>(s.training.micro_batch_size) *
                         static_cast<double>(model.seq_length) / static_cast<double>(par.context);

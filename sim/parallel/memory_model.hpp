@@ -34,10 +34,10 @@
 // In flight on stage s: pipeline_schedule.hpp, peak_in_flight_layers (1F1B min(m, p - s) micro-batches
 // of its layers; interleaved its warm-up's chunks and one more, on the first stage L (1 + (p-1)/(p v))
 // as Korthikanti et al. Sec. 4.2.3 give, and on the last still ((v - 1) p + 1) chunks; GPipe all m;
-// ZB-H1 up to p on every stage, s of them only for their deferred W, counted whole: an upper bound
-// without full recompute, since W needs the linear layers' inputs and output gradients, not the rest;
-// with full recompute those deferred micro-batches keep what B recomputed, which the layer's checkpoint
-// does not count).
+// ZB-H1 up to p on every stage, of which up to s (those past the warm-up's p - s - 1 forwards) wait
+// only for their W: each of those holds the larger of the layer's kept activations and what W reads,
+// every weight-gradient GEMM's input and output gradient (with full recompute, what B re-created; the
+// inputs counted gathered and once per GEMM: an upper bound)).
 // Working set: while a layer's backward runs, the activations its recompute re-created are live too,
 // one layer's worth: the set without recompute minus the kept set (full recompute: the whole layer's
 // activations beyond its input; selective with standard attention: the 5 a s^2 b scores; nothing

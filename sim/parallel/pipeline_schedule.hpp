@@ -60,8 +60,8 @@ std::vector<PipelineStep> stage_schedule(config::Schedule schedule, std::int64_t
 //                visited). Even chunks of l layers: (2 (p - s - 1) + (v - 1) p + 1) l, capped at m v l;
 //                stage 0 gives Korthikanti et al.'s p (1 + (p - 1) / (p v)) x its layers, and the last
 //                stage still holds ((v - 1) p + 1) l: every chunk's forward but the last runs first.
-//   zb-h1        min(m, p) x the stage's layers: up to p micro-batches on every stage, those waiting for
-//                their W counted whole (an upper bound; stage 0 as 1F1B).
+//   zb-h1        min(m, p) x the stage's layers: up to p micro-batches on every stage (stage 0 as 1F1B);
+//                what those waiting only for their W hold instead is memory_model.cpp's.
 // Equal to the most that counting over stage_schedule() gives for gpipe, 1f1b and interleaved
 // (tests/unit/test_pipeline_schedule.cpp); O(p v) per call.
 double peak_in_flight_layers(config::Schedule schedule, std::int64_t stages, std::int64_t stage,

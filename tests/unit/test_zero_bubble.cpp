@@ -9,7 +9,9 @@
 #include <nlohmann/json.hpp>
 
 #include "config/scenario_loader.hpp"
+#include "models/transformer/transformer.hpp"
 #include "parallel/layer_ops.hpp"
+#include "parallel/memory_model.hpp"
 #include "results/evaluate.hpp"
 
 namespace zero_bubble_test {
@@ -125,4 +127,34 @@ TEST_CASE("the shipped software stacks run no zb-h1: the plan is infeasible with
   const auto r = run(s);
   CHECK(r.status == dtsim::results::Status::infeasible);
   CHECK(r.reason.find("the zero-bubble schedule (zb-h1)") != std::string::npos);
+}
+
+TEST_CASE(
+    "zb-h1 memory: a micro-batch waiting for its W holds what W reads, more than full recompute keeps") {
+  // Llama 2 7B, 4 stages of 8 layers, 8 micro-batches, full recompute: a layer keeps its input (2 sbh)
+  // between F and B, but after B its deferred W still reads every weight-gradient GEMM's input and
+  // output gradient (W below, summed from the layer's backward program). The last stage defers
+  // min(3, 8 - 0) = 3 micro-batches: 4 x 8 x kept + 3 x 8 x (W - kept) + one layer's working set.
+  auto j = zero_bubble_test::scenario("zb-h1");
+  j["training"]["activation_recompute"] = "full";
+  auto s = dtsim::config::load_scenario_text(j.dump(), "test", dtsim::config::default_data_paths());
+  const double kept = dtsim::parallel::layer_activation_bytes(s);
+  double w_elements = 0.0;
+  const auto layer = dtsim::models::transformer_layer(s.model, dtsim::parallel::shard_config(s));
+  for (const auto& op : layer.backward) {
+    if (!op.weight_grad || op.compute.cls != dtsim::graph::ComputeClass::gemm) continue;
+    const auto& g = op.compute.gemm;
+    w_elements += static_cast<double>(g.k) * static_cast<double>(g.m + g.n) * static_cast<double>(g.batch);
+  }
+  // (No tensor parallelism here: no input is re-gathered for W.)
+  const double w = 2 * w_elements;  // bf16
+  REQUIRE(w > kept);
+  const auto e = dtsim::parallel::memory_per_gpu(s);
+  CHECK(e.activations_bytes ==
+        doctest::Approx(32 * kept + 24 * (w - kept) + dtsim::parallel::layer_working_set_bytes(s))
+            .epsilon(1e-12));
+  // 1F1B with the same recompute keeps 4 x 8 layer inputs on stage 0 and defers nothing.
+  auto one_f_one_b = s;
+  one_f_one_b.parallelism.schedule = dtsim::config::Schedule::one_f_one_b;
+  CHECK(dtsim::parallel::memory_per_gpu(one_f_one_b).activations_bytes < e.activations_bytes);
 }
