@@ -33,9 +33,9 @@ void mla_projections_forward(std::vector<LayerOp>& ops, const config::MlaSpec& m
   const double te = sh.tokens_elementwise;
   const double a = sh.a;
   const bool q_latent = w.q_latent > 0;
-  // The duplicated down projections, on the rank's own tokens; each casts its input (no norm fused).
-  const int readers = q_latent ? 2 : 1;
-  linear::input_cast_forward(ops, {"mla_down_input_fp8_cast", "mla_down_input_fp8_amax"}, te * sh.h * readers,
+  // The duplicated down projections (without a query latent, the query projection and kv_down), on the
+  // rank's own tokens; each casts its input (no norm fused).
+  linear::input_cast_forward(ops, {"mla_down_input_fp8_cast", "mla_down_input_fp8_amax"}, te * sh.h * 2,
                              false, sh.fp8);
   if (q_latent) {
     linear::weight_cast_forward(ops, {"q_down_weight_fp8_cast", "q_down_weight_fp8_amax"}, sh.h * w.q_latent,
@@ -54,7 +54,7 @@ void mla_projections_forward(std::vector<LayerOp>& ops, const config::MlaSpec& m
                           sh.tokens * gathered_width(w, sh.h) * a, GemmOverlap::with_next));
   }
   linear::input_cast_forward(ops, {"mla_up_input_fp8_cast", "mla_up_input_fp8_amax"},
-                             sh.tokens * (w.q_latent + w.kv_latent), true, sh.fp8);
+                             te * (w.q_latent + w.kv_latent), true, sh.fp8);
   const double q_in = q_latent ? w.q_latent : sh.h;
   linear::weight_cast_forward(ops, {"q_up_weight_fp8_cast", "q_up_weight_fp8_amax"}, q_in * sh.heads * w.qk,
                               sh.fp8);
@@ -76,12 +76,14 @@ void mla_projections_backward(std::vector<LayerOp>& ops, const config::MlaSpec& 
   ops.push_back(elementwise::rotary("rotary_embedding_bwd", sh.kernels, sh.tokens * (sh.heads + 1) * w.rope));
   linear::grad_cast_backward(ops, {"mla_up_grad_fp8_cast", "mla_up_grad_fp8_amax"},
                              sh.tokens * sh.heads * (w.qk + w.kv_up), sh.fp8);
-  linear::input_transpose_backward(ops, "mla_up_input_fp8_transpose", sh.tokens * (w.q_latent + w.kv_latent),
+  linear::input_transpose_backward(ops, "mla_up_input_fp8_transpose", te * (w.q_latent + w.kv_latent),
                                    sh.fp8);
   // The up projections are column-parallel (transformer.cpp, column_parallel_backward): with sequence
   // parallelism their gathered inputs are re-gathered for the weight gradients and the latents'
   // gradients reduce-scattered, beside the GEMMs with backward overlap; otherwise all-reduced.
+  // The rotary key's gradient is reduced with the latents'; only the up projections' inputs are re-gathered.
   const double latent_bytes = sh.tokens * gathered_width(w, sh.h) * a;
+  const double regather_bytes = sh.tokens * (q_in + w.kv_latent) * a;
   const bool split = sh.t > 1;
   const GemmOverlap beside = sh.backward_overlap ? GemmOverlap::beside_next : GemmOverlap::none;
   const LayerOp reduction =
@@ -89,7 +91,7 @@ void mla_projections_backward(std::vector<LayerOp>& ops, const config::MlaSpec& 
               latent_bytes, beside);
   if (split && sh.sp) {
     ops.push_back(
-        weight_grad_op(comm_op("mla_latent_regather", CommRole::tensor_all_gather, latent_bytes, beside)));
+        weight_grad_op(comm_op("mla_latent_regather", CommRole::tensor_all_gather, regather_bytes, beside)));
   }
   ops.push_back(linear::gemm(q_latent ? "q_up_projection_dgrad" : "q_projection_dgrad", sh.tokens, q_in,
                              sh.heads * w.qk, a));
@@ -102,8 +104,8 @@ void mla_projections_backward(std::vector<LayerOp>& ops, const config::MlaSpec& 
   if (split && !sh.backward_overlap) ops.push_back(reduction);
   if (q_latent) ops.push_back(elementwise::norm_backward("q_latent_norm_bwd", sh.kernels, te * w.q_latent));
   ops.push_back(elementwise::norm_backward("kv_latent_norm_bwd", sh.kernels, te * w.kv_latent));
-  // The duplicated down projections on the rank's own tokens: no collective; their two input gradients
-  // (with a query latent) are summed by autograd.
+  // The duplicated down projections on the rank's own tokens: no collective; the two gradients of their
+  // input (without a query latent, the query projection's, reduced above) are summed by autograd.
   linear::grad_cast_backward(ops, {"mla_down_grad_fp8_cast", "mla_down_grad_fp8_amax"},
                              te * ((q_latent ? w.q_latent : 0) + w.kv_latent + w.rope), sh.fp8);
   if (q_latent) ops.push_back(linear::gemm("q_down_projection_dgrad", te, sh.h, w.q_latent, a));
@@ -112,7 +114,7 @@ void mla_projections_backward(std::vector<LayerOp>& ops, const config::MlaSpec& 
     ops.push_back(weight_grad_op(linear::gemm("q_down_projection_wgrad", sh.h, w.q_latent, te, a)));
   }
   ops.push_back(weight_grad_op(linear::gemm("kv_down_projection_wgrad", sh.h, w.kv_latent + w.rope, te, a)));
-  if (q_latent) ops.push_back(memory_op("mla_down_grad_sum", 3 * a * te * sh.h));
+  ops.push_back(memory_op("mla_down_grad_sum", 3 * a * te * sh.h));
 }
 
 std::vector<double> mla_parameter_tensors(const config::MlaSpec& mla, double h, double heads,
@@ -132,6 +134,22 @@ std::vector<double> mla_parameter_tensors(const config::MlaSpec& mla, double h, 
   out.push_back(h * (w.kv_latent + w.rope));
   norm(w.kv_latent);
   out.push_back(w.kv_latent * heads * w.kv_up);
+  return out;
+}
+
+std::vector<bool> mla_replicated_tensors(const config::MlaSpec& mla, int norm_tensors) {
+  std::vector<bool> out;
+  const auto norm = [&] { out.insert(out.end(), static_cast<std::size_t>(norm_tensors), true); };
+  if (mla.q_lora_rank > 0) {
+    out.push_back(true);  // q_down
+    norm();
+    out.push_back(false);  // q_up
+  } else {
+    out.push_back(false);  // q
+  }
+  out.push_back(true);  // kv_down
+  norm();
+  out.push_back(false);  // kv_up
   return out;
 }
 

@@ -64,6 +64,10 @@ void mla_projections_backward(std::vector<LayerOp>& ops, const config::MlaSpec& 
 std::vector<double> mla_parameter_tensors(const config::MlaSpec& mla, double h, double heads,
                                           int norm_tensors);
 
+// Which of mla_parameter_tensors() every tensor-parallel rank holds whole (the duplicated down
+// projections and the latent norms), in the same order.
+std::vector<bool> mla_replicated_tensors(const config::MlaSpec& mla, int norm_tensors);
+
 // Forward FLOPs per token of the projections (2 x their weights): the model FLOPs' attention projections
 // before the output projection.
 double mla_projection_flops_per_token(const config::MlaSpec& mla, double h, double heads);

@@ -700,6 +700,34 @@ std::vector<double> layer_parameter_tensors(const config::TransformerSpec& m) {
   return out;
 }
 
+std::vector<double> layer_parameter_tensors_per_rank(const config::TransformerSpec& m, double tensor) {
+  std::vector<double> out = layer_parameter_tensors(m);
+  std::vector<bool> whole(out.size(), false);
+  if (m.mla && m.kind != config::ModelKind::mlp) {
+    // After the input norm's tensors, the projections' (layer_parameter_tensors order).
+    const int norm_tensors = m.mlp == config::MlpKind::swiglu ? 1 : 2;
+    const std::vector<bool> replicated = mla_replicated_tensors(*m.mla, norm_tensors);
+    std::copy(replicated.begin(), replicated.end(), whole.begin() + norm_tensors);
+  }
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    if (!whole[i]) out[i] /= tensor;
+  }
+  return out;
+}
+
+double tensor_replicated_parameters(const config::TransformerSpec& m) {
+  if (!m.mla || m.kind == config::ModelKind::mlp) return 0.0;
+  const int norm_tensors = m.mlp == config::MlpKind::swiglu ? 1 : 2;
+  const std::vector<double> tensors = mla_parameter_tensors(*m.mla, static_cast<double>(m.hidden_size),
+                                                            static_cast<double>(m.heads), norm_tensors);
+  const std::vector<bool> replicated = mla_replicated_tensors(*m.mla, norm_tensors);
+  double sum = 0.0;
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    if (replicated[i]) sum += tensors[i];
+  }
+  return sum;
+}
+
 double embedding_parameters(const config::TransformerSpec& m) {
   if (m.kind == config::ModelKind::mlp) return mlp_input_parameters(m);
   const double h = static_cast<double>(m.hidden_size);

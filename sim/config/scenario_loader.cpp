@@ -55,6 +55,13 @@ TransformerSpec read_model(ObjectReader& top, const DataPaths& data, const Softw
     if (software.elementwise_kernels && !model.has("elementwise_kernels"))
       spec.elementwise_kernels = *software.elementwise_kernels;
     if (software.vocab_padding && !model.has("vocab_padding")) spec.vocab_padding = *software.vocab_padding;
+    // read_transformer refuses a model's own unfused kernels with latent attention; a stack's as well.
+    if (spec.mla && spec.elementwise_kernels != ElementwiseKernels::fused) {
+      throw top.mismatch("software",
+                         fmt::format("a stack with fused elementwise kernels for a model with mla (this "
+                                     "one runs \"{}\" kernels; eager latent attention is not modelled)",
+                                     to_string(spec.elementwise_kernels)));
+    }
     return spec;
   };
   if (model.has("layer_table")) {

@@ -27,10 +27,12 @@ std::int64_t layers_on_stage(const config::Scenario& s, const std::vector<std::i
 // Parameters a stage's GPU holds, from its layers.
 GpuParameters parameters_with_layers(const config::Scenario& s, std::int64_t stage, double layers) {
   const double routed = models::routed_expert_parameters(s.model);
-  double dense = layers * (models::parameters_per_layer(s.model) - routed);
+  const double whole = models::tensor_replicated_parameters(s.model);  // on every tensor rank
+  double dense = layers * (models::parameters_per_layer(s.model) - routed - whole);
   if (stage == 0) dense += models::embedding_parameters(s.model);
   if (stage == s.parallelism.pipeline - 1) dense += models::head_parameters(s.model);
-  return {dense / static_cast<double>(s.parallelism.tensor), layers * layer_parameters_per_gpu(s).experts};
+  return {dense / static_cast<double>(s.parallelism.tensor) + layers * whole,
+          layers * layer_parameters_per_gpu(s).experts};
 }
 
 // What every stage's estimate shares, computed once per plan.
@@ -40,20 +42,21 @@ struct PlanTerms {
   double layer_activation_bytes = 0.0;
   double working_set_bytes = 0.0;
   double zero3_gathered = 0.0;
-  double weight_grad_set_bytes = 0.0;  // zb-h1 only: what a layer's deferred W reads
+  // zb-h1 only: what a layer's deferred W reads, and the head's (the logits' weight gradient).
+  double layer_w_bytes = 0.0;
+  double head_w_bytes = 0.0;
 };
 
-// What a layer's weight-gradient pass (W) reads per micro-batch: each weight-gradient GEMM's input and
+// What a program's weight-gradient pass (W) reads per micro-batch: each weight-gradient GEMM's input and
 // output gradient, [tokens x k_in] and [tokens x n_out] (shapes gemm(k_in, n_out, tokens)), at the
 // activations' width; an input W re-gathers over the tensor group (sequence parallelism: a weight-
 // gradient all-gather of its gathered bytes) is kept as this rank's shard. An input two GEMMs share is
 // counted twice: an upper bound.
-double weight_grad_set_bytes(const config::Scenario& s) {
-  const models::LayerProgram layer = models::transformer_layer(s.model, shard_config(s));
+double weight_grad_set_bytes(const config::Scenario& s, const models::LayerProgram& program) {
   const double a = models::activation_bytes_per_element(s.training.precision);
   const double t = static_cast<double>(s.parallelism.tensor);
   double bytes = 0.0;
-  for (const models::LayerOp& op : layer.backward) {
+  for (const models::LayerOp& op : program.backward) {
     if (!op.weight_grad) continue;
     if (op.compute.cls == graph::ComputeClass::gemm && op.role == models::CommRole::none) {
       const graph::GemmShape& g = op.compute.gemm;
@@ -67,14 +70,17 @@ double weight_grad_set_bytes(const config::Scenario& s) {
 
 PlanTerms plan_terms(const config::Scenario& s) {
   const auto& par = s.parallelism;
-  return {.chunks = chunk_layers(s.model.layers, par.pipeline, par.virtual_stages),
-          .micro_batches = micro_batches(s),
-          .layer_activation_bytes = layer_activation_bytes(s),
-          .working_set_bytes = layer_working_set_bytes(s),
-          .zero3_gathered = par.zero_stage >= 3 ? zero3_gathered_parameters(s) : 0.0,
-          .weight_grad_set_bytes = par.schedule == config::Schedule::zero_bubble_h1 && par.pipeline > 1
-                                       ? weight_grad_set_bytes(s)
-                                       : 0.0};
+  PlanTerms out{.chunks = chunk_layers(s.model.layers, par.pipeline, par.virtual_stages),
+                .micro_batches = micro_batches(s),
+                .layer_activation_bytes = layer_activation_bytes(s),
+                .working_set_bytes = layer_working_set_bytes(s),
+                .zero3_gathered = par.zero_stage >= 3 ? zero3_gathered_parameters(s) : 0.0};
+  if (par.schedule == config::Schedule::zero_bubble_h1 && par.pipeline > 1) {
+    const models::ShardConfig shard = shard_config(s);
+    out.layer_w_bytes = weight_grad_set_bytes(s, models::transformer_layer(s.model, shard));
+    out.head_w_bytes = weight_grad_set_bytes(s, models::head_layer(s.model, shard));
+  }
+  return out;
 }
 
 }  // namespace
@@ -82,7 +88,8 @@ PlanTerms plan_terms(const config::Scenario& s) {
 GpuParameters layer_parameters_per_gpu(const config::Scenario& s) {
   const double t = static_cast<double>(s.parallelism.tensor);
   const double routed = models::routed_expert_parameters(s.model);
-  return {(models::parameters_per_layer(s.model) - routed) / t,
+  const double whole = models::tensor_replicated_parameters(s.model);  // on every tensor rank
+  return {(models::parameters_per_layer(s.model) - routed - whole) / t + whole,
           routed / static_cast<double>(s.parallelism.expert_tensor_degree() * s.parallelism.expert)};
 }
 
@@ -120,15 +127,14 @@ MemoryEstimate stage_memory(const config::Scenario& s, const PlanTerms& plan, st
   const double in_flight = peak_in_flight_layers(par.schedule, par.pipeline, stage, plan.micro_batches,
                                                  par.virtual_stages, plan.chunks);
   e.activations_bytes = plan.layer_activation_bytes * in_flight + plan.working_set_bytes;
-  if (plan.weight_grad_set_bytes > plan.layer_activation_bytes && stage > 0) {
-    // zb-h1: up to `stage` micro-batches wait for their W after B, each holding what W reads rather than
-    // the layer's kept activations (more with full recompute, whose B re-created them): those past the
-    // warm-up's p - s - 1 forwards.
-    const std::int64_t deferred =
-        std::min(stage, std::max<std::int64_t>(0, plan.micro_batches - (par.pipeline - stage - 1)));
-    e.activations_bytes += static_cast<double>(deferred) *
-                           static_cast<double>(layers_on_stage(s, plan.chunks, stage)) *
-                           (plan.weight_grad_set_bytes - plan.layer_activation_bytes);
+  if (par.schedule == config::Schedule::zero_bubble_h1 && par.pipeline > 1 && stage > 0) {
+    // Micro-batches waiting only for their W hold what W reads instead (the last stage's also the
+    // head's logits gradient): pipeline_schedule.hpp, zero_bubble_peak.
+    const double layers = static_cast<double>(layers_on_stage(s, plan.chunks, stage));
+    const double w_read = layers * plan.layer_w_bytes + (last ? plan.head_w_bytes : 0.0);
+    e.activations_bytes = zero_bubble_peak(par.pipeline, stage, plan.micro_batches,
+                                           layers * plan.layer_activation_bytes, w_read) +
+                          plan.working_set_bytes;
   }
   const double a = models::activation_bytes_per_element(s.training.precision);
   const double tokens = static_cast<double>(s.training.micro_batch_size) *

@@ -135,6 +135,23 @@ std::vector<std::int64_t> chunk_layers(std::int64_t layers, std::int64_t stages,
   return out;
 }
 
+double zero_bubble_peak(std::int64_t p, std::int64_t s, std::int64_t m, double kept, double w_read) {
+  if (s == 0 || p <= 1) return static_cast<double>(std::min(m, p)) * kept;
+  const std::int64_t w0 = std::min(p - s - 1, m);
+  const std::int64_t k = std::min(s, m - w0);
+  const auto held = [&](std::int64_t before_b, std::int64_t waiting) {
+    return static_cast<double>(before_b) * kept + static_cast<double>(waiting) * w_read;
+  };
+  double most = held(w0, 0);                                              // the warm-up's forwards
+  if (k >= 1) most = std::max({most, held(w0 + 1, k - 1), held(w0, k)});  // the pairs whose W waits
+  if (w0 + k < m) {
+    most = std::max({most, held(w0 + 1, k), held(w0, k + 1)});  // steady: forward, then B before its W
+  } else if (k < m) {
+    most = std::max(most, held(w0 - 1, k + 1));  // no forward left: the first B before its W
+  }
+  return most;
+}
+
 double peak_in_flight_layers(config::Schedule schedule, std::int64_t stages, std::int64_t stage,
                              std::int64_t micro_batches, std::int64_t virtual_stages,
                              const std::vector<std::int64_t>& chunk_layers) {

@@ -62,6 +62,16 @@ std::vector<PipelineStep> stage_schedule(config::Schedule schedule, std::int64_t
 //                stage still holds ((v - 1) p + 1) l: every chunk's forward but the last runs first.
 //   zb-h1        min(m, p) x the stage's layers: up to p micro-batches on every stage (stage 0 as 1F1B);
 //                what those waiting only for their W hold instead is memory_model.cpp's.
+// zb-h1 on stage s > 0: what the stage holds at once when a micro-batch between its forward and its B
+// keeps `kept` bytes and one between its B and its W keeps `w_read` (what W reads): the most over its
+// schedule, from the warm-up's w0 = min(p - s - 1, m) forwards and the k = min(s, m - w0) pairs whose W
+// waits. The steady phase peaks either right after a forward, (w0 + 1) kept + k w_read, or right after a
+// B, w0 kept + (k + 1) w_read (k + 1 micro-batches waiting for W: the deferred ones and the newest);
+// fewer micro-batches end sooner. Stage 0 runs whole backward passes: min(m, p) kept. Equal to counting
+// over stage_schedule() (tests/unit/test_pipeline_schedule.cpp).
+double zero_bubble_peak(std::int64_t stages, std::int64_t stage, std::int64_t micro_batches, double kept,
+                        double w_read);
+
 // Equal to the most that counting over stage_schedule() gives for gpipe, 1f1b and interleaved
 // (tests/unit/test_pipeline_schedule.cpp); O(p v) per call.
 double peak_in_flight_layers(config::Schedule schedule, std::int64_t stages, std::int64_t stage,

@@ -8,13 +8,14 @@ namespace dtsim::parallel {
 
 std::vector<double> zero3_layer_groups(const config::Scenario& s) {
   const double t = static_cast<double>(s.parallelism.tensor);
+  const double whole = models::tensor_replicated_parameters(s.model);  // on every tensor rank
   if (s.parallelism.zero3.granularity == config::Zero3Granularity::layer)
-    return {models::parameters_per_layer(s.model) / t};
+    return {(models::parameters_per_layer(s.model) - whole) / t + whole};
   std::vector<double> groups;
   double pending = 0.0;
-  for (const double elements : models::layer_parameter_tensors(s.model)) {
-    pending += elements / t;
-    if (elements / t >= s.parallelism.zero3.persistence_threshold) {
+  for (const double elements : models::layer_parameter_tensors_per_rank(s.model, t)) {
+    pending += elements;
+    if (elements >= s.parallelism.zero3.persistence_threshold) {
       groups.push_back(pending);
       pending = 0.0;
     }
@@ -25,7 +26,9 @@ std::vector<double> zero3_layer_groups(const config::Scenario& s) {
 }
 
 double zero3_gathered_parameters(const config::Scenario& s) {
-  const double layer = models::parameters_per_layer(s.model) / static_cast<double>(s.parallelism.tensor);
+  const double whole = models::tensor_replicated_parameters(s.model);  // on every tensor rank
+  const double layer =
+      (models::parameters_per_layer(s.model) - whole) / static_cast<double>(s.parallelism.tensor) + whole;
   if (s.parallelism.zero3.fetch == config::Zero3Fetch::prefetch) return 2 * layer;
   const std::vector<double> groups = zero3_layer_groups(s);
   const double copies = s.parallelism.zero3.buffers == config::CollectiveBuffers::list ? 2.0 : 1.0;

@@ -165,3 +165,17 @@ TEST_CASE("latent attention runs end to end: the simulated FLOPs are the model F
   CHECK(r.flops.hfu == doctest::Approx(r.flops.mfu).epsilon(1e-9));
   CHECK(r.memory.peak_bytes_per_gpu == dtsim::parallel::memory_per_gpu(s).total_bytes());
 }
+
+TEST_CASE("latent attention: every tensor rank holds the down projections and latent norms whole") {
+  // Duplicated on each of the 8 ranks: q_down 7168 x 1536, q norm 1536, kv_down 7168 x 576, kv norm 512
+  // = 15,140,864; the rest of the layer is split over the 8.
+  const auto s = mla_test::scenario(8, true);
+  const double whole = 7168.0 * 1536 + 1536 + 7168.0 * 576 + 512;
+  CHECK(dtsim::models::tensor_replicated_parameters(s.model) == whole);
+  const double layer = dtsim::models::parameters_per_layer(s.model);
+  CHECK(dtsim::parallel::layer_parameters_per_gpu(s).dense == doctest::Approx((layer - whole) / 8 + whole));
+  const auto per_rank = dtsim::models::layer_parameter_tensors_per_rank(s.model, 8);
+  double sum = 0.0;
+  for (const double e : per_rank) sum += e;
+  CHECK(sum == doctest::Approx((layer - whole) / 8 + whole));
+}

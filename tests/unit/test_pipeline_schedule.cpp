@@ -200,3 +200,36 @@ TEST_CASE("peak in-flight layers: interleaved holds its warm-up's chunks and one
   CHECK(peak_in_flight_layers(Schedule::interleaved, 4, 3, 8, 2, chunks) == 10.0);
   CHECK(peak_in_flight_layers(Schedule::one_f_one_b, 4, 3, 8, 1, chunk_layers(16, 4, 1)) == 4.0);
 }
+
+TEST_CASE("zb-h1 peak: equal to counting over each stage's schedule, W lighter or heavier than F's set") {
+  // Forward: +1 before B; B: -1 before B, +1 waiting (stage 0: a whole backward, -1); W: -1 waiting.
+  int cases = 0;
+  for (const std::int64_t p : {2, 3, 4, 5, 8}) {
+    for (std::int64_t s = 0; s < p; ++s) {
+      for (std::int64_t m = 1; m <= 3 * p + 1; ++m) {
+        for (const double w_read : {0.5, 1.0, 2.5}) {
+          std::int64_t before_b = 0;
+          std::int64_t waiting = 0;
+          double most = 0.0;
+          for (const auto& step : stage_schedule(Schedule::zero_bubble_h1, p, s, m, 1)) {
+            if (step.pass == Pass::forward) ++before_b;
+            if (step.pass == Pass::backward) --before_b;
+            if (step.pass == Pass::input_grad) {
+              --before_b;
+              ++waiting;
+            }
+            if (step.pass == Pass::weight_grad) --waiting;
+            most = std::max(most, static_cast<double>(before_b) + static_cast<double>(waiting) * w_read);
+          }
+          CAPTURE(p);
+          CAPTURE(s);
+          CAPTURE(m);
+          CAPTURE(w_read);
+          CHECK(dtsim::parallel::zero_bubble_peak(p, s, m, 1.0, w_read) == most);
+          ++cases;
+        }
+      }
+    }
+  }
+  CHECK(cases > 500);
+}

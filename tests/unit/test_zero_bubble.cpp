@@ -133,25 +133,30 @@ TEST_CASE(
     "zb-h1 memory: a micro-batch waiting for its W holds what W reads, more than full recompute keeps") {
   // Llama 2 7B, 4 stages of 8 layers, 8 micro-batches, full recompute: a layer keeps its input (2 sbh)
   // between F and B, but after B its deferred W still reads every weight-gradient GEMM's input and
-  // output gradient (W below, summed from the layer's backward program). The last stage defers
-  // min(3, 8 - 0) = 3 micro-batches: 4 x 8 x kept + 3 x 8 x (W - kept) + one layer's working set.
+  // output gradient (W below, summed from the layer's backward program; the last stage's head adds its
+  // logits' weight gradient). The last stage runs F0 B0 F1 B1 F2 B2 F3 B3 W0 ...: right after B3 all four
+  // micro-batches wait for their W (zero_bubble_peak: w0 = 0, k = 3, 0 x kept + 4 x W), plus one layer's
+  // working set.
   auto j = zero_bubble_test::scenario("zb-h1");
   j["training"]["activation_recompute"] = "full";
   auto s = dtsim::config::load_scenario_text(j.dump(), "test", dtsim::config::default_data_paths());
   const double kept = dtsim::parallel::layer_activation_bytes(s);
-  double w_elements = 0.0;
-  const auto layer = dtsim::models::transformer_layer(s.model, dtsim::parallel::shard_config(s));
-  for (const auto& op : layer.backward) {
-    if (!op.weight_grad || op.compute.cls != dtsim::graph::ComputeClass::gemm) continue;
-    const auto& g = op.compute.gemm;
-    w_elements += static_cast<double>(g.k) * static_cast<double>(g.m + g.n) * static_cast<double>(g.batch);
-  }
-  // (No tensor parallelism here: no input is re-gathered for W.)
-  const double w = 2 * w_elements;  // bf16
-  REQUIRE(w > kept);
+  const auto w_of = [&](const dtsim::models::LayerProgram& program) {
+    double elements = 0.0;
+    for (const auto& op : program.backward) {
+      if (!op.weight_grad || op.compute.cls != dtsim::graph::ComputeClass::gemm) continue;
+      const auto& g = op.compute.gemm;
+      elements += static_cast<double>(g.k) * static_cast<double>(g.m + g.n) * static_cast<double>(g.batch);
+    }
+    return 2 * elements;  // bf16; no tensor parallelism, so no input is re-gathered for W
+  };
+  const auto shard = dtsim::parallel::shard_config(s);
+  const double w_layer = w_of(dtsim::models::transformer_layer(s.model, shard));
+  const double w_head = w_of(dtsim::models::head_layer(s.model, shard));
+  REQUIRE(w_layer > kept);
   const auto e = dtsim::parallel::memory_per_gpu(s);
   CHECK(e.activations_bytes ==
-        doctest::Approx(32 * kept + 24 * (w - kept) + dtsim::parallel::layer_working_set_bytes(s))
+        doctest::Approx(4 * (8 * w_layer + w_head) + dtsim::parallel::layer_working_set_bytes(s))
             .epsilon(1e-12));
   // 1F1B with the same recompute keeps 4 x 8 layer inputs on stage 0 and defers nothing.
   auto one_f_one_b = s;
