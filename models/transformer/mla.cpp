@@ -153,16 +153,10 @@ std::vector<bool> mla_replicated_tensors(const config::MlaSpec& mla, int norm_te
   return out;
 }
 
-double mla_projection_flops_per_token(const config::MlaSpec& mla, double h, double heads) {
+double mla_projection_weights(const config::MlaSpec& mla, double h, double heads) {
   const Widths w = widths(mla);
   const double q = w.q_latent > 0 ? h * w.q_latent + w.q_latent * heads * w.qk : h * heads * w.qk;
-  return 2 * (q + h * (w.kv_latent + w.rope) + w.kv_latent * heads * w.kv_up);
-}
-
-double mla_rank_weights(const config::MlaSpec& mla, double h, double rank_heads) {
-  const Widths w = widths(mla);
-  const double q = w.q_latent > 0 ? h * w.q_latent + w.q_latent * rank_heads * w.qk : h * rank_heads * w.qk;
-  return q + h * (w.kv_latent + w.rope) + w.kv_latent * rank_heads * w.kv_up;
+  return q + h * (w.kv_latent + w.rope) + w.kv_latent * heads * w.kv_up;
 }
 
 int mla_weight_tensors(const config::MlaSpec& mla) { return mla.q_lora_rank > 0 ? 4 : 3; }

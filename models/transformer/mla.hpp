@@ -68,13 +68,10 @@ std::vector<double> mla_parameter_tensors(const config::MlaSpec& mla, double h, 
 // projections and the latent norms), in the same order.
 std::vector<bool> mla_replicated_tensors(const config::MlaSpec& mla, int norm_tensors);
 
-// Forward FLOPs per token of the projections (2 x their weights): the model FLOPs' attention projections
-// before the output projection.
-double mla_projection_flops_per_token(const config::MlaSpec& mla, double h, double heads);
-
-// Weights of the projections on one tensor-parallel rank (the down projections whole, the up
-// projections' share of `rank_heads` heads), and how many weight tensors that is.
-double mla_rank_weights(const config::MlaSpec& mla, double h, double rank_heads);
+// Weights of the projections for `heads` heads, the down projections whole: one tensor-parallel rank's
+// with its heads, the model's with all (whose forward FLOPs per token are twice that). And how many
+// weight tensors that is.
+double mla_projection_weights(const config::MlaSpec& mla, double h, double heads);
 int mla_weight_tensors(const config::MlaSpec& mla);
 
 }  // namespace dtsim::models

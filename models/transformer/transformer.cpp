@@ -419,7 +419,7 @@ void grad_accumulation(std::vector<LayerOp>& bw, const Dims& d, const config::Tr
     elements += per_norm * static_cast<double>(m.mla->q_lora_rank + m.mla->kv_lora_rank);
     if (unfused) {
       tensors += mla_weight_tensors(*m.mla);
-      elements += mla_rank_weights(*m.mla, d.h, d.heads);
+      elements += mla_projection_weights(*m.mla, d.h, d.heads);
     }
   } else {
     linear(d.h * d.n_qkv, d.n_qkv);
@@ -503,7 +503,7 @@ LayerProgram transformer_layer(const config::TransformerSpec& m, const ShardConf
   LayerProgram p;
   auto& fw = p.forward;
   const auto& k = d.kernels;
-  const double projection_weights = m.mla ? mla_rank_weights(*m.mla, d.h, d.heads) : d.h * d.n_qkv;
+  const double projection_weights = m.mla ? mla_projection_weights(*m.mla, d.h, d.heads) : d.h * d.n_qkv;
   const double weights = projection_weights + d.heads * d.dv * d.h + d.h * d.n_up + d.f * d.h;
   const int weight_tensors =
       (m.mla ? mla_weight_tensors(*m.mla) : d.attention_projections) + 1 + d.mlp_projections + 1;
@@ -763,7 +763,7 @@ double model_flops_per_iteration(const config::TransformerSpec& m, std::int64_t 
   // Latent attention: its projections, and the scores at the query-key width, the context at the value
   // width (2 s heads (d_qk + d_v)).
   const double per_token_layer =
-      m.mla ? mla_projection_flops_per_token(*m.mla, h, static_cast<double>(m.heads)) + 2 * width * h + mlp +
+      m.mla ? 2 * mla_projection_weights(*m.mla, h, static_cast<double>(m.heads)) + 2 * width * h + mlp +
                   2 * s * static_cast<double>(m.heads) * (m.query_key_dim() + m.value_dim())
             : 2 * h * qkv_out + 2 * width * h + mlp + 4 * s * width;
   const double per_token =

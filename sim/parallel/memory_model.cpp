@@ -16,14 +16,6 @@ namespace dtsim::parallel {
 
 namespace {
 
-std::int64_t layers_on_stage(const config::Scenario& s, const std::vector<std::int64_t>& chunks,
-                             std::int64_t stage) {
-  std::int64_t layers = 0;
-  for (std::int64_t c = 0; c < s.parallelism.virtual_stages; ++c)
-    layers += chunks[static_cast<std::size_t>(c * s.parallelism.pipeline + stage)];
-  return layers;
-}
-
 // Parameters a stage's GPU holds, from its layers.
 GpuParameters parameters_with_layers(const config::Scenario& s, std::int64_t stage, double layers) {
   const double routed = models::routed_expert_parameters(s.model);
@@ -95,7 +87,8 @@ GpuParameters layer_parameters_per_gpu(const config::Scenario& s) {
 
 GpuParameters stage_parameters_per_gpu(const config::Scenario& s, std::int64_t stage) {
   const auto chunks = chunk_layers(s.model.layers, s.parallelism.pipeline, s.parallelism.virtual_stages);
-  return parameters_with_layers(s, stage, static_cast<double>(layers_on_stage(s, chunks, stage)));
+  return parameters_with_layers(s, stage,
+                                static_cast<double>(stage_layers(chunks, s.parallelism.pipeline, stage)));
 }
 
 namespace {
@@ -108,8 +101,8 @@ MemoryEstimate stage_memory(const config::Scenario& s, const PlanTerms& plan, st
   const bool first = stage == 0;
   const bool last = stage == par.pipeline - 1;
   // The routed experts' states are sharded over the expert_data group (ParallelismSpec::expert_data_degree).
-  const GpuParameters held =
-      parameters_with_layers(s, stage, static_cast<double>(layers_on_stage(s, plan.chunks, stage)));
+  const double layers = static_cast<double>(stage_layers(plan.chunks, par.pipeline, stage));
+  const GpuParameters held = parameters_with_layers(s, stage, layers);
   const double params = held.dense;
   const double experts = held.experts;
   const double ed = static_cast<double>(par.expert_data_degree());
@@ -124,17 +117,17 @@ MemoryEstimate stage_memory(const config::Scenario& s, const PlanTerms& plan, st
                       experts * b.optimizer / (shard_optimizer ? ed : 1.0);
   if (par.zero_stage >= 3) e.weights_bytes += plan.zero3_gathered * b.weights;
 
-  const double in_flight = peak_in_flight_layers(par.schedule, par.pipeline, stage, plan.micro_batches,
-                                                 par.virtual_stages, plan.chunks);
-  e.activations_bytes = plan.layer_activation_bytes * in_flight + plan.working_set_bytes;
   if (par.schedule == config::Schedule::zero_bubble_h1 && par.pipeline > 1 && stage > 0) {
-    // Micro-batches waiting only for their W hold what W reads instead (the last stage's also the
-    // head's logits gradient): pipeline_schedule.hpp, zero_bubble_peak.
-    const double layers = static_cast<double>(layers_on_stage(s, plan.chunks, stage));
+    // Micro-batches waiting only for their W hold what W reads instead of the layers' activations (the
+    // last stage's also the head's logits gradient): pipeline_schedule.hpp, zero_bubble_peak.
     const double w_read = layers * plan.layer_w_bytes + (last ? plan.head_w_bytes : 0.0);
     e.activations_bytes = zero_bubble_peak(par.pipeline, stage, plan.micro_batches,
                                            layers * plan.layer_activation_bytes, w_read) +
                           plan.working_set_bytes;
+  } else {
+    const double in_flight = peak_in_flight_layers(par.schedule, par.pipeline, stage, plan.micro_batches,
+                                                   par.virtual_stages, plan.chunks);
+    e.activations_bytes = plan.layer_activation_bytes * in_flight + plan.working_set_bytes;
   }
   const double a = models::activation_bytes_per_element(s.training.precision);
   const double tokens = static_cast<double>(s.training.micro_batch_size) *

@@ -34,10 +34,11 @@
 // In flight on stage s: pipeline_schedule.hpp, peak_in_flight_layers (1F1B min(m, p - s) micro-batches
 // of its layers; interleaved its warm-up's chunks and one more, on the first stage L (1 + (p-1)/(p v))
 // as Korthikanti et al. Sec. 4.2.3 give, and on the last still ((v - 1) p + 1) chunks; GPipe all m;
-// ZB-H1 up to p on every stage, of which up to s (those past the warm-up's p - s - 1 forwards) wait
-// only for their W: each of those holds the larger of the layer's kept activations and what W reads,
-// every weight-gradient GEMM's input and output gradient (with full recompute, what B re-created; the
-// inputs counted gathered and once per GEMM: an upper bound)).
+// ZB-H1: stage 0 as 1F1B; on stage s > 0 up to s + 1 micro-batches wait only for their W (right after
+// a B: pipeline_schedule.hpp, zero_bubble_peak), each holding what W reads instead of the layers' kept
+// activations: every weight-gradient GEMM's input and output gradient, an input W re-gathers as this
+// rank's shard, on the last stage also the logits' (with full recompute, what B re-created; an input
+// two GEMMs share counted twice: an upper bound)).
 // Working set: while a layer's backward runs, the activations its recompute re-created are live too,
 // one layer's worth: the set without recompute minus the kept set (full recompute: the whole layer's
 // activations beyond its input; selective with standard attention: the 5 a s^2 b scores; nothing

@@ -135,6 +135,15 @@ std::vector<std::int64_t> chunk_layers(std::int64_t layers, std::int64_t stages,
   return out;
 }
 
+std::int64_t stage_layers(const std::vector<std::int64_t>& chunk_layers, std::int64_t stages,
+                          std::int64_t stage) {
+  std::int64_t layers = 0;
+  for (std::size_t c = static_cast<std::size_t>(stage); c < chunk_layers.size();
+       c += static_cast<std::size_t>(stages))
+    layers += chunk_layers[c];
+  return layers;
+}
+
 double zero_bubble_peak(std::int64_t p, std::int64_t s, std::int64_t m, double kept, double w_read) {
   if (s == 0 || p <= 1) return static_cast<double>(std::min(m, p)) * kept;
   const std::int64_t w0 = std::min(p - s - 1, m);
@@ -155,12 +164,8 @@ double zero_bubble_peak(std::int64_t p, std::int64_t s, std::int64_t m, double k
 double peak_in_flight_layers(config::Schedule schedule, std::int64_t stages, std::int64_t stage,
                              std::int64_t micro_batches, std::int64_t virtual_stages,
                              const std::vector<std::int64_t>& chunk_layers) {
-  std::int64_t stage_layers = 0;
-  for (std::int64_t c = 0; c < virtual_stages; ++c)
-    stage_layers += chunk_layers[static_cast<std::size_t>(c * stages + stage)];
-  const auto times = [&](std::int64_t n) {
-    return static_cast<double>(n) * static_cast<double>(stage_layers);
-  };
+  const std::int64_t layers = stage_layers(chunk_layers, stages, stage);
+  const auto times = [&](std::int64_t n) { return static_cast<double>(n) * static_cast<double>(layers); };
   if (stages <= 1)
     return times(schedule == config::Schedule::gpipe ? micro_batches
                                                      : std::min<std::int64_t>(micro_batches, 1));

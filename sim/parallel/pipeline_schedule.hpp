@@ -47,6 +47,11 @@ struct PipelineStep {
 // >= 1), every middle chunk holding a layer (feasibility.hpp says so otherwise).
 std::vector<std::int64_t> chunk_layers(std::int64_t layers, std::int64_t stages, std::int64_t virtual_stages);
 
+// The layers stage `stage` holds: the sum over its chunks of chunk_layers() (`chunk_layers`, of
+// `stages` x virtual stages chunks).
+std::int64_t stage_layers(const std::vector<std::int64_t>& chunk_layers, std::int64_t stages,
+                          std::int64_t stage);
+
 std::vector<PipelineStep> stage_schedule(config::Schedule schedule, std::int64_t stages, std::int64_t stage,
                                          std::int64_t micro_batches, std::int64_t virtual_stages);
 

@@ -140,8 +140,15 @@ Space enumerate_space(const config::Scenario& base, const SpaceBounds& bounds) {
     flat_schedules.push_back(config::Schedule::zero_bubble_h1);
   if (!bounds.keep_schedule && flat_schedule == config::Schedule::zero_bubble_h1)
     flat_schedules.push_back(config::Schedule::one_f_one_b);
-  const std::vector<config::Schedule> interleaved{config::Schedule::interleaved};
-  const std::vector<config::Schedule> single{flat_schedule};
+  // A pipeline degree's (virtual stages, schedule) pairs: without virtual stages each flat schedule, then
+  // interleaved; one stage keeps the base's (its schedule does not matter).
+  const auto stage_layouts = [&](std::int64_t pp) {
+    std::vector<std::pair<std::int64_t, config::Schedule>> out;
+    if (pp == 1) return decltype(out){{1, flat_schedule}};
+    for (const config::Schedule schedule : flat_schedules) out.emplace_back(1, schedule);
+    for (std::int64_t v = 2; v <= max_virtual; ++v) out.emplace_back(v, config::Schedule::interleaved);
+    return out;
+  };
 
   Space space;
   std::array<std::size_t, kRuleCount> rejected{};
@@ -172,48 +179,43 @@ Space enumerate_space(const config::Scenario& base, const SpaceBounds& bounds) {
           }
         }
         for (const auto& [ep, expert_tensor] : experts) {
-          for (std::int64_t v = 1; v <= (pp > 1 ? max_virtual : 1); ++v) {
-            // One pipeline stage: the schedule does not matter, the base's stands.
-            const auto& schedules = v > 1 ? interleaved : pp > 1 ? flat_schedules : single;
-            for (const config::Schedule schedule : schedules) {
-              for (const std::int64_t mb : powers_of_two(max_micro)) {
-                for (const bool sp : tp > 1 && !bounds.keep_sequence_parallel
-                                         ? std::vector<bool>{false, true}
-                                         : std::vector<bool>{tp > 1 && base.parallelism.sequence_parallel}) {
-                  for (const config::Recompute rc : recomputes) {
-                    for (const Sharding& sh : shardings) {
-                      if (dp * cp == 1 && (sh.zero_stage != 0 || sh.distributed_optimizer) &&
-                          !bounds.keep_sharding)
-                        continue;
-                      config::Scenario s = base;
-                      auto& par = s.parallelism;
-                      par.tensor = tp;
-                      par.context = cp;
-                      par.pipeline = pp;
-                      par.data = dp;
-                      par.expert = ep;
-                      par.expert_tensor = expert_tensor;
-                      par.virtual_stages = v;
-                      par.schedule = schedule;
-                      par.sequence_parallel = sp;
-                      par.zero_stage = sh.zero_stage;
-                      par.distributed_optimizer = sh.distributed_optimizer;
-                      s.training.micro_batch_size = mb;
-                      s.training.activation_recompute = rc;
-                      ++space.enumerated;
-                      std::size_t rule = first_broken_rule(s, bounds.min_headroom_gib * core::kGiB);
-                      if (rule == kRuleCount && !bounds.keep_recompute &&
-                          rc == config::Recompute::selective &&
-                          s.model.attention == config::AttentionKind::flash) {
-                        rule = kDuplicate;
-                      }
-                      if (rule < kRuleCount) {
-                        ++rejected[rule];
-                        continue;
-                      }
-                      s.name = base.name + " [" + strategy_label(s) + "]";
-                      space.candidates.push_back({strategy_label(s), std::move(s)});
+          for (const auto& [v, schedule] : stage_layouts(pp)) {
+            for (const std::int64_t mb : powers_of_two(max_micro)) {
+              for (const bool sp : tp > 1 && !bounds.keep_sequence_parallel
+                                       ? std::vector<bool>{false, true}
+                                       : std::vector<bool>{tp > 1 && base.parallelism.sequence_parallel}) {
+                for (const config::Recompute rc : recomputes) {
+                  for (const Sharding& sh : shardings) {
+                    if (dp * cp == 1 && (sh.zero_stage != 0 || sh.distributed_optimizer) &&
+                        !bounds.keep_sharding)
+                      continue;
+                    config::Scenario s = base;
+                    auto& par = s.parallelism;
+                    par.tensor = tp;
+                    par.context = cp;
+                    par.pipeline = pp;
+                    par.data = dp;
+                    par.expert = ep;
+                    par.expert_tensor = expert_tensor;
+                    par.virtual_stages = v;
+                    par.schedule = schedule;
+                    par.sequence_parallel = sp;
+                    par.zero_stage = sh.zero_stage;
+                    par.distributed_optimizer = sh.distributed_optimizer;
+                    s.training.micro_batch_size = mb;
+                    s.training.activation_recompute = rc;
+                    ++space.enumerated;
+                    std::size_t rule = first_broken_rule(s, bounds.min_headroom_gib * core::kGiB);
+                    if (rule == kRuleCount && !bounds.keep_recompute && rc == config::Recompute::selective &&
+                        s.model.attention == config::AttentionKind::flash) {
+                      rule = kDuplicate;
                     }
+                    if (rule < kRuleCount) {
+                      ++rejected[rule];
+                      continue;
+                    }
+                    s.name = base.name + " [" + strategy_label(s) + "]";
+                    space.candidates.push_back({strategy_label(s), std::move(s)});
                   }
                 }
               }

@@ -137,7 +137,7 @@ TEST_CASE("latent attention: model FLOPs and the activations a layer keeps") {
   // 2 x 7168 x 129280; forward + backward 3x, over s tokens of the batch of 8.
   const double h = 7168, s_len = 4096;
   const double projections = 2 * (h * 1536 + 1536 * 24576 + h * 576 + 512 * 32768);
-  CHECK(dtsim::models::mla_projection_flops_per_token(*s.model.mla, h, 128) == projections);
+  CHECK(2 * dtsim::models::mla_projection_weights(*s.model.mla, h, 128) == projections);
   const double layer = projections + 2 * 16384 * h + 6 * h * 18432 + 2 * s_len * 128 * (192 + 128);
   const double expected = 3 * (8 * layer + 2 * h * 129280) * s_len * 8;
   CHECK(dtsim::models::model_flops_per_iteration(s.model, 8) == doctest::Approx(expected).epsilon(1e-12));

@@ -34,6 +34,15 @@ Scenario shipped(const std::string& name) {
                                       dtsim::config::default_data_paths());
 }
 
+// A shipped scenario with its "software" key replaced by `software` (erased when empty).
+Scenario shipped_on_stack(const std::string& name, const std::string& software) {
+  nlohmann::json j =
+      nlohmann::json::parse(std::ifstream(std::string(DTSIM_SOURCE_DIR) + "/scenarios/" + name));
+  j.erase("software");
+  if (!software.empty()) j["software"] = software;
+  return dtsim::config::load_scenario_text(j.dump(), name, dtsim::config::default_data_paths());
+}
+
 struct CliOutcome {
   int status = -1;
   std::string out;
@@ -232,14 +241,8 @@ TEST_CASE("a stack's \"supports\" keeps the plans it cannot run out of the searc
   dtsim::search::SpaceBounds bounds;
   bounds.max_micro_batch = 1;
   bounds.max_virtual_stages = 2;
-  nlohmann::json j = nlohmann::json::parse(
-      std::ifstream(std::string(DTSIM_SOURCE_DIR) + "/scenarios/llama2-7b-h100-32.json"));
-  j.erase("software");
-  const Scenario open_base =
-      dtsim::config::load_scenario_text(j.dump(), "open.json", dtsim::config::default_data_paths());
-  j["software"] = "megatron-core-2024";
-  const Scenario core_base =
-      dtsim::config::load_scenario_text(j.dump(), "core.json", dtsim::config::default_data_paths());
+  const Scenario open_base = shipped_on_stack("llama2-7b-h100-32.json", "");
+  const Scenario core_base = shipped_on_stack("llama2-7b-h100-32.json", "megatron-core-2024");
   const dtsim::search::Space open = dtsim::search::enumerate_space(open_base, bounds);
   const dtsim::search::Space core = dtsim::search::enumerate_space(core_base, bounds);
   // Nor zb-h1 (no zero-bubble schedule in that release), which the open space tries beside 1F1B.
@@ -269,16 +272,12 @@ TEST_CASE("a stack's \"supports\" keeps the plans it cannot run out of the searc
 
 TEST_CASE("without virtual stages search tries 1F1B and zb-h1, labelled apart, --keep-schedule keeps one") {
   // Llama 2 7B on 32 H100 with no software stack (which runs zb-h1): each pipelined plan without virtual
-  // stages comes once per schedule (the same memory rule may drop one of them: zb-h1 keeps p micro-batches
-  // on every stage), a single stage once (its schedule does not matter), interleaved plans once.
+  // stages comes once per schedule (the memory rule may drop one of them: zb-h1 keeps more), a single
+  // stage once (its schedule does not matter), interleaved plans once.
   dtsim::search::SpaceBounds bounds;
   bounds.max_micro_batch = 1;
   bounds.max_virtual_stages = 2;
-  nlohmann::json j = nlohmann::json::parse(
-      std::ifstream(std::string(DTSIM_SOURCE_DIR) + "/scenarios/llama2-7b-h100-32.json"));
-  j.erase("software");
-  const Scenario base =
-      dtsim::config::load_scenario_text(j.dump(), "open.json", dtsim::config::default_data_paths());
+  const Scenario base = shipped_on_stack("llama2-7b-h100-32.json", "");
   REQUIRE(base.parallelism.schedule == dtsim::config::Schedule::one_f_one_b);
   const dtsim::search::Space both = dtsim::search::enumerate_space(base, bounds);
   bounds.keep_schedule = true;
@@ -330,11 +329,7 @@ TEST_CASE("candidates keep the software stack: a 2021 stack gets no userbuffers 
   CHECK(sequence_parallel);
   CHECK(zero3);
   // megatron-lm-2022 overlaps the backward's collectives but has no sequence-parallel overlap.
-  nlohmann::json j = nlohmann::json::parse(
-      std::ifstream(std::string(DTSIM_SOURCE_DIR) + "/scenarios/llama2-7b-h100-32.json"));
-  j["software"] = "megatron-lm-2022";
-  const Scenario sc22 =
-      dtsim::config::load_scenario_text(j.dump(), "sc22.json", dtsim::config::default_data_paths());
+  const Scenario sc22 = shipped_on_stack("llama2-7b-h100-32.json", "megatron-lm-2022");
   REQUIRE(sc22.parallelism.tp_backward_overlap);
   sequence_parallel = false;
   for (const auto& c : dtsim::search::enumerate_space(sc22, bounds).candidates) {
