@@ -8,6 +8,7 @@
 #include "models/mlp/mlp.hpp"
 #include "models/transformer/autocast.hpp"
 #include "models/transformer/elementwise.hpp"
+#include "models/transformer/layer_kinds.hpp"
 #include "models/transformer/linear.hpp"
 #include "models/transformer/mla.hpp"
 #include "models/transformer/moe.hpp"
@@ -743,12 +744,18 @@ double head_parameters(const config::TransformerSpec& m) {
 }
 
 double total_parameters(const config::TransformerSpec& m) {
-  return static_cast<double>(m.layers) * parameters_per_layer(m) + embedding_parameters(m) +
-         head_parameters(m);
+  const LayerKinds kinds(m);
+  const std::vector<std::int64_t> layers = kinds.counts(0, m.layers);
+  double sum = embedding_parameters(m) + head_parameters(m);
+  for (std::size_t k = 0; k < kinds.count(); ++k)
+    sum += static_cast<double>(layers[k]) * parameters_per_layer(kinds.model(k));
+  return sum;
 }
 
-double model_flops_per_iteration(const config::TransformerSpec& m, std::int64_t global_batch) {
-  if (m.kind == config::ModelKind::mlp) return mlp_model_flops_per_iteration(m, global_batch);
+namespace {
+
+// Model FLOPs of one layer of a uniform model per token, forward (model_flops_per_iteration()).
+double layer_flops_per_token(const config::TransformerSpec& m) {
   const double h = static_cast<double>(m.hidden_size);
   const double s = static_cast<double>(m.seq_length);
   const double d = m.attention_head_dim();
@@ -766,9 +773,19 @@ double model_flops_per_iteration(const config::TransformerSpec& m, std::int64_t 
       m.mla ? 2 * mla_projection_weights(*m.mla, h, static_cast<double>(m.heads)) + 2 * width * h + mlp +
                   2 * s * static_cast<double>(m.heads) * (m.query_key_dim() + m.value_dim())
             : 2 * h * qkv_out + 2 * width * h + mlp + 4 * s * width;
-  const double per_token =
-      static_cast<double>(m.layers) * per_token_layer + 2 * h * static_cast<double>(m.vocab_size);
-  return 3 * per_token * s * static_cast<double>(global_batch);
+  return per_token_layer;
+}
+
+}  // namespace
+
+double model_flops_per_iteration(const config::TransformerSpec& m, std::int64_t global_batch) {
+  if (m.kind == config::ModelKind::mlp) return mlp_model_flops_per_iteration(m, global_batch);
+  const LayerKinds kinds(m);
+  const std::vector<std::int64_t> layers = kinds.counts(0, m.layers);
+  double per_token = 2 * static_cast<double>(m.hidden_size) * static_cast<double>(m.vocab_size);
+  for (std::size_t k = 0; k < kinds.count(); ++k)
+    per_token += static_cast<double>(layers[k]) * layer_flops_per_token(kinds.model(k));
+  return 3 * per_token * static_cast<double>(m.seq_length) * static_cast<double>(global_batch);
 }
 
 }  // namespace dtsim::models

@@ -315,7 +315,7 @@ namespace {
 // set.
 MoeSpec read_moe(ObjectReader& r, const std::optional<MoeSpec>& base) {
   r.expect_keys({"experts", "top_k", "expert_ffn_hidden_size", "shared_ffn_hidden_size", "load_imbalance",
-                 "capacity_factor", "max_nodes_per_token"});
+                 "capacity_factor", "max_nodes_per_token", "first_dense_layers"});
   MoeSpec m = base.value_or(MoeSpec{});
   const IntRule experts = IntRule::between(1, kMaxExperts);
   m.experts = base ? r.optional<std::int64_t>("experts", m.experts, experts)
@@ -334,6 +334,8 @@ MoeSpec read_moe(ObjectReader& r, const std::optional<MoeSpec>& base) {
   }
   if (r.has("max_nodes_per_token"))
     m.max_nodes_per_token = r.required<std::int64_t>("max_nodes_per_token", IntRule::positive());
+  m.first_dense_layers =
+      r.optional<std::int64_t>("first_dense_layers", m.first_dense_layers, IntRule::non_negative());
   if (m.top_k > m.experts) throw r.mismatch("top_k", fmt::format("at most experts ({})", m.experts));
   r.finish();
   return m;
@@ -409,6 +411,15 @@ TransformerSpec read_transformer(ObjectReader& model, const std::optional<Transf
                                                     IntRule::between(1, kMaxVocabPadding));
   if (std::optional<ObjectReader> moe = model.optional_child("moe")) spec.moe = read_moe(*moe, spec.moe);
   if (std::optional<ObjectReader> mla = model.optional_child("mla")) spec.mla = read_mla(*mla, spec.mla);
+  if (spec.moe && spec.moe->first_dense_layers >= spec.layers) {
+    // Report where the user wrote the offending number: the moe block's key if given here, else layers.
+    const std::string expected =
+        fmt::format("fewer than layers ({}): at least one mixture-of-experts layer", spec.layers);
+    if (std::optional<ObjectReader> moe = model.optional_child("moe"); moe && moe->has("first_dense_layers"))
+      throw moe->mismatch("first_dense_layers", expected);
+    throw model.mismatch("layers",
+                         fmt::format("more than moe.first_dense_layers ({})", spec.moe->first_dense_layers));
+  }
   if (spec.mla) {
     // Latent attention up-projects keys and values for every query head, at its own head widths.
     if (spec.kv_heads != spec.heads) {

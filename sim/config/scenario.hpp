@@ -57,7 +57,9 @@ inline constexpr std::array kFp8Recipes{Fp8Recipe::delayed, Fp8Recipe::tensorwis
 inline constexpr std::array kElementwiseKernels{ElementwiseKernels::fused, ElementwiseKernels::scripted,
                                                 ElementwiseKernels::eager, ElementwiseKernels::hf_eager};
 
-// A mixture-of-experts MLP in every layer (models/transformer/moe.hpp has the costs and their sources):
+// A mixture-of-experts MLP in every layer but the first first_dense_layers, which have a dense MLP of the
+// model's ffn_hidden_size (DeepSeek-V3's first_k_dense_replace = 3; Megatron-Core's --moe-layer-freq;
+// models/transformer/layer_kinds.hpp), models/transformer/moe.hpp has the costs and their sources:
 // each token goes to top_k of `experts` routed experts (FFN width expert_ffn_hidden_size, the model's
 // mlp kind) and through the shared experts, which every token passes (their widths summed:
 // shared_ffn_hidden_size; 0 without). load_imbalance: tokens of the busiest expert-parallel rank over
@@ -74,6 +76,7 @@ struct MoeSpec {
   // Node-limited routing: each token's experts on at most this many expert-parallel nodes (DeepSeek-V3's
   // M = 4: DeepSeek-AI 2024, arXiv 2412.19437, Sec. 2.1.2). Absent: any experts.
   std::optional<std::int64_t> max_nodes_per_token;
+  std::int64_t first_dense_layers = 0;
   // Tokens of the busiest expert over the mean, which its grouped GEMMs and exchanges carry.
   double busiest_factor() const { return capacity_factor.value_or(load_imbalance); }
   bool operator==(const MoeSpec&) const = default;
@@ -115,7 +118,7 @@ struct TransformerSpec {
   std::int64_t vocab_padding = 128;
   std::int64_t input_size = 0;   // mlp only
   std::int64_t output_size = 0;  // mlp only
-  std::optional<MoeSpec> moe;    // absent: a dense MLP in every layer
+  std::optional<MoeSpec> moe;    // absent: a dense MLP in every layer (ffn_hidden_size wide)
   std::optional<MlaSpec> mla;    // absent: multi-head (or grouped-query) attention
 
   double attention_head_dim() const {

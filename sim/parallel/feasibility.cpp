@@ -137,7 +137,7 @@ std::optional<std::string> infeasibility(const config::Scenario& s) {
   if (m.kv_heads % p.tensor != 0 && p.tensor % m.kv_heads != 0) {
     return fmt::format("kv_heads {} and tensor parallel {}: neither divides the other", m.kv_heads, p.tensor);
   }
-  if (!m.moe && m.ffn_hidden_size % p.tensor != 0) {
+  if ((!m.moe || m.moe->first_dense_layers > 0) && m.ffn_hidden_size % p.tensor != 0) {
     return fmt::format("ffn_hidden_size {} is not divisible by tensor parallel {}", m.ffn_hidden_size,
                        p.tensor);
   }

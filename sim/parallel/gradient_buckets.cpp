@@ -1,5 +1,6 @@
 #include "parallel/gradient_buckets.hpp"
 
+#include "models/transformer/layer_kinds.hpp"
 #include "parallel/memory_model.hpp"
 #include "parallel/pipeline_schedule.hpp"
 
@@ -7,24 +8,40 @@ namespace dtsim::parallel {
 
 std::vector<GradientBucket> gradient_buckets(const config::Scenario& s, std::int64_t stage) {
   const std::int64_t p = s.parallelism.pipeline;
-  const std::int64_t held_layers =
-      stage_layers(chunk_layers(s.model.layers, p, s.parallelism.virtual_stages), p, stage);
+  const std::vector<std::int64_t> chunks = chunk_layers(s.model.layers, p, s.parallelism.virtual_stages);
   const double grad = parameter_bytes(s.training).gradients;
-  const GpuParameters layer = layer_parameters_per_gpu(s);
-  const double extra =
-      (stage_parameters_per_gpu(s, stage).dense - static_cast<double>(held_layers) * layer.dense) * grad;
+  const models::LayerKinds kinds(s.model);
+  std::vector<GpuParameters> per_kind;
+  for (std::size_t k = 0; k < kinds.count(); ++k)
+    per_kind.push_back(layer_parameters_per_gpu(s, kinds.model(k)));
+  // The stage's layers in the order their gradients become final: its chunks last to first (every
+  // schedule runs a micro-batch's chunks last to first), each chunk's layers last to first.
+  std::vector<std::int64_t> chunk_first(chunks.size(), 0);
+  for (std::size_t c = 1; c < chunks.size(); ++c) chunk_first[c] = chunk_first[c - 1] + chunks[c - 1];
+  std::vector<std::size_t> final_order;
+  for (std::int64_t c = s.parallelism.virtual_stages - 1; c >= 0; --c) {
+    const auto chunk = static_cast<std::size_t>(c * p + stage);
+    for (std::int64_t l = chunks[chunk] - 1; l >= 0; --l)
+      final_order.push_back(kinds.of_layer(chunk_first[chunk] + l));
+  }
+  const std::vector<std::int64_t> held = stage_kind_layers(kinds, chunks, p, stage);
+  double layers_dense = 0.0;
+  for (std::size_t k = 0; k < kinds.count(); ++k)
+    layers_dense += static_cast<double>(held[k]) * per_kind[k].dense;
+  const double extra = (stage_parameters_per_gpu(s, stage).dense - layers_dense) * grad;
   std::vector<GradientBucket> out;
   GradientBucket bucket{extra, 0.0, std::nullopt};
-  for (std::int64_t l = 0; l < held_layers; ++l) {
+  for (std::size_t l = 0; l < final_order.size(); ++l) {
+    const GpuParameters& layer = per_kind[final_order[l]];
     bucket.bytes += layer.dense * grad;
     bucket.expert_bytes += layer.experts * grad;
-    bucket.last_layer = l;
+    bucket.last_layer = static_cast<std::int64_t>(l);
     if (bucket.bytes + bucket.expert_bytes < s.training.bucket_bytes) continue;
     out.push_back(bucket);
     bucket = GradientBucket{};
   }
   // The remainder ends with the stage's last layer, like the bucket before it.
-  if (held_layers > 0) bucket.last_layer = held_layers - 1;
+  if (!final_order.empty()) bucket.last_layer = static_cast<std::int64_t>(final_order.size()) - 1;
   out.push_back(bucket);
   return out;
 }

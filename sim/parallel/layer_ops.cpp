@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "core/errors.hpp"
+#include "models/transformer/layer_kinds.hpp"
 #include "models/transformer/moe.hpp"
 
 namespace dtsim::parallel {
@@ -172,19 +173,16 @@ models::ShardConfig shard_config(const config::Scenario& s) {
                              .master_weights = s.training.master_weights};
 }
 
-LayerOps intern_layer_ops(const config::Scenario& s, const LayerGroups& groups, graph::TaskGraph& graph,
-                          LabelTable& labels, CommOpTable& comm_ops) {
-  const models::ShardConfig shard = shard_config(s);
-  Interner interner(s, groups, graph, labels, comm_ops);
-  LayerOps out;
-  out.layer = interner.program(models::transformer_layer(s.model, shard));
-  out.embedding = interner.program(models::embedding_layer(s.model, shard));
-  out.head = interner.program(models::head_layer(s.model, shard));
+namespace {
+
+// The ops of `layer` that the scenario's activation recompute replays before its backward pass.
+std::vector<OpRef> recomputed_ops(const config::Scenario& s, const Program& layer) {
+  std::vector<OpRef> out;
   switch (s.training.activation_recompute) {
     case config::Recompute::none:
       break;
     case config::Recompute::full:
-      out.recompute = out.layer.forward;
+      out = layer.forward;
       break;
     case config::Recompute::selective: {
       // The modules of training.recompute_modules. The attention core is checkpointed whatever its
@@ -193,19 +191,41 @@ LayerOps intern_layer_ops(const config::Scenario& s, const LayerGroups& groups, 
       // the kernel's own backward. 'layernorm' reruns the two norms' forward kernels, 'moe_act' the
       // routed experts' activation (transformer_block.py, moe/experts.py: CheckpointWithoutOutput).
       const config::RecomputeModules& modules = s.training.recompute_modules;
-      for (const auto& op : out.layer.forward) {
+      for (const auto& op : layer.forward) {
         const bool rerun = (op.attention_core && modules.core_attn) ||
                            (op.recompute_tag == models::RecomputeTag::layernorm && modules.layernorm) ||
                            (op.recompute_tag == models::RecomputeTag::moe_act && modules.moe_act);
-        if (rerun) out.recompute.push_back(op);
+        if (rerun) out.push_back(op);
       }
       break;
     }
   }
+  return out;
+}
+
+}  // namespace
+
+LayerOps intern_layer_ops(const config::Scenario& s, const LayerGroups& groups, graph::TaskGraph& graph,
+                          LabelTable& labels, CommOpTable& comm_ops) {
+  const models::ShardConfig shard = shard_config(s);
+  Interner interner(s, groups, graph, labels, comm_ops);
+  LayerOps out;
+  const models::LayerKinds kinds(s.model);
+  for (std::size_t k = 0; k < kinds.count(); ++k) {
+    KindOps& kind = out.kinds.emplace_back();
+    kind.layer = interner.program(models::transformer_layer(kinds.model(k), shard));
+    kind.recompute = recomputed_ops(s, kind.layer);
+  }
+  out.embedding = interner.program(models::embedding_layer(s.model, shard));
+  out.head = interner.program(models::head_layer(s.model, shard));
   const double checkpoint_us = s.training.host_checkpoint_us;
-  if (checkpoint_us > 0.0) checkpoint_on_host(out.recompute, checkpoint_us, graph);
-  if (s.parallelism.schedule == config::Schedule::zero_bubble_h1 && s.parallelism.pipeline > 1) {
-    for (Program* p : {&out.layer, &out.embedding, &out.head}) split_backward(*p);
+  const bool split = s.parallelism.schedule == config::Schedule::zero_bubble_h1 && s.parallelism.pipeline > 1;
+  for (KindOps& kind : out.kinds) {
+    if (checkpoint_us > 0.0) checkpoint_on_host(kind.recompute, checkpoint_us, graph);
+    if (split) split_backward(kind.layer);
+  }
+  if (split) {
+    for (Program* p : {&out.embedding, &out.head}) split_backward(*p);
   }
   return out;
 }

@@ -48,11 +48,17 @@ struct Program {
   std::vector<OpRef> weight_grad = {};
 };
 
-struct LayerOps {
+// One kind of layer (models/transformer/layer_kinds.hpp): its program and what the scenario's activation
+// recompute replays before each of its backward passes.
+struct KindOps {
   Program layer;
+  std::vector<OpRef> recompute;
+};
+
+struct LayerOps {
+  std::vector<KindOps> kinds;  // per models::LayerKinds kind: [0] the model as written
   Program embedding;
   Program head;
-  std::vector<OpRef> recompute;  // replayed before each layer's backward
 };
 
 // How the ops of a program at index i are emitted, one after another:
@@ -103,8 +109,8 @@ struct LayerGroups {
 // parallelism, micro-batch, precision and the settings that shape the layer programs).
 models::ShardConfig shard_config(const config::Scenario& s);
 
-// The layer, embedding and head programs under the scenario's sharding over `groups`, and what the
-// scenario's activation recompute replays.
+// The layer programs of each kind of layer, the embedding and head programs under the scenario's
+// sharding over `groups`, and what the scenario's activation recompute replays.
 LayerOps intern_layer_ops(const config::Scenario& s, const LayerGroups& groups, graph::TaskGraph& graph,
                           LabelTable& labels, CommOpTable& comm_ops);
 

@@ -36,13 +36,17 @@ Lowering::Lowering(const config::Scenario& s, const LowerOptions& options)
       v_(s.parallelism.virtual_stages),
       m_(micro_batches(s)),
       chunk_layers_(chunk_layers(s.model.layers, p_, v_)),
+      chunk_first_(chunk_layers_.size(), 0),
       max_chunk_layers_(*std::max_element(chunk_layers_.begin(), chunk_layers_.end())),
+      layer_kinds_(s.model),
       every_rank_(s.simulation.ranks == config::RankMode::all),
       fuse_(every_rank_ || options.fuse_kernels),
       layouts_(layouts_of(s, mesh_, options.layouts_cache, own_layouts_)),
       replicas_(every_rank_ ? 1 : s.parallelism.tensor * s.parallelism.context * s.parallelism.data),
       reduces_each_micro_batch_(s.parallelism.zero_stage == 2 &&
                                 s.parallelism.data * s.parallelism.context > 1 && m_ > 1) {
+  for (std::size_t c = 1; c < chunk_layers_.size(); ++c)
+    chunk_first_[c] = chunk_first_[c - 1] + chunk_layers_[c - 1];
   for (std::int64_t stage = 0; stage < p_; ++stage) stage_buckets_.push_back(gradient_buckets(s, stage));
   const std::int64_t ranks = every_rank_ ? s.gpu_count() : p_;
   out_.graph = graph::TaskGraph(static_cast<std::uint32_t>(ranks));
@@ -146,7 +150,8 @@ void Lowering::intern_programs() {
     program_of_.push_back(static_cast<std::uint32_t>(it - programs_.begin()));
     if (it == programs_.end()) programs_.push_back(intern_program(groups));
   }
-  recomputes_ = !programs_.front().recompute.empty();
+  for (const KindPrograms& kind : programs_.front().kinds)
+    recomputes_ = recomputes_ || !kind.recompute.empty();
   const double a = models::activation_bytes_per_element(s_.training.precision);
   const double tokens = static_cast<double>(s_.training.micro_batch_size) *
                         static_cast<double>(s_.model.seq_length) / static_cast<double>(par.context);
@@ -162,37 +167,36 @@ void Lowering::intern_programs() {
 
 Lowering::Programs Lowering::intern_program(const LayerGroups& groups) {
   LayerOps ops = intern_layer_ops(s_, groups, out_.graph, labels_, comm_ops_);
-  Programs out{groups,
-               std::move(ops.layer),
-               std::move(ops.embedding),
-               std::move(ops.head),
-               std::move(ops.recompute),
-               {},
-               {},
-               {},
-               {}};
-  if (fuse_) {
-    // Each rank is simulated (or many plans are), so task count matters: kernels that run back to back become
-    // one task. ZeRO-3 prefetches a layer's parameters once the previous layer's first task has ended: that
-    // task stays a kernel of its own.
-    const bool zero3 = s_.parallelism.zero_stage >= 3;
-    // W (a split backward's weight gradients) gathers nothing: its first task is no event.
-    for (Program* p : {&out.layer, &out.embedding, &out.head}) {
-      const bool first_alone = zero3 && p == &out.layer;
-      p->forward = fuse_compute_runs(p->forward, first_alone, out_.graph, labels_);
-      p->backward = fuse_compute_runs(p->backward, first_alone, out_.graph, labels_);
-      p->input_grad = fuse_compute_runs(p->input_grad, first_alone, out_.graph, labels_);
-      p->weight_grad = fuse_compute_runs(p->weight_grad, false, out_.graph, labels_);
+  Programs out{groups, {}, std::move(ops.embedding), std::move(ops.head)};
+  for (KindOps& kind : ops.kinds) {
+    KindPrograms& programs = out.kinds.emplace_back();
+    programs.layer = std::move(kind.layer);
+    programs.recompute = std::move(kind.recompute);
+  }
+  if (!fuse_) return out;
+  // Each rank is simulated (or many plans are), so task count matters: kernels that run back to back become
+  // one task. ZeRO-3 prefetches a layer's parameters once the previous layer's first task has ended: that
+  // task stays a kernel of its own.
+  const bool zero3 = s_.parallelism.zero_stage >= 3;
+  // W (a split backward's weight gradients) gathers nothing: its first task is no event.
+  const auto fuse = [&](Program& p, bool first_alone) {
+    p.forward = fuse_compute_runs(p.forward, first_alone, out_.graph, labels_);
+    p.backward = fuse_compute_runs(p.backward, first_alone, out_.graph, labels_);
+    p.input_grad = fuse_compute_runs(p.input_grad, first_alone, out_.graph, labels_);
+    p.weight_grad = fuse_compute_runs(p.weight_grad, false, out_.graph, labels_);
+  };
+  for (KindPrograms& kind : out.kinds) fuse(kind.layer, zero3);
+  fuse(out.embedding, false);
+  fuse(out.head, false);
+  for (KindPrograms& kind : out.kinds) {
+    kind.recompute = fuse_compute_runs(kind.recompute, zero3, out_.graph, labels_);
+    if (zero3) continue;
+    kind.forward_sequence = LayerSequence(kind.layer.forward, out_.graph, labels_);
+    if (kind.recompute.empty()) {
+      kind.backward_sequence = LayerSequence(kind.layer.backward, out_.graph, labels_);
+      kind.input_grad_sequence = LayerSequence(kind.layer.input_grad, out_.graph, labels_);
     }
-    out.recompute = fuse_compute_runs(out.recompute, zero3, out_.graph, labels_);
-    if (!zero3) {
-      out.forward_sequence = LayerSequence(out.layer.forward, out_.graph, labels_);
-      if (out.recompute.empty()) {
-        out.backward_sequence = LayerSequence(out.layer.backward, out_.graph, labels_);
-        out.input_grad_sequence = LayerSequence(out.layer.input_grad, out_.graph, labels_);
-      }
-      out.weight_grad_sequence = LayerSequence(out.layer.weight_grad, out_.graph, labels_);
-    }
+    kind.weight_grad_sequence = LayerSequence(kind.layer.weight_grad, out_.graph, labels_);
   }
   return out;
 }
@@ -343,18 +347,33 @@ const std::vector<OpRef>& Lowering::backward_ops(const Program& program, Pass pa
   return program.backward;
 }
 
-const LayerSequence& Lowering::backward_sequence(const Programs& programs, Pass pass) {
+const LayerSequence& Lowering::backward_sequence(const KindPrograms& programs, Pass pass) {
   if (pass == Pass::input_grad) return programs.input_grad_sequence;
   if (pass == Pass::weight_grad) return programs.weight_grad_sequence;
   return programs.backward_sequence;
 }
 
-// Layer l of a step's `count` layers, in the order they run (first = 0).
+// A layer's program within its step: joined with the layers of its kind next to it in the step's order
+// (LayerSequence), or whole.
 const std::vector<OpRef>& Lowering::layer_program(const LayerSequence& sequence,
-                                                  const std::vector<OpRef>& plain, bool join, std::int64_t l,
-                                                  std::int64_t count) const {
+                                                  const std::vector<OpRef>& plain, bool join,
+                                                  const StepLayer& layer) {
   if (!join) return plain;
-  return sequence.program(l == 0, l + 1 == count);
+  return sequence.program(layer.run_first, layer.run_last);
+}
+
+Lowering::StepLayer Lowering::step_layer(std::int64_t stage, const PipelineStep& step, std::int64_t k) const {
+  const std::int64_t mc = model_chunk(stage, step.chunk);
+  const std::int64_t count = chunk_layers_[static_cast<std::size_t>(mc)];
+  const std::int64_t first = chunk_first_[static_cast<std::size_t>(mc)];
+  // A forward runs the chunk's layers first to last, a backward pass last to first.
+  const bool forward = step.pass == Pass::forward;
+  const std::int64_t l = forward ? k : count - 1 - k;
+  const std::int64_t before = forward ? l - 1 : l + 1;  // the layer run just before, and just after
+  const std::int64_t after = forward ? l + 1 : l - 1;
+  const std::size_t kind = layer_kinds_.of_layer(first + l);
+  return {l, kind, k == 0 || layer_kinds_.of_layer(first + before) != kind,
+          k + 1 == count || layer_kinds_.of_layer(first + after) != kind};
 }
 
 // Every rank's pipeline steps, across the ranks part by part: the k-th step's opening (embedding or
@@ -429,48 +448,46 @@ void Lowering::emit_step_layer(std::int64_t r, StepInProgress& s, std::int64_t k
   const bool zero3 = s_.parallelism.zero_stage >= 3;
   const bool on_demand = s_.parallelism.zero3.fetch == config::Zero3Fetch::on_demand;
   const bool join = joins_layers(step, s.last_of_chunk);
-  const Programs& program = programs(r);
+  const StepLayer at = step_layer(coord(r).stage, step, k);
+  const KindPrograms& program = programs(r).kinds[at.kind];
   const std::int32_t mb = step.micro_batch;
   Chain layer;
   if (step.pass == Pass::forward) {
-    const std::int64_t l = k;
-    emit(r, layer_program(program.forward_sequence, program.layer.forward, join, l, layers),
-         Category::forward, mb, layer);
-    if (zero3) gate(gather_layer(r, mb, on_demand ? compute_before(r, s) : s.previous_layer), layer);
-    if (mb == 0) first_use_[layer_index(r, step.chunk, l)] = layer.first;
+    emit(r, layer_program(program.forward_sequence, program.layer.forward, join, at), Category::forward, mb,
+         layer);
+    if (zero3) gate(gather_layer(r, at.kind, mb, on_demand ? compute_before(r, s) : s.previous_layer), layer);
+    if (mb == 0) first_use_[layer_index(r, step.chunk, at.l)] = layer.first;
     s.previous_layer = layer.first;
     append(s.chain, layer);
     return;
   }
-  const std::int64_t l = layers - 1 - k;
   if (step.pass == Pass::weight_grad) {
     // W: the weight gradients of what B computed; no recompute, no parameters to gather.
     emit(r,
-         layer_program(backward_sequence(program, step.pass), backward_ops(program.layer, step.pass), join, k,
-                       layers),
+         layer_program(backward_sequence(program, step.pass), backward_ops(program.layer, step.pass), join,
+                       at),
          Category::backward, mb, layer);
   } else {
-    emit_input_grads(r, s, k, layer);
+    emit_input_grads(r, s, at, layer);
   }
   s.previous_layer = layer.first;
   append(s.chain, layer);
   if (!makes_weight_grads(step.pass)) return;
-  grad_ready_[layer_index(r, step.chunk, l)] = s.chain.last;
-  if (zero3) reduce_layer(r, mb, s.chain.last);
+  grad_ready_[layer_index(r, step.chunk, at.l)] = s.chain.last;
+  if (zero3) reduce_layer(r, at.kind, mb, s.chain.last);
 }
 
-// A backward step's k-th layer up to its weight gradients (all of them in a whole backward): recompute,
+// A backward step's layer `at` up to its weight gradients (all of them in a whole backward): recompute,
 // ZeRO-3's gathers, the layer's backward ops.
-void Lowering::emit_input_grads(std::int64_t r, const StepInProgress& s, std::int64_t k, Chain& layer) {
+void Lowering::emit_input_grads(std::int64_t r, const StepInProgress& s, const StepLayer& at, Chain& layer) {
   const PipelineStep& step = s.step;
-  const std::int64_t layers = layers_in(coord(r).stage, step.chunk);
   const bool zero3 = s_.parallelism.zero_stage >= 3;
   const bool on_demand = s_.parallelism.zero3.fetch == config::Zero3Fetch::on_demand;
   // Fetching on demand, a full recompute (a forward of the layer's weights) gathers of its own; a
   // selective one recomputes the attention core, which has no weights.
   const bool regather = s_.training.activation_recompute == config::Recompute::full;
   const bool join = joins_layers(step, s.last_of_chunk);
-  const Programs& program = programs(r);
+  const KindPrograms& program = programs(r).kinds[at.kind];
   const std::int32_t mb = step.micro_batch;
   const std::vector<OpRef>& ops = backward_ops(program.layer, step.pass);
   const LayerSequence& sequence = backward_sequence(program, step.pass);
@@ -478,14 +495,14 @@ void Lowering::emit_input_grads(std::int64_t r, const StepInProgress& s, std::in
   if (zero3 && on_demand && regather) {
     // The recomputed forward gathers, uses and releases the parameters; the backward, which starts
     // after its gather, gathers them again.
-    gate(gather_layer(r, mb, compute_before(r, s)), layer);
-    Chain backward = Chain::after(gather_layer(r, mb, layer.last));
-    emit(r, layer_program(sequence, ops, join, k, layers), Category::backward, mb, backward);
+    gate(gather_layer(r, at.kind, mb, compute_before(r, s)), layer);
+    Chain backward = Chain::after(gather_layer(r, at.kind, mb, layer.last));
+    emit(r, layer_program(sequence, ops, join, at), Category::backward, mb, backward);
     layer.last = backward.last;
     layer.also = backward.also;
   } else {
-    emit(r, layer_program(sequence, ops, join, k, layers), Category::backward, mb, layer);
-    if (zero3) gate(gather_layer(r, mb, on_demand ? compute_before(r, s) : s.previous_layer), layer);
+    emit(r, layer_program(sequence, ops, join, at), Category::backward, mb, layer);
+    if (zero3) gate(gather_layer(r, at.kind, mb, on_demand ? compute_before(r, s) : s.previous_layer), layer);
   }
 }
 

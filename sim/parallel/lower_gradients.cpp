@@ -100,9 +100,9 @@ void Lowering::emit_gradient_sync_and_optimizer(std::int64_t r) {
 void Lowering::emit_overlapped_param_gathers(std::int64_t r) {
   const std::int64_t stage = coord(r).stage;
   const double weight_bytes = weight_bytes_per_param(s_.training);
-  const GpuParameters layer = layer_parameters_per_gpu(s_);
-  const double expert_bytes = layer.experts * weight_bytes;
-  const double layer_bytes = layer.dense * weight_bytes;
+  std::vector<GpuParameters> kinds;  // per layer kind
+  for (std::size_t k = 0; k < layer_kinds_.count(); ++k)
+    kinds.push_back(layer_parameters_per_gpu(s_, layer_kinds_.model(k)));
   const double extra_bytes = (stage == 0 ? models::embedding_parameters(s_.model) : 0.0) +
                              (stage == p_ - 1 ? models::head_parameters(s_.model) : 0.0);
   double bucket = extra_bytes / static_cast<double>(s_.parallelism.tensor) * weight_bytes;
@@ -110,10 +110,12 @@ void Lowering::emit_overlapped_param_gathers(std::int64_t r) {
   std::optional<TaskId> bucket_user;
   if (stage == 0) bucket_user = step_first_[static_cast<std::size_t>(r)];
   for (std::int64_t c = 0; c < v_; ++c) {
+    const std::int64_t first = chunk_first_[static_cast<std::size_t>(model_chunk(stage, c))];
     for (std::int64_t l = 0; l < layers_in(stage, c); ++l) {
       if (!bucket_user) bucket_user = first_use_[layer_index(r, c, l)];
-      bucket += layer_bytes;
-      expert_bucket += expert_bytes;
+      const GpuParameters& layer = kinds[layer_kinds_.of_layer(first + l)];
+      bucket += layer.dense * weight_bytes;
+      expert_bucket += layer.experts * weight_bytes;
       if (bucket + expert_bucket < s_.training.bucket_bytes) continue;
       gather_parameters(r, bucket, expert_bucket, Chain{}, bucket_user);
       bucket = 0.0;
@@ -131,10 +133,10 @@ void Lowering::emit_overlapped_param_gathers(std::int64_t r) {
 // buffers (FSDP2) one kernel copies the gathered buffer out to the parameters' own tensors
 // (split_with_sizes_copy), reading and writing it once, and one copies the gradients, in the activation
 // precision, into the reduce-scatter buffer (chunk_cat), reading them and writing the buffer.
-const Lowering::Zero3Ops& Lowering::zero3_ops(std::int64_t r) {
+const Lowering::Zero3Ops& Lowering::zero3_ops(std::int64_t r, std::size_t layer_kind) {
   const graph::CommGroup& group = data_group(r);
   for (const Zero3Ops& ops : zero3_ops_) {
-    if (ops.group == group) return ops;
+    if (ops.group == group && ops.kind == layer_kind) return ops;
   }
   const config::Precision prec = s_.training.precision;
   const config::CollectiveBuffers buffers = s_.parallelism.zero3.buffers;
@@ -150,9 +152,9 @@ const Lowering::Zero3Ops& Lowering::zero3_ops(std::int64_t r) {
     }
     return intern_comm(op);
   };
-  Zero3Ops ops{group, {}, {}};
+  Zero3Ops ops{group, layer_kind, {}, {}};
   const double a = models::activation_bytes_per_element(prec);
-  for (const double params : zero3_layer_groups(s_)) {
+  for (const double params : zero3_layer_groups(s_, layer_kinds_.model(layer_kind))) {
     const double weights = params * weight_bytes_per_param(s_.training);
     ops.gathers.push_back(zero3_op(graph::CollectiveKind::all_gather, weights, weights));
     ops.reduces.push_back(zero3_op(graph::CollectiveKind::reduce_scatter,
@@ -166,11 +168,12 @@ const Lowering::Zero3Ops& Lowering::zero3_ops(std::int64_t r) {
 // the previous layer's first task; on demand: the compute just before the layer). On demand, DeepSpeed's
 // fetch synchronizes the device first (torch.cuda.synchronize), so the first gather also waits for the
 // rank's gradient reductions issued so far.
-TaskId Lowering::gather_layer(std::int64_t r, std::int32_t mb, std::optional<TaskId> after) {
+TaskId Lowering::gather_layer(std::int64_t r, std::size_t kind, std::int32_t mb,
+                              std::optional<TaskId> after) {
   Chain gather = after ? Chain::after(*after) : Chain{};
   const std::vector<TaskId>& reductions = data_tasks_[static_cast<std::size_t>(r)];
   bool synchronize = s_.parallelism.zero3.fetch == config::Zero3Fetch::on_demand && !reductions.empty();
-  for (const graph::OpId op : zero3_ops(r).gathers) {
+  for (const graph::OpId op : zero3_ops(r, kind).gathers) {
     const std::size_t tasks_before = out_.graph.tasks().size();
     collective(r, GroupKind::data, StreamKind::param_gather, op, Category::data_comm, zero3_gather_label_, mb,
                gather);
@@ -183,9 +186,9 @@ TaskId Lowering::gather_layer(std::int64_t r, std::int32_t mb, std::optional<Tas
 }
 
 // A layer's gradient reductions on the rank's data stream, after `after` (the layer's last backward task).
-void Lowering::reduce_layer(std::int64_t r, std::int32_t mb, TaskId after) {
+void Lowering::reduce_layer(std::int64_t r, std::size_t kind, std::int32_t mb, TaskId after) {
   Chain reduce = Chain::after(after);
-  for (const graph::OpId op : zero3_ops(r).reduces) {
+  for (const graph::OpId op : zero3_ops(r, kind).reduces) {
     collective(r, GroupKind::data, StreamKind::data_comm, op, Category::data_comm, zero3_reduce_label_, mb,
                reduce);
     ++collective_calls_[static_cast<std::size_t>(r)];

@@ -14,6 +14,7 @@
 
 #include "config/scenario.hpp"
 #include "graph/task_graph.hpp"
+#include "models/transformer/layer_kinds.hpp"
 #include "models/transformer/transformer.hpp"
 #include "parallel/gangs.hpp"
 #include "parallel/gradient_buckets.hpp"
@@ -85,12 +86,17 @@ class Lowering {
   // ---- ops -------------------------------------------------------------------------------------
   graph::LabelId label(std::string_view name) { return labels_.id(out_.graph, name); }
   // A rank's layer programs: one set per distinct LayerGroups among the simulated ranks.
-  struct Programs {
-    LayerGroups groups;
-    Program layer, embedding, head;
+  // One kind of layer's (models/transformer/layer_kinds.hpp).
+  struct KindPrograms {
+    Program layer;
     std::vector<OpRef> recompute;
     LayerSequence forward_sequence, backward_sequence;  // with fuse_
     LayerSequence input_grad_sequence, weight_grad_sequence;  // with fuse_, under a split backward
+  };
+  struct Programs {
+    LayerGroups groups;
+    std::vector<KindPrograms> kinds;  // per models::LayerKinds kind
+    Program embedding, head;
   };
   const Programs& programs(std::int64_t r) const {
     return programs_[program_of_[static_cast<std::size_t>(r)]];
@@ -132,9 +138,19 @@ class Lowering {
   std::int64_t layers_in(std::int64_t stage, std::int64_t chunk) const {
     return chunk_layers_[static_cast<std::size_t>(model_chunk(stage, chunk))];
   }
+  // The k-th layer a step of stage `stage` runs: its index in its chunk, its kind, and whether it
+  // begins or ends a run of layers of its kind in the step's order (a fused sequence joins only those).
+  struct StepLayer {
+    std::int64_t l = 0;
+    std::size_t kind = 0;
+    bool run_first = true;
+    bool run_last = true;
+  };
+  StepLayer step_layer(std::int64_t stage, const PipelineStep& step, std::int64_t k) const;
   bool joins_layers(const PipelineStep& step, bool last_backward) const;
-  const std::vector<OpRef>& layer_program(const LayerSequence& sequence, const std::vector<OpRef>& plain,
-                                          bool join, std::int64_t l, std::int64_t count) const;
+  static const std::vector<OpRef>& layer_program(const LayerSequence& sequence,
+                                                 const std::vector<OpRef>& plain, bool join,
+                                                 const StepLayer& layer);
   // A rank's pipeline step being emitted (lower.cpp, emit_steps()).
   struct StepInProgress {
     PipelineStep step;
@@ -146,21 +162,22 @@ class Lowering {
   void open_step(std::int64_t r, StepInProgress& s);
   void emit_step_layer(std::int64_t r, StepInProgress& s, std::int64_t k);
   std::optional<TaskId> compute_before(std::int64_t r, const StepInProgress& s) const;
-  void emit_input_grads(std::int64_t r, const StepInProgress& s, std::int64_t k, Chain& layer);
+  void emit_input_grads(std::int64_t r, const StepInProgress& s, const StepLayer& at, Chain& layer);
   static const std::vector<OpRef>& backward_ops(const Program& program, Pass pass);
-  static const LayerSequence& backward_sequence(const Programs& programs, Pass pass);
+  static const LayerSequence& backward_sequence(const KindPrograms& programs, Pass pass);
   void close_step(std::int64_t r, StepInProgress& s);
   // ZeRO-3 (lower_gradients.cpp): a layer's parameter gathers, which may begin after `after`; the
   // last of them is returned. Its gradient reductions, after `after`.
-  TaskId gather_layer(std::int64_t r, std::int32_t mb, std::optional<TaskId> after);
-  void reduce_layer(std::int64_t r, std::int32_t mb, TaskId after);
-  // ZeRO-3's collectives of one layer over a data-parallel layout, interned once per layout.
+  TaskId gather_layer(std::int64_t r, std::size_t kind, std::int32_t mb, std::optional<TaskId> after);
+  void reduce_layer(std::int64_t r, std::size_t kind, std::int32_t mb, TaskId after);
+  // ZeRO-3's collectives of one layer of a kind over a data-parallel layout, interned once per both.
   struct Zero3Ops {
     graph::CommGroup group;
+    std::size_t kind = 0;
     std::vector<graph::OpId> gathers;
     std::vector<graph::OpId> reduces;
   };
-  const Zero3Ops& zero3_ops(std::int64_t r);
+  const Zero3Ops& zero3_ops(std::int64_t r, std::size_t kind);
   // The first task of `chain` waits for `task`.
   void gate(TaskId task, const Chain& chain) { wait(task, chain.first); }
   void append(Chain& chain, const Chain& next);
@@ -190,7 +207,9 @@ class Lowering {
   std::int64_t v_;
   std::int64_t m_;
   std::vector<std::int64_t> chunk_layers_;
+  std::vector<std::int64_t> chunk_first_;  // per model chunk: the index of its first layer
   std::int64_t max_chunk_layers_;
+  models::LayerKinds layer_kinds_;
   bool every_rank_;
   bool fuse_;  // runs of kernels as fused ops (every-rank mode, or LowerOptions::fuse_kernels)
   std::optional<GroupLayouts> own_layouts_;  // unless LowerOptions::layouts_cache holds them

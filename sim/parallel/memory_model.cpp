@@ -5,6 +5,7 @@
 
 #include "core/units.hpp"
 #include "models/mlp/mlp.hpp"
+#include "models/transformer/layer_kinds.hpp"
 #include "models/transformer/moe.hpp"
 #include "models/transformer/transformer.hpp"
 #include "parallel/feasibility.hpp"
@@ -16,27 +17,40 @@ namespace dtsim::parallel {
 
 namespace {
 
-// Parameters a stage's GPU holds, from its layers.
-GpuParameters parameters_with_layers(const config::Scenario& s, std::int64_t stage, double layers) {
-  const double routed = models::routed_expert_parameters(s.model);
-  const double whole = models::tensor_replicated_parameters(s.model);  // on every tensor rank
-  double dense = layers * (models::parameters_per_layer(s.model) - routed - whole);
-  if (stage == 0) dense += models::embedding_parameters(s.model);
-  if (stage == s.parallelism.pipeline - 1) dense += models::head_parameters(s.model);
-  return {dense / static_cast<double>(s.parallelism.tensor) + layers * whole,
-          layers * layer_parameters_per_gpu(s).experts};
+// Parameters a stage's GPU holds, from its layers of each kind (`layers`, per models::LayerKinds kind).
+GpuParameters parameters_with_layers(const config::Scenario& s, const models::LayerKinds& kinds,
+                                     std::int64_t stage, const std::vector<std::int64_t>& layers) {
+  double split = 0.0;  // over the tensor group
+  double whole = 0.0;  // on every tensor rank
+  double experts = 0.0;
+  for (std::size_t k = 0; k < kinds.count(); ++k) {
+    const config::TransformerSpec& m = kinds.model(k);
+    const double n = static_cast<double>(layers[k]);
+    const double routed = models::routed_expert_parameters(m);
+    const double replicated = models::tensor_replicated_parameters(m);
+    split += n * (models::parameters_per_layer(m) - routed - replicated);
+    whole += n * replicated;
+    experts += n * layer_parameters_per_gpu(s, m).experts;
+  }
+  if (stage == 0) split += models::embedding_parameters(s.model);
+  if (stage == s.parallelism.pipeline - 1) split += models::head_parameters(s.model);
+  return {split / static_cast<double>(s.parallelism.tensor) + whole, experts};
 }
+
+// What a layer of one kind keeps and needs (memory per micro-batch).
+struct KindTerms {
+  double activation_bytes = 0.0;
+  double working_set_bytes = 0.0;
+  double w_bytes = 0.0;  // zb-h1 only: what the layer's deferred W reads
+};
 
 // What every stage's estimate shares, computed once per plan.
 struct PlanTerms {
   std::vector<std::int64_t> chunks;  // chunk_layers
   std::int64_t micro_batches = 0;
-  double layer_activation_bytes = 0.0;
-  double working_set_bytes = 0.0;
+  std::vector<KindTerms> kinds;  // per models::LayerKinds kind
   double zero3_gathered = 0.0;
-  // zb-h1 only: what a layer's deferred W reads, and the head's (the logits' weight gradient).
-  double layer_w_bytes = 0.0;
-  double head_w_bytes = 0.0;
+  double head_w_bytes = 0.0;  // zb-h1 only: the head's (the logits' weight gradient)
 };
 
 // What a program's weight-gradient pass (W) reads per micro-batch: each weight-gradient GEMM's input and
@@ -60,40 +74,68 @@ double weight_grad_set_bytes(const config::Scenario& s, const models::LayerProgr
   return bytes;
 }
 
-PlanTerms plan_terms(const config::Scenario& s) {
+PlanTerms plan_terms(const config::Scenario& s, const models::LayerKinds& kinds) {
   const auto& par = s.parallelism;
   PlanTerms out{.chunks = chunk_layers(s.model.layers, par.pipeline, par.virtual_stages),
                 .micro_batches = micro_batches(s),
-                .layer_activation_bytes = layer_activation_bytes(s),
-                .working_set_bytes = layer_working_set_bytes(s),
-                .zero3_gathered = par.zero_stage >= 3 ? zero3_gathered_parameters(s) : 0.0};
-  if (par.schedule == config::Schedule::zero_bubble_h1 && par.pipeline > 1) {
-    const models::ShardConfig shard = shard_config(s);
-    out.layer_w_bytes = weight_grad_set_bytes(s, models::transformer_layer(s.model, shard));
-    out.head_w_bytes = weight_grad_set_bytes(s, models::head_layer(s.model, shard));
+                .kinds = {}};
+  const bool zero_bubble = par.schedule == config::Schedule::zero_bubble_h1 && par.pipeline > 1;
+  const models::ShardConfig shard = shard_config(s);
+  for (std::size_t k = 0; k < kinds.count(); ++k) {
+    const config::TransformerSpec& model = kinds.model(k);
+    out.kinds.push_back(KindTerms{
+        .activation_bytes = layer_activation_bytes(s, model),
+        .working_set_bytes = layer_working_set_bytes(s, model),
+        .w_bytes = zero_bubble ? weight_grad_set_bytes(s, models::transformer_layer(model, shard)) : 0.0});
+    if (par.zero_stage >= 3)
+      out.zero3_gathered = std::max(out.zero3_gathered, zero3_gathered_parameters(s, model));
   }
+  if (zero_bubble) out.head_w_bytes = weight_grad_set_bytes(s, models::head_layer(s.model, shard));
   return out;
 }
 
 }  // namespace
 
-GpuParameters layer_parameters_per_gpu(const config::Scenario& s) {
+GpuParameters layer_parameters_per_gpu(const config::Scenario& s,
+                                       const config::TransformerSpec& layer_model) {
   const double t = static_cast<double>(s.parallelism.tensor);
-  const double routed = models::routed_expert_parameters(s.model);
-  const double whole = models::tensor_replicated_parameters(s.model);  // on every tensor rank
-  return {(models::parameters_per_layer(s.model) - routed - whole) / t + whole,
+  const double routed = models::routed_expert_parameters(layer_model);
+  const double whole = models::tensor_replicated_parameters(layer_model);  // on every tensor rank
+  return {(models::parameters_per_layer(layer_model) - routed - whole) / t + whole,
           routed / static_cast<double>(s.parallelism.expert_tensor_degree() * s.parallelism.expert)};
 }
 
+GpuParameters layer_parameters_per_gpu(const config::Scenario& s) {
+  return layer_parameters_per_gpu(s, s.model);
+}
+
+std::vector<std::int64_t> stage_kind_layers(const models::LayerKinds& kinds,
+                                            const std::vector<std::int64_t>& chunks, std::int64_t p,
+                                            std::int64_t stage) {
+  if (kinds.count() == 1) return {stage_layers(chunks, p, stage)};
+  std::vector<std::int64_t> out(kinds.count(), 0);
+  std::int64_t begin = 0;
+  for (std::size_t c = 0; c < chunks.size(); ++c) {
+    if (static_cast<std::int64_t>(c) % p == stage) {
+      const std::vector<std::int64_t> counts = kinds.counts(begin, begin + chunks[c]);
+      for (std::size_t k = 0; k < out.size(); ++k) out[k] += counts[k];
+    }
+    begin += chunks[c];
+  }
+  return out;
+}
+
 GpuParameters stage_parameters_per_gpu(const config::Scenario& s, std::int64_t stage) {
-  const auto chunks = chunk_layers(s.model.layers, s.parallelism.pipeline, s.parallelism.virtual_stages);
-  return parameters_with_layers(s, stage,
-                                static_cast<double>(stage_layers(chunks, s.parallelism.pipeline, stage)));
+  const models::LayerKinds kinds(s.model);
+  const std::int64_t p = s.parallelism.pipeline;
+  const std::vector<std::int64_t> chunks = chunk_layers(s.model.layers, p, s.parallelism.virtual_stages);
+  return parameters_with_layers(s, kinds, stage, stage_kind_layers(kinds, chunks, p, stage));
 }
 
 namespace {
 
-MemoryEstimate stage_memory(const config::Scenario& s, const PlanTerms& plan, std::int64_t stage) {
+MemoryEstimate stage_memory(const config::Scenario& s, const models::LayerKinds& kinds, const PlanTerms& plan,
+                            std::int64_t stage) {
   const auto& par = s.parallelism;
   const auto& model = s.model;
   const double t = static_cast<double>(par.tensor);
@@ -101,8 +143,8 @@ MemoryEstimate stage_memory(const config::Scenario& s, const PlanTerms& plan, st
   const bool first = stage == 0;
   const bool last = stage == par.pipeline - 1;
   // The routed experts' states are sharded over the expert_data group (ParallelismSpec::expert_data_degree).
-  const double layers = static_cast<double>(stage_layers(plan.chunks, par.pipeline, stage));
-  const GpuParameters held = parameters_with_layers(s, stage, layers);
+  const std::vector<std::int64_t> kind_layers = stage_kind_layers(kinds, plan.chunks, par.pipeline, stage);
+  const GpuParameters held = parameters_with_layers(s, kinds, stage, kind_layers);
   const double params = held.dense;
   const double experts = held.experts;
   const double ed = static_cast<double>(par.expert_data_degree());
@@ -117,17 +159,34 @@ MemoryEstimate stage_memory(const config::Scenario& s, const PlanTerms& plan, st
                       experts * b.optimizer / (shard_optimizer ? ed : 1.0);
   if (par.zero_stage >= 3) e.weights_bytes += plan.zero3_gathered * b.weights;
 
+  // The stage's layers: their kept activations and W reads summed, the largest working set of a kind it
+  // holds (the first kind's on a stage without layers).
+  double layers = 0.0;
+  double kept = 0.0;
+  double w_read = last ? plan.head_w_bytes : 0.0;
+  double working_set = 0.0;
+  for (std::size_t k = 0; k < kinds.count(); ++k) {
+    const auto n = static_cast<double>(kind_layers[k]);
+    layers += n;
+    kept += n * plan.kinds[k].activation_bytes;
+    w_read += n * plan.kinds[k].w_bytes;
+    if (n > 0) working_set = std::max(working_set, plan.kinds[k].working_set_bytes);
+  }
+  if (layers == 0) working_set = plan.kinds[0].working_set_bytes;
   if (par.schedule == config::Schedule::zero_bubble_h1 && par.pipeline > 1 && stage > 0) {
     // Micro-batches waiting only for their W hold what W reads instead of the layers' activations (the
     // last stage's also the head's logits gradient): pipeline_schedule.hpp, zero_bubble_peak.
-    const double w_read = layers * plan.layer_w_bytes + (last ? plan.head_w_bytes : 0.0);
-    e.activations_bytes = zero_bubble_peak(par.pipeline, stage, plan.micro_batches,
-                                           layers * plan.layer_activation_bytes, w_read) +
-                          plan.working_set_bytes;
+    e.activations_bytes =
+        zero_bubble_peak(par.pipeline, stage, plan.micro_batches, kept, w_read) + working_set;
   } else {
+    // Layer-micro-batches in flight, each at the mean of the stage's layers (exact unless an interleaved
+    // stage's chunks hold different kinds).
     const double in_flight = peak_in_flight_layers(par.schedule, par.pipeline, stage, plan.micro_batches,
                                                    par.virtual_stages, plan.chunks);
-    e.activations_bytes = plan.layer_activation_bytes * in_flight + plan.working_set_bytes;
+    const double per_layer = kinds.count() == 1 ? plan.kinds[0].activation_bytes
+                             : layers > 0       ? kept / layers
+                                                : 0.0;
+    e.activations_bytes = in_flight * per_layer + working_set;
   }
   const double a = models::activation_bytes_per_element(s.training.precision);
   const double tokens = static_cast<double>(s.training.micro_batch_size) *
@@ -172,8 +231,8 @@ namespace {
 
 // Activation bytes one layer keeps for one micro-batch between its forward and backward when it
 // recomputes `recompute` (the header's table).
-double stored_layer_activation_bytes(const config::Scenario& s, config::Recompute recompute) {
-  const auto& m = s.model;
+double stored_layer_activation_bytes(const config::Scenario& s, const config::TransformerSpec& m,
+                                     config::Recompute recompute) {
   if (m.kind == config::ModelKind::mlp)
     return models::mlp_layer_activation_bytes(m, s.training.micro_batch_size, s.training.precision);
   const auto& par = s.parallelism;
@@ -252,22 +311,28 @@ double stored_layer_activation_bytes(const config::Scenario& s, config::Recomput
 
 }  // namespace
 
-double layer_activation_bytes(const config::Scenario& s) {
-  return stored_layer_activation_bytes(s, s.training.activation_recompute);
+double layer_activation_bytes(const config::Scenario& s, const config::TransformerSpec& layer_model) {
+  return stored_layer_activation_bytes(s, layer_model, s.training.activation_recompute);
 }
 
-double layer_working_set_bytes(const config::Scenario& s) {
-  return stored_layer_activation_bytes(s, config::Recompute::none) - layer_activation_bytes(s);
+double layer_activation_bytes(const config::Scenario& s) { return layer_activation_bytes(s, s.model); }
+
+double layer_working_set_bytes(const config::Scenario& s, const config::TransformerSpec& layer_model) {
+  return stored_layer_activation_bytes(s, layer_model, config::Recompute::none) -
+         layer_activation_bytes(s, layer_model);
 }
+
+double layer_working_set_bytes(const config::Scenario& s) { return layer_working_set_bytes(s, s.model); }
 
 MemoryEstimate memory_per_gpu(const config::Scenario& s) {
   // Every stage: a middle stage may hold a layer more than the ends (chunk_layers), and under 1F1B the
   // micro-batches in flight fall by one per stage while its layers may rise by one (Llama 3 405B, 126
   // layers on 16 stages: stage 1 keeps 8 x 15 layer activations against stage 0's 7 x 16).
-  const PlanTerms plan = plan_terms(s);
-  MemoryEstimate most = stage_memory(s, plan, 0);
+  const models::LayerKinds kinds(s.model);
+  const PlanTerms plan = plan_terms(s, kinds);
+  MemoryEstimate most = stage_memory(s, kinds, plan, 0);
   for (std::int64_t stage = 1; stage < s.parallelism.pipeline; ++stage) {
-    const MemoryEstimate e = stage_memory(s, plan, stage);
+    const MemoryEstimate e = stage_memory(s, kinds, plan, stage);
     if (e.total_bytes() > most.total_bytes()) most = e;
   }
   return most;

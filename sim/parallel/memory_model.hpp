@@ -1,6 +1,10 @@
 // Memory per GPU of a plan, for its most loaded pipeline stage: every stage is estimated (the first
 // holds the most micro-batches in flight, the last the logits, and a middle stage may hold a layer more
-// than the ends when the layers do not split evenly: chunk_layers).
+// than the ends when the layers do not split evenly: chunk_layers). Layers of different kinds (a mixture
+// of experts' dense first layers: models/transformer/layer_kinds.hpp) count each as its kind: a stage's
+// parameters and kept activations are summed over its layers; in flight, each layer-micro-batch holds
+// the mean of the stage's layers (exact for 1F1B and GPipe, which hold whole stages); the working set is
+// the largest of the stage's kinds.
 //
 // States, per parameter held by the rank (mixed precision, Rajbhandari et al. 2020, ZeRO, Sec. 3.1):
 //   weights 2 B (fp32/tf32: 4), gradients 2 B for fp16 / 4 B otherwise (Megatron keeps FP32 main
@@ -49,7 +53,11 @@
 // 1 GiB for the CUDA context, NCCL and cuBLAS workspaces (engineering allowance).
 #pragma once
 
+#include <cstdint>
+#include <vector>
+
 #include "config/scenario.hpp"
+#include "models/transformer/layer_kinds.hpp"
 
 namespace dtsim::parallel {
 
@@ -88,17 +96,27 @@ struct GpuParameters {
   double experts = 0.0;
   double total() const { return dense + experts; }
 };
-// Of one transformer layer.
+// Of one transformer layer of the uniform model `layer_model` (a kind of the scenario's layers:
+// models/transformer/layer_kinds.hpp), or of the model as written.
+GpuParameters layer_parameters_per_gpu(const config::Scenario& scenario,
+                                       const config::TransformerSpec& layer_model);
 GpuParameters layer_parameters_per_gpu(const config::Scenario& scenario);
+// How many layers of each kind (models::LayerKinds) stage `stage` holds, from chunk_layers() `chunks` of
+// `stages` stages.
+std::vector<std::int64_t> stage_kind_layers(const models::LayerKinds& kinds,
+                                            const std::vector<std::int64_t>& chunks, std::int64_t stages,
+                                            std::int64_t stage);
 // Of a pipeline stage: its layers, with the embedding on the first stage and the head on the last.
 GpuParameters stage_parameters_per_gpu(const config::Scenario& scenario, std::int64_t stage);
 
-// Activation bytes of one transformer layer for one micro-batch on one rank, as its recompute mode
-// keeps them between forward and backward.
+// Activation bytes of one transformer layer (of `layer_model`, or of the model as written) for one
+// micro-batch on one rank, as its recompute mode keeps them between forward and backward.
+double layer_activation_bytes(const config::Scenario& scenario, const config::TransformerSpec& layer_model);
 double layer_activation_bytes(const config::Scenario& scenario);
 
 // Bytes a layer's backward holds beyond what it kept: the activations its recompute re-creates (the
 // set without recompute minus the kept set; 0 without recompute).
+double layer_working_set_bytes(const config::Scenario& scenario, const config::TransformerSpec& layer_model);
 double layer_working_set_bytes(const config::Scenario& scenario);
 
 // The most loaded rank's memory (the stage whose total is largest; the first at equal totals).

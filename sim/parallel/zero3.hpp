@@ -23,10 +23,17 @@
 
 namespace dtsim::parallel {
 
-// Parameters per tensor-parallel rank in each collective of one layer, in forward order.
+// Parameters per tensor-parallel rank in each collective of one layer of the uniform model `layer_model`
+// (a kind of the scenario's layers: models/transformer/layer_kinds.hpp) or of the model as written, in
+// forward order.
+std::vector<double> zero3_layer_groups(const config::Scenario& scenario,
+                                       const config::TransformerSpec& layer_model);
 std::vector<double> zero3_layer_groups(const config::Scenario& scenario);
 
-// Parameters per tensor-parallel rank gathered at the same time on a rank, beyond its own shard.
+// Parameters per tensor-parallel rank gathered at the same time on a rank, beyond its own shard, while
+// layers of `layer_model` (or of the model as written) run. The memory model takes the largest kind's.
+double zero3_gathered_parameters(const config::Scenario& scenario,
+                                 const config::TransformerSpec& layer_model);
 double zero3_gathered_parameters(const config::Scenario& scenario);
 
 }  // namespace dtsim::parallel

@@ -6,6 +6,7 @@
 
 #include "core/checked_math.hpp"
 #include "core/units.hpp"
+#include "models/transformer/layer_kinds.hpp"
 #include "models/transformer/transformer.hpp"
 #include "parallel/feasibility.hpp"
 #include "parallel/memory_model.hpp"
@@ -72,7 +73,9 @@ ExtrapolationPoints extrapolation_points(const config::Scenario& s) {
   points.m1 = interleaved ? 2 * p : zero_bubble ? std::max<std::int64_t>(p, 2) : 2;
   points.m2 = points.m1 + (interleaved ? p : 1);
   // Zero bubble: 6 and 8 layers per stage (see the header).
-  if (chunks > 0 && s.model.layers % chunks == 0) {
+  // Layers of several kinds (a mixture of experts' dense first layers: models/transformer/layer_kinds.hpp)
+  // are simulated as they are: fewer layers per chunk would change which kinds each stage holds.
+  if (chunks > 0 && s.model.layers % chunks == 0 && !models::mixed_layers(s.model)) {
     points.l1 = zero_bubble ? 6 : 4;
     points.l2 = zero_bubble ? 8 : 6;
   }
@@ -104,7 +107,8 @@ results::Result evaluate_extrapolated(const config::Scenario& scenario, Extrapol
   // Layers that do not split evenly (the ends one short: parallel/pipeline_schedule.hpp) are simulated
   // as they are (l 0 below: the scenario's own layers).
   const std::int64_t l = scenario.model.layers % chunks == 0 ? scenario.model.layers / chunks : 0;
-  if (points.l2 == 0 || l == 0 || points.l1 + points.l2 >= l) points.l1 = points.l2 = l;
+  if (points.l2 == 0 || l == 0 || points.l1 + points.l2 >= l || models::mixed_layers(scenario.model))
+    points.l1 = points.l2 = l;
   if (points.m1 == m && points.l1 == l) return results::evaluate(scenario, options);
 
   const auto started = std::chrono::steady_clock::now();

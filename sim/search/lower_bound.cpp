@@ -7,11 +7,13 @@
 
 #include "compute/compute_model.hpp"
 #include "core/errors.hpp"
+#include "models/transformer/layer_kinds.hpp"
 #include "network/analytic_model.hpp"
 #include "parallel/feasibility.hpp"
 #include "parallel/gradient_buckets.hpp"
 #include "parallel/group_layouts.hpp"
 #include "parallel/layer_ops.hpp"
+#include "parallel/memory_model.hpp"
 #include "parallel/mesh.hpp"
 #include "parallel/pipeline_schedule.hpp"
 
@@ -158,8 +160,9 @@ double iteration_lower_bound_s(const config::Scenario& scenario, StageGroupsCach
   graph::TaskGraph graph(1);  // only its op table is used
   parallel::LabelTable labels;
   parallel::CommOpTable comm_ops;
-  // Each stage's layers run over its own groups (group_layouts.hpp), which may differ (uneven layouts).
-  std::vector<std::pair<parallel::LayerGroups, LayerCost>> costs;
+  // Each stage's layers run over its own groups (group_layouts.hpp), which may differ (uneven layouts);
+  // each kind of layer (models/transformer/layer_kinds.hpp) has its own cost.
+  std::vector<std::pair<parallel::LayerGroups, std::vector<LayerCost>>> costs;
   std::vector<std::size_t> cost_of_stage;
   TimeNs embedding = 0;
   TimeNs head = 0;
@@ -171,30 +174,45 @@ double iteration_lower_bound_s(const config::Scenario& scenario, StageGroupsCach
     cost_of_stage.push_back(static_cast<std::size_t>(it - costs.begin()));
     if (it != costs.end()) continue;
     const parallel::LayerOps ops = parallel::intern_layer_ops(scenario, groups, graph, labels, comm_ops);
-    const Walk forward = walk_all({&ops.layer.forward}, cost);
-    const Walk backward = walk_all({&ops.recompute, &ops.layer.backward}, cost);
-    costs.emplace_back(groups, LayerCost{forward.core() + backward.core(), forward.chain() + backward.chain(),
-                                         forward.chain()});
+    std::vector<LayerCost> kinds;
+    for (const parallel::KindOps& kind : ops.kinds) {
+      const Walk forward = walk_all({&kind.layer.forward}, cost);
+      const Walk backward = walk_all({&kind.recompute, &kind.layer.backward}, cost);
+      kinds.push_back(
+          LayerCost{forward.core() + backward.core(), forward.chain() + backward.chain(), forward.chain()});
+    }
+    costs.emplace_back(groups, std::move(kinds));
     if (costs.size() == 1) {
       embedding =
           kernels_ns(ops.embedding.forward, graph, cost) + kernels_ns(ops.embedding.backward, graph, cost);
       head = kernels_ns(ops.head.forward, graph, cost) + kernels_ns(ops.head.backward, graph, cost);
     }
   }
-  const auto stage_cost = [&](std::int64_t s) -> const LayerCost& {
-    return costs[cost_of_stage[static_cast<std::size_t>(s)]].second;
-  };
-
   const std::int64_t p = scenario.parallelism.pipeline;
   const std::int64_t v = scenario.parallelism.virtual_stages;
   const std::int64_t m = parallel::micro_batches(scenario);
   const std::vector<std::int64_t> layers = parallel::chunk_layers(scenario.model.layers, p, v);
+  const models::LayerKinds kinds(scenario.model);
+  // The time `member` of LayerCost of `counts` layers of each kind on stage s's groups.
+  const auto time_of = [&](std::int64_t s, const std::vector<std::int64_t>& counts,
+                           TimeNs LayerCost::*member) {
+    const std::vector<LayerCost>& stage = costs[cost_of_stage[static_cast<std::size_t>(s)]].second;
+    TimeNs sum = 0;
+    for (std::size_t k = 0; k < counts.size(); ++k) sum += counts[k] * (stage[k].*member);
+    return sum;
+  };
+  std::vector<std::int64_t> chunk_first(layers.size(), 0);
+  for (std::size_t c = 1; c < layers.size(); ++c) chunk_first[c] = chunk_first[c - 1] + layers[c - 1];
+  // Model chunk c's layers of each kind.
+  const auto chunk_kinds = [&](std::int64_t c) {
+    const auto i = static_cast<std::size_t>(c);
+    return kinds.counts(chunk_first[i], chunk_first[i] + layers[i]);
+  };
+
   // Busy time of each stage's compute stream (model chunk c * p + s is stage s's chunk c).
   std::vector<double> work(static_cast<std::size_t>(p), 0.0);
   for (std::int64_t s = 0; s < p; ++s) {
-    std::int64_t stage_layers = 0;
-    for (std::int64_t c = 0; c < v; ++c) stage_layers += layers[static_cast<std::size_t>(c * p + s)];
-    TimeNs per_micro_batch = stage_layers * stage_cost(s).core;
+    TimeNs per_micro_batch = time_of(s, parallel::stage_kind_layers(kinds, layers, p, s), &LayerCost::core);
     if (s == 0) per_micro_batch += embedding;
     if (s == p - 1) per_micro_batch += head;
     work[static_cast<std::size_t>(s)] = static_cast<double>(m) * static_cast<double>(per_micro_batch);
@@ -202,17 +220,14 @@ double iteration_lower_bound_s(const config::Scenario& scenario, StageGroupsCach
   double bound = *std::max_element(work.begin(), work.end());
   if (p > 1 && ends_on_first_chunk(scenario, p - 1, m)) {
     TimeNs fill_drain = 0;
-    for (std::int64_t c = 0; c + 1 < p; ++c) {
-      fill_drain += layers[static_cast<std::size_t>(c)] * stage_cost(c).chain;
-    }
+    for (std::int64_t c = 0; c + 1 < p; ++c) fill_drain += time_of(c, chunk_kinds(c), &LayerCost::chain);
     bound = std::max(bound, static_cast<double>(fill_drain) + work.back());
   }
   if (m > 1 && scenario.parallelism.zero_stage == 2 &&
       scenario.simulation.network == config::NetworkFidelity::analytic) {
     TimeNs first_forward = 0;
-    for (std::int64_t c = 0; c < p * v; ++c) {
-      first_forward += layers[static_cast<std::size_t>(c)] * stage_cost(c % p).forward_chain;
-    }
+    for (std::int64_t c = 0; c < p * v; ++c)
+      first_forward += time_of(c % p, chunk_kinds(c), &LayerCost::forward_chain);
     for (std::int64_t s = 0; s < p; ++s) {
       const StageGroupsCache::Stage& groups = stage_groups[static_cast<std::size_t>(s)];
       TimeNs reductions = 0;

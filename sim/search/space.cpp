@@ -79,7 +79,7 @@ std::size_t first_broken_rule(const config::Scenario& s, double headroom_bytes) 
   const auto& t = s.training;
   if (m.heads % p.tensor != 0) return kHeads;
   if (m.kv_heads % p.tensor != 0 && p.tensor % m.kv_heads != 0) return kKvHeads;
-  if (!m.moe && m.ffn_hidden_size % p.tensor != 0) return kFfn;
+  if ((!m.moe || m.moe->first_dense_layers > 0) && m.ffn_hidden_size % p.tensor != 0) return kFfn;
   const auto chunks = core::checked_mul(p.pipeline, p.virtual_stages);
   // An even split, or Megatron-Core's with the embedding and the loss counted as layers (the first and
   // the last chunk one layer short: parallel/pipeline_schedule.hpp, chunk_layers).

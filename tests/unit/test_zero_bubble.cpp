@@ -97,7 +97,7 @@ TEST_CASE("split backward: B keeps what earlier layers wait for, W the weight gr
   dtsim::parallel::CommOpTable comm_ops;
   const dtsim::graph::CommGroup tensor(2, 1);
   const auto ops = dtsim::parallel::intern_layer_ops(scenario, {tensor, {}, {}}, graph, labels, comm_ops);
-  const auto& layer = ops.layer;
+  const auto& layer = ops.kinds.front().layer;
   CHECK(layer.input_grad.size() + layer.weight_grad.size() == layer.backward.size());
   const auto name = [&](const dtsim::parallel::OpRef& op) { return std::string(graph.labels()[op.label]); };
   int gemms_w = 0;
