@@ -37,6 +37,7 @@ nlohmann::ordered_json model_json(const config::TransformerSpec& model) {
   j["elementwise_kernels"] = config::to_string(model.elementwise_kernels);
   j["tied_embeddings"] = model.tied_embeddings;
   j["vocab_padding"] = model.vocab_padding;
+  if (model.mtp_layers > 0) j["mtp_layers"] = model.mtp_layers;
   if (model.moe) {
     const config::MoeSpec& moe = *model.moe;
     nlohmann::ordered_json m;

@@ -12,6 +12,7 @@
 #include "models/transformer/linear.hpp"
 #include "models/transformer/mla.hpp"
 #include "models/transformer/moe.hpp"
+#include "models/transformer/mtp.hpp"
 
 namespace dtsim::models {
 
@@ -652,6 +653,18 @@ LayerProgram head_layer(const config::TransformerSpec& m, const ShardConfig& sh)
   return p;
 }
 
+LayerProgram mtp_projection_layer(const config::TransformerSpec& m, const ShardConfig& sh) {
+  const Dims d = dims_of(m, sh);
+  return mtp_projection_program(MtpShard{.tokens = d.tokens,
+                                         .tokens_elementwise = d.tokens_elementwise,
+                                         .h = d.h,
+                                         .a = d.a,
+                                         .t = d.t,
+                                         .sp = d.sp,
+                                         .backward_overlap = d.backward_overlap,
+                                         .kernels = d.kernels});
+}
+
 double parameters_per_layer(const config::TransformerSpec& m) {
   const std::vector<double> tensors = layer_parameter_tensors(m);
   return std::accumulate(tensors.begin(), tensors.end(), 0.0);
@@ -749,7 +762,9 @@ double total_parameters(const config::TransformerSpec& m) {
   double sum = embedding_parameters(m) + head_parameters(m);
   for (std::size_t k = 0; k < kinds.count(); ++k)
     sum += static_cast<double>(layers[k]) * parameters_per_layer(kinds.model(k));
-  return sum;
+  // Multi-token prediction: each module's projection, norms and a layer of the last layer's kind.
+  const double last_layer = parameters_per_layer(kinds.model(kinds.of_layer(m.layers - 1)));
+  return sum + static_cast<double>(m.mtp_layers) * (mtp_projection_parameters(m) + last_layer);
 }
 
 namespace {
@@ -782,9 +797,18 @@ double model_flops_per_iteration(const config::TransformerSpec& m, std::int64_t 
   if (m.kind == config::ModelKind::mlp) return mlp_model_flops_per_iteration(m, global_batch);
   const LayerKinds kinds(m);
   const std::vector<std::int64_t> layers = kinds.counts(0, m.layers);
-  double per_token = 2 * static_cast<double>(m.hidden_size) * static_cast<double>(m.vocab_size);
+  const double h = static_cast<double>(m.hidden_size);
+  const double logits = 2 * h * static_cast<double>(m.vocab_size);
+  double per_token = logits;
   for (std::size_t k = 0; k < kinds.count(); ++k)
     per_token += static_cast<double>(layers[k]) * layer_flops_per_token(kinds.model(k));
+  // Multi-token prediction: per module its projection 2h -> h, a layer of the last layer's kind and
+  // the logits again (mtp.hpp).
+  if (m.mtp_layers > 0) {
+    const double module =
+        2 * 2 * h * h + layer_flops_per_token(kinds.model(kinds.of_layer(m.layers - 1))) + logits;
+    per_token += static_cast<double>(m.mtp_layers) * module;
+  }
   return 3 * per_token * static_cast<double>(m.seq_length) * static_cast<double>(global_batch);
 }
 

@@ -132,7 +132,11 @@ LayerProgram embedding_layer(const config::TransformerSpec& model, const ShardCo
 // Final norm, logits and cross-entropy loss (last pipeline stage).
 LayerProgram head_layer(const config::TransformerSpec& model, const ShardConfig& shard);
 
-// Parameters (whole model, not sharded).
+// One multi-token prediction module's norms, concatenation and projection (mtp.hpp); the module's
+// layer, embedding lookup and head are layer programs of the model.
+LayerProgram mtp_projection_layer(const config::TransformerSpec& model, const ShardConfig& shard);
+
+// Parameters (whole model, not sharded; with multi-token prediction modules, mtp.hpp, theirs too).
 double parameters_per_layer(const config::TransformerSpec& model);
 double embedding_parameters(const config::TransformerSpec& model);  // token embedding
 double head_parameters(const config::TransformerSpec& model);       // final norm + output projection

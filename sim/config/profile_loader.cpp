@@ -370,7 +370,7 @@ MlaSpec read_mla(ObjectReader& r, const std::optional<MlaSpec>& base) {
 TransformerSpec read_transformer(ObjectReader& model, const std::optional<TransformerSpec>& base) {
   model.expect_keys({"kind", "layers", "hidden_size", "heads", "kv_heads", "head_dim", "ffn_hidden_size",
                      "vocab_size", "seq_length", "mlp", "attention", "elementwise_kernels", "tied_embeddings",
-                     "vocab_padding", "moe", "mla"});
+                     "vocab_padding", "moe", "mla", "mtp_layers"});
   const IntRule positive = IntRule::positive();
   TransformerSpec spec;
   if (base) {
@@ -409,6 +409,8 @@ TransformerSpec read_transformer(ObjectReader& model, const std::optional<Transf
   spec.tied_embeddings = model.optional<bool>("tied_embeddings", spec.tied_embeddings);
   spec.vocab_padding = model.optional<std::int64_t>("vocab_padding", spec.vocab_padding,
                                                     IntRule::between(1, kMaxVocabPadding));
+  spec.mtp_layers =
+      model.optional<std::int64_t>("mtp_layers", spec.mtp_layers, IntRule::between(0, kMaxMtpLayers));
   if (std::optional<ObjectReader> moe = model.optional_child("moe")) spec.moe = read_moe(*moe, spec.moe);
   if (std::optional<ObjectReader> mla = model.optional_child("mla")) spec.mla = read_mla(*mla, spec.mla);
   if (spec.moe && spec.moe->first_dense_layers >= spec.layers) {

@@ -120,6 +120,9 @@ struct TransformerSpec {
   std::int64_t output_size = 0;  // mlp only
   std::optional<MoeSpec> moe;    // absent: a dense MLP in every layer (ffn_hidden_size wide)
   std::optional<MlaSpec> mla;    // absent: multi-head (or grouped-query) attention
+  // Multi-token prediction modules on the last pipeline stage (models/transformer/mtp.hpp; DeepSeek-V3's
+  // num_nextn_predict_layers, Megatron-Core's --mtp-num-layers); 0: none.
+  std::int64_t mtp_layers = 0;
 
   double attention_head_dim() const {
     return head_dim > 0 ? static_cast<double>(head_dim)
@@ -347,6 +350,7 @@ struct TrainingSpec {
 inline constexpr std::int64_t kMaxVocabPadding = 1 << 20;
 // The widest attention head a model may state (TransformerSpec::head_dim).
 inline constexpr std::int64_t kMaxHeadDim = 1 << 16;
+inline constexpr std::int64_t kMaxMtpLayers = 64;     // model.mtp_layers
 inline constexpr std::int64_t kMaxExperts = 1 << 16;  // model.moe.experts
 // The largest host_issue_us_per_kernel, host_issue_us_per_tensor_op or host_checkpoint_us a scenario or
 // a stack may state (one

@@ -93,7 +93,9 @@ std::int64_t micro_batches(const config::Scenario& s) {
 
 double layer_passes(const config::Scenario& s) {
   const double ranks_per_stage = static_cast<double>(every_rank_stage_gpus(s).value_or(1));
-  return 2.0 * ranks_per_stage * static_cast<double>(micro_batches(s)) * static_cast<double>(s.model.layers);
+  // Multi-token prediction modules run a layer each (models/transformer/mtp.hpp).
+  return 2.0 * ranks_per_stage * static_cast<double>(micro_batches(s)) *
+         static_cast<double>(s.model.layers + s.model.mtp_layers);
 }
 
 std::optional<std::string> infeasibility(const config::Scenario& s) {
@@ -143,6 +145,11 @@ std::optional<std::string> infeasibility(const config::Scenario& s) {
   }
   if (m.moe) {
     if (auto why = moe_infeasible(s)) return why;
+  }
+  if (m.mtp_layers > 0 && p.zero_stage >= 3) {
+    return std::string(
+        "ZeRO-3 (fully sharded parameters) is not modelled with multi-token prediction (model.mtp_layers); "
+        "use zero_stage <= 2 or the distributed optimizer");
   }
   const auto chunks = core::checked_mul(p.pipeline, p.virtual_stages);
   // The first and the last chunk may hold only the embedding and the output layer

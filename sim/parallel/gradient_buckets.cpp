@@ -8,7 +8,7 @@ namespace dtsim::parallel {
 
 std::vector<GradientBucket> gradient_buckets(const config::Scenario& s, std::int64_t stage) {
   const std::int64_t p = s.parallelism.pipeline;
-  const std::vector<std::int64_t> chunks = chunk_layers(s.model.layers, p, s.parallelism.virtual_stages);
+  const std::vector<std::int64_t> chunks = model_chunk_layers(s.model, p, s.parallelism.virtual_stages);
   const double grad = parameter_bytes(s.training).gradients;
   const models::LayerKinds kinds(s.model);
   std::vector<GpuParameters> per_kind;
@@ -26,11 +26,18 @@ std::vector<GradientBucket> gradient_buckets(const config::Scenario& s, std::int
   }
   const std::vector<std::int64_t> held = stage_kind_layers(kinds, chunks, p, stage);
   double layers_dense = 0.0;
-  for (std::size_t k = 0; k < kinds.count(); ++k)
+  double layers_experts = 0.0;
+  for (std::size_t k = 0; k < kinds.count(); ++k) {
     layers_dense += static_cast<double>(held[k]) * per_kind[k].dense;
-  const double extra = (stage_parameters_per_gpu(s, stage).dense - layers_dense) * grad;
+    layers_experts += static_cast<double>(held[k]) * per_kind[k].experts;
+  }
+  // The embedding's or output layer's gradients, and on the last stage the multi-token prediction
+  // modules' (their experts' among the expert gradients), join the first bucket.
+  const GpuParameters stage_total = stage_parameters_per_gpu(s, stage);
+  const double extra = (stage_total.dense - layers_dense) * grad;
+  const double extra_experts = s.model.mtp_layers > 0 ? (stage_total.experts - layers_experts) * grad : 0.0;
   std::vector<GradientBucket> out;
-  GradientBucket bucket{extra, 0.0, std::nullopt};
+  GradientBucket bucket{extra, extra_experts, std::nullopt};
   for (std::size_t l = 0; l < final_order.size(); ++l) {
     const GpuParameters& layer = per_kind[final_order[l]];
     bucket.bytes += layer.dense * grad;

@@ -218,6 +218,8 @@ LayerOps intern_layer_ops(const config::Scenario& s, const LayerGroups& groups, 
   }
   out.embedding = interner.program(models::embedding_layer(s.model, shard));
   out.head = interner.program(models::head_layer(s.model, shard));
+  if (s.model.mtp_layers > 0)
+    out.mtp_projection = interner.program(models::mtp_projection_layer(s.model, shard));
   const double checkpoint_us = s.training.host_checkpoint_us;
   const bool split = s.parallelism.schedule == config::Schedule::zero_bubble_h1 && s.parallelism.pipeline > 1;
   for (KindOps& kind : out.kinds) {
@@ -225,7 +227,7 @@ LayerOps intern_layer_ops(const config::Scenario& s, const LayerGroups& groups, 
     if (split) split_backward(kind.layer);
   }
   if (split) {
-    for (Program* p : {&out.embedding, &out.head}) split_backward(*p);
+    for (Program* p : {&out.embedding, &out.head, &out.mtp_projection}) split_backward(*p);
   }
   return out;
 }

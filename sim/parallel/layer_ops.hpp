@@ -59,6 +59,8 @@ struct LayerOps {
   std::vector<KindOps> kinds;  // per models::LayerKinds kind: [0] the model as written
   Program embedding;
   Program head;
+  // A multi-token prediction module's norms and projection (models/transformer/mtp.hpp); empty without.
+  Program mtp_projection;
 };
 
 // How the ops of a program at index i are emitted, one after another:

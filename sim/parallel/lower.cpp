@@ -35,7 +35,7 @@ Lowering::Lowering(const config::Scenario& s, const LowerOptions& options)
       p_(s.parallelism.pipeline),
       v_(s.parallelism.virtual_stages),
       m_(micro_batches(s)),
-      chunk_layers_(chunk_layers(s.model.layers, p_, v_)),
+      chunk_layers_(model_chunk_layers(s.model, p_, v_)),
       chunk_first_(chunk_layers_.size(), 0),
       max_chunk_layers_(*std::max_element(chunk_layers_.begin(), chunk_layers_.end())),
       layer_kinds_(s.model),
@@ -167,7 +167,7 @@ void Lowering::intern_programs() {
 
 Lowering::Programs Lowering::intern_program(const LayerGroups& groups) {
   LayerOps ops = intern_layer_ops(s_, groups, out_.graph, labels_, comm_ops_);
-  Programs out{groups, {}, std::move(ops.embedding), std::move(ops.head)};
+  Programs out{groups, {}, std::move(ops.embedding), std::move(ops.head), std::move(ops.mtp_projection)};
   for (KindOps& kind : ops.kinds) {
     KindPrograms& programs = out.kinds.emplace_back();
     programs.layer = std::move(kind.layer);
@@ -188,6 +188,7 @@ Lowering::Programs Lowering::intern_program(const LayerGroups& groups) {
   for (KindPrograms& kind : out.kinds) fuse(kind.layer, zero3);
   fuse(out.embedding, false);
   fuse(out.head, false);
+  fuse(out.mtp_projection, false);
   for (KindPrograms& kind : out.kinds) {
     kind.recompute = fuse_compute_runs(kind.recompute, zero3, out_.graph, labels_);
     if (zero3) continue;
@@ -427,7 +428,27 @@ void Lowering::open_step(std::int64_t r, StepInProgress& s) {
     if (mc == 0) emit(r, programs(r).embedding.forward, Category::forward, mb, s.chain);
     if (mc == 0 && mb == 0) step_first_[static_cast<std::size_t>(r)] = s.chain.first;
   } else if (mc == p_ * v_ - 1) {
+    emit_mtp(r, s.step.pass, mb, s.chain);
     emit(r, backward_ops(programs(r).head, s.step.pass), Category::backward, mb, s.chain);
+  }
+}
+
+void Lowering::emit_mtp(std::int64_t r, Pass pass, std::int32_t mb, Chain& chain) {
+  const Programs& p = programs(r);
+  const KindPrograms& layer = p.kinds[layer_kinds_.of_layer(s_.model.layers - 1)];
+  for (std::int64_t depth = 0; depth < s_.model.mtp_layers; ++depth) {
+    if (pass == Pass::forward) {
+      emit(r, p.embedding.forward, Category::forward, mb, chain);
+      emit(r, p.mtp_projection.forward, Category::forward, mb, chain);
+      emit(r, layer.layer.forward, Category::forward, mb, chain);
+      emit(r, p.head.forward, Category::forward, mb, chain);
+      continue;
+    }
+    emit(r, backward_ops(p.head, pass), Category::backward, mb, chain);
+    if (pass != Pass::weight_grad) emit(r, layer.recompute, Category::recompute, mb, chain);
+    emit(r, backward_ops(layer.layer, pass), Category::backward, mb, chain);
+    emit(r, backward_ops(p.mtp_projection, pass), Category::backward, mb, chain);
+    emit(r, backward_ops(p.embedding, pass), Category::backward, mb, chain);
   }
 }
 
@@ -512,7 +533,10 @@ void Lowering::close_step(std::int64_t r, StepInProgress& s) {
   const std::int64_t mc = model_chunk(coord(r).stage, s.step.chunk);
   const std::int32_t mb = s.step.micro_batch;
   if (s.step.pass == Pass::forward) {
-    if (mc == p_ * v_ - 1) emit(r, programs(r).head.forward, Category::forward, mb, s.chain);
+    if (mc == p_ * v_ - 1) {
+      emit(r, programs(r).head.forward, Category::forward, mb, s.chain);
+      emit_mtp(r, Pass::forward, mb, s.chain);
+    }
   } else if (mc == 0) {
     emit(r, backward_ops(programs(r).embedding, s.step.pass), Category::backward, mb, s.chain);
   }

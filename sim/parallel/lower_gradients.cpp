@@ -107,6 +107,21 @@ void Lowering::emit_overlapped_param_gathers(std::int64_t r) {
                              (stage == p_ - 1 ? models::head_parameters(s_.model) : 0.0);
   double bucket = extra_bytes / static_cast<double>(s_.parallelism.tensor) * weight_bytes;
   double expert_bucket = 0.0;
+  if (stage == p_ - 1 && s_.model.mtp_layers > 0) {
+    // The multi-token prediction modules' parameters too (the stage's beyond its layers), with the first
+    // bucket.
+    const GpuParameters held = stage_parameters_per_gpu(s_, stage);
+    GpuParameters layers;
+    for (std::int64_t c = 0; c < v_; ++c) {
+      const std::int64_t first = chunk_first_[static_cast<std::size_t>(model_chunk(stage, c))];
+      for (std::int64_t l = 0; l < layers_in(stage, c); ++l) {
+        layers.dense += kinds[layer_kinds_.of_layer(first + l)].dense;
+        layers.experts += kinds[layer_kinds_.of_layer(first + l)].experts;
+      }
+    }
+    bucket = (held.dense - layers.dense) * weight_bytes;
+    expert_bucket = (held.experts - layers.experts) * weight_bytes;
+  }
   std::optional<TaskId> bucket_user;
   if (stage == 0) bucket_user = step_first_[static_cast<std::size_t>(r)];
   for (std::int64_t c = 0; c < v_; ++c) {

@@ -97,6 +97,7 @@ class Lowering {
     LayerGroups groups;
     std::vector<KindPrograms> kinds;  // per models::LayerKinds kind
     Program embedding, head;
+    Program mtp_projection;  // with multi-token prediction (models/transformer/mtp.hpp)
   };
   const Programs& programs(std::int64_t r) const {
     return programs_[program_of_[static_cast<std::size_t>(r)]];
@@ -166,6 +167,9 @@ class Lowering {
   static const std::vector<OpRef>& backward_ops(const Program& program, Pass pass);
   static const LayerSequence& backward_sequence(const KindPrograms& programs, Pass pass);
   void close_step(std::int64_t r, StepInProgress& s);
+  // The multi-token prediction modules of micro-batch `mb` on the last stage (models/transformer/mtp.hpp):
+  // after the main head's forward; in a backward pass (or its part `pass`), before the main head's.
+  void emit_mtp(std::int64_t r, Pass pass, std::int32_t mb, Chain& chain);
   // ZeRO-3 (lower_gradients.cpp): a layer's parameter gathers, which may begin after `after`; the
   // last of them is returned. Its gradient reductions, after `after`.
   TaskId gather_layer(std::int64_t r, std::size_t kind, std::int32_t mb, std::optional<TaskId> after);

@@ -7,6 +7,7 @@
 #include "models/mlp/mlp.hpp"
 #include "models/transformer/layer_kinds.hpp"
 #include "models/transformer/moe.hpp"
+#include "models/transformer/mtp.hpp"
 #include "models/transformer/transformer.hpp"
 #include "parallel/feasibility.hpp"
 #include "parallel/layer_ops.hpp"
@@ -33,7 +34,22 @@ GpuParameters parameters_with_layers(const config::Scenario& s, const models::La
     experts += n * layer_parameters_per_gpu(s, m).experts;
   }
   if (stage == 0) split += models::embedding_parameters(s.model);
-  if (stage == s.parallelism.pipeline - 1) split += models::head_parameters(s.model);
+  if (stage == s.parallelism.pipeline - 1) {
+    split += models::head_parameters(s.model);
+    if (s.model.mtp_layers > 0) {
+      // Multi-token prediction (models/transformer/mtp.hpp): each module's projection, norms and layer
+      // of the last layer's kind, and a copy of the embedding table unless the stage holds it already.
+      const config::TransformerSpec& m = kinds.model(kinds.of_layer(s.model.layers - 1));
+      const double n = static_cast<double>(s.model.mtp_layers);
+      const double routed = models::routed_expert_parameters(m);
+      const double replicated = models::tensor_replicated_parameters(m);
+      split +=
+          n * (models::parameters_per_layer(m) - routed - replicated + models::mtp_projection_parameters(m));
+      whole += n * replicated;
+      experts += n * layer_parameters_per_gpu(s, m).experts;
+      if (stage > 0) split += models::embedding_parameters(s.model);
+    }
+  }
   return {split / static_cast<double>(s.parallelism.tensor) + whole, experts};
 }
 
@@ -51,6 +67,7 @@ struct PlanTerms {
   std::vector<KindTerms> kinds;  // per models::LayerKinds kind
   double zero3_gathered = 0.0;
   double head_w_bytes = 0.0;  // zb-h1 only: the head's (the logits' weight gradient)
+  double mtp_projection_w_bytes = 0.0;  // zb-h1 only: a multi-token prediction module's projection's
 };
 
 // What a program's weight-gradient pass (W) reads per micro-batch: each weight-gradient GEMM's input and
@@ -76,7 +93,7 @@ double weight_grad_set_bytes(const config::Scenario& s, const models::LayerProgr
 
 PlanTerms plan_terms(const config::Scenario& s, const models::LayerKinds& kinds) {
   const auto& par = s.parallelism;
-  PlanTerms out{.chunks = chunk_layers(s.model.layers, par.pipeline, par.virtual_stages),
+  PlanTerms out{.chunks = model_chunk_layers(s.model, par.pipeline, par.virtual_stages),
                 .micro_batches = micro_batches(s),
                 .kinds = {}};
   const bool zero_bubble = par.schedule == config::Schedule::zero_bubble_h1 && par.pipeline > 1;
@@ -91,6 +108,8 @@ PlanTerms plan_terms(const config::Scenario& s, const models::LayerKinds& kinds)
       out.zero3_gathered = std::max(out.zero3_gathered, zero3_gathered_parameters(s, model));
   }
   if (zero_bubble) out.head_w_bytes = weight_grad_set_bytes(s, models::head_layer(s.model, shard));
+  if (zero_bubble && s.model.mtp_layers > 0)
+    out.mtp_projection_w_bytes = weight_grad_set_bytes(s, models::mtp_projection_layer(s.model, shard));
   return out;
 }
 
@@ -128,7 +147,7 @@ std::vector<std::int64_t> stage_kind_layers(const models::LayerKinds& kinds,
 GpuParameters stage_parameters_per_gpu(const config::Scenario& s, std::int64_t stage) {
   const models::LayerKinds kinds(s.model);
   const std::int64_t p = s.parallelism.pipeline;
-  const std::vector<std::int64_t> chunks = chunk_layers(s.model.layers, p, s.parallelism.virtual_stages);
+  const std::vector<std::int64_t> chunks = model_chunk_layers(s.model, p, s.parallelism.virtual_stages);
   return parameters_with_layers(s, kinds, stage, stage_kind_layers(kinds, chunks, p, stage));
 }
 
@@ -173,11 +192,29 @@ MemoryEstimate stage_memory(const config::Scenario& s, const models::LayerKinds&
     if (n > 0) working_set = std::max(working_set, plan.kinds[k].working_set_bytes);
   }
   if (layers == 0) working_set = plan.kinds[0].working_set_bytes;
+  // Multi-token prediction on the last stage: per micro-batch held, each module's layer (of the last
+  // layer's kind) and its projection's inputs (the two norms' and the concatenation, 4 x tokens x h x a
+  // on the rank's own tokens).
+  double mtp_kept = 0.0;
+  double mtp_w_read = 0.0;
+  if (last && model.mtp_layers > 0) {
+    const KindTerms& terms = plan.kinds[kinds.of_layer(model.layers - 1)];
+    const double a = models::activation_bytes_per_element(s.training.precision);
+    const double own_tokens = static_cast<double>(s.training.micro_batch_size) *
+                              static_cast<double>(model.seq_length) / static_cast<double>(par.context) /
+                              (par.sequence_parallel ? t : 1.0);
+    const double n = static_cast<double>(model.mtp_layers);
+    mtp_kept = n * (terms.activation_bytes + 4 * own_tokens * static_cast<double>(model.hidden_size) * a);
+    // Under zb-h1 each module's W reads its layer's, its projection's and its head's.
+    mtp_w_read = n * (terms.w_bytes + plan.mtp_projection_w_bytes + plan.head_w_bytes);
+    working_set = std::max(working_set, terms.working_set_bytes);
+  }
   if (par.schedule == config::Schedule::zero_bubble_h1 && par.pipeline > 1 && stage > 0) {
     // Micro-batches waiting only for their W hold what W reads instead of the layers' activations (the
     // last stage's also the head's logits gradient): pipeline_schedule.hpp, zero_bubble_peak.
     e.activations_bytes =
-        zero_bubble_peak(par.pipeline, stage, plan.micro_batches, kept, w_read) + working_set;
+        zero_bubble_peak(par.pipeline, stage, plan.micro_batches, kept + mtp_kept, w_read + mtp_w_read) +
+        working_set;
   } else {
     // Layer-micro-batches in flight, each at the mean of the stage's layers (exact unless an interleaved
     // stage's chunks hold different kinds).
@@ -187,6 +224,15 @@ MemoryEstimate stage_memory(const config::Scenario& s, const models::LayerKinds&
                              : layers > 0       ? kept / layers
                                                 : 0.0;
     e.activations_bytes = in_flight * per_layer + working_set;
+    if (mtp_kept > 0.0) {
+      // The micro-batches of the last chunk (where the modules run) the stage holds at its peak: the count
+      // with one layer in that chunk and none in the others.
+      std::vector<std::int64_t> last_chunk_only(plan.chunks.size(), 0);
+      last_chunk_only.back() = 1;
+      e.activations_bytes +=
+          mtp_kept * peak_in_flight_layers(par.schedule, par.pipeline, stage, plan.micro_batches,
+                                           par.virtual_stages, last_chunk_only);
+    }
   }
   const double a = models::activation_bytes_per_element(s.training.precision);
   const double tokens = static_cast<double>(s.training.micro_batch_size) *

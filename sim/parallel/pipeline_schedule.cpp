@@ -135,6 +135,19 @@ std::vector<std::int64_t> chunk_layers(std::int64_t layers, std::int64_t stages,
   return out;
 }
 
+std::vector<std::int64_t> model_chunk_layers(const config::TransformerSpec& model, std::int64_t stages,
+                                             std::int64_t virtual_stages) {
+  const std::int64_t mtp = model.mtp_layers;
+  if (mtp > 0) {
+    std::vector<std::int64_t> out = chunk_layers(model.layers + mtp, stages, virtual_stages);
+    if (out.back() >= mtp) {
+      out.back() -= mtp;
+      return out;
+    }
+  }
+  return chunk_layers(model.layers, stages, virtual_stages);
+}
+
 std::int64_t stage_layers(const std::vector<std::int64_t>& chunk_layers, std::int64_t stages,
                           std::int64_t stage) {
   std::int64_t layers = 0;

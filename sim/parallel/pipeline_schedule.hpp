@@ -47,6 +47,14 @@ struct PipelineStep {
 // >= 1), every middle chunk holding a layer (feasibility.hpp says so otherwise).
 std::vector<std::int64_t> chunk_layers(std::int64_t layers, std::int64_t stages, std::int64_t virtual_stages);
 
+// The layers of each model chunk of `model` on `stages` x `virtual_stages` chunks: chunk_layers() with its
+// multi-token prediction modules (models/transformer/mtp.hpp) counted as layers of the last chunk, which
+// then holds that many layers fewer (Megatron-Core places them in the last chunk, and its pipeline layout
+// gives them a layer's slot: "Et|(tt|)*30mL" for DeepSeek-V3); chunk_layers() of the layers when the last
+// chunk would hold fewer layers than modules.
+std::vector<std::int64_t> model_chunk_layers(const config::TransformerSpec& model, std::int64_t stages,
+                                             std::int64_t virtual_stages);
+
 // The layers stage `stage` holds: the sum over its chunks of chunk_layers() (`chunk_layers`, of
 // `stages` x virtual stages chunks).
 std::int64_t stage_layers(const std::vector<std::int64_t>& chunk_layers, std::int64_t stages,

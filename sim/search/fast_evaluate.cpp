@@ -74,8 +74,10 @@ ExtrapolationPoints extrapolation_points(const config::Scenario& s) {
   points.m2 = points.m1 + (interleaved ? p : 1);
   // Zero bubble: 6 and 8 layers per stage (see the header).
   // Layers of several kinds (a mixture of experts' dense first layers: models/transformer/layer_kinds.hpp)
-  // are simulated as they are: fewer layers per chunk would change which kinds each stage holds.
-  if (chunks > 0 && s.model.layers % chunks == 0 && !models::mixed_layers(s.model)) {
+  // are simulated as they are: fewer layers per chunk would change which kinds each stage holds; so are
+  // those of a model with multi-token prediction modules, which take layer slots of the last chunk.
+  if (chunks > 0 && s.model.layers % chunks == 0 && !models::mixed_layers(s.model) &&
+      s.model.mtp_layers == 0) {
     points.l1 = zero_bubble ? 6 : 4;
     points.l2 = zero_bubble ? 8 : 6;
   }
@@ -107,7 +109,8 @@ results::Result evaluate_extrapolated(const config::Scenario& scenario, Extrapol
   // Layers that do not split evenly (the ends one short: parallel/pipeline_schedule.hpp) are simulated
   // as they are (l 0 below: the scenario's own layers).
   const std::int64_t l = scenario.model.layers % chunks == 0 ? scenario.model.layers / chunks : 0;
-  if (points.l2 == 0 || l == 0 || points.l1 + points.l2 >= l || models::mixed_layers(scenario.model))
+  if (points.l2 == 0 || l == 0 || points.l1 + points.l2 >= l || models::mixed_layers(scenario.model) ||
+      scenario.model.mtp_layers > 0)
     points.l1 = points.l2 = l;
   if (points.m1 == m && points.l1 == l) return results::evaluate(scenario, options);
 

@@ -166,6 +166,7 @@ double iteration_lower_bound_s(const config::Scenario& scenario, StageGroupsCach
   std::vector<std::size_t> cost_of_stage;
   TimeNs embedding = 0;
   TimeNs head = 0;
+  TimeNs mtp_module = 0;
   const Costs cost(scenario, graph);
   for (std::int64_t s = 0; s < scenario.parallelism.pipeline; ++s) {
     const parallel::LayerGroups& groups = stage_groups[static_cast<std::size_t>(s)].layer;
@@ -186,12 +187,16 @@ double iteration_lower_bound_s(const config::Scenario& scenario, StageGroupsCach
       embedding =
           kernels_ns(ops.embedding.forward, graph, cost) + kernels_ns(ops.embedding.backward, graph, cost);
       head = kernels_ns(ops.head.forward, graph, cost) + kernels_ns(ops.head.backward, graph, cost);
+      // A multi-token prediction module (models/transformer/mtp.hpp) besides its layer: the embedding's
+      // lookup, its projection, the head again.
+      mtp_module = embedding + head + kernels_ns(ops.mtp_projection.forward, graph, cost) +
+                   kernels_ns(ops.mtp_projection.backward, graph, cost);
     }
   }
   const std::int64_t p = scenario.parallelism.pipeline;
   const std::int64_t v = scenario.parallelism.virtual_stages;
   const std::int64_t m = parallel::micro_batches(scenario);
-  const std::vector<std::int64_t> layers = parallel::chunk_layers(scenario.model.layers, p, v);
+  const std::vector<std::int64_t> layers = parallel::model_chunk_layers(scenario.model, p, v);
   const models::LayerKinds kinds(scenario.model);
   // The time `member` of LayerCost of `counts` layers of each kind on stage s's groups.
   const auto time_of = [&](std::int64_t s, const std::vector<std::int64_t>& counts,
@@ -214,7 +219,12 @@ double iteration_lower_bound_s(const config::Scenario& scenario, StageGroupsCach
   for (std::int64_t s = 0; s < p; ++s) {
     TimeNs per_micro_batch = time_of(s, parallel::stage_kind_layers(kinds, layers, p, s), &LayerCost::core);
     if (s == 0) per_micro_batch += embedding;
-    if (s == p - 1) per_micro_batch += head;
+    if (s == p - 1) {
+      std::vector<std::int64_t> mtp_layers(kinds.count(), 0);
+      mtp_layers[kinds.of_layer(scenario.model.layers - 1)] = scenario.model.mtp_layers;
+      per_micro_batch +=
+          head + scenario.model.mtp_layers * mtp_module + time_of(s, mtp_layers, &LayerCost::core);
+    }
     work[static_cast<std::size_t>(s)] = static_cast<double>(m) * static_cast<double>(per_micro_batch);
   }
   double bound = *std::max_element(work.begin(), work.end());

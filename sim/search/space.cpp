@@ -82,8 +82,10 @@ std::size_t first_broken_rule(const config::Scenario& s, double headroom_bytes) 
   if ((!m.moe || m.moe->first_dense_layers > 0) && m.ffn_hidden_size % p.tensor != 0) return kFfn;
   const auto chunks = core::checked_mul(p.pipeline, p.virtual_stages);
   // An even split, or Megatron-Core's with the embedding and the loss counted as layers (the first and
-  // the last chunk one layer short: parallel/pipeline_schedule.hpp, chunk_layers).
-  if (!chunks || (m.layers % *chunks != 0 && (*chunks < 3 || (m.layers + 2) % *chunks != 0))) return kLayers;
+  // the last chunk one layer short: parallel/pipeline_schedule.hpp, chunk_layers); multi-token prediction
+  // modules take layer slots in the last chunk (model_chunk_layers).
+  const std::int64_t slots = m.layers + m.mtp_layers;
+  if (!chunks || (slots % *chunks != 0 && (*chunks < 3 || (slots + 2) % *chunks != 0))) return kLayers;
   if (p.context > 1 && m.seq_length % (2 * p.context) != 0) return kSequence;
   const auto replica_batch = core::checked_mul(p.data, t.micro_batch_size);
   if (!replica_batch || t.global_batch_size % *replica_batch != 0) return kBatch;

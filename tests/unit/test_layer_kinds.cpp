@@ -55,8 +55,14 @@ TEST_CASE("layer kinds: DeepSeek-V3's 671 B parameters, 3 dense layers and 58 mi
   // 256 x 3 x 7168 x 2048 = 11,274,289,152, shared expert 3 x 7168 x 2048 = 44,040,192. Embedding and
   // output layer 2 x 129280 x 7168 = 1,853,358,080, final norm 7168:
   // 61 x 187,121,664 + 3 x 396,361,728 + 58 x 11,320,164,352 + 1,853,365,248 = 671,026,404,352, the
-  // report's 671 B (the multi-token prediction module is not part of the preset).
-  CHECK(dtsim::models::total_parameters(s.model) == doctest::Approx(671026404352.0));
+  // report's 671 B for the main model. Its multi-token prediction module (mtp.hpp) adds a mixture-of-
+  // experts layer 187,121,664 + 11,320,164,352, the projection 2 x 7168^2 = 102,760,448 and three
+  // norms 3 x 7168: 11,610,067,968 (the report's 11.5 B of the module's own).
+  auto main_model = s.model;
+  main_model.mtp_layers = 0;
+  CHECK(dtsim::models::total_parameters(main_model) == doctest::Approx(671026404352.0));
+  CHECK(dtsim::models::total_parameters(s.model) - dtsim::models::total_parameters(main_model) ==
+        doctest::Approx(11610067968.0));
   // Model FLOPs per token, forward: the dense layers' MLP 2 x 396,361,728 instead of the mixture's
   // 2 x (router + 8 of the routed experts + shared expert) = 2 x (1,835,008 + 352,321,536 + 44,040,192).
   auto moe_only = s.model;
