@@ -99,3 +99,20 @@ TEST_CASE("multi-token prediction: the last stage runs and holds the modules") {
   const double t_without = dtsim::results::evaluate(mtp_test::scenario(0, 1), {}).iteration_time_s;
   CHECK(t_with > t_without);
 }
+
+TEST_CASE("multi-token prediction: an interleaved last stage holds one micro-batch of its modules") {
+  // 8 layers and a module on 2 stages x 2 virtual: 9 slots, chunks 2, 3, 2, 2 - 1 = 1 (the module in the
+  // last). The last stage holds the output layer, an embedding copy and the module: its total is the
+  // largest. It keeps the interleaved schedule's layer-micro-batches of its chunks (3 and 1 layers) and,
+  // of the module, only what the last chunk holds at the peak: one micro-batch (its layer and its
+  // projection's inputs, 4 x 1024 tokens x 1024 x 2 bytes), not (v - 1) p + 1 = 3.
+  auto s = dtsim::testing::h100_scenario(
+      mtp_test::model(1), {{"pipeline", 2}, {"virtual_stages", 2}, {"schedule", "interleaved"}, {"data", 4}},
+      1, 16);
+  const auto chunks = dtsim::parallel::model_chunk_layers(s.model, 2, 2);
+  REQUIRE(chunks == std::vector<std::int64_t>{2, 3, 2, 1});
+  const double layer = dtsim::parallel::layer_activation_bytes(s);
+  const double in_flight = dtsim::parallel::peak_in_flight_layers(s.parallelism.schedule, 2, 1, 4, 2, chunks);
+  const double module = layer + 4 * 1024.0 * 1024 * 2;
+  CHECK(dtsim::parallel::memory_per_gpu(s).activations_bytes == doctest::Approx(in_flight * layer + module));
+}
