@@ -38,6 +38,10 @@ nlohmann::ordered_json model_json(const config::TransformerSpec& model) {
   j["tied_embeddings"] = model.tied_embeddings;
   j["vocab_padding"] = model.vocab_padding;
   if (model.mtp_layers > 0) j["mtp_layers"] = model.mtp_layers;
+  if (model.sliding_window) {
+    j["sliding_window"] = {{"window", model.sliding_window->window},
+                           {"full_attention_every", model.sliding_window->full_attention_every}};
+  }
   if (model.moe) {
     const config::MoeSpec& moe = *model.moe;
     nlohmann::ordered_json m;

@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "core/checked_math.hpp"
+#include "core/errors.hpp"
 #include "models/mlp/mlp.hpp"
 #include "models/transformer/autocast.hpp"
 #include "models/transformer/elementwise.hpp"
@@ -26,7 +27,9 @@ using graph::GemmShape;
 struct Dims {
   double a = 2;                   // bytes per activation element
   double b = 1;                   // sequences per micro-batch
-  double s = 0;                   // full sequence length (keys attended to)
+  double s = 0;                   // full sequence length
+  double keys = 0;                // keys a query may attend to, as model FLOPs count them (attended_keys())
+  double executed_keys = 0;       // keys a fused attention kernel computes per query row (see flash_work())
   double sq = 0;                  // query positions on this rank (s / context)
   double tokens = 0;              // b * sq
   double tokens_elementwise = 0;  // tokens held by this rank outside the tensor-parallel region (SP)
@@ -50,6 +53,20 @@ struct Dims {
   int mlp_projections = 1;        // and the MLP block's
 };
 
+// Keys a fused attention kernel computes per query row, averaged over the sequence of s positions, for
+// `keys` = attended_keys(). Full attention: the causal half, s / 2. A sliding window of w < s keys: the
+// FlashAttention kernels' local attention skips the key tiles wholly outside the window and computes the
+// tiles it straddles in full, masking inside them (Dao 2023, arXiv 2307.08691, and flash-attn's
+// window_size; cuDNN and Transformer Engine alike): per query the mean window, (w (w + 1) / 2 +
+// (s - w) w) / s (the first w positions see fewer), plus one key tile of kAttentionKeyTile, at most the
+// causal half.
+constexpr double kAttentionKeyTile = 128;
+double executed_keys(double s, double keys) {
+  if (keys >= s) return s / 2;
+  const double mean_window = (keys * (keys + 1) / 2 + (s - keys) * keys) / s;
+  return std::min(s / 2, mean_window + kAttentionKeyTile);
+}
+
 Dims dims_of(const config::TransformerSpec& m, const ShardConfig& sh) {
   Dims d;
   d.a = activation_bytes_per_element(sh.precision);
@@ -57,6 +74,8 @@ Dims dims_of(const config::TransformerSpec& m, const ShardConfig& sh) {
   d.b = static_cast<double>(sh.micro_batch);
   d.s = static_cast<double>(m.seq_length);
   d.sq = d.s / static_cast<double>(sh.context);
+  d.keys = attended_keys(m);
+  d.executed_keys = executed_keys(d.s, d.keys);
   d.tokens = d.b * d.sq;
   d.t = static_cast<double>(sh.tensor);
   d.sp = sh.sequence_parallel && sh.tensor > 1;
@@ -165,10 +184,12 @@ void column_parallel_backward(std::vector<LayerOp>& ops, const Dims& d, LayerOp 
 }
 
 // The work a fused attention kernel spreads over the SMs (compute/attention_efficiency.hpp): the query
-// rows of one sequence on this rank against all its keys, for micro-batch x heads problems.
+// rows of one sequence on this rank against their keys, for micro-batch x heads problems. The efficiency
+// curve was fitted on causal kernels whose key loops average half their sequence: a loop over
+// executed_keys is given as such a kernel's sequence, 2 x executed_keys (s with full attention).
 graph::GemmShape flash_work(const Dims& d) {
-  return {core::saturating_int64(d.sq), core::saturating_int64(d.s), core::saturating_int64(d.d),
-          core::saturating_int64(d.b * d.heads)};
+  return {core::saturating_int64(d.sq), core::saturating_int64(2 * d.executed_keys),
+          core::saturating_int64(d.d), core::saturating_int64(d.b * d.heads)};
 }
 
 void attention_forward(std::vector<LayerOp>& ops, const config::TransformerSpec& m, const Dims& d,
@@ -185,9 +206,10 @@ void attention_forward(std::vector<LayerOp>& ops, const config::TransformerSpec&
     op.name = "flash_attention";
     op.attention_core = true;
     op.compute.cls = ComputeClass::attention;
-    // Q K^T and P V: 2 d and 2 dv FLOPs per score; Q and O, K and V read or written once.
-    op.compute.flops = 2 * d.tokens * d.s * d.heads * (d.d + d.dv);
-    op.compute.executed_fraction = 0.5;  // causal mask: the upper triangle is skipped
+    // Q K^T and P V: 2 d and 2 dv FLOPs per score; Q and O, K and V read or written once. The causal
+    // mask skips the upper triangle, a window the tiles wholly outside it (executed_keys()).
+    op.compute.flops = 2 * d.tokens * d.keys * d.heads * (d.d + d.dv);
+    op.compute.executed_fraction = d.executed_keys / d.keys;
     op.compute.bytes = (d.tokens * d.heads * (d.d + d.dv) + d.b * d.s * d.kv * (d.d + d.dv)) * d.a;
     op.compute.gemm = flash_work(d);
     ops.push_back(op);
@@ -206,9 +228,9 @@ void attention_backward(std::vector<LayerOp>& ops, const config::TransformerSpec
     LayerOp op;
     op.name = "flash_attention_bwd";
     op.compute.cls = ComputeClass::attention;
-    op.compute.flops = 4 * d.tokens * d.s * d.heads * (d.d + d.dv);
-    // Causal half, and 5 matmuls executed for the 4 counted (the scores are recomputed).
-    op.compute.executed_fraction = 0.5 * 1.25;
+    op.compute.flops = 4 * d.tokens * d.keys * d.heads * (d.d + d.dv);
+    // The forward's executed keys, and 5 matmuls executed for the 4 counted (the scores are recomputed).
+    op.compute.executed_fraction = d.executed_keys / d.keys * 1.25;
     op.compute.bytes = (2 * d.tokens * d.heads * (d.d + d.dv) + 2 * d.b * d.s * d.kv * (d.d + d.dv)) * d.a;
     op.compute.gemm = flash_work(d);
     ops.push_back(op);
@@ -499,6 +521,7 @@ double activation_bytes_per_element(config::Precision p) {
 
 LayerProgram transformer_layer(const config::TransformerSpec& m, const ShardConfig& sh) {
   if (m.kind == config::ModelKind::mlp) return mlp_hidden_layer(m, sh);
+  DTSIM_CHECK(uniform_attention(m), "a layer program is costed for one kind of layer (layer_kinds.hpp)");
   const Dims d = dims_of(m, sh);
   const double a = d.a;
   const double he = d.tokens_elementwise * d.h;  // elements of the residual stream on this rank
@@ -772,7 +795,7 @@ namespace {
 // Model FLOPs of one layer of a uniform model per token, forward (model_flops_per_iteration()).
 double layer_flops_per_token(const config::TransformerSpec& m) {
   const double h = static_cast<double>(m.hidden_size);
-  const double s = static_cast<double>(m.seq_length);
+  const double keys = attended_keys(m);  // the sequence, or a shorter sliding window
   const double d = m.attention_head_dim();
   const double width = m.attention_width();
   const double qkv_out = width + 2 * static_cast<double>(m.kv_heads) * d;
@@ -783,11 +806,11 @@ double layer_flops_per_token(const config::TransformerSpec& m) {
                                  2 * mlp_matrices * h * static_cast<double>(m.moe->shared_ffn_hidden_size)
                            : 2 * mlp_matrices * h * f;
   // Latent attention: its projections, and the scores at the query-key width, the context at the value
-  // width (2 s heads (d_qk + d_v)).
+  // width (2 keys heads (d_qk + d_v)).
   const double per_token_layer =
       m.mla ? 2 * mla_projection_weights(*m.mla, h, static_cast<double>(m.heads)) + 2 * width * h + mlp +
-                  2 * s * static_cast<double>(m.heads) * (m.query_key_dim() + m.value_dim())
-            : 2 * h * qkv_out + 2 * width * h + mlp + 4 * s * width;
+                  2 * keys * static_cast<double>(m.heads) * (m.query_key_dim() + m.value_dim())
+            : 2 * h * qkv_out + 2 * width * h + mlp + 4 * keys * width;
   return per_token_layer;
 }
 

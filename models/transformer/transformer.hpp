@@ -125,7 +125,10 @@ struct LayerProgram {
 
 double activation_bytes_per_element(config::Precision p);
 
-// One transformer block (attention + MLP) for one micro-batch.
+// One transformer block (attention + MLP) for one micro-batch, of a model whose layers attend alike
+// (uniform_attention(), layer_kinds.hpp: a kind's model). Fused attention with a sliding window computes
+// the key tiles the window touches (transformer.cpp, executed_keys()); the standard (unfused) attention
+// computes and masks the whole score matrix, as eager implementations do.
 LayerProgram transformer_layer(const config::TransformerSpec& model, const ShardConfig& shard);
 // Token embedding (first pipeline stage).
 LayerProgram embedding_layer(const config::TransformerSpec& model, const ShardConfig& shard);
@@ -164,7 +167,8 @@ double tensor_replicated_parameters(const config::TransformerSpec& model);
 // pass, generalized to GQA, SwiGLU, any FFN width and any head width: per token and layer
 // 2h(w + 2 kv d) + 2wh + 2 m h f + 4sw, w = heads x d, m = 3 for SwiGLU, 2 for GELU). A
 // mixture-of-experts layer counts its router, the top_k routed experts each token passes and its shared
-// experts instead of 2 m h f: 2hE + 2 k m h f_e + 2 m h f_s (moe.hpp).
+// experts instead of 2 m h f: 2hE + 2 k m h f_e + 2 m h f_s (moe.hpp). A layer with a sliding window
+// shorter than the sequence counts its window instead of s in 4sw (layer_kinds.hpp, attended_keys()).
 double model_flops_per_iteration(const config::TransformerSpec& model, std::int64_t global_batch);
 
 }  // namespace dtsim::models

@@ -365,12 +365,25 @@ MlaSpec read_mla(ObjectReader& r, const std::optional<MlaSpec>& base) {
   return m;
 }
 
+// model.sliding_window (config::SlidingWindowSpec); over a preset's block, keeps the values it does not
+// state.
+SlidingWindowSpec read_sliding_window(ObjectReader& r, const std::optional<SlidingWindowSpec>& base) {
+  r.expect_keys({"window", "full_attention_every"});
+  SlidingWindowSpec w = base.value_or(SlidingWindowSpec{});
+  w.window = base ? r.optional<std::int64_t>("window", w.window, IntRule::positive())
+                  : r.required<std::int64_t>("window", IntRule::positive());
+  w.full_attention_every =
+      r.optional<std::int64_t>("full_attention_every", w.full_attention_every, IntRule::non_negative());
+  r.finish();
+  return w;
+}
+
 }  // namespace
 
 TransformerSpec read_transformer(ObjectReader& model, const std::optional<TransformerSpec>& base) {
   model.expect_keys({"kind", "layers", "hidden_size", "heads", "kv_heads", "head_dim", "ffn_hidden_size",
                      "vocab_size", "seq_length", "mlp", "attention", "elementwise_kernels", "tied_embeddings",
-                     "vocab_padding", "moe", "mla", "mtp_layers"});
+                     "vocab_padding", "moe", "mla", "mtp_layers", "sliding_window"});
   const IntRule positive = IntRule::positive();
   TransformerSpec spec;
   if (base) {
@@ -413,6 +426,8 @@ TransformerSpec read_transformer(ObjectReader& model, const std::optional<Transf
       model.optional<std::int64_t>("mtp_layers", spec.mtp_layers, IntRule::between(0, kMaxMtpLayers));
   if (std::optional<ObjectReader> moe = model.optional_child("moe")) spec.moe = read_moe(*moe, spec.moe);
   if (std::optional<ObjectReader> mla = model.optional_child("mla")) spec.mla = read_mla(*mla, spec.mla);
+  if (std::optional<ObjectReader> window = model.optional_child("sliding_window"))
+    spec.sliding_window = read_sliding_window(*window, spec.sliding_window);
   if (spec.moe && spec.moe->first_dense_layers >= spec.layers) {
     // Report where the user wrote the offending number: the moe block's key if given here, else layers.
     const std::string expected =

@@ -95,6 +95,18 @@ struct MlaSpec {
   bool operator==(const MlaSpec&) const = default;
 };
 
+// Sliding-window (local) attention: each query sees the `window` most recent positions, itself
+// included, instead of all earlier ones (Mistral 7B, Jiang et al. 2023, arXiv 2310.06825; GPT-OSS, OpenAI
+// 2025, arXiv 2508.10925, which alternates banded-window and dense layers). full_attention_every N > 0: every
+// N-th layer (1-based layers N, 2N, ...) keeps full attention, as Megatron-Core's --window-attn-skip-freq
+// N (megatron/core/transformer/utils.py, is_layer_window_attention); 0: every layer slides. Which layer is
+// which: models/transformer/layer_kinds.hpp; costs: models/transformer/transformer.hpp.
+struct SlidingWindowSpec {
+  std::int64_t window = 0;
+  std::int64_t full_attention_every = 0;
+  bool operator==(const SlidingWindowSpec&) const = default;
+};
+
 struct TransformerSpec {
   std::string preset;  // preset id it came from, "" when given inline
   ModelKind kind = ModelKind::transformer;
@@ -120,6 +132,7 @@ struct TransformerSpec {
   std::int64_t output_size = 0;  // mlp only
   std::optional<MoeSpec> moe;    // absent: a dense MLP in every layer (ffn_hidden_size wide)
   std::optional<MlaSpec> mla;    // absent: multi-head (or grouped-query) attention
+  std::optional<SlidingWindowSpec> sliding_window;  // absent: every layer attends to all earlier positions
   // Multi-token prediction modules on the last pipeline stage (models/transformer/mtp.hpp; DeepSeek-V3's
   // num_nextn_predict_layers, Megatron-Core's --mtp-num-layers); 0: none.
   std::int64_t mtp_layers = 0;

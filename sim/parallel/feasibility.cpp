@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/checked_math.hpp"
+#include "models/transformer/layer_kinds.hpp"
 
 namespace dtsim::parallel {
 
@@ -159,6 +160,12 @@ std::optional<std::string> infeasibility(const config::Scenario& s) {
         "layers {} are fewer than pipeline x virtual_stages = {} model chunks less the two ends "
         "(the first and the last chunk may hold only the embedding and the output layer)",
         m.layers, product_text(p.pipeline, p.virtual_stages));
+  }
+  if (p.context > 1 && models::attended_keys(m) < static_cast<double>(m.seq_length)) {
+    return fmt::format(
+        "context parallelism ({}) is not modelled with sliding-window attention (model.sliding_window: "
+        "its key/value ring and load-balanced split assume full causal attention); use context 1",
+        p.context);
   }
   if (p.context > 1 && m.seq_length % (2 * p.context) != 0) {  // context <= GPUs: 2 x context fits
     return fmt::format(

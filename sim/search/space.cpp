@@ -44,7 +44,8 @@ constexpr std::array<const char*, kRuleCount> kRuleText{
     "too large to simulate (layer passes over dtsim's limit)",
     "the software stack does not run it (its \"supports\": ZeRO stages, with pipeline, context, "
     "interleaving)",
-    "other feasibility rule (GPU precision support, mixture-of-experts rules)",
+    "other feasibility rule (GPU precision support, mixture-of-experts rules, context parallelism with a "
+    "sliding window)",
     "out of memory (memory model)",
     "fits, but leaves less memory free than the headroom asked (--min-headroom)",
     "fits, but dominated by recompute none (with flash attention, selective recompute reruns the attention "
