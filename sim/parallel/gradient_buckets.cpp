@@ -16,28 +16,18 @@ std::vector<GradientBucket> gradient_buckets(const config::Scenario& s, std::int
     per_kind.push_back(layer_parameters_per_gpu(s, kinds.model(k)));
   // The stage's layers in the order their gradients become final: its chunks last to first (every
   // schedule runs a micro-batch's chunks last to first), each chunk's layers last to first.
-  std::vector<std::int64_t> chunk_first(chunks.size(), 0);
-  for (std::size_t c = 1; c < chunks.size(); ++c) chunk_first[c] = chunk_first[c - 1] + chunks[c - 1];
+  const std::vector<std::int64_t> chunk_first = chunk_first_layers(chunks);
   std::vector<std::size_t> final_order;
   for (std::int64_t c = s.parallelism.virtual_stages - 1; c >= 0; --c) {
     const auto chunk = static_cast<std::size_t>(c * p + stage);
     for (std::int64_t l = chunks[chunk] - 1; l >= 0; --l)
       final_order.push_back(kinds.of_layer(chunk_first[chunk] + l));
   }
-  const std::vector<std::int64_t> held = stage_kind_layers(kinds, chunks, p, stage);
-  double layers_dense = 0.0;
-  double layers_experts = 0.0;
-  for (std::size_t k = 0; k < kinds.count(); ++k) {
-    layers_dense += static_cast<double>(held[k]) * per_kind[k].dense;
-    layers_experts += static_cast<double>(held[k]) * per_kind[k].experts;
-  }
   // The embedding's or output layer's gradients, and on the last stage the multi-token prediction
   // modules' (their experts' among the expert gradients), join the first bucket.
-  const GpuParameters stage_total = stage_parameters_per_gpu(s, stage);
-  const double extra = (stage_total.dense - layers_dense) * grad;
-  const double extra_experts = s.model.mtp_layers > 0 ? (stage_total.experts - layers_experts) * grad : 0.0;
+  const GpuParameters extra = stage_extra_parameters(s, stage);
   std::vector<GradientBucket> out;
-  GradientBucket bucket{extra, extra_experts, std::nullopt};
+  GradientBucket bucket{extra.dense * grad, extra.experts * grad, std::nullopt};
   for (std::size_t l = 0; l < final_order.size(); ++l) {
     const GpuParameters& layer = per_kind[final_order[l]];
     bucket.bytes += layer.dense * grad;

@@ -36,7 +36,7 @@ Lowering::Lowering(const config::Scenario& s, const LowerOptions& options)
       v_(s.parallelism.virtual_stages),
       m_(micro_batches(s)),
       chunk_layers_(model_chunk_layers(s.model, p_, v_)),
-      chunk_first_(chunk_layers_.size(), 0),
+      chunk_first_(chunk_first_layers(chunk_layers_)),
       max_chunk_layers_(*std::max_element(chunk_layers_.begin(), chunk_layers_.end())),
       layer_kinds_(s.model),
       every_rank_(s.simulation.ranks == config::RankMode::all),
@@ -45,8 +45,6 @@ Lowering::Lowering(const config::Scenario& s, const LowerOptions& options)
       replicas_(every_rank_ ? 1 : s.parallelism.tensor * s.parallelism.context * s.parallelism.data),
       reduces_each_micro_batch_(s.parallelism.zero_stage == 2 &&
                                 s.parallelism.data * s.parallelism.context > 1 && m_ > 1) {
-  for (std::size_t c = 1; c < chunk_layers_.size(); ++c)
-    chunk_first_[c] = chunk_first_[c - 1] + chunk_layers_[c - 1];
   for (std::int64_t stage = 0; stage < p_; ++stage) stage_buckets_.push_back(gradient_buckets(s, stage));
   const std::int64_t ranks = every_rank_ ? s.gpu_count() : p_;
   out_.graph = graph::TaskGraph(static_cast<std::uint32_t>(ranks));

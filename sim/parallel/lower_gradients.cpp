@@ -103,25 +103,11 @@ void Lowering::emit_overlapped_param_gathers(std::int64_t r) {
   std::vector<GpuParameters> kinds;  // per layer kind
   for (std::size_t k = 0; k < layer_kinds_.count(); ++k)
     kinds.push_back(layer_parameters_per_gpu(s_, layer_kinds_.model(k)));
-  const double extra_bytes = (stage == 0 ? models::embedding_parameters(s_.model) : 0.0) +
-                             (stage == p_ - 1 ? models::head_parameters(s_.model) : 0.0);
-  double bucket = extra_bytes / static_cast<double>(s_.parallelism.tensor) * weight_bytes;
-  double expert_bucket = 0.0;
-  if (stage == p_ - 1 && s_.model.mtp_layers > 0) {
-    // The multi-token prediction modules' parameters too (the stage's beyond its layers), with the first
-    // bucket.
-    const GpuParameters held = stage_parameters_per_gpu(s_, stage);
-    GpuParameters layers;
-    for (std::int64_t c = 0; c < v_; ++c) {
-      const std::int64_t first = chunk_first_[static_cast<std::size_t>(model_chunk(stage, c))];
-      for (std::int64_t l = 0; l < layers_in(stage, c); ++l) {
-        layers.dense += kinds[layer_kinds_.of_layer(first + l)].dense;
-        layers.experts += kinds[layer_kinds_.of_layer(first + l)].experts;
-      }
-    }
-    bucket = (held.dense - layers.dense) * weight_bytes;
-    expert_bucket = (held.experts - layers.experts) * weight_bytes;
-  }
+  // The stage's parameters beyond its layers (the embedding, the output layer, multi-token prediction
+  // modules) with the first bucket.
+  const GpuParameters extra = stage_extra_parameters(s_, stage);
+  double bucket = extra.dense * weight_bytes;
+  double expert_bucket = extra.experts * weight_bytes;
   std::optional<TaskId> bucket_user;
   if (stage == 0) bucket_user = step_first_[static_cast<std::size_t>(r)];
   for (std::int64_t c = 0; c < v_; ++c) {

@@ -133,13 +133,10 @@ std::vector<std::int64_t> stage_kind_layers(const models::LayerKinds& kinds,
                                             std::int64_t stage) {
   if (kinds.count() == 1) return {stage_layers(chunks, p, stage)};
   std::vector<std::int64_t> out(kinds.count(), 0);
-  std::int64_t begin = 0;
-  for (std::size_t c = 0; c < chunks.size(); ++c) {
-    if (static_cast<std::int64_t>(c) % p == stage) {
-      const std::vector<std::int64_t> counts = kinds.counts(begin, begin + chunks[c]);
-      for (std::size_t k = 0; k < out.size(); ++k) out[k] += counts[k];
-    }
-    begin += chunks[c];
+  const std::vector<std::int64_t> first = chunk_first_layers(chunks);
+  for (std::size_t c = static_cast<std::size_t>(stage); c < chunks.size(); c += static_cast<std::size_t>(p)) {
+    const std::vector<std::int64_t> counts = kinds.counts(first[c], first[c] + chunks[c]);
+    for (std::size_t k = 0; k < out.size(); ++k) out[k] += counts[k];
   }
   return out;
 }
@@ -149,6 +146,11 @@ GpuParameters stage_parameters_per_gpu(const config::Scenario& s, std::int64_t s
   const std::int64_t p = s.parallelism.pipeline;
   const std::vector<std::int64_t> chunks = model_chunk_layers(s.model, p, s.parallelism.virtual_stages);
   return parameters_with_layers(s, kinds, stage, stage_kind_layers(kinds, chunks, p, stage));
+}
+
+GpuParameters stage_extra_parameters(const config::Scenario& s, std::int64_t stage) {
+  const models::LayerKinds kinds(s.model);
+  return parameters_with_layers(s, kinds, stage, std::vector<std::int64_t>(kinds.count(), 0));
 }
 
 namespace {

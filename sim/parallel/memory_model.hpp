@@ -108,6 +108,10 @@ std::vector<std::int64_t> stage_kind_layers(const models::LayerKinds& kinds,
                                             std::int64_t stage);
 // Of a pipeline stage: its layers, with the embedding on the first stage and the head on the last.
 GpuParameters stage_parameters_per_gpu(const config::Scenario& scenario, std::int64_t stage);
+// Of stage_parameters_per_gpu(), what is not in the stage's layers: the embedding on the first stage, the
+// output layer on the last, and there the multi-token prediction modules with their embedding copy
+// (models/transformer/mtp.hpp). Gradient buckets and parameter gathers add it to their first bucket.
+GpuParameters stage_extra_parameters(const config::Scenario& scenario, std::int64_t stage);
 
 // Activation bytes of one transformer layer (of `layer_model`, or of the model as written) for one
 // micro-batch on one rank, as its recompute mode keeps them between forward and backward.

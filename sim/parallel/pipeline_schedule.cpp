@@ -148,6 +148,12 @@ std::vector<std::int64_t> model_chunk_layers(const config::TransformerSpec& mode
   return chunk_layers(model.layers, stages, virtual_stages);
 }
 
+std::vector<std::int64_t> chunk_first_layers(const std::vector<std::int64_t>& chunk_layers) {
+  std::vector<std::int64_t> first(chunk_layers.size(), 0);
+  for (std::size_t c = 1; c < chunk_layers.size(); ++c) first[c] = first[c - 1] + chunk_layers[c - 1];
+  return first;
+}
+
 std::int64_t stage_layers(const std::vector<std::int64_t>& chunk_layers, std::int64_t stages,
                           std::int64_t stage) {
   std::int64_t layers = 0;

@@ -55,6 +55,10 @@ std::vector<std::int64_t> chunk_layers(std::int64_t layers, std::int64_t stages,
 std::vector<std::int64_t> model_chunk_layers(const config::TransformerSpec& model, std::int64_t stages,
                                              std::int64_t virtual_stages);
 
+// The model index of each chunk's first layer (`chunk_layers` from chunk_layers() or model_chunk_layers()):
+// the layers of the chunks before it.
+std::vector<std::int64_t> chunk_first_layers(const std::vector<std::int64_t>& chunk_layers);
+
 // The layers stage `stage` holds: the sum over its chunks of chunk_layers() (`chunk_layers`, of
 // `stages` x virtual stages chunks).
 std::int64_t stage_layers(const std::vector<std::int64_t>& chunk_layers, std::int64_t stages,

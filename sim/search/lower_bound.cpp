@@ -206,8 +206,7 @@ double iteration_lower_bound_s(const config::Scenario& scenario, StageGroupsCach
     for (std::size_t k = 0; k < counts.size(); ++k) sum += counts[k] * (stage[k].*member);
     return sum;
   };
-  std::vector<std::int64_t> chunk_first(layers.size(), 0);
-  for (std::size_t c = 1; c < layers.size(); ++c) chunk_first[c] = chunk_first[c - 1] + layers[c - 1];
+  const std::vector<std::int64_t> chunk_first = parallel::chunk_first_layers(layers);
   // Model chunk c's layers of each kind.
   const auto chunk_kinds = [&](std::int64_t c) {
     const auto i = static_cast<std::size_t>(c);
