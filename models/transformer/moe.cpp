@@ -29,7 +29,16 @@ Sizes sizes_of(const config::MoeSpec& moe, const MoeShard& sh) {
   return z;
 }
 
+// A grouped GEMM of the local experts (batch: one problem per expert), on the FP8 curve in an FP8 run.
+LayerOp expert_gemm(std::string_view name, double m, double n, double k, const MoeShard& sh, double experts) {
+  LayerOp op = gemm_op(name, m, n, k, sh.a, experts);
+  op.compute.linear_layer = sh.fp8.on;
+  return op;
+}
+
 }  // namespace moe_ops
+
+using moe_ops::expert_gemm;
 
 void moe_forward(std::vector<LayerOp>& fw, const config::MoeSpec& moe, const MoeShard& sh) {
   const moe_ops::Sizes z = moe_ops::sizes_of(moe, sh);
@@ -54,10 +63,14 @@ void moe_forward(std::vector<LayerOp>& fw, const config::MoeSpec& moe, const Moe
     fw.push_back(comm_op("moe_dispatch_all_to_all", CommRole::expert_all_to_all, z.exchange));
   if (sh.expert_tensor > 1)
     fw.push_back(comm_op("moe_tp_all_gather", CommRole::tensor_all_gather, z.busiest * sh.h * sh.a));
-  fw.push_back(gemm_op("moe_expert_up", per_expert, z.up, sh.h, sh.a, z.local_experts));
+  linear::input_cast_forward(fw, {"moe_expert_up_input_fp8_cast", "moe_expert_up_input_fp8_amax"},
+                             z.busiest * sh.h, false, sh.fp8);
+  fw.push_back(expert_gemm("moe_expert_up", per_expert, z.up, sh.h, sh, z.local_experts));
   fw.push_back(elementwise::activation_forward(sh.kernels, z.busiest * z.f));
   fw.back().recompute_tag = RecomputeTag::moe_act;
-  fw.push_back(gemm_op("moe_expert_down", per_expert, sh.h, z.f, sh.a, z.local_experts));
+  linear::input_cast_forward(fw, {"moe_expert_down_input_fp8_cast", "moe_expert_down_input_fp8_amax"},
+                             z.busiest * z.f, false, sh.fp8);
+  fw.push_back(expert_gemm("moe_expert_down", per_expert, sh.h, z.f, sh, z.local_experts));
   if (sh.expert_tensor > 1) {
     fw.push_back(comm_op("moe_tp_reduce_scatter", CommRole::tensor_reduce_scatter, z.busiest * sh.h * sh.a));
   }
@@ -74,12 +87,17 @@ void moe_backward(std::vector<LayerOp>& bw, const config::MoeSpec& moe, const Mo
   if (sh.expert_tensor > 1) {
     bw.push_back(comm_op("moe_tp_grad_all_gather", CommRole::tensor_all_gather, z.busiest * sh.h * sh.a));
   }
-  bw.push_back(gemm_op("moe_expert_down_dgrad", per_expert, z.f, sh.h, sh.a, z.local_experts));
+  linear::grad_cast_backward(bw, {"moe_expert_down_grad_fp8_cast", "moe_expert_down_grad_fp8_amax"},
+                             z.busiest * sh.h, sh.fp8);
+  bw.push_back(expert_gemm("moe_expert_down_dgrad", per_expert, z.f, sh.h, sh, z.local_experts));
   bw.push_back(
-      weight_grad_op(gemm_op("moe_expert_down_wgrad", z.f, sh.h, per_expert, sh.a, z.local_experts)));
+      weight_grad_op(expert_gemm("moe_expert_down_wgrad", z.f, sh.h, per_expert, sh, z.local_experts)));
   bw.push_back(elementwise::activation_backward(sh.kernels, z.busiest * z.f));
-  bw.push_back(gemm_op("moe_expert_up_dgrad", per_expert, sh.h, z.up, sh.a, z.local_experts));
-  bw.push_back(weight_grad_op(gemm_op("moe_expert_up_wgrad", sh.h, z.up, per_expert, sh.a, z.local_experts)));
+  linear::grad_cast_backward(bw, {"moe_expert_up_grad_fp8_cast", "moe_expert_up_grad_fp8_amax"},
+                             z.busiest * z.up, sh.fp8);
+  bw.push_back(expert_gemm("moe_expert_up_dgrad", per_expert, sh.h, z.up, sh, z.local_experts));
+  bw.push_back(
+      weight_grad_op(expert_gemm("moe_expert_up_wgrad", sh.h, z.up, per_expert, sh, z.local_experts)));
   if (sh.expert_tensor > 1) {
     bw.push_back(
         comm_op("moe_tp_grad_reduce_scatter", CommRole::tensor_reduce_scatter, z.busiest * sh.h * sh.a));

@@ -46,6 +46,16 @@
 // the combine returns the same way, reduced at the forwarding GPU. The bytes on the fabric are those of
 // the all-to-all times node_aware_copies() (graph::CommOp::node_aware); the forwarding adds NVLink
 // traffic. Its kernels' SMs, its FP8 dispatch and its low-latency (inference) kernels are not modelled.
+// In an FP8 run (precision "fp8", Transformer Engine's delayed scaling: Megatron-Core's TEGroupedMLP runs
+// the experts as te.GroupedLinear, whose grouped GEMMs take FP8 operands, under --fp8-format), the routed
+// experts' four GEMMs run at the FP8 curve (ComputeOp::linear_layer) with linear.hpp's casts around them:
+// forward the permuted tokens (R x h) and the activation's output (R x f) each cast with its transpose
+// (neither is a norm's output), backward the output gradients of the down (R x h) and up projections
+// (R x 2f for SwiGLU) cast with theirs; the experts' weight copies are cast once per iteration (cached,
+// not costed, as for the dense layers). The router, the permutations, the exchanges (in 16 bits: DeepEP's
+// FP8 dispatch is not modelled) and the activation stay as they are. The tensorwise recipe (torchao) is
+// refused with experts: torchao.float8 converts nn.Linear modules, and its grouped-GEMM training path
+// (rowwise and MX scaling) is another recipe.
 // Not costed: auxiliary-loss kernels, the all-gather style dispatcher, and the overlap of the exchanges
 // with other micro-batches' compute.
 #pragma once
@@ -54,6 +64,7 @@
 
 #include "config/scenario.hpp"
 #include "models/transformer/elementwise.hpp"
+#include "models/transformer/linear.hpp"
 #include "models/transformer/transformer.hpp"
 
 namespace dtsim::models {
@@ -68,6 +79,7 @@ struct MoeShard {
   double expert = 1;
   bool swiglu = true;
   elementwise::Kernels kernels;
+  linear::Fp8Casts fp8;  // an FP8 run's casts around the expert GEMMs (delayed scaling only, see above)
 };
 
 void moe_forward(std::vector<LayerOp>& fw, const config::MoeSpec& moe, const MoeShard& shard);

@@ -482,7 +482,8 @@ MoeShard moe_shard(const Dims& d, const ShardConfig& sh) {
                   .expert_tensor = static_cast<double>(sh.expert_tensor_degree()),
                   .expert = static_cast<double>(sh.expert),
                   .swiglu = d.swiglu,
-                  .kernels = d.kernels};
+                  .kernels = d.kernels,
+                  .fp8 = d.fp8};
 }
 
 MlaShard mla_shard(const Dims& d) {

@@ -232,14 +232,20 @@ TrainingSpec read_training(ObjectReader& top, const DataPaths& data, const Softw
                      "got false with autocast; expected true or no such key (under autocast the FP32 "
                      "parameters are the optimizer's weights: there is no 16-bit copy to update in place)");
   }
-  if (scenario.model.moe && (t.autocast || t.precision == Precision::fp8)) {
-    // The expert layers are costed in 16 bits without autocast's casts (models/transformer/moe.hpp).
-    throw r.error_at(t.autocast ? "autocast" : "precision",
+  if (scenario.model.moe &&
+      (t.autocast || (t.precision == Precision::fp8 && t.fp8_recipe != Fp8Recipe::delayed))) {
+    // The expert layers are costed without autocast's casts, and in FP8 under delayed scaling only
+    // (models/transformer/moe.hpp).
+    throw r.error_at(t.autocast            ? "autocast"
+                     : r.has("fp8_recipe") ? "fp8_recipe"
+                                           : "precision",
                      t.autocast
                          ? "got autocast with a mixture-of-experts model; expected \"autocast\": false "
                            "(dtsim does not cost autocast's casts in expert layers yet)"
-                         : "got \"fp8\" with a mixture-of-experts model; expected \"bf16\", \"fp16\", "
-                           "\"fp32\" or \"tf32\" (dtsim does not cost FP8 expert GEMMs and their casts yet)");
+                         : fmt::format("got \"{}\" with a mixture-of-experts model in FP8; expected "
+                                       "\"delayed\" (Transformer Engine's grouped GEMMs: torchao's "
+                                       "tensorwise recipe converts nn.Linear modules, not expert GEMMs)",
+                                       to_string(t.fp8_recipe)));
   }
   t.optimizer = scenario.dlrm ? r.optional_enum<Optimizer>(
                                     "optimizer", Optimizer::adagrad,

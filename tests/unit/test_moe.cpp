@@ -104,6 +104,40 @@ TEST_CASE("MoE: one rank's exchanges and grouped GEMMs, balanced and skewed") {
   CHECK(dtsim::testing::layer_op(capped.forward, "moe_expert_up")->compute.flops == 1.25 * up->compute.flops);
 }
 
+TEST_CASE("MoE: in FP8 the expert GEMMs run on the FP8 curve with their casts around them") {
+  const dtsim::config::TransformerSpec m = moe_test::mixtral({{"expert", 8}}).model;
+  const dtsim::models::ShardConfig bf16{.tensor = 1, .micro_batch = 1, .expert = 8};
+  dtsim::models::ShardConfig fp8 = bf16;
+  fp8.precision = dtsim::config::Precision::fp8;  // delayed scaling (Transformer Engine)
+  const auto p16 = dtsim::models::transformer_layer(m, bf16);
+  const auto p8 = dtsim::models::transformer_layer(m, fp8);
+  for (const char* name : {"moe_expert_up", "moe_expert_down"}) {
+    CAPTURE(name);
+    CHECK(!dtsim::testing::layer_op(p16.forward, name)->compute.linear_layer);
+    CHECK(dtsim::testing::layer_op(p8.forward, name)->compute.linear_layer);
+  }
+  for (const char* name :
+       {"moe_expert_up_dgrad", "moe_expert_up_wgrad", "moe_expert_down_dgrad", "moe_expert_down_wgrad"}) {
+    CAPTURE(name);
+    CHECK(dtsim::testing::layer_op(p8.backward, name)->compute.linear_layer);
+  }
+  CHECK(!dtsim::testing::layer_op(p8.forward, "moe_router")->compute.linear_layer);  // the router in BF16
+  // R = 8,192 token copies (T k, one local expert), h 4096, f 14,336 (up 28,672 for SwiGLU). Each cast
+  // with its transpose reads 2 and writes 1 + 1 bytes per element (linear.hpp): forward the permuted
+  // tokens 4 R h and the activation's output 4 R f, backward the down projection's output gradient
+  // 4 R h and the up projection's 4 R 2f. No amax pass (delayed scaling), none in the BF16 run.
+  const double r = 8192;
+  CHECK(dtsim::testing::layer_op(p8.forward, "moe_expert_up_input_fp8_cast")->compute.bytes == 4 * r * 4096);
+  CHECK(dtsim::testing::layer_op(p8.forward, "moe_expert_down_input_fp8_cast")->compute.bytes ==
+        4 * r * 14336);
+  CHECK(dtsim::testing::layer_op(p8.backward, "moe_expert_down_grad_fp8_cast")->compute.bytes ==
+        4 * r * 4096);
+  CHECK(dtsim::testing::layer_op(p8.backward, "moe_expert_up_grad_fp8_cast")->compute.bytes == 4 * r * 28672);
+  CHECK(dtsim::testing::layer_op(p8.forward, "moe_expert_up_input_fp8_amax") == nullptr);
+  CHECK(dtsim::testing::layer_op(p16.forward, "moe_expert_up_input_fp8_cast") == nullptr);
+  CHECK(dtsim::testing::layer_op(p16.backward, "moe_expert_up_grad_fp8_cast") == nullptr);
+}
+
 TEST_CASE("MoE: gradient accumulation adds the router's and the local experts' tensors, no dense MLP") {
   const dtsim::config::TransformerSpec m = moe_test::mixtral({{"expert", 2}}).model;
   using dtsim::config::GradAccumulation;
