@@ -21,6 +21,16 @@ namespace dtsim::reports {
 
 namespace {
 
+// ", sliding window 128 (full attention every 2nd layer)" where the model has one.
+std::string sliding_window_text(const config::TransformerSpec& m) {
+  if (!m.sliding_window) return {};
+  const std::int64_t every = m.sliding_window->full_attention_every;
+  const std::string full = every == 0   ? std::string()
+                           : every == 1 ? std::string(" (full attention in every layer)")
+                                        : fmt::format(" (full attention every {} layers)", every);
+  return fmt::format(", sliding window {}{}", m.sliding_window->window, full);
+}
+
 constexpr int kLabelWidth = 13;  // the column of section labels
 constexpr int kPartWidth = 24;   // the column of breakdown and memory parts
 
@@ -49,11 +59,12 @@ void write_setup(std::ostream& out, const config::Scenario& s) {
                      m.seq_length, m.vocab_size));
     line(out, "",
          fmt::format(
-             "{} mlp, {} attention{}{}{}", config::to_string(m.mlp), config::to_string(m.attention),
+             "{} mlp, {} attention{}{}{}{}", config::to_string(m.mlp), config::to_string(m.attention),
              m.mla ? fmt::format(", latent attention (q rank {}, kv rank {}, head widths {} + {} and {})",
                                  m.mla->q_lora_rank, m.mla->kv_lora_rank, m.mla->qk_nope_head_dim,
                                  m.mla->qk_rope_head_dim, m.mla->v_head_dim)
                    : std::string(),
+             sliding_window_text(m),
              m.elementwise_kernels == config::ElementwiseKernels::eager ? ", eager elementwise kernels" : "",
              m.tied_embeddings ? ", tied embeddings" : ""));
   }

@@ -44,6 +44,7 @@
 #include "config/profile_loader.hpp"
 #include "config/scenario_loader.hpp"
 #include "core/errors.hpp"
+#include "models/transformer/layer_kinds.hpp"
 #include "models/transformer/transformer.hpp"
 #include "reports/profile_json.hpp"
 
@@ -72,7 +73,8 @@ Options parse(int argc, char** argv) {
 
 using Shape = std::tuple<std::int64_t, std::int64_t, std::int64_t>;
 
-// GEMMs (unbatched) of one transformer block and the head of every shipped preset, micro-batch 1.
+// GEMMs (unbatched) of one transformer block of each kind (models/transformer/layer_kinds.hpp) and the
+// head of every shipped preset, micro-batch 1.
 std::set<Shape> preset_shapes(const std::vector<std::int64_t>& tp_degrees) {
   std::set<Shape> shapes;
   const auto data = dtsim::config::default_data_paths();
@@ -81,8 +83,12 @@ std::set<Shape> preset_shapes(const std::vector<std::int64_t>& tp_degrees) {
     for (std::int64_t tp : tp_degrees) {
       dtsim::models::ShardConfig shard;
       shard.tensor = tp;
-      for (const auto& program :
-           {dtsim::models::transformer_layer(model, shard), dtsim::models::head_layer(model, shard)}) {
+      const dtsim::models::LayerKinds kinds(model);
+      std::vector<dtsim::models::LayerProgram> programs;
+      for (std::size_t k = 0; k < kinds.count(); ++k)
+        programs.push_back(dtsim::models::transformer_layer(kinds.model(k), shard));
+      programs.push_back(dtsim::models::head_layer(model, shard));
+      for (const auto& program : programs) {
         for (const auto* ops : {&program.forward, &program.backward}) {
           for (const auto& op : *ops) {
             const auto& g = op.compute.gemm;

@@ -13,8 +13,10 @@ bool any_full(const config::TransformerSpec& m) {
   return !w || (w->full_attention_every > 0 && w->full_attention_every <= m.layers);
 }
 
+// A window as long as the sequence is no window: such layers attend as full ones do.
 bool any_sliding(const config::TransformerSpec& m) {
-  return m.sliding_window && m.sliding_window->full_attention_every != 1;
+  return m.sliding_window && m.sliding_window->full_attention_every != 1 &&
+         m.sliding_window->window < m.seq_length;
 }
 
 }  // namespace

@@ -67,6 +67,12 @@ TEST_CASE("sliding window: every N-th layer keeps full attention, as Megatron-Co
     CHECK(dtsim::models::LayerKinds(u.model).count() == 1);
     CHECK(dtsim::models::attended_keys(u.model) == (n == 1 ? 4096 : 128));
   }
+  // A window as long as the sequence is no window: one kind of full layers.
+  auto long_window = sliding_window_test::model(2);
+  long_window["sliding_window"]["window"] = 4096;
+  const auto l = sliding_window_test::one_gpu(long_window);
+  CHECK(!dtsim::models::mixed_layers(l.model));
+  CHECK(dtsim::models::attended_keys(l.model) == 4096);
 }
 
 TEST_CASE("sliding window with dense first layers: four kinds, routed before dense, sliding before full") {
