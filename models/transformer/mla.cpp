@@ -45,6 +45,7 @@ void mla_projections_forward(std::vector<LayerOp>& ops, const config::MlaSpec& m
   linear::weight_cast_forward(ops, {"kv_down_weight_fp8_cast", "kv_down_weight_fp8_amax"},
                               sh.h * (w.kv_latent + w.rope), sh.fp8);
   ops.push_back(linear::gemm("kv_down_projection", te, w.kv_latent + w.rope, sh.h, a));
+  const std::size_t up_begin = ops.size();
   // The latent norms fused into the up projections (TELayerNormColumnParallelLinear): on the rank's own
   // tokens, writing the FP8 input themselves, then gathered.
   if (q_latent) ops.push_back(elementwise::norm_forward("q_latent_norm", sh.kernels, te * w.q_latent));
@@ -65,6 +66,10 @@ void mla_projections_forward(std::vector<LayerOp>& ops, const config::MlaSpec& m
   ops.push_back(linear::gemm("kv_up_projection", sh.tokens, sh.heads * w.kv_up, w.kv_latent, a));
   // The queries' rotary parts and the key's shared one.
   ops.push_back(elementwise::rotary("rotary_embedding", sh.kernels, sh.tokens * (sh.heads + 1) * w.rope));
+  // What selective recompute's 'mla_up_proj' reruns: from the latent norms on, but the gather.
+  for (std::size_t k = up_begin; k < ops.size(); ++k) {
+    if (ops[k].role == CommRole::none) ops[k].recompute_tag = RecomputeTag::mla_up_proj;
+  }
 }
 
 void mla_projections_backward(std::vector<LayerOp>& ops, const config::MlaSpec& mla, const MlaShard& sh) {

@@ -24,8 +24,14 @@
 // Not costed: the all-reduce over the tensor-parallel group of the duplicated down projections' and
 // latent norms' weight gradients (once per iteration, (h (q_lora_rank + kv_lora_rank + qk_rope_head_dim)
 // + q_lora_rank + kv_lora_rank) elements per layer, as Megatron-Core reduces the weights it marks
-// sequence-parallel); Megatron-Core's optional fused down projection (linear_qkv_down_proj) and its
-// recompute of the up projections (recompute_modules "mla_up_proj").
+// sequence-parallel); Megatron-Core's optional fused down projection (linear_qkv_down_proj).
+//
+// Selective recompute's "mla_up_proj" (Megatron-Core multi_latent_attention.py, recompute_up_proj:
+// qkv_up_proj_and_rope_apply under CheckpointWithoutOutput, its outputs discarded once the attention
+// core has read them) reruns before the layer's backward the latent norms fused into the up
+// projections, the up projections (with their FP8 casts) and the rotary embedding, not the latents'
+// all-gather; the layer then keeps no queries, keys and values at the heads' widths
+// (parallel/memory_model.cpp).
 #pragma once
 
 #include <vector>

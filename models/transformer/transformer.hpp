@@ -83,7 +83,7 @@ enum class GemmOverlap : std::uint8_t { none, with_next, with_previous, beside_n
 // Forward kernels that selective recompute may rerun besides the attention core (attention_core),
 // by their Megatron-Core module (config::RecomputeModules): the layer's two norms, a mixture of experts'
 // activation.
-enum class RecomputeTag : std::uint8_t { none, layernorm, moe_act };
+enum class RecomputeTag : std::uint8_t { none, layernorm, moe_act, mla_up_proj };
 
 struct LayerOp {
   std::string_view name;

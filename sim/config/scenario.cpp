@@ -289,6 +289,7 @@ std::vector<const char*> recompute_module_names(const RecomputeModules& m) {
   if (m.core_attn) out.push_back("core_attn");
   if (m.layernorm) out.push_back("layernorm");
   if (m.moe_act) out.push_back("moe_act");
+  if (m.mla_up_proj) out.push_back("mla_up_proj");
   return out;
 }
 

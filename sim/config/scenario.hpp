@@ -308,11 +308,14 @@ struct MeasuredSingleGpu {
 // --recompute-granularity selective; default core_attn): the attention core; the two norms before the
 // attention and the MLP (their outputs are dropped after the GEMM after them reads them, and
 // recomputed before its backward); a mixture of experts' activation function (the routed experts'
-// activation output, the down projection's input).
+// activation output, the down projection's input); latent attention's up projections with their fused
+// latent norms and the rotary embedding (mla_up_proj: their outputs, the queries, keys and values at
+// the heads' widths, are dropped after the attention core reads them).
 struct RecomputeModules {
   bool core_attn = true;
   bool layernorm = false;
   bool moe_act = false;
+  bool mla_up_proj = false;
   bool operator==(const RecomputeModules&) const = default;
 };
 
@@ -474,7 +477,7 @@ std::string to_string(const MeshOrder& order);  // "tp-cp-dp-pp"
 // e.g. "on_demand/tensor/list", with " (persistence N)" for a non-default threshold at tensor
 // granularity (reports show it beside the ZeRO stage).
 std::string zero3_label(const ParallelismSpec& p);
-// The modules' names, in the order core_attn, layernorm, moe_act (the scenario key's values).
+// The modules' names, in the order core_attn, layernorm, moe_act, mla_up_proj (the scenario key's values).
 std::vector<const char*> recompute_module_names(const RecomputeModules& m);
 // The recompute as every report shows it: "none", "full", "selective", or with modules other than the
 // default "selective (core_attn, layernorm, moe_act)".

@@ -90,7 +90,7 @@ TransformerSpec read_model(ObjectReader& top, const DataPaths& data, const Softw
 }
 
 // training.recompute_modules: a non-empty array of distinct module names, with selective recompute only.
-RecomputeModules read_recompute_modules(ObjectReader& r, Recompute recompute, bool moe) {
+RecomputeModules read_recompute_modules(ObjectReader& r, Recompute recompute, bool moe, bool mla) {
   RecomputeModules out;
   const json* found = r.find("recompute_modules");
   if (found == nullptr) return out;
@@ -100,7 +100,7 @@ RecomputeModules read_recompute_modules(ObjectReader& r, Recompute recompute, bo
                                                       to_string(recompute)));
   }
   const std::string at = pointer_append(r.pointer(), "recompute_modules");
-  const char* expected = "\"core_attn\", \"layernorm\" or \"moe_act\"";
+  const char* expected = "\"core_attn\", \"layernorm\", \"moe_act\" or \"mla_up_proj\"";
   if (!found->is_array() || found->empty()) {
     throw core::InputError(
         r.file(), at,
@@ -111,10 +111,11 @@ RecomputeModules read_recompute_modules(ObjectReader& r, Recompute recompute, bo
   for (std::size_t i = 0; i < found->size(); ++i) {
     const json& v = (*found)[i];
     const std::string name = v.is_string() ? v.get<std::string>() : std::string();
-    bool* module = name == "core_attn"   ? &out.core_attn
-                   : name == "layernorm" ? &out.layernorm
-                   : name == "moe_act"   ? &out.moe_act
-                                         : nullptr;
+    bool* module = name == "core_attn"     ? &out.core_attn
+                   : name == "layernorm"   ? &out.layernorm
+                   : name == "moe_act"     ? &out.moe_act
+                   : name == "mla_up_proj" ? &out.mla_up_proj
+                                           : nullptr;
     if (module == nullptr) {
       throw core::InputError(r.file(), pointer_append(at, i),
                              fmt::format("got {}; expected {}", v.dump(), expected));
@@ -125,6 +126,11 @@ RecomputeModules read_recompute_modules(ObjectReader& r, Recompute recompute, bo
       throw core::InputError(r.file(), pointer_append(at, i),
                              "\"moe_act\" recomputes a mixture of experts' activation; the model has no "
                              "\"moe\" block");
+    }
+    if (name == "mla_up_proj" && !mla) {
+      throw core::InputError(r.file(), pointer_append(at, i),
+                             "\"mla_up_proj\" recomputes latent attention's up projections; the model has no "
+                             "\"mla\" block");
     }
     *module = true;
   }
@@ -194,7 +200,8 @@ TrainingSpec read_training(ObjectReader& top, const DataPaths& data, const Softw
   t.activation_recompute = r.optional_enum<Recompute>(
       "activation_recompute", Recompute::none,
       named_choices(std::array{Recompute::none, Recompute::selective, Recompute::full}));
-  t.recompute_modules = read_recompute_modules(r, t.activation_recompute, scenario.model.moe.has_value());
+  t.recompute_modules = read_recompute_modules(r, t.activation_recompute, scenario.model.moe.has_value(),
+                                               scenario.model.mla.has_value());
   t.overlap_grad_reduce =
       r.optional<bool>("overlap_grad_reduce", software.overlap_grad_reduce.value_or(true));
   t.overlap_param_gather =

@@ -189,12 +189,15 @@ std::vector<OpRef> recomputed_ops(const config::Scenario& s, const Program& laye
       // kernel, as Megatron-Core does (transformer/attention.py: checkpoint_core_attention when
       // 'core_attn' is in recompute_modules): with a fused kernel the backward reruns its forward before
       // the kernel's own backward. 'layernorm' reruns the two norms' forward kernels, 'moe_act' the
-      // routed experts' activation (transformer_block.py, moe/experts.py: CheckpointWithoutOutput).
+      // routed experts' activation (transformer_block.py, moe/experts.py: CheckpointWithoutOutput),
+      // 'mla_up_proj' latent attention's up projections, their fused latent norms and the rotary
+      // embedding (multi_latent_attention.py: qkv_up_proj_and_rope_apply under CheckpointWithoutOutput).
       const config::RecomputeModules& modules = s.training.recompute_modules;
       for (const auto& op : layer.forward) {
         const bool rerun = (op.attention_core && modules.core_attn) ||
                            (op.recompute_tag == models::RecomputeTag::layernorm && modules.layernorm) ||
-                           (op.recompute_tag == models::RecomputeTag::moe_act && modules.moe_act);
+                           (op.recompute_tag == models::RecomputeTag::moe_act && modules.moe_act) ||
+                           (op.recompute_tag == models::RecomputeTag::mla_up_proj && modules.mla_up_proj);
         if (rerun) out.push_back(op);
       }
       break;

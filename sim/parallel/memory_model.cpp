@@ -331,10 +331,13 @@ double stored_layer_activation_bytes(const config::Scenario& s, const config::Tr
                        2 * (et + 1) * copies * h +
                        per_width * sb * static_cast<double>(m.moe->shared_ffn_hidden_size);
   }
-  // Q, K and V, the attention output, the MLP's intermediates.
-  const double split = (2 * sb * query_width + 2 * sb * kv * (m.query_key_dim() + m.value_dim()) +
-                        2 * sb * width + mlp_intermediate) *
-                       scale / t;
+  // Q, K and V (not kept when selective recompute reruns latent attention's up projections,
+  // recompute_modules 'mla_up_proj': models/transformer/mla.hpp), the attention output, the MLP's
+  // intermediates.
+  const bool rerun_up = m.mla && selective && modules.mla_up_proj;
+  const double qkv =
+      rerun_up ? 0.0 : 2 * sb * query_width + 2 * sb * kv * (m.query_key_dim() + m.value_dim());
+  const double split = (qkv + 2 * sb * width + mlp_intermediate) * scale / t;
   double scores = 0.0;
   const bool keeps_scores =
       m.attention == config::AttentionKind::standard && recompute == config::Recompute::none;

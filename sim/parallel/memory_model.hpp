@@ -25,7 +25,8 @@
 //   full recompute keeps only the layer input, 2sbh (/t with sequence parallel).
 //   selective recompute of the norms (training.recompute_modules 'layernorm') drops the QKV and MLP
 //   inputs, their outputs (4sbh); of a mixture of experts' activation ('moe_act'), the activation's
-//   output 2 c f_e (the down projection's input).
+//   output 2 c f_e (the down projection's input); of latent attention's up projections ('mla_up_proj'),
+//   Q, K and V at the heads' widths.
 //   eager elementwise kernels (models/transformer/elementwise.hpp) keep more: each RMSNorm its FP32
 //   input copy and output (4 bytes per element more than the fused kernel's input), K and V repeated
 //   to every query head, the attention output and its layout copy.

@@ -179,3 +179,36 @@ TEST_CASE("latent attention: every tensor rank holds the down projections and la
   for (const double e : per_rank) sum += e;
   CHECK(sum == doctest::Approx((layer - whole) / 8 + whole));
 }
+
+TEST_CASE(
+    "latent attention: recompute module mla_up_proj drops the heads' queries, keys and values and reruns the "
+    "up "
+    "projections") {
+  // The model above with 4 layers, one node (data parallel 8, distributed optimizer), BF16.
+  nlohmann::json model = mla_test::model();
+  model["layers"] = 4;
+  const auto with = [&](const nlohmann::json& modules) {
+    return dtsim::testing::h100_scenario(
+        model, {{"distributed_optimizer", true}}, 1, 8,
+        {{"activation_recompute", "selective"}, {"recompute_modules", modules}});
+  };
+  const auto core = with({"core_attn"});
+  const auto up = with({"core_attn", "mla_up_proj"});
+  // Per layer and micro-batch (sb = 4096 tokens, 2 bytes): queries 128 x 192 wide, keys 128 x 192 and
+  // values 128 x 128: 2 x 4096 x (24,576 + 40,960) = 536,870,912 bytes no longer kept.
+  CHECK(dtsim::parallel::layer_activation_bytes(core) - dtsim::parallel::layer_activation_bytes(up) ==
+        doctest::Approx(2.0 * 4096 * (24576 + 40960)));
+  const auto a = dtsim::results::evaluate(core, {.trace = true});
+  const auto b = dtsim::results::evaluate(up, {.trace = true});
+  REQUIRE_MESSAGE(b.status == dtsim::results::Status::ok, b.reason);
+  const auto ka = dtsim::testing::spans_by_kernel(a);
+  const auto kb = dtsim::testing::spans_by_kernel(b);
+  // The latent norms, the up projections and the rotary embedding run twice; the down projections once.
+  for (const char* kernel :
+       {"q_latent_norm", "kv_latent_norm", "q_up_projection", "kv_up_projection", "rotary_embedding"}) {
+    CAPTURE(kernel);
+    CHECK(kb.at(kernel) == 2 * ka.at(kernel));
+  }
+  CHECK(kb.at("q_down_projection") == ka.at("q_down_projection"));
+  CHECK(b.breakdown.recompute_s > a.breakdown.recompute_s);
+}

@@ -2,7 +2,6 @@
 // each module drops from a layer's kept activations and which forward kernels the backward reruns.
 #include <doctest/doctest.h>
 
-#include <map>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -21,18 +20,6 @@ dtsim::config::Scenario mixtral(const nlohmann::json& modules) {
   return dtsim::testing::h100_scenario({{"preset", "mixtral-8x7b"}},
                                        {{"pipeline", 2}, {"expert", 8}, {"distributed_optimizer", true}}, 4,
                                        32, training);
-}
-
-// How many spans of each kernel rank 0 ran (a label without its micro-batch: counted over all of them).
-std::map<std::string, int> spans_by_kernel(const dtsim::results::Result& r) {
-  std::map<std::string, int> out;
-  for (const auto& span : r.trace->spans) {
-    if (r.trace->tracks[span.track].rank != 0) continue;
-    std::string label = r.trace->labels[span.label];
-    label = label.substr(0, label.find(' '));
-    ++out[label];
-  }
-  return out;
 }
 
 }  // namespace recompute_modules_test
@@ -59,8 +46,8 @@ TEST_CASE("recompute modules: the backward reruns the modules' forward kernels, 
       dtsim::results::evaluate(recompute_modules_test::mixtral({"layernorm", "moe_act"}), {.trace = true});
   REQUIRE_MESSAGE(core.status == dtsim::results::Status::ok, core.reason);
   REQUIRE_MESSAGE(all.status == dtsim::results::Status::ok, all.reason);
-  const auto a = recompute_modules_test::spans_by_kernel(core);
-  const auto b = recompute_modules_test::spans_by_kernel(all);
+  const auto a = dtsim::testing::spans_by_kernel(core);
+  const auto b = dtsim::testing::spans_by_kernel(all);
   // Per layer and micro-batch: by default the attention core runs twice (forward and rerun) and the
   // norms and the experts' activation (SwiGLU: Mixtral has no dense MLP) once; with the modules
   // layernorm and moe_act the other way round.
