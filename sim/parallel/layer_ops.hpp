@@ -56,7 +56,7 @@ struct KindOps {
 };
 
 struct LayerOps {
-  std::vector<KindOps> kinds;  // per models::LayerKinds kind: [0] the model as written
+  std::vector<KindOps> kinds;  // per models::LayerKinds kind (one for a model whose layers are alike)
   Program embedding;
   Program head;
   // A multi-token prediction module's norms and projection (models/transformer/mtp.hpp); empty without.
