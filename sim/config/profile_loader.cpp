@@ -426,8 +426,11 @@ TransformerSpec read_transformer(ObjectReader& model, const std::optional<Transf
       model.optional<std::int64_t>("mtp_layers", spec.mtp_layers, IntRule::between(0, kMaxMtpLayers));
   if (std::optional<ObjectReader> moe = model.optional_child("moe")) spec.moe = read_moe(*moe, spec.moe);
   if (std::optional<ObjectReader> mla = model.optional_child("mla")) spec.mla = read_mla(*mla, spec.mla);
-  if (std::optional<ObjectReader> window = model.optional_child("sliding_window"))
-    spec.sliding_window = read_sliding_window(*window, spec.sliding_window);
+  if (const json* window = model.find("sliding_window"); window != nullptr && window->is_null()) {
+    spec.sliding_window.reset();  // null: full attention in every layer, over a preset's window too
+  } else if (std::optional<ObjectReader> block = model.optional_child("sliding_window")) {
+    spec.sliding_window = read_sliding_window(*block, spec.sliding_window);
+  }
   if (spec.moe && spec.moe->first_dense_layers >= spec.layers) {
     // Report where the user wrote the offending number: the moe block's key if given here, else layers.
     const std::string expected =

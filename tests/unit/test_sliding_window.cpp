@@ -149,6 +149,14 @@ TEST_CASE("sliding window: GPT-OSS 120B's parameters and model FLOPs") {
   CHECK(dtsim::models::model_flops_per_iteration(s.model, 1) == doctest::Approx(3 * 11507908608.0 * 4096));
 }
 
+TEST_CASE("sliding window: null removes a preset's window") {
+  const auto s = dtsim::testing::h100_scenario({{"preset", "gpt-oss-120b"}, {"sliding_window", nullptr}},
+                                               {{"expert", 8}}, 1, 8);
+  CHECK(!s.model.sliding_window);
+  CHECK(!dtsim::models::mixed_layers(s.model));
+  CHECK(dtsim::models::attended_keys(s.model) == 4096);
+}
+
 TEST_CASE("sliding window: context parallelism is a stated infeasibility") {
   auto m = sliding_window_test::model(2);
   const auto s = dtsim::testing::h100_scenario(m, {{"context", 2}, {"data", 4}}, 1, 8);
