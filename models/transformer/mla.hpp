@@ -39,22 +39,16 @@
 #include "config/scenario.hpp"
 #include "models/transformer/elementwise.hpp"
 #include "models/transformer/linear.hpp"
+#include "models/transformer/token_shard.hpp"
 #include "models/transformer/transformer.hpp"
 
 namespace dtsim::models {
 
-// One tensor-parallel rank's share of a micro-batch, as the projections see it.
-struct MlaShard {
-  double tokens = 0.0;              // inside the tensor-parallel region: b x s / context
-  double tokens_elementwise = 0.0;  // outside it: tokens / t with sequence parallelism
-  double h = 0.0;
-  double a = 2.0;      // bytes per activation element
-  double t = 1.0;      // tensor-parallel degree
+// One tensor-parallel rank's share of a micro-batch, as the projections see it: its tokens, the heads
+// on the rank and an FP8 run's casts.
+struct MlaShard : TokenShard {
   double heads = 0.0;  // attention heads on this rank
-  bool sp = false;
-  bool backward_overlap = true;  // column-parallel backward collectives beside the GEMMs
   linear::Fp8Casts fp8;
-  elementwise::Kernels kernels;
 };
 
 // From the attention block's normalized input to the queries, keys and values the attention core reads

@@ -4,7 +4,7 @@
 
 namespace dtsim::models {
 
-LayerProgram mtp_projection_program(const MtpShard& sh) {
+LayerProgram mtp_projection_program(const TokenShard& sh) {
   LayerProgram p;
   const double te = sh.tokens_elementwise;
   const double a = sh.a;

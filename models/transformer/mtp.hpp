@@ -20,28 +20,16 @@
 #include <vector>
 
 #include "config/scenario.hpp"
-#include "models/transformer/elementwise.hpp"
+#include "models/transformer/token_shard.hpp"
 #include "models/transformer/transformer.hpp"
 
 namespace dtsim::models {
-
-// One tensor-parallel rank's share of a micro-batch, as the projection sees it.
-struct MtpShard {
-  double tokens = 0.0;              // inside the tensor-parallel region: b x s / context
-  double tokens_elementwise = 0.0;  // outside it: tokens / t with sequence parallelism
-  double h = 0.0;
-  double a = 2.0;  // bytes per activation element
-  double t = 1.0;  // tensor-parallel degree
-  bool sp = false;
-  bool backward_overlap = true;  // column-parallel backward collectives beside the GEMMs
-  elementwise::Kernels kernels;
-};
 
 // Forward: the two input norms, the concatenation, the projection and its gather; backward: the
 // gradient's gather by sequence (with sequence parallelism), the projection's data and weight gradients
 // with the column-parallel reduction of the 2h-wide input gradient, the norms' backward and the sum
 // into the main model's output gradient.
-LayerProgram mtp_projection_program(const MtpShard& shard);
+LayerProgram mtp_projection_program(const TokenShard& shard);
 
 // Parameters of one module besides its transformer layer: the projection and three norms (RMSNorm
 // weights, or LayerNorm weights and biases for a GELU model).

@@ -486,17 +486,23 @@ MoeShard moe_shard(const Dims& d, const ShardConfig& sh) {
                   .fp8 = d.fp8};
 }
 
+TokenShard token_shard(const Dims& d) {
+  return TokenShard{.tokens = d.tokens,
+                    .tokens_elementwise = d.tokens_elementwise,
+                    .h = d.h,
+                    .a = d.a,
+                    .t = d.t,
+                    .sp = d.sp,
+                    .backward_overlap = d.backward_overlap,
+                    .kernels = d.kernels};
+}
+
 MlaShard mla_shard(const Dims& d) {
-  return MlaShard{.tokens = d.tokens,
-                  .tokens_elementwise = d.tokens_elementwise,
-                  .h = d.h,
-                  .a = d.a,
-                  .t = d.t,
-                  .heads = d.heads,
-                  .sp = d.sp,
-                  .backward_overlap = d.backward_overlap,
-                  .fp8 = d.fp8,
-                  .kernels = d.kernels};
+  MlaShard shard;
+  static_cast<TokenShard&>(shard) = token_shard(d);
+  shard.heads = d.heads;
+  shard.fp8 = d.fp8;
+  return shard;
 }
 
 double norm_params(const config::TransformerSpec& m) {
@@ -679,14 +685,7 @@ LayerProgram head_layer(const config::TransformerSpec& m, const ShardConfig& sh)
 
 LayerProgram mtp_projection_layer(const config::TransformerSpec& m, const ShardConfig& sh) {
   const Dims d = dims_of(m, sh);
-  return mtp_projection_program(MtpShard{.tokens = d.tokens,
-                                         .tokens_elementwise = d.tokens_elementwise,
-                                         .h = d.h,
-                                         .a = d.a,
-                                         .t = d.t,
-                                         .sp = d.sp,
-                                         .backward_overlap = d.backward_overlap,
-                                         .kernels = d.kernels});
+  return mtp_projection_program(token_shard(d));
 }
 
 double parameters_per_layer(const config::TransformerSpec& m) {
