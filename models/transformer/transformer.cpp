@@ -693,7 +693,11 @@ double parameters_per_layer(const config::TransformerSpec& m) {
   return std::accumulate(tensors.begin(), tensors.end(), 0.0);
 }
 
-std::vector<double> layer_parameter_tensors(const config::TransformerSpec& m) {
+namespace {
+
+enum class RoutedExperts { include, exclude };
+
+std::vector<double> layer_tensors(const config::TransformerSpec& m, RoutedExperts routed) {
   const double h = static_cast<double>(m.hidden_size);
   if (m.kind == config::ModelKind::mlp) return {mlp_parameters_per_layer(m) - h, h};
   const double d = m.attention_head_dim();
@@ -723,8 +727,10 @@ std::vector<double> layer_parameter_tensors(const config::TransformerSpec& m) {
     const double experts = static_cast<double>(m.moe->experts);
     const double fe = static_cast<double>(m.moe->expert_ffn_hidden_size);
     out.push_back(h * experts);
-    out.push_back(experts * h * (swiglu ? 2 : 1) * fe);
-    out.push_back(experts * fe * h);
+    if (routed == RoutedExperts::include) {
+      out.push_back(experts * h * (swiglu ? 2 : 1) * fe);
+      out.push_back(experts * fe * h);
+    }
     const double fs = static_cast<double>(m.moe->shared_ffn_hidden_size);
     if (fs > 0) {
       weight((swiglu ? 2 : 1) * h * fs, fs);
@@ -737,8 +743,14 @@ std::vector<double> layer_parameter_tensors(const config::TransformerSpec& m) {
   return out;
 }
 
-std::vector<double> layer_parameter_tensors_per_rank(const config::TransformerSpec& m, double tensor) {
-  std::vector<double> out = layer_parameter_tensors(m);
+}  // namespace
+
+std::vector<double> layer_parameter_tensors(const config::TransformerSpec& m) {
+  return layer_tensors(m, RoutedExperts::include);
+}
+
+std::vector<double> dense_parameter_tensors_per_rank(const config::TransformerSpec& m, double tensor) {
+  std::vector<double> out = layer_tensors(m, RoutedExperts::exclude);
   std::vector<bool> whole(out.size(), false);
   if (m.mla && m.kind != config::ModelKind::mlp) {
     // After the input norm's tensors, the projections' (layer_parameter_tensors order).

@@ -154,10 +154,11 @@ double total_parameters(const config::TransformerSpec& model);
 // h to (heads + 2 kv_heads) x head_dim, the output projection heads x head_dim back to h. An MLP
 // model's hidden layer is one weight and one bias.
 std::vector<double> layer_parameter_tensors(const config::TransformerSpec& model);
-// The same tensors as one tensor-parallel rank of `tensor` holds them: split, except latent attention's
-// duplicated down projections and latent norms, which every rank holds whole (mla.hpp). (The layer
-// norms are counted split, as they always were: a few thousand elements.)
-std::vector<double> layer_parameter_tensors_per_rank(const config::TransformerSpec& model, double tensor);
+// The same tensors but the routed experts' (which the expert ranks hold: moe.hpp) as one tensor-parallel
+// rank of `tensor` holds them: split, except latent attention's duplicated down projections and latent
+// norms, which every rank holds whole (mla.hpp). (The layer norms are counted split, as they always
+// were: a few thousand elements.)
+std::vector<double> dense_parameter_tensors_per_rank(const config::TransformerSpec& model, double tensor);
 // Of parameters_per_layer(), what every tensor-parallel rank holds whole (latent attention's down
 // projections and latent norms; 0 for other models).
 double tensor_replicated_parameters(const config::TransformerSpec& model);

@@ -77,11 +77,6 @@ std::optional<std::string> moe_infeasible(const config::Scenario& s) {
         "(Megatron-Core's rule for expert and tensor parallelism together)",
         p.tensor);
   }
-  if (p.zero_stage >= 3) {
-    return std::string(
-        "ZeRO-3 (fully sharded parameters) is not modelled for mixture-of-experts models; use "
-        "zero_stage <= 2 or the distributed optimizer");
-  }
   return std::nullopt;
 }
 

@@ -136,31 +136,40 @@ void Lowering::emit_overlapped_param_gathers(std::int64_t r) {
 // precision, into the reduce-scatter buffer (chunk_cat), reading them and writing the buffer.
 const Lowering::Zero3Ops& Lowering::zero3_ops(std::int64_t r, std::size_t layer_kind) {
   const graph::CommGroup& group = data_group(r);
+  const graph::CommGroup& expert_group = group_layout(r, GroupKind::expert_data);
   for (const Zero3Ops& ops : zero3_ops_) {
-    if (ops.group == group && ops.kind == layer_kind) return ops;
+    if (ops.group == group && ops.expert_group == expert_group && ops.kind == layer_kind) return ops;
   }
   const config::Precision prec = s_.training.precision;
   const config::CollectiveBuffers buffers = s_.parallelism.zero3.buffers;
-  const auto zero3_op = [&](graph::CollectiveKind kind, double bytes, double read_bytes) {
-    CommOp op{kind, bytes, group};
+  const auto zero3_op = [&](graph::CollectiveKind kind, double bytes, double read_bytes,
+                            const graph::CommGroup& over) {
+    CommOp op{kind, bytes, over};
     if (buffers != config::CollectiveBuffers::flat) {
       graph::ComputeOp copy;
       copy.cls = graph::ComputeClass::memory;
       const bool list = buffers == config::CollectiveBuffers::list;
       copy.bytes = list ? 2 * bytes : read_bytes + bytes;
-      copy.kernels = list ? static_cast<int>(group.size) : 1;
+      copy.kernels = list ? static_cast<int>(over.size) : 1;
       op.copies = copy;
     }
     return intern_comm(op);
   };
-  Zero3Ops ops{group, layer_kind, {}, {}};
+  Zero3Ops ops{group, expert_group, layer_kind, {}, {}, {}, {}};
   const double a = models::activation_bytes_per_element(prec);
-  for (const double params : zero3_layer_groups(s_, layer_kinds_.model(layer_kind))) {
-    const double weights = params * weight_bytes_per_param(s_.training);
-    ops.gathers.push_back(zero3_op(graph::CollectiveKind::all_gather, weights, weights));
-    ops.reduces.push_back(zero3_op(graph::CollectiveKind::reduce_scatter,
-                                   params * gradient_bytes_per_param(s_.training), params * a));
-  }
+  const auto add = [&](const std::vector<double>& groups, const graph::CommGroup& over,
+                       std::vector<graph::OpId>& gathers, std::vector<graph::OpId>& reduces) {
+    for (const double params : groups) {
+      const double weights = params * weight_bytes_per_param(s_.training);
+      gathers.push_back(zero3_op(graph::CollectiveKind::all_gather, weights, weights, over));
+      reduces.push_back(zero3_op(graph::CollectiveKind::reduce_scatter,
+                                 params * gradient_bytes_per_param(s_.training), params * a, over));
+    }
+  };
+  const config::TransformerSpec& model = layer_kinds_.model(layer_kind);
+  add(zero3_layer_groups(s_, model), group, ops.gathers, ops.reduces);
+  if (expert_group.size > 1)
+    add(zero3_expert_groups(s_, model), expert_group, ops.expert_gathers, ops.expert_reduces);
   zero3_ops_.push_back(std::move(ops));
   return zero3_ops_.back();
 }
@@ -174,26 +183,37 @@ TaskId Lowering::gather_layer(std::int64_t r, std::size_t kind, std::int32_t mb,
   Chain gather = after ? Chain::after(*after) : Chain{};
   const std::vector<TaskId>& reductions = data_tasks_[static_cast<std::size_t>(r)];
   bool synchronize = s_.parallelism.zero3.fetch == config::Zero3Fetch::on_demand && !reductions.empty();
-  for (const graph::OpId op : zero3_ops(r, kind).gathers) {
-    const std::size_t tasks_before = out_.graph.tasks().size();
-    collective(r, GroupKind::data, StreamKind::param_gather, op, Category::data_comm, zero3_gather_label_, mb,
-               gather);
-    ++collective_calls_[static_cast<std::size_t>(r)];  // the host calls it before the layer's next kernel
-    // Every member of the group reaches the same gang: its creator adds the edge once for all.
-    if (synchronize && gather.last >= tasks_before) wait(reductions.back(), gather.last);
-    synchronize = false;
-  }
+  const Zero3Ops& ops = zero3_ops(r, kind);
+  // Dense parameters, then the routed experts' after them (FSDP2 issues its units' gathers one after
+  // another; the experts' run on a stream of their own, as every stream carries one kind of group).
+  const auto issue = [&](const std::vector<graph::OpId>& gathers, GroupKind group, StreamKind stream) {
+    for (const graph::OpId op : gathers) {
+      const std::size_t tasks_before = out_.graph.tasks().size();
+      collective(r, group, stream, op, Category::data_comm, zero3_gather_label_, mb, gather);
+      ++collective_calls_[static_cast<std::size_t>(r)];  // the host calls it before the layer's next kernel
+      // Every member of the group reaches the same gang: its creator adds the edge once for all.
+      if (synchronize && gather.last >= tasks_before) wait(reductions.back(), gather.last);
+      synchronize = false;
+    }
+  };
+  issue(ops.gathers, GroupKind::data, StreamKind::param_gather);
+  issue(ops.expert_gathers, GroupKind::expert_data, StreamKind::expert_param_gather);
   return gather.last;
 }
 
-// A layer's gradient reductions on the rank's data stream, after `after` (the layer's last backward task).
+// A layer's gradient reductions on the rank's data stream, after `after` (the layer's last backward task):
+// dense, then the routed experts' (on their own stream).
 void Lowering::reduce_layer(std::int64_t r, std::size_t kind, std::int32_t mb, TaskId after) {
   Chain reduce = Chain::after(after);
-  for (const graph::OpId op : zero3_ops(r, kind).reduces) {
-    collective(r, GroupKind::data, StreamKind::data_comm, op, Category::data_comm, zero3_reduce_label_, mb,
-               reduce);
-    ++collective_calls_[static_cast<std::size_t>(r)];
-  }
+  const Zero3Ops& ops = zero3_ops(r, kind);
+  const auto issue = [&](const std::vector<graph::OpId>& reduces, GroupKind group, StreamKind stream) {
+    for (const graph::OpId op : reduces) {
+      collective(r, group, stream, op, Category::data_comm, zero3_reduce_label_, mb, reduce);
+      ++collective_calls_[static_cast<std::size_t>(r)];
+    }
+  };
+  issue(ops.reduces, GroupKind::data, StreamKind::data_comm);
+  issue(ops.expert_reduces, GroupKind::expert_data, StreamKind::expert_data_comm);
   data_tasks_[static_cast<std::size_t>(r)].push_back(reduce.last);
 }
 

@@ -175,11 +175,16 @@ class Lowering {
   TaskId gather_layer(std::int64_t r, std::size_t kind, std::int32_t mb, std::optional<TaskId> after);
   void reduce_layer(std::int64_t r, std::size_t kind, std::int32_t mb, TaskId after);
   // ZeRO-3's collectives of one layer of a kind over a data-parallel layout, interned once per both.
+  // A layer kind's ZeRO-3 collectives on one data-parallel layout: the dense parameters' over the data
+  // group, the routed experts' over the expert_data group (none when it has one rank).
   struct Zero3Ops {
     graph::CommGroup group;
+    graph::CommGroup expert_group;
     std::size_t kind = 0;
     std::vector<graph::OpId> gathers;
     std::vector<graph::OpId> reduces;
+    std::vector<graph::OpId> expert_gathers;
+    std::vector<graph::OpId> expert_reduces;
   };
   const Zero3Ops& zero3_ops(std::int64_t r, std::size_t kind);
   // The first task of `chain` waits for `task`.

@@ -173,7 +173,8 @@ MemoryEstimate stage_memory(const config::Scenario& s, const models::LayerKinds&
   const ParameterBytes b = parameter_bytes(s.training);
   const bool shard_optimizer = par.distributed_optimizer || par.zero_stage >= 1;
   MemoryEstimate e;
-  e.weights_bytes = params * b.weights / (par.zero_stage >= 3 ? d : 1.0) + experts * b.weights;
+  e.weights_bytes = params * b.weights / (par.zero_stage >= 3 ? d : 1.0) +
+                    experts * b.weights / (par.zero_stage >= 3 ? ed : 1.0);
   e.gradients_bytes = params * b.gradients / (par.zero_stage >= 2 ? d : 1.0) +
                       experts * b.gradients / (par.zero_stage >= 2 ? ed : 1.0);
   e.optimizer_bytes = params * b.optimizer / (shard_optimizer ? d : 1.0) +

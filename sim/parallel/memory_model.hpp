@@ -13,7 +13,7 @@
 //   weights (plus the parameters gathered at once: zero3.hpp). A mixture-of-experts layer's routed
 //   experts (models/transformer/moe.hpp) are held experts / expert per GPU, split over the expert
 //   tensor ranks (the tensor degree, or 1 folded), and their states sharded over the ranks holding the
-//   same ones (ParallelismSpec::expert_data_degree).
+//   same ones (ParallelismSpec::expert_data_degree), under ZeRO-3 their weights too.
 // Activations per layer and micro-batch (Korthikanti et al. 2022, arXiv 2205.05198, Sec. 4, for 16-bit
 // activations and 1-byte dropout masks), generalized to GQA and any FFN:
 //   replicated across tensor ranks (unless sequence parallel): 2 norm inputs 4sbh, QKV and MLP inputs

@@ -3,19 +3,20 @@
 #include <algorithm>
 
 #include "models/transformer/transformer.hpp"
+#include "parallel/memory_model.hpp"
 
 namespace dtsim::parallel {
 
-std::vector<double> zero3_layer_groups(const config::Scenario& s, const config::TransformerSpec& m) {
-  const double t = static_cast<double>(s.parallelism.tensor);
-  const double whole = models::tensor_replicated_parameters(m);  // on every tensor rank
-  if (s.parallelism.zero3.granularity == config::Zero3Granularity::layer)
-    return {(models::parameters_per_layer(m) - whole) / t + whole};
+namespace {
+
+// Tensors grouped by the persistence rule (zero3.hpp): each one of at least `threshold` elements closes
+// a group with the smaller ones before it; trailing small ones join the last group.
+std::vector<double> persistence_groups(const std::vector<double>& tensors, double threshold) {
   std::vector<double> groups;
   double pending = 0.0;
-  for (const double elements : models::layer_parameter_tensors_per_rank(m, t)) {
+  for (const double elements : tensors) {
     pending += elements;
-    if (elements >= s.parallelism.zero3.persistence_threshold) {
+    if (elements >= threshold) {
       groups.push_back(pending);
       pending = 0.0;
     }
@@ -25,14 +26,34 @@ std::vector<double> zero3_layer_groups(const config::Scenario& s, const config::
   return groups;
 }
 
+}  // namespace
+
+std::vector<double> zero3_layer_groups(const config::Scenario& s, const config::TransformerSpec& m) {
+  const GpuParameters layer = layer_parameters_per_gpu(s, m);
+  if (s.parallelism.zero3.granularity == config::Zero3Granularity::layer) return {layer.dense};
+  return persistence_groups(
+      models::dense_parameter_tensors_per_rank(m, static_cast<double>(s.parallelism.tensor)),
+      s.parallelism.zero3.persistence_threshold);
+}
+
 std::vector<double> zero3_layer_groups(const config::Scenario& s) { return zero3_layer_groups(s, s.model); }
 
+std::vector<double> zero3_expert_groups(const config::Scenario& s, const config::TransformerSpec& m) {
+  const double experts = layer_parameters_per_gpu(s, m).experts;
+  if (experts <= 0.0) return {};
+  if (s.parallelism.zero3.granularity == config::Zero3Granularity::layer) return {experts};
+  // Up (gate and up fused for SwiGLU) and down weights: f x h x (2 | 1) and f x h.
+  const double up_widths = m.mlp == config::MlpKind::swiglu ? 2.0 : 1.0;
+  const double up = experts * up_widths / (up_widths + 1.0);
+  return persistence_groups({up, experts - up}, s.parallelism.zero3.persistence_threshold);
+}
+
 double zero3_gathered_parameters(const config::Scenario& s, const config::TransformerSpec& m) {
-  const double whole = models::tensor_replicated_parameters(m);  // on every tensor rank
-  const double layer =
-      (models::parameters_per_layer(m) - whole) / static_cast<double>(s.parallelism.tensor) + whole;
-  if (s.parallelism.zero3.fetch == config::Zero3Fetch::prefetch) return 2 * layer;
-  const std::vector<double> groups = zero3_layer_groups(s, m);
+  if (s.parallelism.zero3.fetch == config::Zero3Fetch::prefetch)
+    return 2 * layer_parameters_per_gpu(s, m).total();
+  std::vector<double> groups = zero3_layer_groups(s, m);
+  const std::vector<double> experts = zero3_expert_groups(s, m);
+  groups.insert(groups.end(), experts.begin(), experts.end());
   const double copies = s.parallelism.zero3.buffers == config::CollectiveBuffers::list ? 2.0 : 1.0;
   return copies * *std::max_element(groups.begin(), groups.end());
 }

@@ -1,7 +1,14 @@
 // ZeRO-3 / fully sharded data parallelism: how one layer's parameters are cut into collectives
 // (config::Zero3Spec has the knobs; docs/parallelism.md, "ZeRO-3 implementations").
 //
-// Each collective moves a group of the layer's parameter tensors, counted per tensor-parallel rank:
+// A mixture-of-experts layer has two parts sharded over two groups, as FSDP2 with expert parallelism
+// wraps them (torchtitan's `apply_fsdp`: the experts module is its own unit on the data-parallel mesh
+// without the expert dimension; NeMo AutoModel likewise): the dense parameters (attention, norms,
+// router, shared experts) over the data x context ranks, the rank's routed experts (layer_parameters_per_gpu
+// in memory_model.hpp) over its expert_data ranks. Each part has its own collectives; the gathered
+// parameters are both.
+//
+// Each collective moves a group of the part's parameter tensors, counted per tensor-parallel rank:
 //   granularity layer:  one group, the whole layer (FSDP's and Megatron-Core FSDP's unit);
 //   granularity tensor: one group per tensor of at least persistence_threshold elements on the rank,
 //                       in forward order; smaller tensors (norms, biases) join the next larger one, and
@@ -23,15 +30,21 @@
 
 namespace dtsim::parallel {
 
-// Parameters per tensor-parallel rank in each collective of one layer of the uniform model `layer_model`
-// (a kind of the scenario's layers: models/transformer/layer_kinds.hpp) or of the model as written, in
-// forward order.
+// Dense parameters per tensor-parallel rank in each collective of one layer of the uniform model
+// `layer_model` (a kind of the scenario's layers: models/transformer/layer_kinds.hpp) or of the model as
+// written, in forward order.
 std::vector<double> zero3_layer_groups(const config::Scenario& scenario,
                                        const config::TransformerSpec& layer_model);
 std::vector<double> zero3_layer_groups(const config::Scenario& scenario);
+// The rank's routed experts' parameters in each collective of one layer over its expert_data group: at
+// layer granularity one, at tensor granularity the experts' up and down weights (Megatron-Core's
+// GroupedMLP holds each as one tensor). Empty for a layer without routed experts.
+std::vector<double> zero3_expert_groups(const config::Scenario& scenario,
+                                        const config::TransformerSpec& layer_model);
 
 // Parameters per tensor-parallel rank gathered at the same time on a rank, beyond its own shard, while
-// layers of `layer_model` (or of the model as written) run. The memory model takes the largest kind's.
+// layers of `layer_model` (or of the model as written) run, dense and routed experts' together. The
+// memory model takes the largest kind's.
 double zero3_gathered_parameters(const config::Scenario& scenario,
                                  const config::TransformerSpec& layer_model);
 double zero3_gathered_parameters(const config::Scenario& scenario);

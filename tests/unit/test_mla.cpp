@@ -174,7 +174,7 @@ TEST_CASE("latent attention: every tensor rank holds the down projections and la
   CHECK(dtsim::models::tensor_replicated_parameters(s.model) == whole);
   const double layer = dtsim::models::parameters_per_layer(s.model);
   CHECK(dtsim::parallel::layer_parameters_per_gpu(s).dense == doctest::Approx((layer - whole) / 8 + whole));
-  const auto per_rank = dtsim::models::layer_parameter_tensors_per_rank(s.model, 8);
+  const auto per_rank = dtsim::models::dense_parameter_tensors_per_rank(s.model, 8);
   double sum = 0.0;
   for (const double e : per_rank) sum += e;
   CHECK(sum == doctest::Approx((layer - whole) / 8 + whole));
