@@ -407,6 +407,7 @@ struct SoftwareStack {
   std::optional<bool> host_sync_before_optimizer;
   std::optional<GradAccumulation> grad_accumulation;
   std::optional<bool> autocast;
+  std::optional<bool> master_weights;
   std::optional<Fp8Recipe> fp8_recipe;
   std::optional<StackSupport> support;  // what the framework can run ("supports"); absent: not checked
 };

@@ -233,7 +233,8 @@ TrainingSpec read_training(ObjectReader& top, const DataPaths& data, const Softw
                                  "casts FP32 parameters to 16 bits) or \"autocast\": false",
                                  to_string(t.precision)));
   }
-  t.master_weights = r.optional<bool>("master_weights", TrainingSpec{}.master_weights);
+  t.master_weights =
+      r.optional<bool>("master_weights", software.master_weights.value_or(TrainingSpec{}.master_weights));
   if (!t.master_weights && t.autocast) {
     throw r.error_at("master_weights",
                      "got false with autocast; expected true or no such key (under autocast the FP32 "

@@ -45,7 +45,7 @@ SoftwareStack load_software_stack(const std::string& hardware_profiles, const st
   if (std::optional<ObjectReader> t = settings.optional_child("training")) {
     t->expect_keys({"overlap_grad_reduce", "overlap_param_gather", "host_issue_us_per_kernel",
                     "host_issue_us_per_tensor_op", "host_checkpoint_us", "host_sync_before_optimizer",
-                    "grad_accumulation", "autocast", "fp8_recipe"});
+                    "grad_accumulation", "autocast", "master_weights", "fp8_recipe"});
     stack.overlap_grad_reduce = t->maybe<bool>("overlap_grad_reduce");
     stack.overlap_param_gather = t->maybe<bool>("overlap_param_gather");
     stack.host_issue_us_per_kernel =
@@ -58,6 +58,7 @@ SoftwareStack load_software_stack(const std::string& hardware_profiles, const st
     stack.grad_accumulation =
         t->maybe_enum<GradAccumulation>("grad_accumulation", named_choices(kGradAccumulations));
     stack.autocast = t->maybe<bool>("autocast");
+    stack.master_weights = t->maybe<bool>("master_weights");
     stack.fp8_recipe = t->maybe_enum<Fp8Recipe>("fp8_recipe", named_choices(kFp8Recipes));
     t->finish();
   }
