@@ -233,8 +233,10 @@ TrainingSpec read_training(ObjectReader& top, const DataPaths& data, const Softw
                                  "casts FP32 parameters to 16 bits) or \"autocast\": false",
                                  to_string(t.precision)));
   }
-  t.master_weights =
-      r.optional<bool>("master_weights", software.master_weights.value_or(TrainingSpec{}.master_weights));
+  // A stack's BF16-only parameters do not apply under autocast, whose FP32 parameters are the optimizer's.
+  t.master_weights = r.optional<bool>(
+      "master_weights", t.autocast ? TrainingSpec{}.master_weights
+                                   : software.master_weights.value_or(TrainingSpec{}.master_weights));
   if (!t.master_weights && t.autocast) {
     throw r.error_at("master_weights",
                      "got false with autocast; expected true or no such key (under autocast the FP32 "

@@ -1,6 +1,7 @@
 #include "parallel/zero3.hpp"
 
 #include <algorithm>
+#include <numeric>
 
 #include "models/transformer/transformer.hpp"
 #include "parallel/memory_model.hpp"
@@ -40,7 +41,8 @@ std::vector<double> zero3_layer_groups(const config::Scenario& s) { return zero3
 
 std::vector<double> zero3_expert_groups(const config::Scenario& s, const config::TransformerSpec& m) {
   const double experts = layer_parameters_per_gpu(s, m).experts;
-  if (experts <= 0.0) return {};
+  // Held whole where no other rank holds the same experts: nothing to gather.
+  if (experts <= 0.0 || s.parallelism.expert_data_degree() <= 1) return {};
   if (s.parallelism.zero3.granularity == config::Zero3Granularity::layer) return {experts};
   // Up (gate and up fused for SwiGLU) and down weights: f x h x (2 | 1) and f x h.
   const double up_widths = m.mlp == config::MlpKind::swiglu ? 2.0 : 1.0;
@@ -49,12 +51,14 @@ std::vector<double> zero3_expert_groups(const config::Scenario& s, const config:
 }
 
 double zero3_gathered_parameters(const config::Scenario& s, const config::TransformerSpec& m) {
-  if (s.parallelism.zero3.fetch == config::Zero3Fetch::prefetch)
-    return 2 * layer_parameters_per_gpu(s, m).total();
   std::vector<double> groups = zero3_layer_groups(s, m);
   const std::vector<double> experts = zero3_expert_groups(s, m);
   groups.insert(groups.end(), experts.begin(), experts.end());
+  const double layer = std::accumulate(groups.begin(), groups.end(), 0.0);
+  if (s.parallelism.zero3.fetch == config::Zero3Fetch::prefetch) return 2 * layer;
   const double copies = s.parallelism.zero3.buffers == config::CollectiveBuffers::list ? 2.0 : 1.0;
+  // A layer's collectives gather its parts back to back and it holds them all; per tensor, one at a time.
+  if (s.parallelism.zero3.granularity == config::Zero3Granularity::layer) return copies * layer;
   return copies * *std::max_element(groups.begin(), groups.end());
 }
 

@@ -18,7 +18,8 @@
 //                       bytes travel here with a neighbour, so a layer moves the same bytes at either
 //                       granularity.
 // The parameters gathered at once on a rank (memory model): prefetch holds the layer in use and the
-// next one; on_demand holds one group (its largest) at a time, twice with list buffers (the flat buffer
+// next one; on_demand holds one group (its largest) at a time, a layer's parts at layer granularity, twice
+// with list buffers (the flat buffer
 // NCCL gathers into and the per-rank tensors it is copied to). The lowering issues an on-demand layer's
 // gathers back to back before the layer; since nothing overlaps them, that takes the time DeepSpeed
 // took fetching each tensor before its submodule, while the memory is DeepSpeed's.
@@ -38,13 +39,16 @@ std::vector<double> zero3_layer_groups(const config::Scenario& scenario,
 std::vector<double> zero3_layer_groups(const config::Scenario& scenario);
 // The rank's routed experts' parameters in each collective of one layer over its expert_data group: at
 // layer granularity one, at tensor granularity the experts' up and down weights (Megatron-Core's
-// GroupedMLP holds each as one tensor). Empty for a layer without routed experts.
+// GroupedMLP holds each as one tensor). Empty for a layer without routed experts, and where the
+// expert_data group is one rank (the rank holds its experts whole).
 std::vector<double> zero3_expert_groups(const config::Scenario& scenario,
                                         const config::TransformerSpec& layer_model);
 
 // Parameters per tensor-parallel rank gathered at the same time on a rank, beyond its own shard, while
-// layers of `layer_model` (or of the model as written) run, dense and routed experts' together. The
-// memory model takes the largest kind's.
+// layers of `layer_model` (or of the model as written) run, dense and routed experts' together (the
+// experts only where they are gathered). On demand at layer granularity a layer holds both parts' (its
+// gathers run back to back); per tensor, the largest collective's. The memory model takes the largest
+// kind's.
 double zero3_gathered_parameters(const config::Scenario& scenario,
                                  const config::TransformerSpec& layer_model);
 double zero3_gathered_parameters(const config::Scenario& scenario);

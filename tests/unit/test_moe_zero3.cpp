@@ -52,8 +52,14 @@ TEST_CASE("ZeRO-3 with experts: a layer's dense and expert collectives") {
   CHECK(dtsim::parallel::zero3_layer_groups(s) ==
         std::vector<double>{4096.0 + 25165824, 16777216.0 + 4096 + 32768});
   CHECK(dtsim::parallel::zero3_expert_groups(s, s.model) == std::vector<double>{117440512.0, 58720256.0});
-  // Gathered at once, prefetching: the layer in use and the next, dense and experts.
+  // Gathered at once on demand per tensor: the largest collective, the experts' up weights.
+  s.parallelism.zero3.fetch = dtsim::config::Zero3Fetch::on_demand;
+  CHECK(dtsim::parallel::zero3_gathered_parameters(s) == 117440512.0);
+  // On demand per layer: both parts, which the layer gathers back to back.
   s.parallelism.zero3.granularity = dtsim::config::Zero3Granularity::layer;
+  CHECK(dtsim::parallel::zero3_gathered_parameters(s) == moe_zero3_test::kDense + moe_zero3_test::kExperts);
+  // Prefetching: the layer in use and the next, dense and experts.
+  s.parallelism.zero3.fetch = dtsim::config::Zero3Fetch::prefetch;
   CHECK(dtsim::parallel::zero3_gathered_parameters(s) ==
         2 * (moe_zero3_test::kDense + moe_zero3_test::kExperts));
 }
@@ -94,6 +100,12 @@ TEST_CASE("ZeRO-3 with experts: each layer gathers and reduce-scatters both part
   spans = dtsim::testing::spans_by_kernel(one);
   CHECK(spans["zero3_param_all_gather"] == 32);
   CHECK(spans["zero3_grad_reduce_scatter"] == 16);
+  // Its memory: dense weights / 8, the experts whole, gathered two layers' dense parts only:
+  // 8 x 41,984,000 + 262,148,096 dense; 8 x 176,160,768 experts; BF16.
+  CHECK(dtsim::parallel::zero3_expert_groups(one_node, one_node.model).empty());
+  CHECK(dtsim::parallel::memory_per_gpu(one_node).weights_bytes ==
+        doctest::Approx(2 * (8 * moe_zero3_test::kDense + 262148096.0) / 8 +
+                        2 * 8 * moe_zero3_test::kExperts + 2 * 2 * moe_zero3_test::kDense));
 }
 
 TEST_CASE("ZeRO-3 with experts: every-rank mode equals symmetric mode") {

@@ -271,3 +271,20 @@ TEST_CASE("a bad \"supports\" block is reported at its pointer") {
   CHECK(e.pointer() == "/supports/pipeline_parallel");
   fs::remove_all(root);
 }
+
+TEST_CASE(
+    "nemo-automodel-2025 keeps BF16 parameters without an FP32 copy, unless the scenario runs autocast") {
+  // The stack's "master_weights": false (BF16 parameters and Adam moments) is the default of the key;
+  // under autocast the FP32 parameters are the optimizer's, so the stack's value does not apply there.
+  const auto bf16 = [](json& j) {
+    j["training"]["precision"] = "bf16";
+    j["parallelism"] = {{"tensor", 8}, {"pipeline", 2}, {"zero_stage", 1}};
+  };
+  CHECK_FALSE(load("nemo-automodel-2025", bf16).training.master_weights);
+  const Scenario autocast = load("nemo-automodel-2025", [&](json& j) {
+    bf16(j);
+    j["training"]["autocast"] = true;
+  });
+  CHECK(autocast.training.master_weights);
+  CHECK(load("torchtitan-2024").training.master_weights);  // the stack says nothing: dtsim's default
+}
