@@ -53,6 +53,7 @@ nlohmann::ordered_json model_json(const config::TransformerSpec& model) {
     if (moe.capacity_factor) m["capacity_factor"] = *moe.capacity_factor;
     if (moe.max_nodes_per_token) m["max_nodes_per_token"] = *moe.max_nodes_per_token;
     if (moe.first_dense_layers > 0) m["first_dense_layers"] = moe.first_dense_layers;
+    if (moe.routing != config::MoeRouting::uniform) m["routing"] = config::to_string(moe.routing);
     j["moe"] = std::move(m);
   }
   if (model.mla) {

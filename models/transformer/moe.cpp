@@ -1,6 +1,8 @@
 #include "models/transformer/moe.hpp"
 
 #include <algorithm>
+#include <numeric>
+#include <vector>
 
 namespace dtsim::models {
 
@@ -110,14 +112,31 @@ void moe_backward(std::vector<LayerOp>& bw, const config::MoeSpec& moe, const Mo
   bw.push_back(weight_grad_op(gemm_op("moe_router_wgrad", sh.h, z.experts, sh.routed, sh.a)));
 }
 
-double node_aware_copies(const config::MoeSpec& moe, std::int64_t nodes) {
-  if (nodes <= 1 || moe.experts <= 0 || moe.top_k <= 0) return 1.0;
+namespace {
+
+// The mean number of `blocks` equal runs of consecutive experts (GPUs or nodes) a token's k experts fall
+// on, for an expert group over `nodes` nodes (node_aware_copies, gpu_copies).
+double distinct_blocks(const config::MoeSpec& moe, std::int64_t blocks, std::int64_t nodes) {
+  const std::int64_t e = moe.experts;
+  if (moe.routing == config::MoeRouting::round_robin) {
+    // Token t starts at t k mod E; the starts repeat after E / gcd(E, k) tokens.
+    const std::int64_t period = e / std::gcd(e, moe.top_k);
+    std::vector<std::int64_t> hit;
+    double sum = 0.0;
+    for (std::int64_t t = 0; t < period; ++t) {
+      hit.clear();
+      for (std::int64_t i = 0; i < moe.top_k; ++i) hit.push_back((t * moe.top_k + i) % e * blocks / e);
+      std::sort(hit.begin(), hit.end());
+      sum += static_cast<double>(std::unique(hit.begin(), hit.end()) - hit.begin());
+    }
+    return sum / static_cast<double>(period);
+  }
   const double n = static_cast<double>(nodes);
   const double m = static_cast<double>(std::min(moe.max_nodes_per_token.value_or(nodes), nodes));
-  const double k = static_cast<double>(moe.top_k);
-  const double per_node = static_cast<double>(moe.experts) / n;
+  const double per_node = static_cast<double>(e) / n;
+  const double per_block = static_cast<double>(e) / static_cast<double>(blocks);
   const double eligible = per_node * m;  // the experts of the chosen nodes
-  // C(eligible - per_node, k) / C(eligible, k): none of the k experts on a given chosen node.
+  // C(eligible - per_block, k) / C(eligible, k): none of the k experts in a given block of a chosen node.
   double missed = 1.0;
   for (std::int64_t i = 0; i < moe.top_k; ++i) {
     const double d = static_cast<double>(i);
@@ -125,10 +144,23 @@ double node_aware_copies(const config::MoeSpec& moe, std::int64_t nodes) {
       missed = 0.0;
       break;
     }
-    missed *= std::max(0.0, eligible - per_node - d) / (eligible - d);
+    missed *= std::max(0.0, eligible - per_block - d) / (eligible - d);
   }
   const double hit = m / n * (1.0 - missed);
-  return std::min(1.0, n * hit / k);
+  return static_cast<double>(blocks) * hit;
+}
+
+}  // namespace
+
+double node_aware_copies(const config::MoeSpec& moe, std::int64_t nodes) {
+  if (nodes <= 1 || moe.experts <= 0 || moe.top_k <= 0) return 1.0;
+  return std::min(1.0, distinct_blocks(moe, nodes, nodes) / static_cast<double>(moe.top_k));
+}
+
+double gpu_copies(const config::MoeSpec& moe, std::int64_t gpus, std::int64_t nodes) {
+  if (gpus <= 1 || moe.experts <= 0 || moe.top_k <= 0) return 1.0;
+  return std::min(
+      1.0, distinct_blocks(moe, gpus, std::max<std::int64_t>(nodes, 1)) / static_cast<double>(moe.top_k));
 }
 
 double routed_expert_parameters(const config::TransformerSpec& m) {

@@ -45,19 +45,20 @@
 // to the GPU of the sender's local index, which forwards it over NVLink to the GPUs of its experts there;
 // the combine returns the same way, reduced at the forwarding GPU. The bytes on the fabric are those of
 // the all-to-all times node_aware_copies() (graph::CommOp::node_aware); the forwarding adds NVLink
-// traffic. Its kernels' SMs, its FP8 dispatch and its low-latency (inference) kernels are not modelled.
-// In an FP8 run (precision "fp8", Transformer Engine's delayed scaling: Megatron-Core's TEGroupedMLP runs
-// the experts as te.GroupedLinear, whose grouped GEMMs take FP8 operands, under --fp8-format), the routed
-// experts' four GEMMs run at the FP8 curve (ComputeOp::linear_layer) with linear.hpp's casts around them:
-// forward the permuted tokens (R x h) and the activation's output (R x f) each cast with its transpose
-// (neither is a norm's output), backward the output gradients of the down (R x h) and up projections
-// (R x 2f for SwiGLU) cast with theirs; the experts' weight copies are cast once per iteration (cached,
-// not costed, as for the dense layers). The router, the permutations, the exchanges (in 16 bits: DeepEP's
-// FP8 dispatch is not modelled) and the activation stay as they are. The tensorwise recipe (torchao) is
-// refused with experts: torchao.float8 converts nn.Linear modules, and its grouped-GEMM training path
-// (rowwise and MX scaling) is another recipe.
-// Not costed: auxiliary-loss kernels, the all-gather style dispatcher, and the overlap of the exchanges
-// with other micro-batches' compute.
+// traffic. Inside the node a token goes once to each GPU holding some of its experts: the NVLink bytes
+// times gpu_copies() (graph::CommOp::gpu_copies), on one node too. Its kernels' SMs, its FP8 dispatch and its
+// low-latency (inference) kernels are not modelled. In an FP8 run (precision "fp8", Transformer Engine's
+// delayed scaling: Megatron-Core's TEGroupedMLP runs the experts as te.GroupedLinear, whose grouped GEMMs
+// take FP8 operands, under --fp8-format), the routed experts' four GEMMs run at the FP8 curve
+// (ComputeOp::linear_layer) with linear.hpp's casts around them: forward the permuted tokens (R x h) and the
+// activation's output (R x f) each cast with its transpose (neither is a norm's output), backward the output
+// gradients of the down (R x h) and up projections (R x 2f for SwiGLU) cast with theirs; the experts' weight
+// copies are cast once per iteration (cached, not costed, as for the dense layers). The router, the
+// permutations, the exchanges (in 16 bits: DeepEP's FP8 dispatch is not modelled) and the activation stay as
+// they are. The tensorwise recipe (torchao) is refused with experts: torchao.float8 converts nn.Linear
+// modules, and its grouped-GEMM training path (rowwise and MX scaling) is another recipe. Not costed:
+// auxiliary-loss kernels, the all-gather style dispatcher, and the overlap of the exchanges with other
+// micro-batches' compute.
 #pragma once
 
 #include <vector>
@@ -92,8 +93,18 @@ void moe_backward(std::vector<LayerOp>& bw, const config::MoeSpec& moe, const Mo
 // probability q = (M / N) (1 - C(E M / N - E / N, k) / C(E M / N, k)) (M = N without a limit); the
 // all-to-all sends k (N - 1) / N copies off the node, the node-aware one (N - 1) q:
 //   node_aware_copies = N q / k.
-// With N = 1 nothing leaves the node: 1.
+// With N = 1 nothing leaves the node: 1. With round_robin routing (MoeSpec::routing) a token's k experts
+// are consecutive: the mean number of nodes they fall on, over the tokens of one period (E / gcd(E, k)),
+// over k.
 double node_aware_copies(const config::MoeSpec& moe, std::int64_t nodes);
+// The fraction of an all-to-all's copies that DeepEP sends, for an expert group of `gpus` GPUs over
+// `nodes` nodes holding the experts evenly: it sends a token once to each GPU that holds some of its
+// experts, with the list of them (deepseek-ai/DeepEP, csrc/kernels/intranode.cu and internode.cu:
+// is_token_in_rank), where the all-to-all sends one copy per expert. As above with GPUs for nodes: a
+// given GPU holds E / G experts and is hit with probability (M / N) (1 - C(E M / N - E / G, k) /
+// C(E M / N, k)); gpu_copies = G q / k (round_robin: the mean number of GPUs the k consecutive experts
+// fall on, over k). Qwen3-30B-A3B on 8 GPUs (E 128, k 8): 5.34 of 8 copies uniform, 1 round robin.
+double gpu_copies(const config::MoeSpec& moe, std::int64_t gpus, std::int64_t nodes);
 
 // The routed experts' weights of one layer, all experts, whole model: E x (h x (2f SwiGLU | f) + f x h)
 // for f = expert_ffn_hidden_size (no biases); the router's h x E weight is not among them (it is

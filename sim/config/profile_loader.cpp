@@ -315,7 +315,7 @@ namespace {
 // set.
 MoeSpec read_moe(ObjectReader& r, const std::optional<MoeSpec>& base) {
   r.expect_keys({"experts", "top_k", "expert_ffn_hidden_size", "shared_ffn_hidden_size", "load_imbalance",
-                 "capacity_factor", "max_nodes_per_token", "first_dense_layers"});
+                 "capacity_factor", "max_nodes_per_token", "first_dense_layers", "routing"});
   MoeSpec m = base.value_or(MoeSpec{});
   const IntRule experts = IntRule::between(1, kMaxExperts);
   m.experts = base ? r.optional<std::int64_t>("experts", m.experts, experts)
@@ -336,6 +336,7 @@ MoeSpec read_moe(ObjectReader& r, const std::optional<MoeSpec>& base) {
     m.max_nodes_per_token = r.required<std::int64_t>("max_nodes_per_token", IntRule::positive());
   m.first_dense_layers =
       r.optional<std::int64_t>("first_dense_layers", m.first_dense_layers, IntRule::non_negative());
+  m.routing = r.optional_enum<MoeRouting>("routing", m.routing, named_choices(kMoeRoutings));
   if (m.top_k > m.experts) throw r.mismatch("top_k", fmt::format("at most experts ({})", m.experts));
   r.finish();
   return m;

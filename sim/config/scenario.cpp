@@ -91,6 +91,16 @@ const char* to_string(MoeDispatcher d) {
   throw core::InternalError("to_string: invalid MoeDispatcher value");
 }
 
+const char* to_string(MoeRouting r) {
+  switch (r) {
+    case MoeRouting::uniform:
+      return "uniform";
+    case MoeRouting::round_robin:
+      return "round_robin";
+  }
+  throw core::InternalError("to_string: invalid MoeRouting value");
+}
+
 const char* to_string(Schedule s) {
   switch (s) {
     case Schedule::one_f_one_b:

@@ -66,6 +66,13 @@ inline constexpr std::array kElementwiseKernels{ElementwiseKernels::fused, Eleme
 // the mean (1: balanced, as an auxiliary loss or a forced balance keeps it); the slowest rank sets the
 // pace. capacity_factor: tokens dropped beyond and padded up to capacity_factor x the mean per expert
 // (GShard, Switch); absent: dropless.
+// Which experts a token goes to, for the exchanges' traffic (models/transformer/moe.hpp, distinct
+// destinations): uniform, k distinct experts drawn evenly (a trained, balanced router); round_robin, token t
+// the k consecutive experts t k .. t k + k - 1 (mod experts), the fake balanced gate NeMo AutoModel
+// benchmarks with (nemo_automodel/components/moe/layers.py, FakeBalancedGate: arange(T k) % E).
+enum class MoeRouting { uniform, round_robin };
+inline constexpr std::array kMoeRoutings{MoeRouting::uniform, MoeRouting::round_robin};
+
 struct MoeSpec {
   std::int64_t experts = 0;
   std::int64_t top_k = 1;
@@ -77,6 +84,7 @@ struct MoeSpec {
   // M = 4: DeepSeek-AI 2024, arXiv 2412.19437, Sec. 2.1.2). Absent: any experts.
   std::optional<std::int64_t> max_nodes_per_token;
   std::int64_t first_dense_layers = 0;
+  MoeRouting routing = MoeRouting::uniform;
   // Tokens of the busiest expert over the mean, which its grouped GEMMs and exchanges carry.
   double busiest_factor() const { return capacity_factor.value_or(load_imbalance); }
   bool operator==(const MoeSpec&) const = default;
@@ -459,6 +467,7 @@ const char* to_string(Fp8Recipe r);
 const char* to_string(AttentionKind a);
 const char* to_string(Schedule s);
 const char* to_string(MoeDispatcher d);
+const char* to_string(MoeRouting r);
 const char* to_string(Recompute r);
 const char* to_string(Optimizer o);
 const char* to_string(ModelKind k);

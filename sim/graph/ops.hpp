@@ -142,6 +142,10 @@ struct CommOp {
   // the bytes an all-to-all would send off the node that cross the fabric (models/transformer/moe.hpp,
   // node_aware_copies). Absent: NCCL's all-to-all, every copy on the fabric, none forwarded.
   std::optional<double> node_aware = std::nullopt;
+  // all_to_all only, DeepEP's exchanges inside the node: the fraction of the all-to-all's copies sent to
+  // GPUs, each token once per destination GPU (models/transformer/moe.hpp, gpu_copies), for the copies
+  // a GPU sends to its node's other GPUs and those it forwards. Absent: one copy per expert.
+  std::optional<double> gpu_copies = std::nullopt;
 };
 
 // A rank's part of one global batch, supplied by the input pipeline (models/input/input_pipeline.hpp)

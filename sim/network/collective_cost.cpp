@@ -233,9 +233,11 @@ CollectiveCost collective_cost(const graph::CommOp& op, const PathParams& path) 
       // Node-aware, the fraction f of it crosses, and each GPU forwards over NVLink to its node's other
       // GPUs the copies for their experts among what arrives, as many as the all-to-all would have sent
       // them: (r - 1)/r of (n - r)/n s, beside its own copies inside the node.
+      // DeepEP sends each token once per destination GPU: the fraction g of the copies inside the node.
       const double f = op.node_aware.value_or(1.0);
+      const double g = op.gpu_copies.value_or(1.0);
       const double forwarded = op.node_aware ? (n - most) / n * s * (most - 1) / most : 0.0;
-      const double intra_time = ((most - 1) / n * s + forwarded) / path.intra_bytes_per_s;
+      const double intra_time = g * ((most - 1) / n * s + forwarded) / path.intra_bytes_per_s;
       const double leaving = f * std::max(most * (n - most), fewest * (n - fewest)) / n * s;
       const double inter_time = nodes > 1 ? leaving / node_share(op, path, TrafficPattern::all_to_all) : 0.0;
       const double latency = nodes > 1 ? path.inter_latency_s : path.intra_latency_s;

@@ -180,6 +180,7 @@ FlowPlan build_plan(const graph::CommOp& op, Algorithm algorithm, const Topology
       // forwards to each peer the copies every other node's same-index GPU has for that peer's experts,
       // the s / n the all-to-all would have sent it directly.
       const double f = op.node_aware.value_or(1.0);
+      const double per_gpu = op.gpu_copies.value_or(1.0);  // DeepEP: each token once per destination GPU
       FlowPhase phase;
       for (const GroupPlacement& p : groups) {
         const double other_nodes = static_cast<double>(p.nodes.size()) - 1;
@@ -187,7 +188,7 @@ FlowPlan build_plan(const graph::CommOp& op, Algorithm algorithm, const Topology
         for (const std::int64_t a : p.nodes) {
           for (const std::int64_t from : p.locals) {
             for (const std::int64_t to : p.locals) {
-              if (from != to) phase.transfers.push_back({a, from, a, to, s / n + forwarded, 0.0});
+              if (from != to) phase.transfers.push_back({a, from, a, to, per_gpu * (s / n + forwarded), 0.0});
             }
             for (const std::int64_t b : p.nodes) {
               if (b != a) phase.transfers.push_back({a, from, b, from, f * rd * s / n, cap / rd});

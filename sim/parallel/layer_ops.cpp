@@ -58,9 +58,11 @@ class Interner {
         // Token dispatch and combine: blocking, between the router and the experts (moe.hpp); DeepEP's
         // node-aware exchange when the scenario asks for it and the group spans nodes.
         graph::CommOp exchange{graph::CollectiveKind::all_to_all, op.comm_bytes, groups_.expert};
-        if (s_.parallelism.moe_dispatcher == config::MoeDispatcher::deepep && groups_.expert.nodes > 1 &&
-            s_.model.moe)
-          exchange.node_aware = models::node_aware_copies(*s_.model.moe, groups_.expert.nodes);
+        if (s_.parallelism.moe_dispatcher == config::MoeDispatcher::deepep && s_.model.moe) {
+          if (groups_.expert.nodes > 1)
+            exchange.node_aware = models::node_aware_copies(*s_.model.moe, groups_.expert.nodes);
+          exchange.gpu_copies = models::gpu_copies(*s_.model.moe, groups_.expert.size, groups_.expert.nodes);
+        }
         ref.op = comm_ops_.id(graph_, exchange);
         ref.stream = StreamKind::expert_comm;
         ref.comm_category = Category::expert_comm;
@@ -149,7 +151,8 @@ graph::OpId CommOpTable::id(graph::TaskGraph& graph, const graph::CommOp& op) {
                 op.group,
                 op.copies ? op.copies->bytes : -1.0,
                 op.copies ? op.copies->kernels : -1,
-                op.node_aware.value_or(-1.0)};
+                op.node_aware.value_or(-1.0),
+                op.gpu_copies.value_or(-1.0)};
   const auto it = ids_.find(key);
   if (it != ids_.end()) return it->second;
   const graph::OpId id = graph.add_op(op);

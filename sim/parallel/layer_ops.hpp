@@ -94,7 +94,7 @@ class CommOpTable {
   graph::OpId id(graph::TaskGraph& graph, const graph::CommOp& op);
 
  private:
-  using Key = std::tuple<int, double, graph::CommGroup, double, int, double>;
+  using Key = std::tuple<int, double, graph::CommGroup, double, int, double, double>;
   std::map<Key, graph::OpId> ids_;
 };
 
