@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "core/errors.hpp"
+#include "models/transformer/transformer.hpp"
 #include "parallel/feasibility.hpp"
 #include "parallel/input_load.hpp"
 #include "parallel/lowering.hpp"
@@ -44,7 +45,9 @@ Lowering::Lowering(const config::Scenario& s, const LowerOptions& options)
       layouts_(layouts_of(s, mesh_, options.layouts_cache, own_layouts_)),
       replicas_(every_rank_ ? 1 : s.parallelism.tensor * s.parallelism.context * s.parallelism.data),
       reduces_each_micro_batch_(s.parallelism.zero_stage == 2 &&
-                                s.parallelism.data * s.parallelism.context > 1 && m_ > 1) {
+                                s.parallelism.data * s.parallelism.context > 1 && m_ > 1),
+      embedding_params_(models::embedding_parameters(s.model) / static_cast<double>(s.parallelism.tensor)),
+      head_params_(models::head_parameters(s.model) / static_cast<double>(s.parallelism.tensor)) {
   for (std::int64_t stage = 0; stage < p_; ++stage) stage_buckets_.push_back(gradient_buckets(s, stage));
   const std::int64_t ranks = every_rank_ ? s.gpu_count() : p_;
   out_.graph = graph::TaskGraph(static_cast<std::uint32_t>(ranks));
@@ -422,12 +425,22 @@ void Lowering::open_step(std::int64_t r, StepInProgress& s) {
   s.previous_layer.reset();
   const std::int64_t mc = model_chunk(coord(r).stage, s.step.chunk);
   const std::int32_t mb = s.step.micro_batch;
+  const bool zero3 = s_.parallelism.zero_stage >= 3;
   if (s.step.pass == Pass::forward) {
-    if (mc == 0) emit(r, programs(r).embedding.forward, Category::forward, mb, s.chain);
+    if (mc == 0) {
+      Chain unit;
+      emit(r, programs(r).embedding.forward, Category::forward, mb, unit);
+      if (zero3) gather_unit(r, s, embedding_params_, unit);
+      append(s.chain, unit);
+    }
     if (mc == 0 && mb == 0) step_first_[static_cast<std::size_t>(r)] = s.chain.first;
   } else if (mc == p_ * v_ - 1) {
     emit_mtp(r, s.step.pass, mb, s.chain);
-    emit(r, backward_ops(programs(r).head, s.step.pass), Category::backward, mb, s.chain);
+    Chain unit;
+    emit(r, backward_ops(programs(r).head, s.step.pass), Category::backward, mb, unit);
+    if (zero3 && s.step.pass != Pass::weight_grad) gather_unit(r, s, head_params_, unit);
+    append(s.chain, unit);
+    if (zero3 && makes_weight_grads(s.step.pass) && !unit.empty) reduce_unit(r, head_params_, mb, unit.last);
   }
 }
 
@@ -530,13 +543,22 @@ void Lowering::emit_input_grads(std::int64_t r, const StepInProgress& s, const S
 void Lowering::close_step(std::int64_t r, StepInProgress& s) {
   const std::int64_t mc = model_chunk(coord(r).stage, s.step.chunk);
   const std::int32_t mb = s.step.micro_batch;
+  const bool zero3 = s_.parallelism.zero_stage >= 3;
   if (s.step.pass == Pass::forward) {
     if (mc == p_ * v_ - 1) {
-      emit(r, programs(r).head.forward, Category::forward, mb, s.chain);
+      Chain unit;
+      emit(r, programs(r).head.forward, Category::forward, mb, unit);
+      if (zero3) gather_unit(r, s, head_params_, unit);
+      append(s.chain, unit);
       emit_mtp(r, Pass::forward, mb, s.chain);
     }
   } else if (mc == 0) {
-    emit(r, backward_ops(programs(r).embedding, s.step.pass), Category::backward, mb, s.chain);
+    Chain unit;
+    emit(r, backward_ops(programs(r).embedding, s.step.pass), Category::backward, mb, unit);
+    if (zero3 && s.step.pass != Pass::weight_grad) gather_unit(r, s, embedding_params_, unit);
+    append(s.chain, unit);
+    if (zero3 && makes_weight_grads(s.step.pass) && !unit.empty)
+      reduce_unit(r, embedding_params_, mb, unit.last);
   }
   DTSIM_CHECK(!s.chain.also, "a pipeline step ends beside an overlapped GEMM");
   // ZeRO-2 before the last micro-batch: the step's layer gradients are ready when the step ends (a

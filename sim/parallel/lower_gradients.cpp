@@ -80,6 +80,10 @@ void Lowering::emit_gradient_sync_and_optimizer(std::int64_t r) {
   if (!optimizer_ops_.count(stage)) optimizer_ops_[stage] = out_.graph.add_op(step);
   const TaskId opt =
       add_task(r, StreamKind::compute, optimizer_ops_[stage], Category::optimizer, optimizer_label_, -1);
+  // Collectives the host called after the last backward kernel (ZeRO-3's last reductions) come before it.
+  std::uint32_t& calls = collective_calls_[static_cast<std::size_t>(r)];
+  if (calls > 0) out_.graph.add_host_calls(opt, calls);
+  calls = 0;
   wait(backward_end, opt);
   for (TaskId t : reductions) wait(t, opt);
   if (s_.training.host_sync_before_optimizer) out_.graph.add_host_wait(opt);
@@ -140,30 +144,15 @@ const Lowering::Zero3Ops& Lowering::zero3_ops(std::int64_t r, std::size_t layer_
   for (const Zero3Ops& ops : zero3_ops_) {
     if (ops.group == group && ops.expert_group == expert_group && ops.kind == layer_kind) return ops;
   }
-  const config::Precision prec = s_.training.precision;
-  const config::CollectiveBuffers buffers = s_.parallelism.zero3.buffers;
-  const auto zero3_op = [&](graph::CollectiveKind kind, double bytes, double read_bytes,
-                            const graph::CommGroup& over) {
-    CommOp op{kind, bytes, over};
-    if (buffers != config::CollectiveBuffers::flat) {
-      graph::ComputeOp copy;
-      copy.cls = graph::ComputeClass::memory;
-      const bool list = buffers == config::CollectiveBuffers::list;
-      copy.bytes = list ? 2 * bytes : read_bytes + bytes;
-      copy.kernels = list ? static_cast<int>(over.size) : 1;
-      op.copies = copy;
-    }
-    return intern_comm(op);
-  };
   Zero3Ops ops{group, expert_group, layer_kind, {}, {}, {}, {}};
-  const double a = models::activation_bytes_per_element(prec);
+  const double a = models::activation_bytes_per_element(s_.training.precision);
   const auto add = [&](const std::vector<double>& groups, const graph::CommGroup& over,
                        std::vector<graph::OpId>& gathers, std::vector<graph::OpId>& reduces) {
     for (const double params : groups) {
       const double weights = params * weight_bytes_per_param(s_.training);
-      gathers.push_back(zero3_op(graph::CollectiveKind::all_gather, weights, weights, over));
-      reduces.push_back(zero3_op(graph::CollectiveKind::reduce_scatter,
-                                 params * gradient_bytes_per_param(s_.training), params * a, over));
+      gathers.push_back(zero3_comm(graph::CollectiveKind::all_gather, weights, weights, over));
+      reduces.push_back(zero3_comm(graph::CollectiveKind::reduce_scatter,
+                                   params * gradient_bytes_per_param(s_.training), params * a, over));
     }
   };
   const config::TransformerSpec& model = layer_kinds_.model(layer_kind);
@@ -174,10 +163,57 @@ const Lowering::Zero3Ops& Lowering::zero3_ops(std::int64_t r, std::size_t layer_
   return zero3_ops_.back();
 }
 
+graph::OpId Lowering::zero3_comm(graph::CollectiveKind kind, double bytes, double read_bytes,
+                                 const graph::CommGroup& group) {
+  const config::CollectiveBuffers buffers = s_.parallelism.zero3.buffers;
+  CommOp op{kind, bytes, group};
+  if (buffers != config::CollectiveBuffers::flat) {
+    graph::ComputeOp copy;
+    copy.cls = graph::ComputeClass::memory;
+    const bool list = buffers == config::CollectiveBuffers::list;
+    copy.bytes = list ? 2 * bytes : read_bytes + bytes;
+    copy.kernels = list ? static_cast<int>(group.size) : 1;
+    op.copies = copy;
+  }
+  return intern_comm(op);
+}
+
+// The embedding's or output layer's gather before its use, after the compute just before it on demand,
+// else after the previous layer's start (none at a step's opening: as early as the gather stream allows).
+void Lowering::gather_unit(std::int64_t r, const StepInProgress& s, double params, const Chain& use) {
+  if (use.empty || params <= 0.0 || group_size(GroupKind::data) <= 1) return;
+  const std::optional<TaskId> after =
+      s_.parallelism.zero3.fetch == config::Zero3Fetch::on_demand ? compute_before(r, s) : s.previous_layer;
+  Chain gather = after ? Chain::after(*after) : Chain{};
+  const double weights = params * weight_bytes_per_param(s_.training);
+  collective(r, GroupKind::data, StreamKind::param_gather,
+             zero3_comm(graph::CollectiveKind::all_gather, weights, weights, data_group(r)),
+             Category::data_comm, zero3_gather_label_, s.step.micro_batch, gather);
+  ++collective_calls_[static_cast<std::size_t>(r)];
+  gate(gather.last, use);
+}
+
+void Lowering::reduce_unit(std::int64_t r, double params, std::int32_t mb, TaskId after) {
+  if (params <= 0.0 || group_size(GroupKind::data) <= 1) return;
+  Chain reduce = Chain::after(after);
+  const double a = models::activation_bytes_per_element(s_.training.precision);
+  collective(r, GroupKind::data, StreamKind::data_comm,
+             zero3_comm(graph::CollectiveKind::reduce_scatter, params * gradient_bytes_per_param(s_.training),
+                        params * a, data_group(r)),
+             Category::data_comm, zero3_reduce_label_, mb, reduce);
+  ++collective_calls_[static_cast<std::size_t>(r)];
+  data_tasks_[static_cast<std::size_t>(r)].push_back(reduce.last);
+}
+
 // A layer's gathers, one after another on the rank's gather stream, the first after `after` (prefetch:
 // the previous layer's first task; on demand: the compute just before the layer). On demand, DeepSpeed's
 // fetch synchronizes the device first (torch.cuda.synchronize), so the first gather also waits for the
 // rank's gradient reductions issued so far.
+bool Lowering::on_expert_stream(TaskId task) const {
+  const graph::TaskGraph& g = out_.graph;
+  return g.streams()[g.tasks()[task].stream].kind == StreamKind::expert_data_comm;
+}
+
 TaskId Lowering::gather_layer(std::int64_t r, std::size_t kind, std::int32_t mb,
                               std::optional<TaskId> after) {
   Chain gather = after ? Chain::after(*after) : Chain{};
@@ -191,8 +227,11 @@ TaskId Lowering::gather_layer(std::int64_t r, std::size_t kind, std::int32_t mb,
       const std::size_t tasks_before = out_.graph.tasks().size();
       collective(r, group, stream, op, Category::data_comm, zero3_gather_label_, mb, gather);
       ++collective_calls_[static_cast<std::size_t>(r)];  // the host calls it before the layer's next kernel
-      // Every member of the group reaches the same gang: its creator adds the edge once for all.
-      if (synchronize && gather.last >= tasks_before) wait(reductions.back(), gather.last);
+      // Every member of the group reaches the same gang: its creator adds the edge once for all, unless
+      // the rank's last reduction is its experts', over an expert_data group of its own: each member then
+      // waits for its own.
+      if (synchronize && (gather.last >= tasks_before || on_expert_stream(reductions.back())))
+        wait(reductions.back(), gather.last);
       synchronize = false;
     }
   };

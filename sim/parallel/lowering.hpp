@@ -173,8 +173,16 @@ class Lowering {
   // ZeRO-3 (lower_gradients.cpp): a layer's parameter gathers, which may begin after `after`; the
   // last of them is returned. Its gradient reductions, after `after`.
   TaskId gather_layer(std::int64_t r, std::size_t kind, std::int32_t mb, std::optional<TaskId> after);
+  bool on_expert_stream(TaskId task) const;  // a routed experts' gradient reduction
   void reduce_layer(std::int64_t r, std::size_t kind, std::int32_t mb, TaskId after);
-  // ZeRO-3's collectives of one layer of a kind over a data-parallel layout, interned once per both.
+  // ZeRO-3 of the stage's embedding or output layer (`params` per rank: FSDP2 units of their own): its
+  // gather, which the unit's program `use` of step `s` waits for, and its gradients' reduce-scatter after
+  // `after` (a pass that makes them).
+  void gather_unit(std::int64_t r, const StepInProgress& s, double params, const Chain& use);
+  void reduce_unit(std::int64_t r, double params, std::int32_t mb, TaskId after);
+  // A ZeRO-3 collective over `group`, with the copies of the scenario's buffers (zero3_ops).
+  graph::OpId zero3_comm(graph::CollectiveKind kind, double bytes, double read_bytes,
+                         const graph::CommGroup& group);
   // A layer kind's ZeRO-3 collectives on one data-parallel layout: the dense parameters' over the data
   // group, the routed experts' over the expert_data group (none when it has one rank).
   struct Zero3Ops {
@@ -237,6 +245,9 @@ class Lowering {
   // communicates during non gradient accumulation boundaries as well'; FSDP's SHARD_GRAD_OP likewise
   // outside no_sync), since a rank keeps only its shard of the accumulated gradients.
   const bool reduces_each_micro_batch_;
+  // Parameters per tensor-parallel rank of the embedding and of the output layer (ZeRO-3's units).
+  double embedding_params_ = 0.0;
+  double head_params_ = 0.0;
   std::vector<std::vector<GradientBucket>> stage_buckets_;  // per stage (gradient_buckets.hpp)
   double pipeline_send_bytes_ = 0.0;
   std::deque<Zero3Ops> zero3_ops_;  // references stay valid as it grows

@@ -179,7 +179,16 @@ MemoryEstimate stage_memory(const config::Scenario& s, const models::LayerKinds&
                       experts * b.gradients / (par.zero_stage >= 2 ? ed : 1.0);
   e.optimizer_bytes = params * b.optimizer / (shard_optimizer ? d : 1.0) +
                       experts * b.optimizer / (shard_optimizer ? ed : 1.0);
-  if (par.zero_stage >= 3) e.weights_bytes += plan.zero3_gathered * b.weights;
+  if (par.zero_stage >= 3) {
+    // The embedding and the output layer are gathered whole for their use (FSDP2 units of their own);
+    // prefetching, beside one layer's parameters (half the two layers' it holds), on demand alone.
+    const double unit = std::max(first ? models::embedding_parameters(model) : 0.0,
+                                 last ? models::head_parameters(model) : 0.0) /
+                        t;
+    const bool prefetch = par.zero3.fetch == config::Zero3Fetch::prefetch;
+    e.weights_bytes +=
+        std::max(plan.zero3_gathered, unit + (prefetch ? plan.zero3_gathered / 2 : 0.0)) * b.weights;
+  }
 
   // The stage's layers: their kept activations and W reads summed, the largest working set of a kind it
   // holds (the first kind's on a stage without layers).

@@ -8,6 +8,10 @@
 // in memory_model.hpp) over its expert_data ranks. Each part has its own collectives; the gathered
 // parameters are both.
 //
+// The embedding and the output layer are units of their own, gathered whole before each use and
+// reduce-scattered after their backward (the lowering's gather_unit, reduce_unit; the memory model counts
+// the larger of them gathered).
+//
 // Each collective moves a group of the part's parameter tensors, counted per tensor-parallel rank:
 //   granularity layer:  one group, the whole layer (FSDP's and Megatron-Core FSDP's unit);
 //   granularity tensor: one group per tensor of at least persistence_threshold elements on the rank,
