@@ -119,17 +119,17 @@ namespace {
 double distinct_blocks(const config::MoeSpec& moe, std::int64_t blocks, std::int64_t nodes) {
   const std::int64_t e = moe.experts;
   if (moe.routing == config::MoeRouting::round_robin) {
-    // Token t starts at t k mod E; the starts repeat after E / gcd(E, k) tokens.
-    const std::int64_t period = e / std::gcd(e, moe.top_k);
-    std::vector<std::int64_t> hit;
+    // Token t starts at t k mod E: every multiple of g = gcd(E, k) once per E / g tokens. A run of k from
+    // start s covers the blocks floor(x B / E) of x = s .. s + k - 1 read past E (each B blocks further on
+    // the same blocks again): at most B distinct.
+    const std::int64_t g = std::gcd(e, moe.top_k);
     double sum = 0.0;
-    for (std::int64_t t = 0; t < period; ++t) {
-      hit.clear();
-      for (std::int64_t i = 0; i < moe.top_k; ++i) hit.push_back((t * moe.top_k + i) % e * blocks / e);
-      std::sort(hit.begin(), hit.end());
-      sum += static_cast<double>(std::unique(hit.begin(), hit.end()) - hit.begin());
+    for (std::int64_t start = 0; start < e; start += g) {
+      const std::int64_t first = start * blocks / e;
+      const std::int64_t last = (start + moe.top_k - 1) * blocks / e;
+      sum += static_cast<double>(std::min(blocks, last - first + 1));
     }
-    return sum / static_cast<double>(period);
+    return sum / static_cast<double>(e / g);
   }
   const double n = static_cast<double>(nodes);
   const double m = static_cast<double>(std::min(moe.max_nodes_per_token.value_or(nodes), nodes));

@@ -9,6 +9,7 @@
 #include "parallel/feasibility.hpp"
 #include "parallel/input_load.hpp"
 #include "parallel/lowering.hpp"
+#include "parallel/zero3.hpp"
 
 namespace dtsim::parallel {
 
@@ -47,7 +48,8 @@ Lowering::Lowering(const config::Scenario& s, const LowerOptions& options)
       reduces_each_micro_batch_(s.parallelism.zero_stage == 2 &&
                                 s.parallelism.data * s.parallelism.context > 1 && m_ > 1),
       embedding_params_(models::embedding_parameters(s.model) / static_cast<double>(s.parallelism.tensor)),
-      head_params_(models::head_parameters(s.model) / static_cast<double>(s.parallelism.tensor)) {
+      head_params_(models::head_parameters(s.model) / static_cast<double>(s.parallelism.tensor)),
+      head_use_params_(zero3_head_use_parameters(s.model) / static_cast<double>(s.parallelism.tensor)) {
   for (std::int64_t stage = 0; stage < p_; ++stage) stage_buckets_.push_back(gradient_buckets(s, stage));
   const std::int64_t ranks = every_rank_ ? s.gpu_count() : p_;
   out_.graph = graph::TaskGraph(static_cast<std::uint32_t>(ranks));
@@ -69,6 +71,7 @@ LoweredGraph Lowering::run() {
   step_first_.assign(static_cast<std::size_t>(ranks), TaskId{0});
   stage_last_.assign(static_cast<std::size_t>(ranks), TaskId{0});
   data_tasks_.assign(static_cast<std::size_t>(ranks), {});
+  last_reductions_.assign(static_cast<std::size_t>(ranks), {});
   emit_steps();
   for (std::int64_t r = 0; r < ranks; ++r) connect_stages(r);
   for (std::int64_t r = 0; r < ranks; ++r) emit_gradient_sync_and_optimizer(r);
@@ -438,7 +441,11 @@ void Lowering::open_step(std::int64_t r, StepInProgress& s) {
     emit_mtp(r, s.step.pass, mb, s.chain);
     Chain unit;
     emit(r, backward_ops(programs(r).head, s.step.pass), Category::backward, mb, unit);
-    if (zero3 && s.step.pass != Pass::weight_grad) gather_unit(r, s, head_params_, unit);
+    // Prefetching (FSDP2), the output layer stays gathered from its forward through its backward, which
+    // follows it on the last stage (FSDP2 does not reshard a root unit, nor torchtitan's [norm, output]).
+    if (zero3 && s_.parallelism.zero3.fetch == config::Zero3Fetch::on_demand &&
+        s.step.pass != Pass::weight_grad)
+      gather_unit(r, s, head_use_params_, unit);
     append(s.chain, unit);
     if (zero3 && makes_weight_grads(s.step.pass) && !unit.empty) reduce_unit(r, head_params_, mb, unit.last);
   }
@@ -548,7 +555,7 @@ void Lowering::close_step(std::int64_t r, StepInProgress& s) {
     if (mc == p_ * v_ - 1) {
       Chain unit;
       emit(r, programs(r).head.forward, Category::forward, mb, unit);
-      if (zero3) gather_unit(r, s, head_params_, unit);
+      if (zero3) gather_unit(r, s, head_use_params_, unit);
       append(s.chain, unit);
       emit_mtp(r, Pass::forward, mb, s.chain);
     }

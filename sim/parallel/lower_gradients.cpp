@@ -186,10 +186,13 @@ void Lowering::gather_unit(std::int64_t r, const StepInProgress& s, double param
       s_.parallelism.zero3.fetch == config::Zero3Fetch::on_demand ? compute_before(r, s) : s.previous_layer;
   Chain gather = after ? Chain::after(*after) : Chain{};
   const double weights = params * weight_bytes_per_param(s_.training);
+  const std::size_t tasks_before = out_.graph.tasks().size();
   collective(r, GroupKind::data, StreamKind::param_gather,
              zero3_comm(graph::CollectiveKind::all_gather, weights, weights, data_group(r)),
              Category::data_comm, zero3_gather_label_, s.step.micro_batch, gather);
   ++collective_calls_[static_cast<std::size_t>(r)];
+  if (s_.parallelism.zero3.fetch == config::Zero3Fetch::on_demand)
+    synchronize_before(r, gather.last, gather.last >= tasks_before);
   gate(gather.last, use);
 }
 
@@ -202,23 +205,27 @@ void Lowering::reduce_unit(std::int64_t r, double params, std::int32_t mb, TaskI
                         params * a, data_group(r)),
              Category::data_comm, zero3_reduce_label_, mb, reduce);
   ++collective_calls_[static_cast<std::size_t>(r)];
+  last_reductions_[static_cast<std::size_t>(r)].dense = reduce.last;
   data_tasks_[static_cast<std::size_t>(r)].push_back(reduce.last);
 }
 
-// A layer's gathers, one after another on the rank's gather stream, the first after `after` (prefetch:
-// the previous layer's first task; on demand: the compute just before the layer). On demand, DeepSpeed's
-// fetch synchronizes the device first (torch.cuda.synchronize), so the first gather also waits for the
-// rank's gradient reductions issued so far.
-bool Lowering::on_expert_stream(TaskId task) const {
-  const graph::TaskGraph& g = out_.graph;
-  return g.streams()[g.tasks()[task].stream].kind == StreamKind::expert_data_comm;
+// On demand, DeepSpeed's fetch synchronizes the device first (torch.cuda.synchronize): a use's first
+// gather also waits for the rank's gradient reductions issued so far, the last on each reduction stream.
+// The data group's are one gang for all its members, whose creator adds the edge (`created`); the
+// experts' are over each member's own expert_data group.
+void Lowering::synchronize_before(std::int64_t r, TaskId gather, bool created) {
+  const LastReductions& last = last_reductions_[static_cast<std::size_t>(r)];
+  if (last.dense && created) wait(*last.dense, gather);
+  if (last.expert) wait(*last.expert, gather);
 }
 
+// A layer's gathers, one after another on the rank's gather stream, the first after `after` (prefetch:
+// the previous layer's first task; on demand: the compute just before the layer, and the reductions
+// so far: synchronize_before).
 TaskId Lowering::gather_layer(std::int64_t r, std::size_t kind, std::int32_t mb,
                               std::optional<TaskId> after) {
   Chain gather = after ? Chain::after(*after) : Chain{};
-  const std::vector<TaskId>& reductions = data_tasks_[static_cast<std::size_t>(r)];
-  bool synchronize = s_.parallelism.zero3.fetch == config::Zero3Fetch::on_demand && !reductions.empty();
+  bool synchronize = s_.parallelism.zero3.fetch == config::Zero3Fetch::on_demand;
   const Zero3Ops& ops = zero3_ops(r, kind);
   // Dense parameters, then the routed experts' after them (FSDP2 issues its units' gathers one after
   // another; the experts' run on a stream of their own, as every stream carries one kind of group).
@@ -227,11 +234,7 @@ TaskId Lowering::gather_layer(std::int64_t r, std::size_t kind, std::int32_t mb,
       const std::size_t tasks_before = out_.graph.tasks().size();
       collective(r, group, stream, op, Category::data_comm, zero3_gather_label_, mb, gather);
       ++collective_calls_[static_cast<std::size_t>(r)];  // the host calls it before the layer's next kernel
-      // Every member of the group reaches the same gang: its creator adds the edge once for all, unless
-      // the rank's last reduction is its experts', over an expert_data group of its own: each member then
-      // waits for its own.
-      if (synchronize && (gather.last >= tasks_before || on_expert_stream(reductions.back())))
-        wait(reductions.back(), gather.last);
+      if (synchronize) synchronize_before(r, gather.last, gather.last >= tasks_before);
       synchronize = false;
     }
   };
@@ -251,8 +254,11 @@ void Lowering::reduce_layer(std::int64_t r, std::size_t kind, std::int32_t mb, T
       ++collective_calls_[static_cast<std::size_t>(r)];
     }
   };
+  LastReductions& last = last_reductions_[static_cast<std::size_t>(r)];
   issue(ops.reduces, GroupKind::data, StreamKind::data_comm);
+  if (!ops.reduces.empty()) last.dense = reduce.last;
   issue(ops.expert_reduces, GroupKind::expert_data, StreamKind::expert_data_comm);
+  if (!ops.expert_reduces.empty()) last.expert = reduce.last;
   data_tasks_[static_cast<std::size_t>(r)].push_back(reduce.last);
 }
 

@@ -173,7 +173,7 @@ class Lowering {
   // ZeRO-3 (lower_gradients.cpp): a layer's parameter gathers, which may begin after `after`; the
   // last of them is returned. Its gradient reductions, after `after`.
   TaskId gather_layer(std::int64_t r, std::size_t kind, std::int32_t mb, std::optional<TaskId> after);
-  bool on_expert_stream(TaskId task) const;  // a routed experts' gradient reduction
+  void synchronize_before(std::int64_t r, TaskId gather, bool created);
   void reduce_layer(std::int64_t r, std::size_t kind, std::int32_t mb, TaskId after);
   // ZeRO-3 of the stage's embedding or output layer (`params` per rank: FSDP2 units of their own): its
   // gather, which the unit's program `use` of step `s` waits for, and its gradients' reduce-scatter after
@@ -248,6 +248,7 @@ class Lowering {
   // Parameters per tensor-parallel rank of the embedding and of the output layer (ZeRO-3's units).
   double embedding_params_ = 0.0;
   double head_params_ = 0.0;
+  double head_use_params_ = 0.0;  // gathered for the output layer's use: with tied embeddings, the table too
   std::vector<std::vector<GradientBucket>> stage_buckets_;  // per stage (gradient_buckets.hpp)
   double pipeline_send_bytes_ = 0.0;
   std::deque<Zero3Ops> zero3_ops_;  // references stay valid as it grows
@@ -275,6 +276,12 @@ class Lowering {
   std::vector<TaskId> step_first_;  // first task of the first forward step (embedding on stage 0)
   std::vector<TaskId> stage_last_;
   std::vector<std::vector<TaskId>> data_tasks_;
+  // ZeRO-3: each rank's last gradient reduction on each reduction stream (synchronize_before).
+  struct LastReductions {
+    std::optional<TaskId> dense;
+    std::optional<TaskId> expert;
+  };
+  std::vector<LastReductions> last_reductions_;
   std::map<std::int64_t, graph::OpId> optimizer_ops_;
 };
 

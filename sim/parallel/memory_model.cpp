@@ -183,7 +183,7 @@ MemoryEstimate stage_memory(const config::Scenario& s, const models::LayerKinds&
     // The embedding and the output layer are gathered whole for their use (FSDP2 units of their own);
     // prefetching, beside one layer's parameters (half the two layers' it holds), on demand alone.
     const double unit = std::max(first ? models::embedding_parameters(model) : 0.0,
-                                 last ? models::head_parameters(model) : 0.0) /
+                                 last ? zero3_head_use_parameters(model) : 0.0) /
                         t;
     const bool prefetch = par.zero3.fetch == config::Zero3Fetch::prefetch;
     e.weights_bytes +=

@@ -64,4 +64,10 @@ double zero3_gathered_parameters(const config::Scenario& s, const config::Transf
 
 double zero3_gathered_parameters(const config::Scenario& s) { return zero3_gathered_parameters(s, s.model); }
 
+double zero3_head_use_parameters(const config::TransformerSpec& m) {
+  const bool tied = m.kind != config::ModelKind::mlp && m.tied_embeddings;
+  return models::head_parameters(m) +
+         (tied ? static_cast<double>(m.vocab_size) * static_cast<double>(m.hidden_size) : 0.0);
+}
+
 }  // namespace dtsim::parallel

@@ -56,5 +56,8 @@ std::vector<double> zero3_expert_groups(const config::Scenario& scenario,
 double zero3_gathered_parameters(const config::Scenario& scenario,
                                  const config::TransformerSpec& layer_model);
 double zero3_gathered_parameters(const config::Scenario& scenario);
+// Parameters the output layer's use gathers (whole model): its own (models::head_parameters) and, with tied
+// embeddings, the embedding table whose transpose its logits GEMM reads.
+double zero3_head_use_parameters(const config::TransformerSpec& model);
 
 }  // namespace dtsim::parallel

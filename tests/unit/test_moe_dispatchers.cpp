@@ -4,8 +4,12 @@
 // (config::MoeRouting).
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <vector>
 
 #include "models/transformer/moe.hpp"
 #include "moe_fixture.hpp"

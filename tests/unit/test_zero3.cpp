@@ -149,7 +149,7 @@ TEST_CASE("an explicit default zero3 block is the same as none") {
 TEST_CASE("on-demand fetching serializes every gather with the compute and the reductions before it") {
   // On demand, a layer's gather starts after the compute before it and after the rank's reductions so
   // far (a device synchronization), and the layer waits for it: compute and gathers never overlap, so
-  //   compute + gathers <= iteration <= compute + gathers + reductions.
+  //   compute + gathers <= iteration <= compute + gathers + reductions + waiting for the host.
   // Prefetching hides gathers behind the previous layer, so it is never slower.
   json s = zero3_scenario();
   const auto prefetch = dtsim::testing::evaluate_json(s);
@@ -164,7 +164,8 @@ TEST_CASE("on-demand fetching serializes every gather with the compute and the r
                      << " s, iteration " << on_demand.iteration_time_s << " s (prefetch "
                      << prefetch.iteration_time_s << " s)");
   CHECK(on_demand.iteration_time_s >= (compute + gathers) * (1 - 1e-9));
-  CHECK(on_demand.iteration_time_s <= (compute + gathers + reductions) * (1 + 1e-9));
+  CHECK(on_demand.iteration_time_s <=
+        (compute + gathers + reductions + on_demand.breakdown.host_wait_s) * (1 + 1e-9));
   CHECK(on_demand.iteration_time_s > prefetch.iteration_time_s);
 }
 
@@ -237,7 +238,8 @@ TEST_CASE("on demand, a full recompute gathers the weights again - a selective o
   // Full recompute: forward, recompute and backward each gather: 24 x 4 x 2 x 3 = 576 gathers; selective
   // recompute (the attention core has no weights) and prefetch gather twice: 384. Besides, per
   // micro-batch, the embedding and the output layer are gathered for the forward and the backward (not
-  // recomputed): 2 x 4 = 8 more.
+  // recomputed): 2 x 4 = 8 more; prefetching keeps the output layer from its forward through its
+  // backward: 2 x 3 = 6.
   const auto gathers = [](const dtsim::results::Result& r) {
     std::size_t n = 0;
     for (const auto& span : r.trace->spans) {
@@ -253,7 +255,7 @@ TEST_CASE("on demand, a full recompute gathers the weights again - a selective o
   CHECK(gathers(dtsim::testing::evaluate_json(s, true)) == 384 + 8);
   s["training"]["activation_recompute"] = "full";
   s["parallelism"]["zero3"]["fetch"] = "prefetch";
-  CHECK(gathers(dtsim::testing::evaluate_json(s, true)) == 384 + 8);
+  CHECK(gathers(dtsim::testing::evaluate_json(s, true)) == 384 + 6);
 }
 
 TEST_CASE("reports name a ZeRO-3 implementation only when it is not the default") {
