@@ -91,6 +91,40 @@ TEST_CASE(
   CHECK(dtsim::models::gpu_copies(moe, 8, 1) == doctest::Approx((1.0 + 2.0 / 16) / 3).epsilon(1e-12));
 }
 
+TEST_CASE("round robin destinations: the closed form against every token of a period") {
+  // Token t's experts t k .. t k + k - 1 (mod E), their blocks x B / E counted one by one over the E
+  // tokens (a multiple of the period), for runs shorter and longer than a block, blocks that do not
+  // divide E, and runs that wrap past E.
+  const auto brute = [](std::int64_t e, std::int64_t k, std::int64_t blocks) {
+    double sum = 0.0;
+    for (std::int64_t t = 0; t < e; ++t) {
+      std::vector<bool> hit(static_cast<std::size_t>(blocks), false);
+      for (std::int64_t i = 0; i < k; ++i) hit[static_cast<std::size_t>((t * k + i) % e * blocks / e)] = true;
+      sum += static_cast<double>(std::count(hit.begin(), hit.end(), true));
+    }
+    return std::min(1.0, sum / static_cast<double>(e) / static_cast<double>(k));
+  };
+  dtsim::config::MoeSpec moe;
+  moe.routing = dtsim::config::MoeRouting::round_robin;
+  const std::vector<std::array<std::int64_t, 3>> cases = {{128, 8, 8}, {128, 4, 64}, {96, 7, 8}, {60, 9, 7},
+                                                          {64, 40, 8}, {256, 8, 32}, {10, 10, 3}};
+  for (const std::array<std::int64_t, 3>& c : cases) {
+    const std::int64_t e = c[0];
+    const std::int64_t k = c[1];
+    const std::int64_t blocks = c[2];
+    CAPTURE(e);
+    CAPTURE(k);
+    CAPTURE(blocks);
+    moe.experts = e;
+    moe.top_k = k;
+    CHECK(dtsim::models::gpu_copies(moe, blocks, 1) == doctest::Approx(brute(e, k, blocks)).epsilon(1e-12));
+  }
+  // The largest settings the loader accepts cost one pass over E / gcd(E, k) starts.
+  moe.experts = 65536;
+  moe.top_k = 4095;
+  CHECK(dtsim::models::gpu_copies(moe, 256, 32) > 0.0);
+}
+
 TEST_CASE(
     "a node-aware all-to-all puts the fraction f of the off-node bytes on the fabric, g of the NVLink "
     "bytes") {
