@@ -428,27 +428,32 @@ void Lowering::open_step(std::int64_t r, StepInProgress& s) {
   s.previous_layer.reset();
   const std::int64_t mc = model_chunk(coord(r).stage, s.step.chunk);
   const std::int32_t mb = s.step.micro_batch;
-  const bool zero3 = s_.parallelism.zero_stage >= 3;
   if (s.step.pass == Pass::forward) {
-    if (mc == 0) {
-      Chain unit;
-      emit(r, programs(r).embedding.forward, Category::forward, mb, unit);
-      if (zero3) gather_unit(r, s, embedding_params_, unit);
-      append(s.chain, unit);
-    }
+    if (mc == 0) emit_unit(r, s, programs(r).embedding.forward, embedding_params_, embedding_params_);
     if (mc == 0 && mb == 0) step_first_[static_cast<std::size_t>(r)] = s.chain.first;
   } else if (mc == p_ * v_ - 1) {
     emit_mtp(r, s.step.pass, mb, s.chain);
-    Chain unit;
-    emit(r, backward_ops(programs(r).head, s.step.pass), Category::backward, mb, unit);
     // Prefetching (FSDP2), the output layer stays gathered from its forward through its backward, which
     // follows it on the last stage (FSDP2 does not reshard a root unit, nor torchtitan's [norm, output]).
-    if (zero3 && s_.parallelism.zero3.fetch == config::Zero3Fetch::on_demand &&
-        s.step.pass != Pass::weight_grad)
-      gather_unit(r, s, head_use_params_, unit);
-    append(s.chain, unit);
-    if (zero3 && makes_weight_grads(s.step.pass) && !unit.empty) reduce_unit(r, head_params_, mb, unit.last);
+    const bool regather = s_.parallelism.zero3.fetch == config::Zero3Fetch::on_demand;
+    emit_unit(r, s, backward_ops(programs(r).head, s.step.pass), regather ? head_use_params_ : 0.0,
+              head_params_);
   }
+}
+
+// The embedding's or output layer's ops of step `s`; under ZeRO-3 (units of their own) after the gather
+// of `gathered` parameters (none: 0, or a weight-gradient pass), and, in a pass that makes their
+// gradients, followed by the reduce-scatter of `reduced`.
+void Lowering::emit_unit(std::int64_t r, StepInProgress& s, const std::vector<OpRef>& ops, double gathered,
+                         double reduced) {
+  const Category category = s.step.pass == Pass::forward ? Category::forward : Category::backward;
+  Chain unit;
+  emit(r, ops, category, s.step.micro_batch, unit);
+  const bool zero3 = s_.parallelism.zero_stage >= 3;
+  if (zero3 && s.step.pass != Pass::weight_grad) gather_unit(r, s, gathered, unit);
+  append(s.chain, unit);
+  if (zero3 && makes_weight_grads(s.step.pass) && !unit.empty)
+    reduce_unit(r, reduced, s.step.micro_batch, unit.last);
 }
 
 void Lowering::emit_mtp(std::int64_t r, Pass pass, std::int32_t mb, Chain& chain) {
@@ -550,22 +555,13 @@ void Lowering::emit_input_grads(std::int64_t r, const StepInProgress& s, const S
 void Lowering::close_step(std::int64_t r, StepInProgress& s) {
   const std::int64_t mc = model_chunk(coord(r).stage, s.step.chunk);
   const std::int32_t mb = s.step.micro_batch;
-  const bool zero3 = s_.parallelism.zero_stage >= 3;
   if (s.step.pass == Pass::forward) {
     if (mc == p_ * v_ - 1) {
-      Chain unit;
-      emit(r, programs(r).head.forward, Category::forward, mb, unit);
-      if (zero3) gather_unit(r, s, head_use_params_, unit);
-      append(s.chain, unit);
+      emit_unit(r, s, programs(r).head.forward, head_use_params_, head_params_);
       emit_mtp(r, Pass::forward, mb, s.chain);
     }
   } else if (mc == 0) {
-    Chain unit;
-    emit(r, backward_ops(programs(r).embedding, s.step.pass), Category::backward, mb, unit);
-    if (zero3 && s.step.pass != Pass::weight_grad) gather_unit(r, s, embedding_params_, unit);
-    append(s.chain, unit);
-    if (zero3 && makes_weight_grads(s.step.pass) && !unit.empty)
-      reduce_unit(r, embedding_params_, mb, unit.last);
+    emit_unit(r, s, backward_ops(programs(r).embedding, s.step.pass), embedding_params_, embedding_params_);
   }
   DTSIM_CHECK(!s.chain.also, "a pipeline step ends beside an overlapped GEMM");
   // ZeRO-2 before the last micro-batch: the step's layer gradients are ready when the step ends (a

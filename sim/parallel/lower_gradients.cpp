@@ -145,26 +145,29 @@ const Lowering::Zero3Ops& Lowering::zero3_ops(std::int64_t r, std::size_t layer_
     if (ops.group == group && ops.expert_group == expert_group && ops.kind == layer_kind) return ops;
   }
   Zero3Ops ops{group, expert_group, layer_kind, {}, {}, {}, {}};
-  const double a = models::activation_bytes_per_element(s_.training.precision);
   const auto add = [&](const std::vector<double>& groups, const graph::CommGroup& over,
                        std::vector<graph::OpId>& gathers, std::vector<graph::OpId>& reduces) {
     for (const double params : groups) {
-      const double weights = params * weight_bytes_per_param(s_.training);
-      gathers.push_back(zero3_comm(graph::CollectiveKind::all_gather, weights, weights, over));
-      reduces.push_back(zero3_comm(graph::CollectiveKind::reduce_scatter,
-                                   params * gradient_bytes_per_param(s_.training), params * a, over));
+      gathers.push_back(zero3_comm(graph::CollectiveKind::all_gather, params, over));
+      reduces.push_back(zero3_comm(graph::CollectiveKind::reduce_scatter, params, over));
     }
   };
   const config::TransformerSpec& model = layer_kinds_.model(layer_kind);
   add(zero3_layer_groups(s_, model), group, ops.gathers, ops.reduces);
-  if (expert_group.size > 1)
-    add(zero3_expert_groups(s_, model), expert_group, ops.expert_gathers, ops.expert_reduces);
+  // Empty where the expert_data group has one rank.
+  add(zero3_expert_groups(s_, model), expert_group, ops.expert_gathers, ops.expert_reduces);
   zero3_ops_.push_back(std::move(ops));
   return zero3_ops_.back();
 }
 
-graph::OpId Lowering::zero3_comm(graph::CollectiveKind kind, double bytes, double read_bytes,
-                                 const graph::CommGroup& group) {
+graph::OpId Lowering::zero3_comm(graph::CollectiveKind kind, double params, const graph::CommGroup& group) {
+  // An all-gather moves the weights; a reduce-scatter the gradients, whose copy-in reads them in the
+  // activations' precision.
+  const bool gather = kind == graph::CollectiveKind::all_gather;
+  const double bytes =
+      params * (gather ? weight_bytes_per_param(s_.training) : gradient_bytes_per_param(s_.training));
+  const double read_bytes =
+      gather ? bytes : params * models::activation_bytes_per_element(s_.training.precision);
   const config::CollectiveBuffers buffers = s_.parallelism.zero3.buffers;
   CommOp op{kind, bytes, group};
   if (buffers != config::CollectiveBuffers::flat) {
@@ -182,28 +185,24 @@ graph::OpId Lowering::zero3_comm(graph::CollectiveKind kind, double bytes, doubl
 // else after the previous layer's start (none at a step's opening: as early as the gather stream allows).
 void Lowering::gather_unit(std::int64_t r, const StepInProgress& s, double params, const Chain& use) {
   if (use.empty || params <= 0.0 || group_size(GroupKind::data) <= 1) return;
-  const std::optional<TaskId> after =
-      s_.parallelism.zero3.fetch == config::Zero3Fetch::on_demand ? compute_before(r, s) : s.previous_layer;
+  const bool on_demand = s_.parallelism.zero3.fetch == config::Zero3Fetch::on_demand;
+  const std::optional<TaskId> after = on_demand ? compute_before(r, s) : s.previous_layer;
   Chain gather = after ? Chain::after(*after) : Chain{};
-  const double weights = params * weight_bytes_per_param(s_.training);
   const std::size_t tasks_before = out_.graph.tasks().size();
   collective(r, GroupKind::data, StreamKind::param_gather,
-             zero3_comm(graph::CollectiveKind::all_gather, weights, weights, data_group(r)),
-             Category::data_comm, zero3_gather_label_, s.step.micro_batch, gather);
+             zero3_comm(graph::CollectiveKind::all_gather, params, data_group(r)), Category::data_comm,
+             zero3_gather_label_, s.step.micro_batch, gather);
   ++collective_calls_[static_cast<std::size_t>(r)];
-  if (s_.parallelism.zero3.fetch == config::Zero3Fetch::on_demand)
-    synchronize_before(r, gather.last, gather.last >= tasks_before);
+  if (on_demand) synchronize_before(r, gather.last, gather.last >= tasks_before);
   gate(gather.last, use);
 }
 
 void Lowering::reduce_unit(std::int64_t r, double params, std::int32_t mb, TaskId after) {
   if (params <= 0.0 || group_size(GroupKind::data) <= 1) return;
   Chain reduce = Chain::after(after);
-  const double a = models::activation_bytes_per_element(s_.training.precision);
   collective(r, GroupKind::data, StreamKind::data_comm,
-             zero3_comm(graph::CollectiveKind::reduce_scatter, params * gradient_bytes_per_param(s_.training),
-                        params * a, data_group(r)),
-             Category::data_comm, zero3_reduce_label_, mb, reduce);
+             zero3_comm(graph::CollectiveKind::reduce_scatter, params, data_group(r)), Category::data_comm,
+             zero3_reduce_label_, mb, reduce);
   ++collective_calls_[static_cast<std::size_t>(r)];
   last_reductions_[static_cast<std::size_t>(r)].dense = reduce.last;
   data_tasks_[static_cast<std::size_t>(r)].push_back(reduce.last);

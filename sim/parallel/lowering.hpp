@@ -179,10 +179,12 @@ class Lowering {
   // gather, which the unit's program `use` of step `s` waits for, and its gradients' reduce-scatter after
   // `after` (a pass that makes them).
   void gather_unit(std::int64_t r, const StepInProgress& s, double params, const Chain& use);
+  void emit_unit(std::int64_t r, StepInProgress& s, const std::vector<OpRef>& ops, double gathered,
+                 double reduced);
   void reduce_unit(std::int64_t r, double params, std::int32_t mb, TaskId after);
-  // A ZeRO-3 collective over `group`, with the copies of the scenario's buffers (zero3_ops).
-  graph::OpId zero3_comm(graph::CollectiveKind kind, double bytes, double read_bytes,
-                         const graph::CommGroup& group);
+  // ZeRO-3's all-gather or reduce-scatter of `params` parameters over `group`, with the copies of the
+  // scenario's buffers (zero3_ops).
+  graph::OpId zero3_comm(graph::CollectiveKind kind, double params, const graph::CommGroup& group);
   // A layer kind's ZeRO-3 collectives on one data-parallel layout: the dense parameters' over the data
   // group, the routed experts' over the expert_data group (none when it has one rank).
   struct Zero3Ops {
