@@ -65,7 +65,7 @@ nlohmann::ordered_json failures_json(const config::FailureSpec& f) {
   j["recovery"] = config::to_string(f.recovery);
   if (f.spare_nodes) j["spare_nodes"] = *f.spare_nodes;
   if (f.repair_hours) j["repair_hours"] = *f.repair_hours;
-  if (f.recovery == config::Recovery::elastic) j["reconfigure_s"] = f.reconfigure_s;
+  if (f.recovery != config::Recovery::restart) j["reconfigure_s"] = f.reconfigure_s;
   if (f.train_days) j["train_days"] = *f.train_days;
   if (f.train_steps) j["train_steps"] = *f.train_steps;
   if (f.train_tokens) j["train_tokens"] = *f.train_tokens;
@@ -110,6 +110,10 @@ nlohmann::ordered_json goodput_json(const models::GoodputEstimate& g) {
     if (g.category_pace[i] < 1.0) paces[g.category_names[i]] = g.category_pace[i];
   }
   j["slowdown_pace"] = std::move(paces);
+  // Re-routing: the job's pace by the number of nodes down that the runs reached.
+  nlohmann::ordered_json rerouted = nlohmann::ordered_json::object();
+  for (const auto& [down, pace] : g.reroute_paces) rerouted[std::to_string(down)] = pace;
+  j["reroute_pace"] = std::move(rerouted);
   return j;
 }
 
@@ -127,11 +131,23 @@ void write_goodput_text(std::ostream& out, const config::FailureSpec& f, const m
   if (f.recovery == config::Recovery::restart) {
     recovery += f.spare_nodes ? fmt::format(" on {} spare nodes (repair {} h)", *f.spare_nodes, *f.repair_hours)
                               : std::string(" on a ready spare");
-  } else {
+  } else if (f.recovery == config::Recovery::elastic) {
     recovery += fmt::format(": drop data-parallel replicas until repaired ({} h), pause {}", *f.repair_hours,
                             duration(f.reconfigure_s));
+  } else {
+    recovery += fmt::format(
+        ": data-parallel peers take the down nodes' micro-batches until repaired ({} h), pause {}",
+        *f.repair_hours, duration(f.reconfigure_s));
   }
   line(out, "recovery", recovery);
+  if (!g.reroute_paces.empty()) {
+    std::string paces;
+    for (const auto& [down, pace] : g.reroute_paces) {
+      paces += fmt::format("{}{} node{} down {}", paces.empty() ? "" : ", ", down, down == 1 ? "" : "s",
+                           pace > 0.0 ? percent(pace) : std::string("cannot run (waits)"));
+    }
+    line(out, "re-routed", paces + " of the pace (engine, every rank)");
+  }
   for (std::size_t i = 0; i < f.categories.size(); ++i) {
     const config::FailureCategory& c = f.categories[i];
     if (c.effect != config::FailureEffect::slow) continue;

@@ -68,19 +68,24 @@ void write_text(std::ostream& out, const config::Scenario& base, const search::S
   out << fmt::format("\n{:>4}  {:<{}} {:>10} {:>11} {:>6} {:>9} {:>9}{}\n", "rank", "plan", width, "iter (s)",
                      compared_rate_label(base), "MFU", "mem GiB", "headroom",
                      failures ? "      days  goodput" : "");
+  std::vector<std::string> reasons;  // why a plan has no days (the run does not finish, a refused recovery)
   for (const auto& e : o.top) {
     const auto& r = e.result;
     std::string outcome;
     if (const auto& g = r.goodput; g && g->reason.empty()) {
       outcome = fmt::format(" {:>9.2f} {:>7.1f}%", g->wall_s.p50 / 86400.0, 100.0 * g->goodput.p50);
     } else if (g) {
-      outcome = "  does not finish";
+      auto it = std::find(reasons.begin(), reasons.end(), g->reason);
+      if (it == reasons.end()) it = reasons.insert(reasons.end(), g->reason);
+      outcome = fmt::format("  see ({})", it - reasons.begin() + 1);
     }
     out << fmt::format("{:>4}  {:<{}} {:>10.4f} {:>11.0f} {:>5.1f}% {:>9.1f} {:>9.1f}{}\n", e.rank, e.label,
                        width, r.iteration_time_s,
                        compared_rate(r), 100.0 * r.flops.mfu,
                        gib(r.memory.peak_bytes_per_gpu), gib(e.headroom_bytes), outcome);
   }
+  for (std::size_t i = 0; i < reasons.size(); ++i)
+    out << fmt::format("({}) no days: {}\n", i + 1, reasons[i]);
   // The plans share their GPU, scale and software, so one regime's band holds for all of them.
   if (const auto& b = o.top.front().result.expected_error; b && b->validated) {
     out << fmt::format(

@@ -76,7 +76,8 @@ struct Setup {
   TimeNs reconfigure_ns = 0;
   TimeNs read_ns = 0;
   bool track_nodes = false;
-  bool elastic = false;
+  bool elastic = false;  // elastic or re-routing: the job may train on without a node
+  bool reroute = false;
 };
 
 TimeNs to_ns(double s) { return static_cast<TimeNs>(std::llround(s * core::kNsPerS)); }
@@ -96,6 +97,7 @@ class Run {
     if (s_.elastic) {
       node_down_.assign(static_cast<std::size_t>(in_.nodes), 0);
       replica_down_.assign(static_cast<std::size_t>(in_.replicas), 0);
+      live_per_stage_.assign(static_cast<std::size_t>(in_.stages), in_.replicas / in_.stages);
     }
     active_ = in_.replicas;
     next_failure_ = draw_failure(0);
@@ -139,8 +141,21 @@ class Run {
     for (std::size_t c = 0; c < slow_active_.size(); ++c) {
       if (slow_active_[c] > 0) slowest = std::min(slowest, s_.categories[c].pace);
     }
-    return static_cast<double>(active_) / static_cast<double>(in_.replicas) * slowest;
+    return recovery_pace_ * slowest;
   }
+
+  // Elastic: the active replicas' share; re-routing: the re-routed plan's pace with the nodes down.
+  void update_recovery_pace() {
+    if (!s_.reroute) {
+      recovery_pace_ = static_cast<double>(active_) / static_cast<double>(in_.replicas);
+    } else if (nodes_down_ == 0) {
+      recovery_pace_ = 1.0;
+    } else {
+      recovery_pace_ = uncovered_ > 0 ? 0.0 : std::clamp(in_.reroute_pace(nodes_down_), 0.0, 1.0);
+    }
+  }
+  // Whether the job can train on the nodes that are up (else it waits for a repair).
+  bool can_train() const { return recovery_pace_ > 0.0; }
 
   TimeNs draw_failure(TimeNs from) const {
     const double s = random_.exponential_s(s_.total_rate_per_s);
@@ -268,7 +283,7 @@ class Run {
     if (s_.elastic && cat.takes_node) {
       lose_node(static_cast<std::int32_t>(std::min<double>(random_.uniform() * static_cast<double>(in_.nodes),
                                                            static_cast<double>(in_.nodes - 1))));
-      if (active_ == 0) {
+      if (!can_train()) {
         roll_back();
         waiting_restart_ns_ = cat.restart_ns;
         phase_ = Phase::waiting;
@@ -306,15 +321,18 @@ class Run {
       }
       return;
     }
-    const std::int64_t before = active_;
+    const double before = recovery_pace_;
     std::int32_t& down = node_down_[static_cast<std::size_t>(node)];
     if (--down == 0) {
+      --nodes_down_;
       for (const std::int32_t r : in_.node_replicas[static_cast<std::size_t>(node)]) {
-        if (--replica_down_[static_cast<std::size_t>(r)] == 0) ++active_;
+        if (--replica_down_[static_cast<std::size_t>(r)] == 0) replica_up(r);
       }
+      update_recovery_pace();
     }
-    if (active_ == before) return;
+    if (recovery_pace_ == before) return;
     if (phase_ == Phase::waiting) {
+      if (!can_train()) return;
       next_failure_ = draw_failure(t_);
       start(Phase::restart, waiting_restart_ns_);
     } else if (phase_ == Phase::training) {
@@ -325,9 +343,20 @@ class Run {
   void lose_node(std::int32_t node) {
     repairs_.emplace(t_ + s_.repair_ns, node);
     if (node_down_[static_cast<std::size_t>(node)]++ > 0) return;
+    ++nodes_down_;
     for (const std::int32_t r : in_.node_replicas[static_cast<std::size_t>(node)]) {
-      if (replica_down_[static_cast<std::size_t>(r)]++ == 0) --active_;
+      if (replica_down_[static_cast<std::size_t>(r)]++ == 0) replica_lost(r);
     }
+    update_recovery_pace();
+  }
+
+  void replica_lost(std::int32_t r) {
+    --active_;
+    if (--live_per_stage_[static_cast<std::size_t>(r % in_.stages)] == 0) ++uncovered_;
+  }
+  void replica_up(std::int32_t r) {
+    ++active_;
+    if (live_per_stage_[static_cast<std::size_t>(r % in_.stages)]++ == 0) --uncovered_;
   }
 
   RunTotals unfinished() {
@@ -355,8 +384,12 @@ class Run {
       repairs_;  // (back at, node); node -1 for a spare pool's node
   std::int64_t spares_ = 0;
   std::int64_t active_ = 1;
+  double recovery_pace_ = 1.0;
+  std::int64_t nodes_down_ = 0;
+  std::int64_t uncovered_ = 0;  // re-routing: stages without a live replica
   std::vector<std::int32_t> node_down_;
   std::vector<std::int32_t> replica_down_;
+  std::vector<std::int64_t> live_per_stage_;
   std::vector<std::int32_t> slow_active_;  // by category: slowdowns under way
   std::priority_queue<std::pair<TimeNs, std::size_t>, std::vector<std::pair<TimeNs, std::size_t>>, std::greater<>>
       slowdowns_;  // (fixed at, category)
@@ -401,7 +434,10 @@ GoodputEstimate estimate_goodput(const GoodputInput& in) {
 
   Setup setup;
   setup.in = &in;
-  setup.elastic = spec.recovery == config::Recovery::elastic;
+  setup.reroute = spec.recovery == config::Recovery::reroute;
+  setup.elastic = spec.recovery == config::Recovery::elastic || setup.reroute;
+  if (setup.reroute && (!in.reroute_pace || in.stages < 1 || in.replicas % in.stages != 0))
+    throw core::InternalError("estimate_goodput: re-routing needs its pace and stage replicas");
   if (!in.category_pace.empty() && in.category_pace.size() != spec.categories.size())
     throw core::InternalError("estimate_goodput: one pace per category expected");
   double restart_weighted = 0.0;

@@ -17,6 +17,10 @@
 //            hold whole copies of the state, after rolling back to the last checkpoint and reading it);
 //            a repaired node's replicas rejoin with the same pause. A job failure, or one that leaves no
 //            replica, restarts as above once a replica's nodes are all up.
+//   reroute  as elastic, but the down nodes' work is re-routed to data-parallel peers (stage replicas,
+//            parallel/reroute.hpp): the job trains on at reroute_pace(nodes down) while every pipeline
+//            stage keeps a live replica and that pace is positive; otherwise it waits for repairs and
+//            restarts as above.
 // Training stops for each checkpoint's stall after every `interval_s` of training (synchronous: the write;
 // asynchronous: the snapshot, the write running behind it; the checkpoint counts once written).
 //
@@ -24,13 +28,15 @@
 //   wall = failure_free + lost work + degraded + restart + waiting for spares + checkpoint stalls
 //          + reconfiguration,
 // where lost work is training rolled back and degraded the time training ran below full pace (wall time
-// x (1 - pace), pace = active / replicas x the slowest episode's pace). Goodput (effective training time ratio) = failure_free / wall.
-// Runs use std::mt19937_64 (its output is fixed by the C++ standard) seeded with seed, seed + 1, ...: the
-// same input gives the same numbers everywhere.
+// x (1 - pace), pace = active / replicas x the slowest episode's pace). Goodput (effective training time
+// ratio) = failure_free / wall. Runs use std::mt19937_64 (its output is fixed by the C++ standard) seeded
+// with seed, seed + 1, ...: the same input gives the same numbers everywhere.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "config/failures.hpp"
@@ -44,9 +50,14 @@ struct GoodputInput {
   double iteration_s = 0.0;  // checkpoints fall between iterations
   std::int64_t gpus = 0;
   std::int64_t nodes = 0;
-  // The data-parallel replicas and, per node, the replicas with a rank on it (elastic recovery).
+  // The data-parallel replicas and, per node, the replicas with a rank on it (elastic recovery); for
+  // re-routing, the stage replicas (data coordinate x stages + stage) of `stages` pipeline stages.
   std::int64_t replicas = 1;
   std::vector<std::vector<std::int32_t>> node_replicas;
+  std::int64_t stages = 1;
+  // Re-routing: the job's pace with n >= 1 nodes down (0: it cannot run so). Called with the few counts
+  // the runs reach.
+  std::function<double(std::int64_t)> reroute_pace;
   bool replicas_hold_state = false;  // each replica holds a whole copy of weights and optimizer states
   // Per category of spec->categories: the pace while one of its slowdowns lasts (1 for stopping ones).
   std::vector<double> category_pace;
@@ -86,6 +97,8 @@ struct GoodputEstimate {
   std::vector<std::string> category_names;
   std::vector<double> category_failures;  // mean per run, by category
   std::vector<double> category_pace;      // by category: the pace while it lasts (1: a stop)
+  // Re-routing: (nodes down, the job's pace then) for each count the runs reached (0: it waited).
+  std::vector<std::pair<std::int64_t, double>> reroute_paces;
   std::string reason;                     // why the run does not finish; empty when it does
 };
 

@@ -1,5 +1,5 @@
-// Failures over a whole training run (scenario key "failures"; docs/failures.md "Failures and goodput"): how often
-// the cluster's parts fail, what a failure costs, how state is checkpointed and how the job recovers.
+// Failures over a whole training run (scenario key "failures"; docs/failures.md "Failures and goodput"): how
+// often the cluster's parts fail, what a failure costs, how state is checkpointed and how the job recovers.
 // models/failures/ turns it into goodput and time to train; this file is the typed form only.
 //
 // A failure category counts failures per unit and per 1000 days: per GPU, per node, or per job (one
@@ -13,6 +13,13 @@
 //            them), from their own state where the replicas hold whole copies (ZeRO stage 0 without a
 //            distributed optimizer), else from the last checkpoint; the replicas rejoin when the node is
 //            repaired. A job failure, or the loss of every replica, restarts as above.
+//   reroute  a GPU or node failure re-routes the micro-batches of the failed node's ranks to their
+//            data-parallel peers at the same pipeline stage, which run them in their schedule's bubbles
+//            (ReCycle: Gandhi et al., SOSP 2024; parallel/reroute.hpp); the job trains on after
+//            reconfigure_s at the pace the engine gives the re-routed iteration, with its global batch,
+//            from its own state (the plan must keep whole copies of it: ZeRO stage 0 without a
+//            distributed optimizer), until the node is repaired; a stage left without a live replica
+//            waits for a repair and restarts as above.
 #pragma once
 
 #include <cstdint>
@@ -28,7 +35,7 @@ enum class FailureUnit { gpu, node, job };
 // gives a cluster whose GPUs (or NICs) all run at that factor: a synchronous job waits for its slowest
 // GPU at every collective, and a ring or tree across nodes moves at its slowest NIC's pace.
 enum class FailureEffect { stop, slow };
-enum class Recovery { restart, elastic };
+enum class Recovery { restart, elastic, reroute };
 
 struct FailureCategory {
   std::string name;

@@ -19,7 +19,7 @@ using nlohmann::json;
 namespace failures_reading {
 
 constexpr std::array kFailureUnits{FailureUnit::gpu, FailureUnit::node, FailureUnit::job};
-constexpr std::array kRecoveries{Recovery::restart, Recovery::elastic};
+constexpr std::array kRecoveries{Recovery::restart, Recovery::elastic, Recovery::reroute};
 constexpr std::array kEffects{FailureEffect::stop, FailureEffect::slow};
 constexpr std::array kTargets{CheckpointTarget::storage, CheckpointTarget::peer_memory};
 
@@ -151,6 +151,8 @@ const char* to_string(Recovery r) {
       return "restart";
     case Recovery::elastic:
       return "elastic";
+    case Recovery::reroute:
+      return "reroute";
   }
   throw core::InternalError("to_string: invalid Recovery value");
 }
@@ -183,16 +185,23 @@ std::optional<FailureSpec> read_failures(ObjectReader& parent, const std::string
   spec.spare_nodes = f.maybe<std::int64_t>("spare_nodes", IntRule::between(0, 1 << 20));
   spec.repair_hours = f.maybe<double>("repair_hours", NumberRule{0.0, true, 365.0 * 24.0, false});
   spec.reconfigure_s = f.optional<double>("reconfigure_s", 0.0, kRestartRule);
-  if (f.has("reconfigure_s") && spec.recovery != Recovery::elastic)
-    throw f.error_at("reconfigure_s", "applies to \"recovery\": \"elastic\" only");
-  if (spec.spare_nodes && spec.recovery == Recovery::elastic)
-    throw f.error_at("spare_nodes", "elastic recovery runs on without replacement nodes; spares apply to \"restart\"");
-  if (!spec.repair_hours && (spec.spare_nodes || spec.recovery == Recovery::elastic)) {
-    throw f.error_here(spec.spare_nodes
-                           ? "expected \"repair_hours\": with a limited pool of spare nodes, a failed node returns "
-                             "to it when repaired"
-                           : "expected \"repair_hours\": elastic recovery runs without the failed node until it is "
-                             "repaired");
+  const bool runs_on = spec.recovery != Recovery::restart;  // elastic or reroute: without the failed node
+  const char* recovery = spec.recovery == Recovery::reroute ? "re-routing" : "elastic recovery";
+  if (f.has("reconfigure_s") && !runs_on)
+    throw f.error_at("reconfigure_s", "applies to \"recovery\": \"elastic\" or \"reroute\" only");
+  if (spec.spare_nodes && runs_on) {
+    throw f.error_at(
+        "spare_nodes",
+        fmt::format("{} runs on without replacement nodes; spares apply to \"restart\"", recovery));
+  }
+  if (!spec.repair_hours && (spec.spare_nodes || runs_on)) {
+    throw f.error_here(
+        spec.spare_nodes
+            ? std::string("expected \"repair_hours\": with a limited pool of spare nodes, a failed "
+                          "node returns to it when repaired")
+            : fmt::format("expected \"repair_hours\": {} runs without the failed node until it is "
+                          "repaired",
+                          recovery));
   }
   if (rules.run_length_allowed) {
     const NumberRule length{0.0, true, 1e18, false};
@@ -210,8 +219,9 @@ std::optional<FailureSpec> read_failures(ObjectReader& parent, const std::string
 void check_failures(const std::string& file, const Scenario& s) {
   if (!s.failures) return;
   const FailureSpec& f = *s.failures;
-  if (f.recovery == Recovery::elastic && (s.layer_model || s.dlrm)) {
-    throw core::InputError(file, "/failures/recovery", kElasticRefused);
+  if (f.recovery != Recovery::restart && (s.layer_model || s.dlrm)) {
+    throw core::InputError(file, "/failures/recovery",
+                           f.recovery == Recovery::elastic ? kElasticRefused : kRerouteRefused);
   }
   if (f.train_tokens && (s.layer_model || s.model.seq_length <= 0)) {
     throw core::InputError(file, "/failures/train_tokens",

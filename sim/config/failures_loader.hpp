@@ -26,10 +26,15 @@ std::optional<FailureSpec> read_failures(ObjectReader& parent, const std::string
 inline constexpr const char* kElasticRefused =
     "elastic recovery drops data-parallel replicas of a transformer or MLP model; a layer-table or DLRM "
     "workload restarts (\"recovery\": \"restart\")";
+// Likewise for re-routing: it moves micro-batches between the data-parallel replicas of a pipeline stage.
+inline constexpr const char* kRerouteRefused =
+    "re-routing moves micro-batches between data-parallel replicas of a transformer or MLP model's pipeline "
+    "stages; a layer-table or DLRM workload restarts (\"recovery\": \"restart\")";
 
 // Throws InputError at /failures of `file` when the scenario cannot honour its block: a DLRM
-// elastic recovery on a layer-table workload or a DLRM (kElasticRefused), a length in tokens for a model without a sequence, or no length where the
-// workload gives none (no convergence target).
+// elastic recovery or re-routing on a layer-table workload or a DLRM (kElasticRefused, kRerouteRefused), a
+// length in tokens for a model without a sequence, or no length where the workload gives none (no convergence
+// target).
 void check_failures(const std::string& file, const Scenario& s);
 
 }  // namespace dtsim::config

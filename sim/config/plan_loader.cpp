@@ -172,8 +172,9 @@ void check_dlrm_plan(const Plan& plan, bool has_search, const std::string& sourc
                            "search bounds limit a transformer's parallel degrees; a DLRM's clusters are searched "
                            "over every embedding plan (docs/dlrm.md, \"Searching plans\"): leave the key out");
   }
-  if (plan.failures && plan.failures->recovery == Recovery::elastic) {
-    throw core::InputError(source, "/failures/recovery", kElasticRefused);
+  if (plan.failures && plan.failures->recovery != Recovery::restart) {
+    throw core::InputError(source, "/failures/recovery",
+                           plan.failures->recovery == Recovery::elastic ? kElasticRefused : kRerouteRefused);
   }
 }
 

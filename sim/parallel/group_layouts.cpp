@@ -183,6 +183,18 @@ graph::CommGroup GroupLayouts::pair(std::int64_t from, std::int64_t to) const {
   return out;
 }
 
+graph::CommGroup GroupLayouts::transfer_between(std::int64_t from, std::int64_t to, bool next) const {
+  const std::int64_t a = mesh_.node_of(from);
+  const std::int64_t b = mesh_.node_of(to);
+  if (a == b) return pair(from, to);
+  const graph::CommGroup& usual = transfer(from, next);
+  graph::CommGroup out{2, 2, usual.nodes > 1 ? usual.concurrent_per_node : 1, a < b ? b - a : a - b};
+  out.nic_speed = std::min(nic_speed(a), nic_speed(b));
+  if (speeds_.leaves.block_of(a) != speeds_.leaves.block_of(b))
+    out.uplink_speed = std::min(factor(speeds_.uplink, a), factor(speeds_.uplink, b));
+  return out;
+}
+
 double GroupLayouts::uplink_speed(std::int64_t first, const std::vector<std::int64_t>& offsets) const {
   if (speeds_.uplink.empty() || offsets.empty()) return 1.0;
   const std::int64_t leaf = speeds_.leaves.block_of(first + offsets.front());

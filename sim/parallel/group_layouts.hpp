@@ -63,6 +63,10 @@ class GroupLayouts {
   // stage's transfers there. `next`: to the following stage, else to the preceding one.
   const graph::CommGroup& transfer(std::int64_t r, bool next) const;
   const graph::CommGroup& stage_transfer(std::int64_t stage, bool next) const;
+  // A re-routed transfer from rank `from` to rank `to` at a neighbouring stage (reroute.hpp; per-rank
+  // layouts only): inside a node, or across nodes beside as many transfers leaving the node as `from`'s
+  // own transfer to that stage has (1 when that one stays inside its node).
+  graph::CommGroup transfer_between(std::int64_t from, std::int64_t to, bool next) const;
 
  private:
   // Distinct layouts of one kind, each rank's (per_rank) and each stage's slowest, as indexes.

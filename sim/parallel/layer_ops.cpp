@@ -212,7 +212,7 @@ std::vector<OpRef> recomputed_ops(const config::Scenario& s, const Program& laye
 }  // namespace
 
 LayerOps intern_layer_ops(const config::Scenario& s, const LayerGroups& groups, graph::TaskGraph& graph,
-                          LabelTable& labels, CommOpTable& comm_ops) {
+                          LabelTable& labels, CommOpTable& comm_ops, bool split_asked) {
   const models::ShardConfig shard = shard_config(s);
   Interner interner(s, groups, graph, labels, comm_ops);
   LayerOps out;
@@ -227,7 +227,8 @@ LayerOps intern_layer_ops(const config::Scenario& s, const LayerGroups& groups, 
   if (s.model.mtp_layers > 0)
     out.mtp_projection = interner.program(models::mtp_projection_layer(s.model, shard));
   const double checkpoint_us = s.training.host_checkpoint_us;
-  const bool split = s.parallelism.schedule == config::Schedule::zero_bubble_h1 && s.parallelism.pipeline > 1;
+  const bool split = (split_asked || s.parallelism.schedule == config::Schedule::zero_bubble_h1) &&
+                     s.parallelism.pipeline > 1;
   for (KindOps& kind : out.kinds) {
     if (checkpoint_us > 0.0) checkpoint_on_host(kind.recompute, checkpoint_us, graph);
     if (split) split_backward(kind.layer);

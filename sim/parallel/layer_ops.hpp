@@ -112,9 +112,10 @@ struct LayerGroups {
 models::ShardConfig shard_config(const config::Scenario& s);
 
 // The layer programs of each kind of layer, the embedding and head programs under the scenario's
-// sharding over `groups`, and what the scenario's activation recompute replays.
+// sharding over `groups`, and what the scenario's activation recompute replays. The backward passes are
+// split (split_backward()) under a zero-bubble schedule, or when `split` asks for it (re-routing).
 LayerOps intern_layer_ops(const config::Scenario& s, const LayerGroups& groups, graph::TaskGraph& graph,
-                          LabelTable& labels, CommOpTable& comm_ops);
+                          LabelTable& labels, CommOpTable& comm_ops, bool split = false);
 
 // The backward pass `ops` as its input-gradient part (B, what the layers before it wait for) and its
 // weight-gradient part (W: OpRef::weight_grad), each in program order. An op pipelined with or run

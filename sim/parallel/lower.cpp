@@ -33,6 +33,7 @@ const GroupLayouts& layouts_of(const config::Scenario& s, const Mesh& mesh, Layo
 
 Lowering::Lowering(const config::Scenario& s, const LowerOptions& options)
     : s_(s),
+      down_nodes_(options.down_nodes),
       mesh_(Mesh::of(s)),
       p_(s.parallelism.pipeline),
       v_(s.parallelism.virtual_stages),
@@ -56,10 +57,15 @@ Lowering::Lowering(const config::Scenario& s, const LowerOptions& options)
   out_.graph.set_task_limit(static_cast<std::size_t>(options.max_tasks));
   out_.gpus_per_simulated_rank = replicas_;
   for (std::int64_t r = 0; r < ranks; ++r) coords_.push_back(coord_of(r));
+  const auto& par = s.parallelism;
+  DTSIM_CHECK(down_nodes_.empty() || (every_rank_ && v_ == 1 && par.zero_stage == 0 &&
+                                      !par.distributed_optimizer && par.expert == 1 && !s.model.moe),
+              "re-routing needs every rank simulated, one chunk per stage, unsharded state and no experts");
 }
 
 LoweredGraph Lowering::run() {
   intern_programs();
+  if (!down_nodes_.empty()) plan_reroute_steps(down_nodes_);
   const auto ranks = static_cast<std::int64_t>(coords_.size());
   add_streams(ranks);
   for (std::int64_t r = 0; r < ranks; ++r) add_rank(r);
@@ -73,10 +79,17 @@ LoweredGraph Lowering::run() {
   data_tasks_.assign(static_cast<std::size_t>(ranks), {});
   last_reductions_.assign(static_cast<std::size_t>(ranks), {});
   emit_steps();
-  for (std::int64_t r = 0; r < ranks; ++r) connect_stages(r);
-  for (std::int64_t r = 0; r < ranks; ++r) emit_gradient_sync_and_optimizer(r);
+  // A down rank runs nothing of its own: its steps are its executors', its place in its data-parallel
+  // group's collectives is joined by the others (gangs.hpp).
+  for (std::int64_t r = 0; r < ranks; ++r) {
+    if (!is_down(r)) connect_stages(r);
+  }
+  for (std::int64_t r = 0; r < ranks; ++r) {
+    if (!is_down(r)) emit_gradient_sync_and_optimizer(r);
+  }
   if (const std::optional<InputLoad> load = add_input_load_ops(s_, out_.graph)) {
     for (std::int64_t r = 0; r < ranks; ++r) {
+      if (is_down(r)) continue;
       const auto i = static_cast<std::size_t>(r);
       add_input_load(*load, out_.graph, static_cast<graph::RankId>(r), step_first_[i],
                      streams_[i][static_cast<int>(StreamKind::compute)]);
@@ -170,7 +183,7 @@ void Lowering::intern_programs() {
 }
 
 Lowering::Programs Lowering::intern_program(const LayerGroups& groups) {
-  LayerOps ops = intern_layer_ops(s_, groups, out_.graph, labels_, comm_ops_);
+  LayerOps ops = intern_layer_ops(s_, groups, out_.graph, labels_, comm_ops_, !down_nodes_.empty());
   Programs out{groups, {}, std::move(ops.embedding), std::move(ops.head), std::move(ops.mtp_projection)};
   for (KindOps& kind : ops.kinds) {
     KindPrograms& programs = out.kinds.emplace_back();
@@ -389,16 +402,24 @@ Lowering::StepLayer Lowering::step_layer(std::int64_t stage, const PipelineStep&
 // time sits together in the graph's and the engine's arrays instead of a rank's program apart.
 void Lowering::emit_steps() {
   const auto ranks = static_cast<std::size_t>(coords_.size());
-  std::vector<std::vector<std::size_t>> last_backward;  // per stage and chunk, its last backward step
-  std::size_t most_steps = 0;
-  for (std::int64_t stage = 0; stage < p_; ++stage) {
+  for (std::int64_t stage = 0; stage < p_; ++stage)
     schedules_.push_back(stage_schedule(s_.parallelism.schedule, p_, stage, m_, v_));
-    last_backward.emplace_back(static_cast<std::size_t>(v_), 0);
-    for (std::size_t i = 0; i < schedules_.back().size(); ++i) {
-      const PipelineStep& step = schedules_.back()[i];
-      if (makes_weight_grads(step.pass)) last_backward.back()[static_cast<std::size_t>(step.chunk)] = i;
+  // Per schedule (each stage's; re-routing: each rank's), the index of each chunk's last step that makes
+  // weight gradients.
+  const auto last_backward_of = [&](const std::vector<PipelineStep>& steps) {
+    std::vector<std::size_t> last(static_cast<std::size_t>(v_), 0);
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+      if (makes_weight_grads(steps[i].pass)) last[static_cast<std::size_t>(steps[i].chunk)] = i;
     }
-    most_steps = std::max(most_steps, schedules_.back().size());
+    return last;
+  };
+  std::vector<std::vector<std::size_t>> last_backward;
+  std::size_t most_steps = 0;
+  const std::size_t schedules = reroute_ ? ranks : static_cast<std::size_t>(p_);
+  for (std::size_t k = 0; k < schedules; ++k) {
+    const std::vector<PipelineStep>& steps = reroute_ ? rank_schedules_[k] : schedules_[k];
+    last_backward.push_back(last_backward_of(steps));
+    most_steps = std::max(most_steps, steps.size());
   }
   previous_step_.assign(ranks, std::nullopt);
   std::vector<StepInProgress> open(ranks);
@@ -406,11 +427,14 @@ void Lowering::emit_steps() {
   for (std::size_t i = 0; i < most_steps; ++i) {
     running.clear();
     for (std::size_t r = 0; r < ranks; ++r) {
-      const auto stage = static_cast<std::size_t>(coords_[r].stage);
-      if (i >= schedules_[stage].size()) continue;
+      const auto rank = static_cast<std::int64_t>(r);
+      const std::vector<PipelineStep>& steps = schedule_of(rank);
+      if (i >= steps.size()) continue;
       StepInProgress& s = open[r];
-      s.step = schedules_[stage][i];
-      s.last_of_chunk = last_backward[stage][static_cast<std::size_t>(s.step.chunk)] == i;
+      s.step = steps[i];
+      s.owner = owner_of(rank, i);
+      const std::size_t key = reroute_ ? r : static_cast<std::size_t>(coords_[r].stage);
+      s.last_of_chunk = last_backward[key][static_cast<std::size_t>(s.step.chunk)] == i;
       running.push_back(r);
     }
     for (const std::size_t r : running) open_step(static_cast<std::int64_t>(r), open[r]);
@@ -418,6 +442,52 @@ void Lowering::emit_steps() {
       for (const std::size_t r : running) emit_step_layer(static_cast<std::int64_t>(r), open[r], k);
     }
     for (const std::size_t r : running) close_step(static_cast<std::int64_t>(r), open[r]);
+  }
+}
+
+// The re-routing plan for `down_nodes` (reroute.hpp), on each stage's costs (its layers', embedding's and
+// output layer's FLOPs per micro-batch) and the micro-batches its schedule holds at once without failures.
+void Lowering::plan_reroute_steps(const std::vector<std::int64_t>& down_nodes) {
+  const auto flops = [](const std::vector<OpRef>& ops) {
+    double f = 0.0;
+    for (const OpRef& op : ops) f += op.flops;
+    return f;
+  };
+  const bool split = p_ > 1;
+  std::vector<StageCost> costs;
+  std::vector<std::int64_t> in_flight;
+  for (std::int64_t stage = 0; stage < p_; ++stage) {
+    const Programs& p = programs(rank_of(Coord{stage, 0, 0, 0}));
+    StageCost c{0.0, 0.0, 0.0};
+    const auto add = [&](const Program& program) {
+      c.forward += flops(program.forward);
+      c.input_grad += flops(split ? program.input_grad : program.backward);
+      c.weight_grad += split ? flops(program.weight_grad) : 0.0;
+    };
+    const std::int64_t first = chunk_first_[static_cast<std::size_t>(stage)];
+    for (std::int64_t l = 0; l < layers_in(stage, 0); ++l) {
+      const KindPrograms& kind = p.kinds[layer_kinds_.of_layer(first + l)];
+      add(kind.layer);
+      c.input_grad += flops(kind.recompute);
+    }
+    if (stage == 0) add(p.embedding);
+    if (stage == p_ - 1) add(p.head);
+    costs.push_back(
+        StageCost{std::max(c.forward, 1.0), std::max(c.input_grad, 1.0), std::max(c.weight_grad, 1.0)});
+    const config::Schedule schedule = s_.parallelism.schedule;
+    in_flight.push_back(schedule == config::Schedule::gpipe            ? m_
+                        : schedule == config::Schedule::zero_bubble_h1 ? std::min(m_, p_)
+                                                                       : std::min(m_, p_ - stage));
+  }
+  reroute_ = plan_reroute(mesh_, m_, split, down_nodes, in_flight, costs);
+  const std::size_t ranks = coords_.size();
+  rank_schedules_.assign(ranks, {});
+  rank_owners_.assign(ranks, {});
+  for (std::size_t r = 0; r < ranks; ++r) {
+    for (const RoutedStep& step : reroute_->steps[r]) {
+      rank_schedules_[r].push_back(step.step);
+      rank_owners_[r].push_back(step.owner);
+    }
   }
 }
 
@@ -430,7 +500,7 @@ void Lowering::open_step(std::int64_t r, StepInProgress& s) {
   const std::int32_t mb = s.step.micro_batch;
   if (s.step.pass == Pass::forward) {
     if (mc == 0) emit_unit(r, s, programs(r).embedding.forward, embedding_params_, embedding_params_);
-    if (mc == 0 && mb == 0) step_first_[static_cast<std::size_t>(r)] = s.chain.first;
+    if (mc == 0 && mb == 0 && s.owner == r) step_first_[static_cast<std::size_t>(r)] = s.chain.first;
   } else if (mc == p_ * v_ - 1) {
     emit_mtp(r, s.step.pass, mb, s.chain);
     // Prefetching (FSDP2), the output layer stays gathered from its forward through its backward, which
@@ -500,7 +570,7 @@ void Lowering::emit_step_layer(std::int64_t r, StepInProgress& s, std::int64_t k
     emit(r, layer_program(program.forward_sequence, program.layer.forward, join, at), Category::forward, mb,
          layer);
     if (zero3) gate(gather_layer(r, at.kind, mb, on_demand ? compute_before(r, s) : s.previous_layer), layer);
-    if (mb == 0) first_use_[layer_index(r, step.chunk, at.l)] = layer.first;
+    if (mb == 0 && s.owner == r) first_use_[layer_index(r, step.chunk, at.l)] = layer.first;
     s.previous_layer = layer.first;
     append(s.chain, layer);
     return;
@@ -577,7 +647,7 @@ void Lowering::close_step(std::int64_t r, StepInProgress& s) {
       micro_batch_grads_.erase({r, mb});
     }
   }
-  const std::size_t index = step_index(r, s.step.chunk, mb, s.step.pass);
+  const std::size_t index = step_index(s.owner, s.step.chunk, mb, s.step.pass);
   steps_[index] = s.chain;
   // The step that follows in program order (a blocking pipeline transfer holds it back).
   std::optional<std::size_t>& previous_step = previous_step_[static_cast<std::size_t>(r)];
@@ -599,10 +669,14 @@ void Lowering::append(Chain& chain, const Chain& next) {
 }
 
 // Activations flow to the next model chunk, gradients to the previous one, between the ranks of
-// neighbouring stages with the same tensor, context and data coordinates.
+// neighbouring stages with the same tensor, context and data coordinates; re-routed, from the rank that
+// ran the step to the one that runs the next (the owners' neighbours' executors).
 void Lowering::connect_stages(std::int64_t r) {
-  const Coord c = coord(r);
-  for (const auto& step : schedules_[static_cast<std::size_t>(c.stage)]) {
+  const std::vector<PipelineStep>& schedule = schedule_of(r);
+  for (std::size_t i = 0; i < schedule.size(); ++i) {
+    const PipelineStep& step = schedule[i];
+    const std::int64_t owner = owner_of(r, i);
+    const Coord c = coord(owner);
     const std::int64_t mc = model_chunk(c.stage, step.chunk);
     if (step.pass == Pass::weight_grad) continue;  // W sends nothing on
     const bool forward = step.pass == Pass::forward;
@@ -610,19 +684,24 @@ void Lowering::connect_stages(std::int64_t r) {
     if (next < 0 || next >= p_ * v_) continue;
     Coord peer = c;
     peer.stage = next % p_;
-    const Chain& from = steps_[step_index(r, step.chunk, step.micro_batch, step.pass)];
-    const Chain& to = steps_[step_index(rank_of(peer), next / p_, step.micro_batch, step.pass)];
+    const std::int64_t peer_rank = rank_of(peer);
+    const std::size_t from_index = step_index(owner, step.chunk, step.micro_batch, step.pass);
+    const Chain& from = steps_[from_index];
+    const Chain& to = steps_[step_index(peer_rank, next / p_, step.micro_batch, step.pass)];
     DTSIM_CHECK(!from.empty && !to.empty, "pipeline step without tasks");
-    const TaskId send =
-        add_task(r, StreamKind::pipeline_send, pipeline_send_op(r, forward), Category::pipeline_comm,
-                 forward ? pipeline_send_label_ : pipeline_grad_label_, step.micro_batch);
+    const graph::OpId op =
+        reroute_ ? intern_comm(CommOp{graph::CollectiveKind::send_recv, pipeline_send_bytes_,
+                                      layouts_.transfer_between(
+                                          r, reroute_->executor_of(peer_rank, step.micro_batch), forward)})
+                 : pipeline_send_op(r, forward);
+    const TaskId send = add_task(r, StreamKind::pipeline_send, op, Category::pipeline_comm,
+                                 forward ? pipeline_send_label_ : pipeline_grad_label_, step.micro_batch);
     wait(from.last, send);
     wait(send, to.first);
     if (config::pipeline_comm_in_effect(s_.parallelism) == config::PipelineComm::blocking) {
       // Megatron-LM's batched send/recv waits for its requests and synchronizes the device: the
       // sender's next step starts only when the transfer has completed, and both hosts issue their
       // next step only then.
-      const std::size_t from_index = step_index(r, step.chunk, step.micro_batch, step.pass);
       if (step_after_[from_index]) {
         wait(send, *step_after_[from_index]);
         out_.graph.add_host_wait(*step_after_[from_index]);

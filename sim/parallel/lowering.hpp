@@ -24,6 +24,7 @@
 #include "parallel/memory_model.hpp"
 #include "parallel/mesh.hpp"
 #include "parallel/pipeline_schedule.hpp"
+#include "parallel/reroute.hpp"
 
 namespace dtsim::parallel::detail {
 
@@ -155,10 +156,21 @@ class Lowering {
   // A rank's pipeline step being emitted (lower.cpp, emit_steps()).
   struct StepInProgress {
     PipelineStep step;
+    std::int64_t owner = 0;      // the rank whose micro-batch it is (re-routing: a down peer's)
     bool last_of_chunk = false;  // the chunk's last step that makes weight gradients
     Chain chain;
     std::optional<TaskId> previous_layer;  // first task of the layer emitted last
   };
+  // The steps rank r runs, in order, and whose each is (reroute.hpp; else the stage's schedule, its own).
+  const std::vector<PipelineStep>& schedule_of(std::int64_t r) const {
+    return reroute_ ? rank_schedules_[static_cast<std::size_t>(r)]
+                    : schedules_[static_cast<std::size_t>(coord(r).stage)];
+  }
+  std::int64_t owner_of(std::int64_t r, std::size_t i) const {
+    return reroute_ ? rank_owners_[static_cast<std::size_t>(r)][i] : r;
+  }
+  bool is_down(std::int64_t r) const { return reroute_ && reroute_->is_down(r); }
+  void plan_reroute_steps(const std::vector<std::int64_t>& down_nodes);
   void emit_steps();
   void open_step(std::int64_t r, StepInProgress& s);
   void emit_step_layer(std::int64_t r, StepInProgress& s, std::int64_t k);
@@ -221,6 +233,7 @@ class Lowering {
 
   // ---- state -----------------------------------------------------------------------------------
   const config::Scenario& s_;
+  const std::vector<std::int64_t> down_nodes_;  // LowerOptions::down_nodes
   Mesh mesh_;
   std::int64_t p_;
   std::int64_t v_;
@@ -269,6 +282,10 @@ class Lowering {
   std::vector<Chain> steps_;
   std::vector<std::optional<TaskId>> step_after_;     // first task of the step run after, on the same rank
   std::vector<std::vector<PipelineStep>> schedules_;  // per stage (emit_steps() fills it)
+  // Re-routing (LowerOptions::down_nodes): the plan, and per rank its steps and their owners.
+  std::optional<Reroute> reroute_;
+  std::vector<std::vector<PipelineStep>> rank_schedules_;
+  std::vector<std::vector<std::int64_t>> rank_owners_;
   std::vector<std::optional<std::size_t>> previous_step_;  // per rank: its latest step so far
   std::vector<TaskId> grad_ready_;
   // With reduces_each_micro_batch_: per (rank, micro-batch) before the last, the end of the backward

@@ -108,8 +108,9 @@ Result evaluate_transformer(const config::Scenario& scenario, const EvaluateOpti
     result.reason = out_of_memory_reason(result.memory);
   }
 
-  const parallel::LoweredGraph lowered = parallel::lower(
-      scenario, {.fuse_kernels = options.fuse_kernels, .layouts_cache = options.layouts_cache});
+  const parallel::LoweredGraph lowered = parallel::lower(scenario, {.fuse_kernels = options.fuse_kernels,
+                                                                    .layouts_cache = options.layouts_cache,
+                                                                    .down_nodes = options.down_nodes});
   const compute::ComputeModel compute(scenario.gpu, scenario.training.precision, compute_scale);
   const auto network = network::make_network_model(scenario, options.flow_cache);
   engine::EngineOptions engine_options;

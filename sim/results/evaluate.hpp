@@ -7,6 +7,7 @@
 // status infeasible and the reason; nothing here throws for a valid scenario.
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "config/accuracy.hpp"
@@ -33,6 +34,9 @@ struct EvaluateOptions {
   // Each mesh's group layouts shared with other evaluations (search; not owned, must outlive the call;
   // parallel::LowerOptions::layouts_cache); null: each evaluation builds its own.
   parallel::LayoutsCache* layouts_cache = nullptr;
+  // Every-rank mode: nodes that are down, whose ranks' work is re-routed to their data-parallel peers
+  // (parallel::LowerOptions::down_nodes; results/reroute_pace.hpp checks the plan allows it).
+  std::vector<std::int64_t> down_nodes = {};
 };
 
 // One scenario's result. A plan that cannot run (parallel::infeasibility, out of memory, too large

@@ -12,6 +12,7 @@
 #include "parallel/memory_model.hpp"
 #include "parallel/mesh.hpp"
 #include "results/evaluate.hpp"
+#include "results/reroute_pace.hpp"
 
 namespace dtsim::results {
 
@@ -41,6 +42,30 @@ std::vector<std::vector<std::int32_t>> node_replicas(const config::Scenario& s) 
     const auto replica = static_cast<std::int32_t>(mesh.coord_of(rank).data);
     if (std::find(replicas.begin(), replicas.end(), replica) == replicas.end()) replicas.push_back(replica);
   }
+  return out;
+}
+
+// For each node, the stage replicas (data coordinate x stages + stage) with a rank on it (re-routing).
+std::vector<std::vector<std::int32_t>> node_stage_replicas(const config::Scenario& s) {
+  std::vector<std::vector<std::int32_t>> out(static_cast<std::size_t>(s.cluster.nodes));
+  const parallel::Mesh mesh = parallel::Mesh::of(s);
+  const std::int64_t p = s.parallelism.pipeline;
+  for (std::int64_t rank = 0; rank < mesh.size(); ++rank) {
+    auto& replicas = out[static_cast<std::size_t>(mesh.node_of(rank))];
+    const parallel::Coord c = mesh.coord_of(rank);
+    const auto replica = static_cast<std::int32_t>(c.data * p + c.stage);
+    if (std::find(replicas.begin(), replicas.end(), replica) == replicas.end()) replicas.push_back(replica);
+  }
+  return out;
+}
+
+// A goodput that is not simulated, for `reason`.
+models::GoodputEstimate not_estimated(double failure_free_s, const models::CheckpointCost& checkpoint,
+                                      std::string reason) {
+  models::GoodputEstimate out;
+  out.failure_free_s = failure_free_s;
+  out.checkpoint = checkpoint;
+  out.reason = std::move(reason);
   return out;
 }
 
@@ -118,18 +143,26 @@ models::GoodputEstimate goodput_of(const Result& result, const config::FailureSp
   // A peer keeps each node's copy beside its own, in host memory; the parameter servers' tables are on
   // no GPU node.
   if (ck.peer_memory && (on_servers || 2.0 * ck.node_state_bytes > s.node.host_memory_bytes)) {
-    models::GoodputEstimate out;
-    out.failure_free_s = failure_free_s;
-    out.checkpoint = in.checkpoint;
-    out.reason = on_servers
-                     ? std::string("a peer-memory checkpoint copies the GPU nodes' state, not the tables on the "
-                                   "parameter servers: checkpoint to storage")
-                     : fmt::format("a peer-memory checkpoint keeps two nodes' states ({:.1f} GiB) in each node's "
-                                   "host memory of {:.1f} GiB",
-                                   2.0 * ck.node_state_bytes / core::kGiB, s.node.host_memory_bytes / core::kGiB);
-    return out;
+    return not_estimated(
+        failure_free_s, in.checkpoint,
+        on_servers
+            ? std::string("a peer-memory checkpoint copies the GPU nodes' state, not the tables on the "
+                          "parameter servers: checkpoint to storage")
+            : fmt::format("a peer-memory checkpoint keeps two nodes' states ({:.1f} GiB) in each node's "
+                          "host memory of {:.1f} GiB",
+                          2.0 * ck.node_state_bytes / core::kGiB, s.node.host_memory_bytes / core::kGiB));
   }
-  return models::estimate_goodput(in);
+  if (spec.recovery != config::Recovery::reroute) return models::estimate_goodput(in);
+  if (std::optional<std::string> why = reroute_refusal(s))
+    return not_estimated(failure_free_s, in.checkpoint, *why);
+  ReroutePaces paces(result);
+  in.stages = s.parallelism.pipeline;
+  in.replicas = s.parallelism.data * in.stages;
+  in.node_replicas = node_stage_replicas(s);
+  in.reroute_pace = [&paces](std::int64_t down) { return paces(down); };
+  models::GoodputEstimate out = models::estimate_goodput(in);
+  out.reroute_paces = paces.asked();
+  return out;
 }
 
 void estimate_goodput(Result& result) {
