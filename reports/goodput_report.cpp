@@ -1,5 +1,7 @@
 #include "reports/goodput_report.hpp"
 
+#include <algorithm>
+
 #include <string>
 #include <string_view>
 
@@ -110,9 +112,11 @@ nlohmann::ordered_json goodput_json(const models::GoodputEstimate& g) {
     if (g.category_pace[i] < 1.0) paces[g.category_names[i]] = g.category_pace[i];
   }
   j["slowdown_pace"] = std::move(paces);
-  // Re-routing: the job's pace by the number of nodes down that the runs reached.
-  nlohmann::ordered_json rerouted = nlohmann::ordered_json::object();
-  for (const auto& [down, pace] : g.reroute_paces) rerouted[std::to_string(down)] = pace;
+  // Re-routing: the job's pace in each case of nodes down that the runs reached.
+  nlohmann::ordered_json rerouted = nlohmann::ordered_json::array();
+  for (const models::ReroutedCase& c : g.reroute_paces) {
+    rerouted.push_back({{"nodes_down", c.nodes_down}, {"down_by_stage", c.down_by_stage}, {"pace", c.pace}});
+  }
   j["reroute_pace"] = std::move(rerouted);
   return j;
 }
@@ -141,10 +145,23 @@ void write_goodput_text(std::ostream& out, const config::FailureSpec& f, const m
   }
   line(out, "recovery", recovery);
   if (!g.reroute_paces.empty()) {
+    // Per count of nodes down, the range over the layouts simulated (cases() lists them by count).
     std::string paces;
-    for (const auto& [down, pace] : g.reroute_paces) {
-      paces += fmt::format("{}{} node{} down {}", paces.empty() ? "" : ", ", down, down == 1 ? "" : "s",
-                           pace > 0.0 ? percent(pace) : std::string("cannot run (waits)"));
+    const auto& cases = g.reroute_paces;
+    for (std::size_t i = 0; i < cases.size();) {
+      std::size_t end = i;
+      double low = cases[i].pace;
+      double high = cases[i].pace;
+      for (; end < cases.size() && cases[end].nodes_down == cases[i].nodes_down; ++end) {
+        low = std::min(low, cases[end].pace);
+        high = std::max(high, cases[end].pace);
+      }
+      const std::int64_t down = cases[i].nodes_down;
+      paces +=
+          fmt::format("{}{} node{} down {}", paces.empty() ? "" : ", ", down, down == 1 ? "" : "s",
+                      end - i == 1 ? percent(low)
+                                   : fmt::format("{}-{} ({} layouts)", percent(low), percent(high), end - i));
+      i = end;
     }
     line(out, "re-routed", paces + " of the pace (engine, every rank)");
   }

@@ -151,8 +151,15 @@ class Run {
     } else if (nodes_down_ == 0) {
       recovery_pace_ = 1.0;
     } else {
-      recovery_pace_ = uncovered_ > 0 ? 0.0 : std::clamp(in_.reroute_pace(nodes_down_), 0.0, 1.0);
+      recovery_pace_ = uncovered_ > 0 ? 0.0 : std::clamp(in_.reroute_pace(down_nodes()), 0.0, 1.0);
     }
+  }
+  std::vector<std::int64_t> down_nodes() const {
+    std::vector<std::int64_t> out;
+    for (std::size_t n = 0; n < node_down_.size(); ++n) {
+      if (node_down_[n] > 0) out.push_back(static_cast<std::int64_t>(n));
+    }
+    return out;
   }
   // Whether the job can train on the nodes that are up (else it waits for a repair).
   bool can_train() const { return recovery_pace_ > 0.0; }

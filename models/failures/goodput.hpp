@@ -18,7 +18,7 @@
 //            a repaired node's replicas rejoin with the same pause. A job failure, or one that leaves no
 //            replica, restarts as above once a replica's nodes are all up.
 //   reroute  as elastic, but the down nodes' work is re-routed to data-parallel peers (stage replicas,
-//            parallel/reroute.hpp): the job trains on at reroute_pace(nodes down) while every pipeline
+//            parallel/reroute.hpp): the job trains on at reroute_pace(the down nodes) while every pipeline
 //            stage keeps a live replica and that pace is positive; otherwise it waits for repairs and
 //            restarts as above.
 // Training stops for each checkpoint's stall after every `interval_s` of training (synchronous: the write;
@@ -55,14 +55,21 @@ struct GoodputInput {
   std::int64_t replicas = 1;
   std::vector<std::vector<std::int32_t>> node_replicas;
   std::int64_t stages = 1;
-  // Re-routing: the job's pace with n >= 1 nodes down (0: it cannot run so). Called with the few counts
-  // the runs reach.
-  std::function<double(std::int64_t)> reroute_pace;
+  // Re-routing: the job's pace with these nodes down (ascending, at least one, every stage keeping a live
+  // replica; 0: it cannot run so). Called at every change of the down nodes.
+  std::function<double(const std::vector<std::int64_t>&)> reroute_pace;
   bool replicas_hold_state = false;  // each replica holds a whole copy of weights and optimizer states
   // Per category of spec->categories: the pace while one of its slowdowns lasts (1 for stopping ones).
   std::vector<double> category_pace;
   CheckpointCost checkpoint;
   std::uint64_t seed = 1;
+};
+
+// A re-routed job's pace with `nodes_down` nodes down, `down_by_stage[s]` of stage s's replicas among them.
+struct ReroutedCase {
+  std::int64_t nodes_down = 0;
+  std::vector<std::int64_t> down_by_stage;
+  double pace = 0.0;
 };
 
 // Percentiles over the runs (nearest rank).
@@ -97,8 +104,8 @@ struct GoodputEstimate {
   std::vector<std::string> category_names;
   std::vector<double> category_failures;  // mean per run, by category
   std::vector<double> category_pace;      // by category: the pace while it lasts (1: a stop)
-  // Re-routing: (nodes down, the job's pace then) for each count the runs reached (0: it waited).
-  std::vector<std::pair<std::int64_t, double>> reroute_paces;
+  // Re-routing: the cases simulated (results/reroute_pace.hpp).
+  std::vector<ReroutedCase> reroute_paces;
   std::string reason;                     // why the run does not finish; empty when it does
 };
 

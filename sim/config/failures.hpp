@@ -74,7 +74,9 @@ struct FailureSpec {
   Recovery recovery = Recovery::restart;
   std::optional<std::int64_t> spare_nodes;  // absent: a spare is always ready
   std::optional<double> repair_hours;       // required with spare_nodes or elastic
-  double reconfigure_s = 0.0;               // elastic: the survivors' pause per change
+  // Elastic and reroute: the pause per change of the nodes the job runs on. Restart does not use it (a
+  // sweep may compare recoveries with it set).
+  double reconfigure_s = 0.0;
   // The run's length, one of: failure-free days of training, iterations, or tokens. Absent on a
   // layer-table workload with a convergence target (its time to target), and in a plan (the plan's).
   std::optional<double> train_days;

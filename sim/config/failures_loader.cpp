@@ -187,8 +187,6 @@ std::optional<FailureSpec> read_failures(ObjectReader& parent, const std::string
   spec.reconfigure_s = f.optional<double>("reconfigure_s", 0.0, kRestartRule);
   const bool runs_on = spec.recovery != Recovery::restart;  // elastic or reroute: without the failed node
   const char* recovery = spec.recovery == Recovery::reroute ? "re-routing" : "elastic recovery";
-  if (f.has("reconfigure_s") && !runs_on)
-    throw f.error_at("reconfigure_s", "applies to \"recovery\": \"elastic\" or \"reroute\" only");
   if (spec.spare_nodes && runs_on) {
     throw f.error_at(
         "spare_nodes",

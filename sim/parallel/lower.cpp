@@ -75,6 +75,7 @@ LoweredGraph Lowering::run() {
   grad_ready_.assign(static_cast<std::size_t>(ranks * v_ * max_chunk_layers_), TaskId{0});
   first_use_.assign(static_cast<std::size_t>(ranks * v_ * max_chunk_layers_), TaskId{0});
   step_first_.assign(static_cast<std::size_t>(ranks), TaskId{0});
+  step_first_set_.assign(static_cast<std::size_t>(ranks), 0);
   stage_last_.assign(static_cast<std::size_t>(ranks), TaskId{0});
   data_tasks_.assign(static_cast<std::size_t>(ranks), {});
   last_reductions_.assign(static_cast<std::size_t>(ranks), {});
@@ -500,7 +501,12 @@ void Lowering::open_step(std::int64_t r, StepInProgress& s) {
   const std::int32_t mb = s.step.micro_batch;
   if (s.step.pass == Pass::forward) {
     if (mc == 0) emit_unit(r, s, programs(r).embedding.forward, embedding_params_, embedding_params_);
-    if (mc == 0 && mb == 0 && s.owner == r) step_first_[static_cast<std::size_t>(r)] = s.chain.first;
+    // The rank's first forward of the first chunk (micro-batch 0; re-routed, possibly an adopted one),
+    // which the rank's input load holds back.
+    if (mc == 0 && step_first_set_[static_cast<std::size_t>(r)] == 0) {
+      step_first_[static_cast<std::size_t>(r)] = s.chain.first;
+      step_first_set_[static_cast<std::size_t>(r)] = 1;
+    }
   } else if (mc == p_ * v_ - 1) {
     emit_mtp(r, s.step.pass, mb, s.chain);
     // Prefetching (FSDP2), the output layer stays gathered from its forward through its backward, which

@@ -293,6 +293,7 @@ class Lowering {
   std::map<std::pair<std::int64_t, std::int32_t>, std::vector<TaskId>> micro_batch_grads_;
   std::vector<TaskId> first_use_;   // first task of each layer's first forward
   std::vector<TaskId> step_first_;  // first task of the first forward step (embedding on stage 0)
+  std::vector<std::uint8_t> step_first_set_;  // per rank: step_first_ holds it
   std::vector<TaskId> stage_last_;
   std::vector<std::vector<TaskId>> data_tasks_;
   // ZeRO-3: each rank's last gradient reduction on each reduction stream (synchronize_before).

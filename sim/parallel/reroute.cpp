@@ -62,10 +62,8 @@ class ListSchedule {
         if (remaining == 0) break;
         // Every replica waits: let each hold one more micro-batch (see reroute.hpp).
         DTSIM_CHECK(++relaxed <= m_ * d_ + 1, "re-routing list schedule does not progress");
-        for (std::int64_t e = 0; e < d_ * p_; ++e) {
-          ++cap_[static_cast<std::size_t>(e % p_)];
-          dirty_.insert(e);
-        }
+        for (std::int64_t& cap : cap_) ++cap;
+        for (std::int64_t e = 0; e < d_ * p_; ++e) dirty_.insert(e);
         continue;
       }
       now = std::get<0>(events_.top());

@@ -163,7 +163,8 @@ Result evaluate_transformer(const config::Scenario& scenario, const EvaluateOpti
   result.engine.tasks = lowered.graph.tasks().size();
   result.engine.simulated_ranks = lowered.graph.ranks();
   if (options.trace) result.trace = trace_of(lowered, run);
-  result.interval = calibration_interval(scenario, options.flow_cache);
+  // A re-routed iteration is asked for its time alone (results/reroute_pace.hpp).
+  if (options.down_nodes.empty()) result.interval = calibration_interval(scenario, options.flow_cache);
   result.engine.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return result;
 }

@@ -35,7 +35,8 @@ struct EvaluateOptions {
   // parallel::LowerOptions::layouts_cache); null: each evaluation builds its own.
   parallel::LayoutsCache* layouts_cache = nullptr;
   // Every-rank mode: nodes that are down, whose ranks' work is re-routed to their data-parallel peers
-  // (parallel::LowerOptions::down_nodes; results/reroute_pace.hpp checks the plan allows it).
+  // (parallel::LowerOptions::down_nodes; results/reroute_pace.hpp checks the plan allows it). Such a
+  // result has no calibration interval.
   std::vector<std::int64_t> down_nodes = {};
 };
 

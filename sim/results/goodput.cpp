@@ -45,20 +45,6 @@ std::vector<std::vector<std::int32_t>> node_replicas(const config::Scenario& s) 
   return out;
 }
 
-// For each node, the stage replicas (data coordinate x stages + stage) with a rank on it (re-routing).
-std::vector<std::vector<std::int32_t>> node_stage_replicas(const config::Scenario& s) {
-  std::vector<std::vector<std::int32_t>> out(static_cast<std::size_t>(s.cluster.nodes));
-  const parallel::Mesh mesh = parallel::Mesh::of(s);
-  const std::int64_t p = s.parallelism.pipeline;
-  for (std::int64_t rank = 0; rank < mesh.size(); ++rank) {
-    auto& replicas = out[static_cast<std::size_t>(mesh.node_of(rank))];
-    const parallel::Coord c = mesh.coord_of(rank);
-    const auto replica = static_cast<std::int32_t>(c.data * p + c.stage);
-    if (std::find(replicas.begin(), replicas.end(), replica) == replicas.end()) replicas.push_back(replica);
-  }
-  return out;
-}
-
 // A goodput that is not simulated, for `reason`.
 models::GoodputEstimate not_estimated(double failure_free_s, const models::CheckpointCost& checkpoint,
                                       std::string reason) {
@@ -159,9 +145,10 @@ models::GoodputEstimate goodput_of(const Result& result, const config::FailureSp
   in.stages = s.parallelism.pipeline;
   in.replicas = s.parallelism.data * in.stages;
   in.node_replicas = node_stage_replicas(s);
-  in.reroute_pace = [&paces](std::int64_t down) { return paces(down); };
+  in.reroute_pace = [&paces](const std::vector<std::int64_t>& down) { return paces(down); };
   models::GoodputEstimate out = models::estimate_goodput(in);
-  out.reroute_paces = paces.asked();
+  if (!paces.reason().empty()) return not_estimated(failure_free_s, in.checkpoint, paces.reason());
+  out.reroute_paces = paces.cases();
   return out;
 }
 

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "parallel/mesh.hpp"
 #include "results/evaluate.hpp"
 #include "results/result.hpp"
 
@@ -29,28 +30,67 @@ std::optional<std::string> reroute_refusal(const config::Scenario& s) {
         "re-routing moves a micro-batch between data-parallel replicas, which a mixture of experts' token "
         "exchanges join: not modelled");
   }
+  if (s.gpu_count() > kMaxReroutedGpus) {
+    return fmt::format("re-routing is simulated rank by rank, for at most {} GPUs; this plan has {}",
+                       kMaxReroutedGpus, s.gpu_count());
+  }
   return std::nullopt;
 }
 
-std::vector<std::int64_t> spread_down_nodes(std::int64_t nodes, std::int64_t down) {
-  std::vector<std::int64_t> out;
-  for (std::int64_t i = 0; i < std::min(down, nodes); ++i) out.push_back(i * nodes / down);
+std::vector<std::vector<std::int32_t>> node_stage_replicas(const config::Scenario& s) {
+  std::vector<std::vector<std::int32_t>> out(static_cast<std::size_t>(s.cluster.nodes));
+  const parallel::Mesh mesh = parallel::Mesh::of(s);
+  const std::int64_t p = s.parallelism.pipeline;
+  for (std::int64_t rank = 0; rank < mesh.size(); ++rank) {
+    auto& replicas = out[static_cast<std::size_t>(mesh.node_of(rank))];
+    const parallel::Coord c = mesh.coord_of(rank);
+    const auto replica = static_cast<std::int32_t>(c.data * p + c.stage);
+    if (std::find(replicas.begin(), replicas.end(), replica) == replicas.end()) replicas.push_back(replica);
+  }
   return out;
 }
 
-double ReroutePaces::operator()(std::int64_t down) {
-  if (const auto it = paces_.find(down); it != paces_.end()) return it->second;
+ReroutePaces::ReroutePaces(const Result& fault_free)
+    : fault_free_(fault_free),
+      stages_(fault_free.scenario.parallelism.pipeline),
+      node_replicas_(node_stage_replicas(fault_free.scenario)) {}
+
+double ReroutePaces::operator()(const std::vector<std::int64_t>& down_nodes) {
+  // The down replicas per stage: the case's key.
+  std::vector<std::int32_t> down;
+  for (const std::int64_t n : down_nodes) {
+    for (const std::int32_t r : node_replicas_[static_cast<std::size_t>(n)]) {
+      if (std::find(down.begin(), down.end(), r) == down.end()) down.push_back(r);
+    }
+  }
+  std::vector<std::int64_t> by_stage(static_cast<std::size_t>(stages_), 0);
+  for (const std::int32_t r : down) ++by_stage[static_cast<std::size_t>(r % stages_)];
+  if (const auto it = cases_.find(by_stage); it != cases_.end()) return it->second.pace;
+
   config::Scenario s = fault_free_.scenario;
   s.failures.reset();
   s.simulation.ranks = config::RankMode::all;
   EvaluateOptions options;
-  options.down_nodes = spread_down_nodes(s.cluster.nodes, down);
+  options.down_nodes = down_nodes;
   const Result rerouted = evaluate(s, options);
-  const double pace = rerouted.status == Status::ok && rerouted.iteration_time_s > 0.0
-                          ? std::min(1.0, fault_free_.iteration_time_s / rerouted.iteration_time_s)
-                          : 0.0;
-  paces_.emplace(down, pace);
+  double pace = 0.0;
+  if (rerouted.status == Status::ok && rerouted.iteration_time_s > 0.0) {
+    pace = std::min(1.0, fault_free_.iteration_time_s / rerouted.iteration_time_s);
+  } else if (reason_.empty()) {
+    reason_ = fmt::format("the re-routed iteration with {} node{} down does not run: {}", down_nodes.size(),
+                          down_nodes.size() == 1 ? "" : "s", rerouted.reason);
+  }
+  cases_.emplace(by_stage,
+                 models::ReroutedCase{static_cast<std::int64_t>(down_nodes.size()), by_stage, pace});
   return pace;
+}
+
+std::vector<models::ReroutedCase> ReroutePaces::cases() const {
+  std::vector<models::ReroutedCase> out;
+  for (const auto& [key, c] : cases_) out.push_back(c);
+  std::stable_sort(out.begin(), out.end(),
+                   [](const auto& a, const auto& b) { return a.nodes_down < b.nodes_down; });
+  return out;
 }
 
 }  // namespace dtsim::results

@@ -122,7 +122,10 @@ Space enumerate_space(const config::Scenario& base, const SpaceBounds& bounds) {
   const std::int64_t max_context = bounds.max_context > 0 ? bounds.max_context : gpus;
   // More virtual stages than layers never split the layers (pipeline >= 2): the bound stops there.
   const std::int64_t max_virtual =
-      std::clamp<std::int64_t>(bounds.max_virtual_stages, 1, std::max<std::int64_t>(base.model.layers, 1));
+      base.failures && base.failures->recovery == config::Recovery::reroute
+          ? 1
+          : std::clamp<std::int64_t>(bounds.max_virtual_stages, 1,
+                                     std::max<std::int64_t>(base.model.layers, 1));
   // A micro-batch above the global batch never divides it.
   const std::int64_t max_micro = bounds.max_micro_batch > 0
                                      ? std::min(bounds.max_micro_batch, base.training.global_batch_size)
@@ -132,6 +135,10 @@ Space enumerate_space(const config::Scenario& base, const SpaceBounds& bounds) {
                                             config::Recompute::full};
   if (bounds.keep_recompute) recomputes = {base.training.activation_recompute};
   std::vector<Sharding> shardings{{0, false}, {0, true}, {2, false}, {3, false}};
+  // Re-routing a failed node's work needs replicas with whole copies of the state and one model chunk per
+  // stage (results/reroute_pace.hpp): under it, only such plans are proposed.
+  const bool reroute = base.failures && base.failures->recovery == config::Recovery::reroute;
+  if (reroute) shardings = {{0, false}};
   if (bounds.keep_sharding)
     shardings = {{base.parallelism.zero_stage, base.parallelism.distributed_optimizer}};
   const config::Schedule flat_schedule = base.parallelism.schedule == config::Schedule::interleaved

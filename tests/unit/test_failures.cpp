@@ -199,9 +199,9 @@ TEST_CASE(
   job.in.replicas = 16;
   for (std::int32_t n = 0; n < 16; ++n) job.in.node_replicas[static_cast<std::size_t>(n)] = {n};
   std::vector<std::int64_t> asked;
-  job.in.reroute_pace = [&asked](std::int64_t down) {
-    asked.push_back(down);
-    return down == 1 ? 0.8 : 0.6;
+  job.in.reroute_pace = [&asked](const std::vector<std::int64_t>& down) {
+    asked.push_back(static_cast<std::int64_t>(down.size()));
+    return down.size() == 1 ? 0.8 : 0.6;
   };
   const auto g = job.run();
   CHECK(g.lost_work_s == 0.0);

@@ -193,13 +193,21 @@ TEST_CASE("re-routing: the pace with more peers, within what the busiest peer's 
   const auto fault_free = dtsim::results::evaluate(s, {});
   REQUIRE(fault_free.status == dtsim::results::Status::ok);
   dtsim::results::ReroutePaces paces(fault_free);
-  const double pace = paces(1);
+  const double pace = paces(std::vector<std::int64_t>{0});  // node d + 4 s = 0: stage 0 of replica 0
   CAPTURE(pace);
   CHECK(pace <= 13.0 / 16.0 + 0.02);
   CHECK(pace > 0.7);
-  CHECK(paces.asked() == std::vector<std::pair<std::int64_t, double>>{{1, pace}});
-  // The nodes standing for 3 failures of 8: spread evenly.
-  CHECK(dtsim::results::spread_down_nodes(8, 3) == std::vector<std::int64_t>{0, 2, 5});
+  // Another replica of stage 0 down is the same case, simulated once; one of stage 1 is another.
+  CHECK(paces(std::vector<std::int64_t>{1}) == pace);
+  CHECK(paces.cases().size() == 1);
+  const double stage1 = paces(std::vector<std::int64_t>{4});
+  CHECK(stage1 > 0.7);
+  const auto cases = paces.cases();
+  REQUIRE(cases.size() == 2);
+  CHECK(cases[0].nodes_down == 1);
+  CHECK(cases[0].down_by_stage == std::vector<std::int64_t>{0, 1});  // ordered by key within a count
+  CHECK(cases[1].down_by_stage == std::vector<std::int64_t>{1, 0});
+  CHECK(paces.reason().empty());
 }
 
 TEST_CASE("re-routing: plans it refuses, with the reason") {
@@ -216,4 +224,6 @@ TEST_CASE("re-routing: plans it refuses, with the reason") {
   CHECK(dtsim::results::reroute_refusal(s).value_or("").find("2 virtual stages") != std::string::npos);
   s = layout(1, 2, 4);
   CHECK(dtsim::results::reroute_refusal(s).value_or("").find("data is 1") != std::string::npos);
+  s = layout(64, 9, 4);  // 4,608 GPUs
+  CHECK(dtsim::results::reroute_refusal(s).value_or("").find("at most 4096 GPUs") != std::string::npos);
 }
