@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace dtsim::reports {
 
@@ -112,10 +113,10 @@ nlohmann::ordered_json goodput_json(const models::GoodputEstimate& g) {
     if (g.category_pace[i] < 1.0) paces[g.category_names[i]] = g.category_pace[i];
   }
   j["slowdown_pace"] = std::move(paces);
-  // Re-routing: the job's pace in each case of nodes down that the runs reached.
+  // Re-routing: the job's pace in each case of down stage replicas that the runs reached.
   nlohmann::ordered_json rerouted = nlohmann::ordered_json::array();
   for (const models::ReroutedCase& c : g.reroute_paces) {
-    rerouted.push_back({{"nodes_down", c.nodes_down}, {"down_by_stage", c.down_by_stage}, {"pace", c.pace}});
+    rerouted.push_back({{"down_per_stage", c.down_per_stage}, {"pace", c.pace}});
   }
   j["reroute_pace"] = std::move(rerouted);
   return j;
@@ -145,25 +146,14 @@ void write_goodput_text(std::ostream& out, const config::FailureSpec& f, const m
   }
   line(out, "recovery", recovery);
   if (!g.reroute_paces.empty()) {
-    // Per count of nodes down, the range over the layouts simulated (cases() lists them by count).
+    // Each case: its down replicas per stage ("1+1": one replica of each of two stages), then the pace.
     std::string paces;
-    const auto& cases = g.reroute_paces;
-    for (std::size_t i = 0; i < cases.size();) {
-      std::size_t end = i;
-      double low = cases[i].pace;
-      double high = cases[i].pace;
-      for (; end < cases.size() && cases[end].nodes_down == cases[i].nodes_down; ++end) {
-        low = std::min(low, cases[end].pace);
-        high = std::max(high, cases[end].pace);
-      }
-      const std::int64_t down = cases[i].nodes_down;
-      paces +=
-          fmt::format("{}{} node{} down {}", paces.empty() ? "" : ", ", down, down == 1 ? "" : "s",
-                      end - i == 1 ? percent(low)
-                                   : fmt::format("{}-{} ({} layouts)", percent(low), percent(high), end - i));
-      i = end;
+    for (const models::ReroutedCase& c : g.reroute_paces) {
+      paces += fmt::format("{}{} {}", paces.empty() ? "" : ", ", fmt::join(c.down_per_stage, "+"),
+                           c.pace > 0.0 ? percent(c.pace) : std::string("cannot run"));
     }
-    line(out, "re-routed", paces + " of the pace (engine, every rank)");
+    line(out, "re-routed",
+         "stage replicas down (per stage) and the pace: " + paces + " (engine, every rank)");
   }
   for (std::size_t i = 0; i < f.categories.size(); ++i) {
     const config::FailureCategory& c = f.categories[i];

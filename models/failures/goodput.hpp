@@ -65,10 +65,10 @@ struct GoodputInput {
   std::uint64_t seed = 1;
 };
 
-// A re-routed job's pace with `nodes_down` nodes down, `down_by_stage[s]` of stage s's replicas among them.
+// A re-routed job's pace with stage replicas down: `down_per_stage` the counts of down replicas of the
+// stages that have any, most first (results/reroute_pace.hpp).
 struct ReroutedCase {
-  std::int64_t nodes_down = 0;
-  std::vector<std::int64_t> down_by_stage;
+  std::vector<std::int64_t> down_per_stage;
   double pace = 0.0;
 };
 

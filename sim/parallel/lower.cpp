@@ -33,7 +33,7 @@ const GroupLayouts& layouts_of(const config::Scenario& s, const Mesh& mesh, Layo
 
 Lowering::Lowering(const config::Scenario& s, const LowerOptions& options)
     : s_(s),
-      down_nodes_(options.down_nodes),
+      down_(options.down_replicas),
       mesh_(Mesh::of(s)),
       p_(s.parallelism.pipeline),
       v_(s.parallelism.virtual_stages),
@@ -58,14 +58,14 @@ Lowering::Lowering(const config::Scenario& s, const LowerOptions& options)
   out_.gpus_per_simulated_rank = replicas_;
   for (std::int64_t r = 0; r < ranks; ++r) coords_.push_back(coord_of(r));
   const auto& par = s.parallelism;
-  DTSIM_CHECK(down_nodes_.empty() || (every_rank_ && v_ == 1 && par.zero_stage == 0 &&
-                                      !par.distributed_optimizer && par.expert == 1 && !s.model.moe),
+  DTSIM_CHECK(down_.empty() || (every_rank_ && v_ == 1 && par.zero_stage == 0 && !par.distributed_optimizer &&
+                                par.expert == 1 && !s.model.moe),
               "re-routing needs every rank simulated, one chunk per stage, unsharded state and no experts");
 }
 
 LoweredGraph Lowering::run() {
   intern_programs();
-  if (!down_nodes_.empty()) plan_reroute_steps(down_nodes_);
+  if (!down_.empty()) plan_reroute_steps();
   const auto ranks = static_cast<std::int64_t>(coords_.size());
   add_streams(ranks);
   for (std::int64_t r = 0; r < ranks; ++r) add_rank(r);
@@ -184,7 +184,7 @@ void Lowering::intern_programs() {
 }
 
 Lowering::Programs Lowering::intern_program(const LayerGroups& groups) {
-  LayerOps ops = intern_layer_ops(s_, groups, out_.graph, labels_, comm_ops_, !down_nodes_.empty());
+  LayerOps ops = intern_layer_ops(s_, groups, out_.graph, labels_, comm_ops_, !down_.empty());
   Programs out{groups, {}, std::move(ops.embedding), std::move(ops.head), std::move(ops.mtp_projection)};
   for (KindOps& kind : ops.kinds) {
     KindPrograms& programs = out.kinds.emplace_back();
@@ -446,9 +446,10 @@ void Lowering::emit_steps() {
   }
 }
 
-// The re-routing plan for `down_nodes` (reroute.hpp), on each stage's costs (its layers', embedding's and
-// output layer's FLOPs per micro-batch) and the micro-batches its schedule holds at once without failures.
-void Lowering::plan_reroute_steps(const std::vector<std::int64_t>& down_nodes) {
+// The re-routing plan for the down replicas (reroute.hpp), on each stage's costs (its layers', embedding's
+// and output layer's FLOPs per micro-batch) and the micro-batches its schedule holds at once without
+// failures.
+void Lowering::plan_reroute_steps() {
   const auto flops = [](const std::vector<OpRef>& ops) {
     double f = 0.0;
     for (const OpRef& op : ops) f += op.flops;
@@ -480,7 +481,7 @@ void Lowering::plan_reroute_steps(const std::vector<std::int64_t>& down_nodes) {
                         : schedule == config::Schedule::zero_bubble_h1 ? std::min(m_, p_)
                                                                        : std::min(m_, p_ - stage));
   }
-  reroute_ = plan_reroute(mesh_, m_, split, down_nodes, in_flight, costs);
+  reroute_ = plan_reroute(mesh_, m_, split, down_, in_flight, costs);
   const std::size_t ranks = coords_.size();
   rank_schedules_.assign(ranks, {});
   rank_owners_.assign(ranks, {});

@@ -36,6 +36,7 @@
 #include "graph/task_graph.hpp"
 #include "parallel/feasibility.hpp"
 #include "parallel/layouts_cache.hpp"
+#include "parallel/reroute.hpp"
 
 namespace dtsim::parallel {
 
@@ -54,14 +55,14 @@ struct LowerOptions {
   // Symmetric mode: the mesh's group layouts from this cache, shared with other lowerings (not owned;
   // null: built for this lowering alone). Every-rank mode builds its own (per-node speeds).
   LayoutsCache* layouts_cache = nullptr;
-  // Every-rank mode: these nodes are down and their ranks' work is re-routed to data-parallel peers
-  // (reroute.hpp): each live rank runs its own and its adopted pipeline steps, backward passes split
+  // Every-rank mode: these stage replicas are down and their ranks' work is re-routed to data-parallel
+  // peers (reroute.hpp): each live rank runs its own and its adopted pipeline steps, backward passes split
   // into input and weight gradients, in the order of the re-routing plan; a down rank runs nothing but
   // its place in its data-parallel group's collectives (costed over the whole group). Needs one model
   // chunk per stage, unsharded model state (ZeRO stage 0, no distributed optimizer) and no expert
   // parallelism (refused with InternalError: results/reroute.hpp checks first); throws
   // core::InfeasibleError when a stage has no live replica.
-  std::vector<std::int64_t> down_nodes = {};
+  std::vector<StageReplica> down_replicas = {};
 };
 
 // Requires a feasible scenario (feasibility.hpp). Throws core::InfeasibleError when the graph passes

@@ -170,7 +170,7 @@ class Lowering {
     return reroute_ ? rank_owners_[static_cast<std::size_t>(r)][i] : r;
   }
   bool is_down(std::int64_t r) const { return reroute_ && reroute_->is_down(r); }
-  void plan_reroute_steps(const std::vector<std::int64_t>& down_nodes);
+  void plan_reroute_steps();
   void emit_steps();
   void open_step(std::int64_t r, StepInProgress& s);
   void emit_step_layer(std::int64_t r, StepInProgress& s, std::int64_t k);
@@ -233,7 +233,7 @@ class Lowering {
 
   // ---- state -----------------------------------------------------------------------------------
   const config::Scenario& s_;
-  const std::vector<std::int64_t> down_nodes_;  // LowerOptions::down_nodes
+  const std::vector<StageReplica> down_;  // LowerOptions::down_replicas
   Mesh mesh_;
   std::int64_t p_;
   std::int64_t v_;
@@ -282,7 +282,7 @@ class Lowering {
   std::vector<Chain> steps_;
   std::vector<std::optional<TaskId>> step_after_;     // first task of the step run after, on the same rank
   std::vector<std::vector<PipelineStep>> schedules_;  // per stage (emit_steps() fills it)
-  // Re-routing (LowerOptions::down_nodes): the plan, and per rank its steps and their owners.
+  // Re-routing (LowerOptions::down_replicas): the plan, and per rank its steps and their owners.
   std::optional<Reroute> reroute_;
   std::vector<std::vector<PipelineStep>> rank_schedules_;
   std::vector<std::vector<std::int64_t>> rank_owners_;

@@ -171,8 +171,19 @@ class ListSchedule {
 
 }  // namespace reroute_planning
 
+std::vector<StageReplica> replicas_on_nodes(const Mesh& mesh, const std::vector<std::int64_t>& nodes) {
+  std::vector<StageReplica> out;
+  for (std::int64_t r = 0; r < mesh.size(); ++r) {
+    if (std::find(nodes.begin(), nodes.end(), mesh.node_of(r)) == nodes.end()) continue;
+    const Coord c = mesh.coord_of(r);
+    const StageReplica replica{c.data, c.stage};
+    if (std::find(out.begin(), out.end(), replica) == out.end()) out.push_back(replica);
+  }
+  return out;
+}
+
 Reroute plan_reroute(const Mesh& mesh, std::int64_t micro_batches, bool split_backward,
-                     const std::vector<std::int64_t>& down_nodes, const std::vector<std::int64_t>& in_flight,
+                     const std::vector<StageReplica>& down, const std::vector<std::int64_t>& in_flight,
                      const std::vector<StageCost>& costs) {
   using config::MeshDim;
   const std::int64_t p = mesh.degree(MeshDim::pipeline);
@@ -186,10 +197,10 @@ Reroute plan_reroute(const Mesh& mesh, std::int64_t micro_batches, bool split_ba
   const std::int64_t ranks = mesh.size();
   out.down.assign(static_cast<std::size_t>(ranks), 0);
   std::vector<std::uint8_t> replica_down(static_cast<std::size_t>(d * p), 0);
-  for (std::int64_t r = 0; r < ranks; ++r) {
-    if (std::find(down_nodes.begin(), down_nodes.end(), mesh.node_of(r)) == down_nodes.end()) continue;
-    const Coord c = mesh.coord_of(r);
-    replica_down[static_cast<std::size_t>(c.data * p + c.stage)] = 1;
+  for (const StageReplica& r : down) {
+    DTSIM_CHECK(r.data >= 0 && r.data < d && r.stage >= 0 && r.stage < p,
+                "plan_reroute: no such stage replica");
+    replica_down[static_cast<std::size_t>(r.data * p + r.stage)] = 1;
   }
   // Each down replica's micro-batches to the live replica of its stage with the fewest adopted so far.
   std::vector<std::int64_t> executor(static_cast<std::size_t>(d * p * m));

@@ -7,7 +7,8 @@
 //
 // A stage replica is the set of ranks of one pipeline stage in one data-parallel replica (every
 // tensor and context coordinate): it holds the stage's parameters, as every other replica of the
-// stage does. It is down when one of its ranks is on a down node. Each micro-batch of a down replica
+// stage does. It is down when one of its ranks is on a down node (replicas_on_nodes()). Each micro-batch
+// of a down replica
 // goes to a live replica of the same stage, the one with the fewest adopted micro-batches so far
 // (ties: the lowest data coordinate), so that the extra work spreads evenly; its activations come
 // from the down replica's pipeline's preceding stage and go on to its following stage, and its
@@ -35,6 +36,16 @@
 #include "parallel/pipeline_schedule.hpp"
 
 namespace dtsim::parallel {
+
+// One pipeline stage of one data-parallel replica.
+struct StageReplica {
+  std::int64_t data = 0;
+  std::int64_t stage = 0;
+  friend bool operator==(const StageReplica&, const StageReplica&) = default;
+};
+
+// The stage replicas with a rank on one of `nodes`, in the order of their first rank.
+std::vector<StageReplica> replicas_on_nodes(const Mesh& mesh, const std::vector<std::int64_t>& nodes);
 
 // One pipeline step a rank runs: `owner`'s (the mesh rank whose pipeline and data coordinates the
 // micro-batch belongs to: the rank itself, or a down peer whose work it adopted).
@@ -68,7 +79,7 @@ struct Reroute {
 // peak, at least 1); `costs[s]`: stage s's costs. Throws core::InfeasibleError when a stage has no live
 // replica.
 Reroute plan_reroute(const Mesh& mesh, std::int64_t micro_batches, bool split_backward,
-                     const std::vector<std::int64_t>& down_nodes, const std::vector<std::int64_t>& in_flight,
+                     const std::vector<StageReplica>& down, const std::vector<std::int64_t>& in_flight,
                      const std::vector<StageCost>& costs);
 
 }  // namespace dtsim::parallel

@@ -110,7 +110,7 @@ Result evaluate_transformer(const config::Scenario& scenario, const EvaluateOpti
 
   const parallel::LoweredGraph lowered = parallel::lower(scenario, {.fuse_kernels = options.fuse_kernels,
                                                                     .layouts_cache = options.layouts_cache,
-                                                                    .down_nodes = options.down_nodes});
+                                                                    .down_replicas = options.down_replicas});
   const compute::ComputeModel compute(scenario.gpu, scenario.training.precision, compute_scale);
   const auto network = network::make_network_model(scenario, options.flow_cache);
   engine::EngineOptions engine_options;
@@ -164,7 +164,7 @@ Result evaluate_transformer(const config::Scenario& scenario, const EvaluateOpti
   result.engine.simulated_ranks = lowered.graph.ranks();
   if (options.trace) result.trace = trace_of(lowered, run);
   // A re-routed iteration is asked for its time alone (results/reroute_pace.hpp).
-  if (options.down_nodes.empty()) result.interval = calibration_interval(scenario, options.flow_cache);
+  if (options.down_replicas.empty()) result.interval = calibration_interval(scenario, options.flow_cache);
   result.engine.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return result;
 }

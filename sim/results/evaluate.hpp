@@ -12,6 +12,7 @@
 
 #include "config/accuracy.hpp"
 #include "config/scenario.hpp"
+#include "parallel/reroute.hpp"
 #include "results/result.hpp"
 
 namespace dtsim::network {
@@ -34,10 +35,10 @@ struct EvaluateOptions {
   // Each mesh's group layouts shared with other evaluations (search; not owned, must outlive the call;
   // parallel::LowerOptions::layouts_cache); null: each evaluation builds its own.
   parallel::LayoutsCache* layouts_cache = nullptr;
-  // Every-rank mode: nodes that are down, whose ranks' work is re-routed to their data-parallel peers
-  // (parallel::LowerOptions::down_nodes; results/reroute_pace.hpp checks the plan allows it). Such a
-  // result has no calibration interval.
-  std::vector<std::int64_t> down_nodes = {};
+  // Every-rank mode: stage replicas that are down, whose ranks' work is re-routed to their data-parallel
+  // peers (parallel::LowerOptions::down_replicas; results/reroute_pace.hpp checks the plan allows it).
+  // Such a result has no calibration interval.
+  std::vector<parallel::StageReplica> down_replicas = {};
 };
 
 // One scenario's result. A plan that cannot run (parallel::infeasibility, out of memory, too large

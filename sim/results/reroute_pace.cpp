@@ -1,6 +1,7 @@
 #include "results/reroute_pace.hpp"
 
 #include <algorithm>
+#include <functional>
 
 #include <fmt/format.h>
 
@@ -53,10 +54,11 @@ std::vector<std::vector<std::int32_t>> node_stage_replicas(const config::Scenari
 ReroutePaces::ReroutePaces(const Result& fault_free)
     : fault_free_(fault_free),
       stages_(fault_free.scenario.parallelism.pipeline),
-      node_replicas_(node_stage_replicas(fault_free.scenario)) {}
+      node_replicas_(node_stage_replicas(fault_free.scenario)),
+      data_(fault_free.scenario.parallelism.data) {}
 
 double ReroutePaces::operator()(const std::vector<std::int64_t>& down_nodes) {
-  // The down replicas per stage: the case's key.
+  // The case: the down replicas per stage, most first.
   std::vector<std::int32_t> down;
   for (const std::int64_t n : down_nodes) {
     for (const std::int32_t r : node_replicas_[static_cast<std::size_t>(n)]) {
@@ -65,31 +67,36 @@ double ReroutePaces::operator()(const std::vector<std::int64_t>& down_nodes) {
   }
   std::vector<std::int64_t> by_stage(static_cast<std::size_t>(stages_), 0);
   for (const std::int32_t r : down) ++by_stage[static_cast<std::size_t>(r % stages_)];
-  if (const auto it = cases_.find(by_stage); it != cases_.end()) return it->second.pace;
+  std::sort(by_stage.begin(), by_stage.end(), std::greater<>());
+  while (!by_stage.empty() && by_stage.back() == 0) by_stage.pop_back();
+  const auto key = std::pair{static_cast<std::int64_t>(down.size()), by_stage};
+  if (const auto it = paces_.find(key); it != paces_.end()) return it->second;
 
+  // Its canonical layout (reroute_pace.hpp).
+  EvaluateOptions options;
+  std::int64_t next = 0;
+  for (std::size_t stage = 0; stage < by_stage.size(); ++stage) {
+    for (std::int64_t k = 0; k < by_stage[stage]; ++k, ++next)
+      options.down_replicas.push_back({next % data_, static_cast<std::int64_t>(stage)});
+  }
   config::Scenario s = fault_free_.scenario;
   s.failures.reset();
   s.simulation.ranks = config::RankMode::all;
-  EvaluateOptions options;
-  options.down_nodes = down_nodes;
   const Result rerouted = evaluate(s, options);
   double pace = 0.0;
   if (rerouted.status == Status::ok && rerouted.iteration_time_s > 0.0) {
     pace = std::min(1.0, fault_free_.iteration_time_s / rerouted.iteration_time_s);
   } else if (reason_.empty()) {
-    reason_ = fmt::format("the re-routed iteration with {} node{} down does not run: {}", down_nodes.size(),
-                          down_nodes.size() == 1 ? "" : "s", rerouted.reason);
+    reason_ = fmt::format("the re-routed iteration with {} stage replica{} down does not run: {}",
+                          down.size(), down.size() == 1 ? "" : "s", rerouted.reason);
   }
-  cases_.emplace(by_stage,
-                 models::ReroutedCase{static_cast<std::int64_t>(down_nodes.size()), by_stage, pace});
+  paces_.emplace(key, pace);
   return pace;
 }
 
 std::vector<models::ReroutedCase> ReroutePaces::cases() const {
   std::vector<models::ReroutedCase> out;
-  for (const auto& [key, c] : cases_) out.push_back(c);
-  std::stable_sort(out.begin(), out.end(),
-                   [](const auto& a, const auto& b) { return a.nodes_down < b.nodes_down; });
+  for (const auto& [key, pace] : paces_) out.push_back({key.second, pace});
   return out;
 }
 

@@ -202,7 +202,9 @@ SearchOutcome search(const config::Scenario& scenario, const SearchOptions& opti
   // estimated for the plans shown only.
   config::Scenario base = scenario;
   base.failures.reset();
-  SearchOutcome out = search_plans(base, options);
+  SearchOptions own = options;
+  own.bounds.reroutable_only = scenario.failures && scenario.failures->recovery == config::Recovery::reroute;
+  SearchOutcome out = search_plans(base, own);
   if (scenario.failures) {
     for (SearchEntry& entry : out.top) {
       entry.result.scenario.failures = scenario.failures;

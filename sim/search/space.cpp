@@ -122,10 +122,9 @@ Space enumerate_space(const config::Scenario& base, const SpaceBounds& bounds) {
   const std::int64_t max_context = bounds.max_context > 0 ? bounds.max_context : gpus;
   // More virtual stages than layers never split the layers (pipeline >= 2): the bound stops there.
   const std::int64_t max_virtual =
-      base.failures && base.failures->recovery == config::Recovery::reroute
-          ? 1
-          : std::clamp<std::int64_t>(bounds.max_virtual_stages, 1,
-                                     std::max<std::int64_t>(base.model.layers, 1));
+      bounds.reroutable_only ? 1
+                             : std::clamp<std::int64_t>(bounds.max_virtual_stages, 1,
+                                                        std::max<std::int64_t>(base.model.layers, 1));
   // A micro-batch above the global batch never divides it.
   const std::int64_t max_micro = bounds.max_micro_batch > 0
                                      ? std::min(bounds.max_micro_batch, base.training.global_batch_size)
@@ -135,10 +134,7 @@ Space enumerate_space(const config::Scenario& base, const SpaceBounds& bounds) {
                                             config::Recompute::full};
   if (bounds.keep_recompute) recomputes = {base.training.activation_recompute};
   std::vector<Sharding> shardings{{0, false}, {0, true}, {2, false}, {3, false}};
-  // Re-routing a failed node's work needs replicas with whole copies of the state and one model chunk per
-  // stage (results/reroute_pace.hpp): under it, only such plans are proposed.
-  const bool reroute = base.failures && base.failures->recovery == config::Recovery::reroute;
-  if (reroute) shardings = {{0, false}};
+  if (bounds.reroutable_only) shardings = {{0, false}};
   if (bounds.keep_sharding)
     shardings = {{base.parallelism.zero_stage, base.parallelism.distributed_optimizer}};
   const config::Schedule flat_schedule = base.parallelism.schedule == config::Schedule::interleaved
@@ -169,6 +165,7 @@ Space enumerate_space(const config::Scenario& base, const SpaceBounds& bounds) {
       for (std::int64_t pp = 1; pp <= std::min(rest, max_pipeline); ++pp) {
         if (rest % pp != 0) continue;
         const std::int64_t dp = rest / pp;
+        if (bounds.reroutable_only && dp < 2) continue;
         // Expert parallelism (mixture-of-experts models): powers of two dividing the experts and data,
         // the experts split over the tensor group; with tensor > 1 also folded (expert_tensor 1), powers
         // of two dividing the stage's ranks (feasibility.hpp rejects the misaligned ones).

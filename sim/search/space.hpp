@@ -45,6 +45,10 @@ struct SpaceBounds {
   // (a GPipe base keeps GPipe).
   bool keep_schedule = false;
   double min_headroom_gib = 0.0;  // GPU memory a plan must leave free (GiB of 2^30 bytes)
+  // Only plans whose failed node's work can be re-routed (results/reroute_pace.hpp): ZeRO stage 0 without
+  // a distributed optimizer (unless keep_sharding keeps the base's), one model chunk per stage, data
+  // above 1. search() sets it under "recovery": "reroute".
+  bool reroutable_only = false;
 };
 
 // A plan that passed every rule: its scenario (the base with the knobs set) and a short label.

@@ -1,5 +1,5 @@
 // Re-routing a failed node's work to its data-parallel peers (parallel/reroute.hpp, the lowering with
-// LowerOptions::down_nodes, results/reroute_pace.hpp): which rank runs each micro-batch, the order of
+// LowerOptions::down_replicas, results/reroute_pace.hpp): which rank runs each micro-batch, the order of
 // each rank's steps, and the iteration the engine gives.
 #include <doctest/doctest.h>
 
@@ -16,6 +16,7 @@
 #include "results/evaluate.hpp"
 #include "results/reroute_pace.hpp"
 #include "scenario_fixture.hpp"
+#include "search/space.hpp"
 
 namespace reroute_test {
 
@@ -86,7 +87,7 @@ TEST_CASE("re-routing: a down replica's micro-batches go to its stage's live pee
   // Data 2 x pipeline 2 on 4 nodes, 4 micro-batches; node 0 holds stage 0 of replica 0.
   const auto s = layout(2, 2, 4);
   const Mesh mesh = Mesh::of(s);
-  const Reroute plan = dtsim::parallel::plan_reroute(mesh, 4, true, {0}, one_f_one_b(2), unit_costs(2));
+  const Reroute plan = dtsim::parallel::plan_reroute(mesh, 4, true, {{0, 0}}, one_f_one_b(2), unit_costs(2));
   const auto rank = [&](std::int64_t stage, std::int64_t t, std::int64_t d) {
     return mesh.rank_of(Coord{stage, t, 0, d});
   };
@@ -113,7 +114,7 @@ TEST_CASE("re-routing: adopted micro-batches spread evenly over the live peers")
   // Data 4, one stage, 32 micro-batches; node 1 (replica 1) down: 32 over 3 peers = 11, 11, 10.
   const auto s = layout(4, 1, 32);
   const Mesh mesh = Mesh::of(s);
-  const Reroute plan = dtsim::parallel::plan_reroute(mesh, 32, true, {1}, {32}, unit_costs(1));
+  const Reroute plan = dtsim::parallel::plan_reroute(mesh, 32, true, {{1, 0}}, {32}, unit_costs(1));
   std::map<std::int64_t, int> adopted;
   for (std::int64_t mb = 0; mb < 32; ++mb) ++adopted[plan.executor_of(mesh.rank_of(Coord{0, 0, 0, 1}), mb)];
   CHECK(adopted.size() == 3);
@@ -150,9 +151,9 @@ TEST_CASE("re-routing: a stage without a live replica cannot be re-routed") {
   // Nodes 0 and 1 hold both replicas of stage 0.
   const auto s = layout(2, 2, 4);
   const Mesh mesh = Mesh::of(s);
-  CHECK_THROWS_WITH_AS(dtsim::parallel::plan_reroute(mesh, 4, true, {0, 1}, one_f_one_b(2), unit_costs(2)),
-                       doctest::Contains("stage 0 has none of its 2 data-parallel replicas"),
-                       dtsim::core::InfeasibleError);
+  CHECK_THROWS_WITH_AS(
+      dtsim::parallel::plan_reroute(mesh, 4, true, {{0, 0}, {1, 0}}, one_f_one_b(2), unit_costs(2)),
+      doctest::Contains("stage 0 has none of its 2 data-parallel replicas"), dtsim::core::InfeasibleError);
 }
 
 TEST_CASE("re-routing: the engine's iteration with a node down") {
@@ -166,7 +167,7 @@ TEST_CASE("re-routing: the engine's iteration with a node down") {
   const auto fault_free = dtsim::results::evaluate(s, {});
   REQUIRE(fault_free.status == dtsim::results::Status::ok);
   dtsim::results::EvaluateOptions options;
-  options.down_nodes = {0};
+  options.down_replicas = {{0, 0}};
   const auto rerouted = dtsim::results::evaluate(s, options);
   REQUIRE(rerouted.status == dtsim::results::Status::ok);
   const double ratio = rerouted.iteration_time_s / fault_free.iteration_time_s;
@@ -177,7 +178,7 @@ TEST_CASE("re-routing: the engine's iteration with a node down") {
   // Deterministic.
   CHECK(dtsim::results::evaluate(s, options).iteration_time_s == rerouted.iteration_time_s);
   // Both stage-0 nodes down: no replica of stage 0 left.
-  options.down_nodes = {0, 1};
+  options.down_replicas = {{0, 0}, {1, 0}};
   const auto none = dtsim::results::evaluate(s, options);
   CHECK(none.status == dtsim::results::Status::infeasible);
   CHECK(none.reason.find("stage 0 has none") != std::string::npos);
@@ -193,21 +194,29 @@ TEST_CASE("re-routing: the pace with more peers, within what the busiest peer's 
   const auto fault_free = dtsim::results::evaluate(s, {});
   REQUIRE(fault_free.status == dtsim::results::Status::ok);
   dtsim::results::ReroutePaces paces(fault_free);
-  const double pace = paces(std::vector<std::int64_t>{0});  // node d + 4 s = 0: stage 0 of replica 0
+  const double pace = paces(std::vector<std::int64_t>{5});  // node d + 4 s = 5: stage 1 of replica 1
   CAPTURE(pace);
   CHECK(pace <= 13.0 / 16.0 + 0.02);
   CHECK(pace > 0.7);
-  // Another replica of stage 0 down is the same case, simulated once; one of stage 1 is another.
-  CHECK(paces(std::vector<std::int64_t>{1}) == pace);
-  CHECK(paces.cases().size() == 1);
-  const double stage1 = paces(std::vector<std::int64_t>{4});
-  CHECK(stage1 > 0.7);
+  // Any one replica down is the same case (simulated once, on stage 0 of replica 0), whichever node.
+  CHECK(paces(std::vector<std::int64_t>{0}) == pace);
+  CHECK(paces(std::vector<std::int64_t>{7}) == pace);
+  // Two down on two stages, and two down on one stage (its 2 peers adopt 6 each: 18 micro-batches, a pace
+  // of at most about 13/18 = 0.72).
+  const double two_stages = paces(std::vector<std::int64_t>{0, 5});
+  const double one_stage = paces(std::vector<std::int64_t>{0, 1});
+  CHECK(one_stage <= 13.0 / 18.0 + 0.02);
+  CHECK(one_stage < two_stages);
   const auto cases = paces.cases();
-  REQUIRE(cases.size() == 2);
-  CHECK(cases[0].nodes_down == 1);
-  CHECK(cases[0].down_by_stage == std::vector<std::int64_t>{0, 1});  // ordered by key within a count
-  CHECK(cases[1].down_by_stage == std::vector<std::int64_t>{1, 0});
+  REQUIRE(cases.size() == 3);
+  CHECK(cases[0].down_per_stage == std::vector<std::int64_t>{1});
+  CHECK(cases[1].down_per_stage == std::vector<std::int64_t>{1, 1});
+  CHECK(cases[2].down_per_stage == std::vector<std::int64_t>{2});
+  CHECK(cases[2].pace == one_stage);
   CHECK(paces.reason().empty());
+  // The replicas on nodes.
+  CHECK(dtsim::parallel::replicas_on_nodes(Mesh::of(s), {5, 0}) ==
+        std::vector<dtsim::parallel::StageReplica>{{0, 0}, {1, 1}});
 }
 
 TEST_CASE("re-routing: plans it refuses, with the reason") {
@@ -226,4 +235,19 @@ TEST_CASE("re-routing: plans it refuses, with the reason") {
   CHECK(dtsim::results::reroute_refusal(s).value_or("").find("data is 1") != std::string::npos);
   s = layout(64, 9, 4);  // 4,608 GPUs
   CHECK(dtsim::results::reroute_refusal(s).value_or("").find("at most 4096 GPUs") != std::string::npos);
+}
+
+TEST_CASE("re-routing: under reroute, search proposes only plans it can re-route") {
+  using namespace reroute_test;
+  // Llama-like fixture on 4 nodes of 8 GPUs: every candidate keeps whole copies of the state (ZeRO 0
+  // without a distributed optimizer), one chunk per stage and at least 2 data-parallel replicas.
+  const auto s = layout(4, 2, 12);
+  dtsim::search::SpaceBounds bounds;
+  bounds.reroutable_only = true;
+  const auto space = dtsim::search::enumerate_space(s, bounds);
+  REQUIRE_FALSE(space.candidates.empty());
+  for (const auto& c : space.candidates) {
+    CAPTURE(c.label);
+    CHECK_FALSE(dtsim::results::reroute_refusal(c.scenario).has_value());
+  }
 }
