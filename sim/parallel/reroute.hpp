@@ -8,9 +8,9 @@
 // A stage replica is the set of ranks of one pipeline stage in one data-parallel replica (every
 // tensor and context coordinate): it holds the stage's parameters, as every other replica of the
 // stage does. It is down when one of its ranks is on a down node (replicas_on_nodes()). Each micro-batch
-// of a down replica
-// goes to a live replica of the same stage, the one with the fewest adopted micro-batches so far
-// (ties: the lowest data coordinate), so that the extra work spreads evenly; its activations come
+// of a down replica goes to a live replica of the same stage, the one with the fewest adopted
+// micro-batches so far (ties: the lowest data coordinate), so that the extra work spreads evenly (the
+// busiest peer adopts ceil(down replicas x m / live replicas)); its activations come
 // from the down replica's pipeline's preceding stage and go on to its following stage, and its
 // gradients back. Every stage needs a live replica: plan_reroute() throws core::InfeasibleError
 // otherwise (the job must restart).

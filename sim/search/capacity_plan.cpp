@@ -83,6 +83,8 @@ PlanOutcome evaluate_plan(const config::Plan& plan, std::size_t jobs, std::size_
   PlanOutcome out;
   SearchOptions options;
   options.bounds = bounds_of(plan.search);
+  // A plan's failures are not the clusters' scenarios' (search() would restrict the space itself).
+  options.bounds.reroutable_only = plan.failures && plan.failures->recovery == config::Recovery::reroute;
   options.top = std::max<std::size_t>(top, 1);
   options.jobs = jobs;
   for (const config::PlanCluster& cluster : plan.clusters) {

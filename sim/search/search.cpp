@@ -203,7 +203,9 @@ SearchOutcome search(const config::Scenario& scenario, const SearchOptions& opti
   config::Scenario base = scenario;
   base.failures.reset();
   SearchOptions own = options;
-  own.bounds.reroutable_only = scenario.failures && scenario.failures->recovery == config::Recovery::reroute;
+  own.bounds.reroutable_only =
+      own.bounds.reroutable_only ||
+      (scenario.failures && scenario.failures->recovery == config::Recovery::reroute);
   SearchOutcome out = search_plans(base, own);
   if (scenario.failures) {
     for (SearchEntry& entry : out.top) {

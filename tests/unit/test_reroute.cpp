@@ -10,12 +10,14 @@
 #include <tuple>
 #include <vector>
 
+#include "config/plan_loader.hpp"
 #include "core/errors.hpp"
 #include "parallel/mesh.hpp"
 #include "parallel/reroute.hpp"
 #include "results/evaluate.hpp"
 #include "results/reroute_pace.hpp"
 #include "scenario_fixture.hpp"
+#include "search/capacity_plan.hpp"
 #include "search/space.hpp"
 
 namespace reroute_test {
@@ -250,4 +252,24 @@ TEST_CASE("re-routing: under reroute, search proposes only plans it can re-route
     CAPTURE(c.label);
     CHECK_FALSE(dtsim::results::reroute_refusal(c.scenario).has_value());
   }
+}
+
+TEST_CASE("re-routing: a plan under reroute ranks strategies it can re-route") {
+  // Llama 3 8B on 4 p5 nodes with Llama 3's failure rates: without the restriction the best strategy
+  // shards its state (ZeRO-2) and re-routing refuses it, leaving no cluster.
+  const std::string text = R"({"schema_version": 1, "name": "reroute plan", "model": {"preset": "llama3-8b"},
+    "training": {"global_batch_size": 256, "precision": "bf16"}, "tokens": 1e9,
+    "search": {"max_context": 1, "max_micro_batch": 2, "max_virtual_stages": 2},
+    "failures": {"preset": "llama3-h100-2024", "restart_s": 600, "checkpoint": {"write_gbytes_per_s": 100},
+                 "recovery": "reroute", "repair_hours": 24},
+    "candidates": [{"node": "aws-p5", "nodes": [4]}]})";
+  const auto plan = dtsim::config::load_plan_text(text, "test", dtsim::config::default_data_paths(), {});
+  const auto outcome = dtsim::search::evaluate_plan(plan, 1);
+  REQUIRE(outcome.rows.size() == 1);
+  const auto& row = outcome.rows.front();
+  CAPTURE(row.reason);
+  REQUIRE(row.feasible);
+  CHECK_FALSE(dtsim::results::reroute_refusal(row.best.scenario).has_value());
+  REQUIRE(row.best.goodput.has_value());
+  CHECK(row.best.goodput->reason.empty());
 }
