@@ -214,8 +214,7 @@ Reroute plan_reroute(const Mesh& mesh, std::int64_t micro_batches, bool split_ba
     if (live.empty()) {
       throw core::InfeasibleError(
           fmt::format("re-routing needs a live replica of every pipeline stage: stage {} has none of its {} "
-                      "data-parallel "
-                      "replicas on nodes that are up",
+                      "data-parallel replicas on nodes that are up",
                       s, d));
     }
     for (std::int64_t k = 0; k < d; ++k) {

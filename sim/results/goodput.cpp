@@ -32,19 +32,6 @@ double checkpoint_state_bytes(const config::Scenario& s) {
 // (elastic recovery is refused for them).
 bool replicated_model(const config::Scenario& s) { return !s.layer_model && !s.dlrm; }
 
-// For each node, the data-parallel replicas (data coordinates) with a rank on it.
-std::vector<std::vector<std::int32_t>> node_replicas(const config::Scenario& s) {
-  std::vector<std::vector<std::int32_t>> out(static_cast<std::size_t>(s.cluster.nodes));
-  if (!replicated_model(s)) return out;
-  const parallel::Mesh mesh = parallel::Mesh::of(s);
-  for (std::int64_t rank = 0; rank < mesh.size(); ++rank) {
-    auto& replicas = out[static_cast<std::size_t>(mesh.node_of(rank))];
-    const auto replica = static_cast<std::int32_t>(mesh.coord_of(rank).data);
-    if (std::find(replicas.begin(), replicas.end(), replica) == replicas.end()) replicas.push_back(replica);
-  }
-  return out;
-}
-
 // A goodput that is not simulated, for `reason`.
 models::GoodputEstimate not_estimated(double failure_free_s, const models::CheckpointCost& checkpoint,
                                       std::string reason) {
@@ -86,6 +73,19 @@ std::vector<double> category_paces(const Result& result, const config::FailureSp
 
 }  // namespace goodput_inputs
 
+std::vector<std::vector<std::int32_t>> node_replicas(const config::Scenario& s, bool per_stage) {
+  std::vector<std::vector<std::int32_t>> out(static_cast<std::size_t>(s.cluster.nodes));
+  const parallel::Mesh mesh = parallel::Mesh::of(s);
+  const std::int64_t stages = per_stage ? s.parallelism.pipeline : 1;
+  for (std::int64_t rank = 0; rank < mesh.size(); ++rank) {
+    auto& replicas = out[static_cast<std::size_t>(mesh.node_of(rank))];
+    const parallel::Coord c = mesh.coord_of(rank);
+    const auto replica = static_cast<std::int32_t>(per_stage ? c.data * stages + c.stage : c.data);
+    if (std::find(replicas.begin(), replicas.end(), replica) == replicas.end()) replicas.push_back(replica);
+  }
+  return out;
+}
+
 double failure_free_s(const Result& result, const config::FailureSpec& spec) {
   if (spec.train_days) return *spec.train_days * 86400.0;
   if (spec.train_steps) return *spec.train_steps * result.iteration_time_s;
@@ -120,7 +120,12 @@ models::GoodputEstimate goodput_of(const Result& result, const config::FailureSp
   in.gpus = s.gpu_count();
   in.nodes = s.cluster.nodes;
   in.replicas = replicated_model(s) ? s.parallelism.data : 1;
-  if (spec.recovery == config::Recovery::elastic) in.node_replicas = node_replicas(s);
+  if (spec.recovery == config::Recovery::elastic) {
+    in.node_replicas =
+        replicated_model(s)
+            ? node_replicas(s, false)
+            : std::vector<std::vector<std::int32_t>>(static_cast<std::size_t>(s.cluster.nodes));
+  }
   in.replicas_hold_state =
       replicated_model(s) && s.parallelism.zero_stage == 0 && !s.parallelism.distributed_optimizer;
   in.checkpoint = models::checkpoint_cost(ck);
@@ -144,7 +149,7 @@ models::GoodputEstimate goodput_of(const Result& result, const config::FailureSp
   ReroutePaces paces(result);
   in.stages = s.parallelism.pipeline;
   in.replicas = s.parallelism.data * in.stages;
-  in.node_replicas = node_stage_replicas(s);
+  in.node_replicas = node_replicas(s, true);
   in.reroute_pace = [&paces](const std::vector<std::int64_t>& down) { return paces(down); };
   models::GoodputEstimate out = models::estimate_goodput(in);
   if (!paces.reason().empty()) return not_estimated(failure_free_s, in.checkpoint, paces.reason());

@@ -5,8 +5,8 @@
 
 #include <fmt/format.h>
 
-#include "parallel/mesh.hpp"
 #include "results/evaluate.hpp"
+#include "results/goodput.hpp"
 #include "results/result.hpp"
 
 namespace dtsim::results {
@@ -38,23 +38,10 @@ std::optional<std::string> reroute_refusal(const config::Scenario& s) {
   return std::nullopt;
 }
 
-std::vector<std::vector<std::int32_t>> node_stage_replicas(const config::Scenario& s) {
-  std::vector<std::vector<std::int32_t>> out(static_cast<std::size_t>(s.cluster.nodes));
-  const parallel::Mesh mesh = parallel::Mesh::of(s);
-  const std::int64_t p = s.parallelism.pipeline;
-  for (std::int64_t rank = 0; rank < mesh.size(); ++rank) {
-    auto& replicas = out[static_cast<std::size_t>(mesh.node_of(rank))];
-    const parallel::Coord c = mesh.coord_of(rank);
-    const auto replica = static_cast<std::int32_t>(c.data * p + c.stage);
-    if (std::find(replicas.begin(), replicas.end(), replica) == replicas.end()) replicas.push_back(replica);
-  }
-  return out;
-}
-
 ReroutePaces::ReroutePaces(const Result& fault_free)
     : fault_free_(fault_free),
       stages_(fault_free.scenario.parallelism.pipeline),
-      node_replicas_(node_stage_replicas(fault_free.scenario)),
+      node_replicas_(node_replicas(fault_free.scenario, true)),
       data_(fault_free.scenario.parallelism.data) {}
 
 double ReroutePaces::operator()(const std::vector<std::int64_t>& down_nodes) {

@@ -35,9 +35,6 @@ std::optional<std::string> reroute_refusal(const config::Scenario& s);
 // larger plans.
 inline constexpr std::int64_t kMaxReroutedGpus = 4096;
 
-// For each node, the stage replicas (data coordinate x stages + stage) with a rank on it.
-std::vector<std::vector<std::int32_t>> node_stage_replicas(const config::Scenario& s);
-
 // Paces by the down replicas per stage, each simulated once.
 class ReroutePaces {
  public:
