@@ -148,6 +148,7 @@ nlohmann::ordered_json parallelism_json(const config::ParallelismSpec& p) {
   j["schedule"] = config::to_string(p.schedule);
   if (p.moe_dispatcher != config::MoeDispatcher::all_to_all)
     j["moe_dispatcher"] = config::to_string(p.moe_dispatcher);
+  if (p.expert_comm_overlap) j["expert_comm_overlap"] = true;
   return j;
 }
 

@@ -70,8 +70,8 @@ ParallelismSpec read_parallelism(ObjectReader& top, const Scenario& scenario, co
   ObjectReader r(found != nullptr ? *found : empty, top.file(), pointer_append(top.pointer(), "parallelism"));
   r.expect_keys({"data", "tensor", "pipeline", "virtual_stages", "sequence_parallel", "context", "expert",
                  "expert_tensor", "zero_stage", "zero3", "distributed_optimizer", "tp_comm_overlap",
-                 "tp_backward_overlap", "schedule", "moe_dispatcher", "order", "pipeline_comm",
-                 "embeddings"});
+                 "tp_backward_overlap", "schedule", "moe_dispatcher", "order", "pipeline_comm", "embeddings",
+                 "expert_comm_overlap"});
   const IntRule positive = IntRule::positive();
   ParallelismSpec p;
   const std::optional<std::int64_t> data = r.maybe<std::int64_t>("data", positive);
@@ -105,6 +105,7 @@ ParallelismSpec read_parallelism(ObjectReader& top, const Scenario& scenario, co
       r.optional_enum<Schedule>("schedule", Schedule::one_f_one_b,
                                 named_choices(std::array{Schedule::one_f_one_b, Schedule::gpipe,
                                                          Schedule::interleaved, Schedule::zero_bubble_h1}));
+  p.expert_comm_overlap = r.optional<bool>("expert_comm_overlap", false);
   p.moe_dispatcher = r.optional_enum<MoeDispatcher>("moe_dispatcher", MoeDispatcher::all_to_all,
                                                     named_choices(kMoeDispatchers));
   p.pipeline_comm = r.optional_enum<PipelineComm>(
@@ -168,6 +169,13 @@ ParallelismSpec read_parallelism(ObjectReader& top, const Scenario& scenario, co
         fmt::format("got \"{}\"; a token dispatcher needs a mixture-of-experts model (model.moe), "
                     "and {} is a dense transformer",
                     to_string(p.moe_dispatcher),
+                    scenario.model.preset.empty() ? "the model" : scenario.model.preset));
+  }
+  if (p.expert_comm_overlap && !scenario.model.moe) {
+    throw r.error_at(
+        "expert_comm_overlap",
+        fmt::format("got true; overlapping the token exchanges with another micro-batch's compute needs a "
+                    "mixture-of-experts model (model.moe), and {} is a dense transformer",
                     scenario.model.preset.empty() ? "the model" : scenario.model.preset));
   }
   if (p.expert_tensor && !scenario.model.moe) {

@@ -282,6 +282,10 @@ struct ParallelismSpec {
   // Transformer Engine). false: after both GEMMs, blocking (Megatron-LM of early 2021).
   bool tp_backward_overlap = true;
   Schedule schedule = Schedule::one_f_one_b;
+  // Combined 1F1B (Megatron-Core --overlap-moe-expert-parallel-comm, 0.14.0 of 2025): a forward step and
+  // the backward step after it run as one, layer by layer, so that each micro-batch's token exchanges run
+  // beside the other's compute (parallel/pipeline_schedule.hpp, "combined"). Mixture-of-experts models.
+  bool expert_comm_overlap = false;
   MoeDispatcher moe_dispatcher = MoeDispatcher::all_to_all;
   PipelineComm pipeline_comm = PipelineComm::overlapped_if_interleaved;
   // Rank placement: Megatron-LM's default numbers tensor ranks fastest, then context, data, pipeline.

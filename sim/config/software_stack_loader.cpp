@@ -66,7 +66,7 @@ SoftwareStack load_software_stack(const std::string& hardware_profiles, const st
   if (std::optional<ObjectReader> s = r.optional_child("supports")) {
     s->expect_keys({"zero_stages", "distributed_optimizer", "max_zero_stage_with_pipeline",
                     "context_parallel", "interleaved_schedule", "zero_bubble_schedule", "pipeline_parallel",
-                    "unsharded_data_parallel_with_model_parallel"});
+                    "unsharded_data_parallel_with_model_parallel", "expert_comm_overlap"});
     StackSupport can;
     const nlohmann::json* stages = s->find("zero_stages");
     if (stages == nullptr || !stages->is_array() || stages->empty()) {
@@ -83,6 +83,7 @@ SoftwareStack load_software_stack(const std::string& hardware_profiles, const st
     can.max_zero_stage_with_pipeline = s->required<int>("max_zero_stage_with_pipeline", IntRule::between(0, 3));
     can.context_parallel = s->required<bool>("context_parallel");
     can.interleaved_schedule = s->required<bool>("interleaved_schedule");
+    can.expert_comm_overlap = s->required<bool>("expert_comm_overlap");
     // Optional, so stacks written before they existed keep loading: absent means supported.
     can.pipeline_parallel = s->maybe<bool>("pipeline_parallel").value_or(true);
     can.zero_bubble_schedule = s->maybe<bool>("zero_bubble_schedule").value_or(true);

@@ -30,6 +30,8 @@ std::optional<std::string> unsupported_by_stack(const Scenario& s) {
   if (p.schedule == Schedule::interleaved && !can.interleaved_schedule) return refuse("the interleaved schedule");
   if (p.schedule == Schedule::zero_bubble_h1 && p.pipeline > 1 && !can.zero_bubble_schedule)
     return refuse("the zero-bubble schedule (zb-h1)");
+  if (p.expert_comm_overlap && !can.expert_comm_overlap)
+    return refuse("the combined 1F1B schedule (expert_comm_overlap)");
   return std::nullopt;
 }
 

@@ -25,6 +25,9 @@ struct StackSupport {
   // Plain replicas (ZeRO stage 0 with data > 1) beside tensor, context or pipeline parallelism; torchtitan
   // of 2024 ran DDP on one-dimensional meshes only.
   bool unsharded_data_parallel_with_model_parallel = true;
+  // Combined 1F1B, the token exchanges of one micro-batch beside another's compute
+  // (ParallelismSpec::expert_comm_overlap).
+  bool expert_comm_overlap = true;
 };
 
 // Why the scenario's software stack cannot run its plan, or nothing (also when it names no stack or its

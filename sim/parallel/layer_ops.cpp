@@ -124,7 +124,7 @@ void checkpoint_on_host(std::vector<OpRef>& recompute, double host_us, graph::Ta
 
 }  // namespace
 
-EmitPattern pattern_at(const std::vector<OpRef>& ops, std::size_t i) {
+EmitPattern pattern_at(std::span<const OpRef> ops, std::size_t i) {
   const OpRef& op = ops[i];
   const OpRef* next = i + 1 < ops.size() ? &ops[i + 1] : nullptr;
   if (op.overlap == models::GemmOverlap::with_next && next != nullptr && next->gemm)

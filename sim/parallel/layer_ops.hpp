@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <span>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -71,7 +72,7 @@ struct LayerOps {
 //   compute       one compute op
 //   comm          one communication op
 enum class EmitPattern : std::uint8_t { gather_gemm, gemm_scatter, beside_gemm, compute, comm };
-EmitPattern pattern_at(const std::vector<OpRef>& ops, std::size_t i);
+EmitPattern pattern_at(std::span<const OpRef> ops, std::size_t i);
 inline std::size_t pattern_size(EmitPattern p) {
   return p == EmitPattern::gather_gemm || p == EmitPattern::gemm_scatter || p == EmitPattern::beside_gemm ? 2
                                                                                                           : 1;

@@ -259,7 +259,7 @@ void Lowering::add_rank(std::int64_t r) {
 
 // Appends ops as a dependency chain; compute ops get `compute_category`. The host calls each collective
 // once (one call for the chunks of a pipelined one) before it issues the compute task after it.
-void Lowering::emit(std::int64_t r, const std::vector<OpRef>& ops, Category compute_category, std::int32_t mb,
+void Lowering::emit(std::int64_t r, std::span<const OpRef> ops, Category compute_category, std::int32_t mb,
                     Chain& chain) {
   std::uint32_t& calls = collective_calls_[static_cast<std::size_t>(r)];
   for (std::size_t i = 0; i < ops.size();) {
@@ -404,7 +404,8 @@ Lowering::StepLayer Lowering::step_layer(std::int64_t stage, const PipelineStep&
 void Lowering::emit_steps() {
   const auto ranks = static_cast<std::size_t>(coords_.size());
   for (std::int64_t stage = 0; stage < p_; ++stage)
-    schedules_.push_back(stage_schedule(s_.parallelism.schedule, p_, stage, m_, v_));
+    schedules_.push_back(
+        stage_schedule(s_.parallelism.schedule, p_, stage, m_, v_, s_.parallelism.expert_comm_overlap));
   // Per schedule (each stage's; re-routing: each rank's), the index of each chunk's last step that makes
   // weight gradients.
   const auto last_backward_of = [&](const std::vector<PipelineStep>& steps) {
@@ -423,26 +424,40 @@ void Lowering::emit_steps() {
     most_steps = std::max(most_steps, steps.size());
   }
   previous_step_.assign(ranks, std::nullopt);
+  combined_forward_.assign(ranks, std::nullopt);
   std::vector<StepInProgress> open(ranks);
-  std::vector<std::size_t> running;  // the ranks with an i-th step
+  std::vector<StepInProgress> partner(ranks);  // the backward combined with open[r]'s forward
+  std::vector<std::size_t> running;   // the ranks with an i-th step (not emitted with the one before)
+  std::vector<std::size_t> combined;  // those whose i-th step is a combined pair's forward
   for (std::size_t i = 0; i < most_steps; ++i) {
     running.clear();
+    combined.clear();
     for (std::size_t r = 0; r < ranks; ++r) {
       const auto rank = static_cast<std::int64_t>(r);
       const std::vector<PipelineStep>& steps = schedule_of(rank);
-      if (i >= steps.size()) continue;
-      StepInProgress& s = open[r];
-      s.step = steps[i];
-      s.owner = owner_of(rank, i);
+      if (i >= steps.size() || (i > 0 && steps[i - 1].combined)) continue;
       const std::size_t key = reroute_ ? r : static_cast<std::size_t>(coords_[r].stage);
-      s.last_of_chunk = last_backward[key][static_cast<std::size_t>(s.step.chunk)] == i;
-      running.push_back(r);
+      const auto set = [&](StepInProgress& s, std::size_t j) {
+        s.step = steps[j];
+        s.owner = owner_of(rank, j);
+        s.last_of_chunk = last_backward[key][static_cast<std::size_t>(s.step.chunk)] == j;
+      };
+      set(open[r], i);
+      if (steps[i].combined) {
+        DTSIM_CHECK(i + 1 < steps.size() && steps[i + 1].pass == Pass::backward,
+                    "a combined forward step without a backward step after it");
+        set(partner[r], i + 1);
+        combined.push_back(r);
+      } else {
+        running.push_back(r);
+      }
     }
     for (const std::size_t r : running) open_step(static_cast<std::int64_t>(r), open[r]);
     for (std::int64_t k = 0; k < max_chunk_layers_; ++k) {
       for (const std::size_t r : running) emit_step_layer(static_cast<std::int64_t>(r), open[r], k);
     }
     for (const std::size_t r : running) close_step(static_cast<std::int64_t>(r), open[r]);
+    for (const std::size_t r : combined) emit_combined(static_cast<std::int64_t>(r), open[r], partner[r]);
   }
 }
 
@@ -629,7 +644,7 @@ void Lowering::emit_input_grads(std::int64_t r, const StepInProgress& s, const S
 
 // A step's closing: the head after the last chunk's forward, the embedding after the first chunk's
 // backward; then the step is recorded for the pipeline transfers and as the rank's latest.
-void Lowering::close_step(std::int64_t r, StepInProgress& s) {
+void Lowering::close_step(std::int64_t r, StepInProgress& s, bool link) {
   const std::int64_t mc = model_chunk(coord(r).stage, s.step.chunk);
   const std::int32_t mb = s.step.micro_batch;
   if (s.step.pass == Pass::forward) {
@@ -656,11 +671,19 @@ void Lowering::close_step(std::int64_t r, StepInProgress& s) {
   }
   const std::size_t index = step_index(s.owner, s.step.chunk, mb, s.step.pass);
   steps_[index] = s.chain;
-  // The step that follows in program order (a blocking pipeline transfer holds it back).
-  std::optional<std::size_t>& previous_step = previous_step_[static_cast<std::size_t>(r)];
-  if (previous_step) step_after_[*previous_step] = s.chain.first;
-  previous_step = index;
+  if (!link) return;
+  follow_step(r, index, s.chain.first);
   stage_last_[static_cast<std::size_t>(r)] = s.chain.last;
+}
+
+// The step that follows in program order (a blocking pipeline transfer holds it back).
+void Lowering::follow_step(std::int64_t r, std::size_t index, TaskId first) {
+  std::optional<std::size_t>& previous_step = previous_step_[static_cast<std::size_t>(r)];
+  if (previous_step) step_after_[*previous_step] = first;
+  std::optional<std::size_t>& pair_forward = combined_forward_[static_cast<std::size_t>(r)];
+  if (pair_forward) step_after_[*pair_forward] = first;
+  pair_forward.reset();
+  previous_step = index;
 }
 
 // Continues `chain` with `next` (the first of `next` waits for the last of `chain`).

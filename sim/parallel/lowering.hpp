@@ -8,6 +8,7 @@
 #include <deque>
 #include <map>
 #include <optional>
+#include <span>
 #include <string_view>
 #include <tuple>
 #include <vector>
@@ -116,7 +117,7 @@ class Lowering {
                   std::int32_t mb) {
     return out_.graph.add_task(graph::Task{op, stream(r, kind), cat, lbl, mb});
   }
-  void emit(std::int64_t r, const std::vector<OpRef>& ops, Category compute_category, std::int32_t mb,
+  void emit(std::int64_t r, std::span<const OpRef> ops, Category compute_category, std::int32_t mb,
             Chain& chain);
   void emit_compute(std::int64_t r, const OpRef& op, Category category, std::int32_t mb, Chain& chain);
   void emit_comm(std::int64_t r, const OpRef& op, graph::OpId which, std::int32_t mb, Chain& chain);
@@ -178,7 +179,38 @@ class Lowering {
   void emit_input_grads(std::int64_t r, const StepInProgress& s, const StepLayer& at, Chain& layer);
   static const std::vector<OpRef>& backward_ops(const Program& program, Pass pass);
   static const LayerSequence& backward_sequence(const KindPrograms& programs, Pass pass);
-  void close_step(std::int64_t r, StepInProgress& s);
+  // `link`: the step follows the rank's step before in program order (follow_step); a combined pair's
+  // steps are linked as one (emit_combined).
+  void close_step(std::int64_t r, StepInProgress& s, bool link = true);
+  // The step at `index` (steps_) runs next on rank r, from its task `first`: the step before (and the
+  // forward of a combined pair before) are followed by it.
+  void follow_step(std::int64_t r, std::size_t index, TaskId first);
+  // Combined 1F1B (pipeline_schedule.hpp, PipelineStep::combined): the forward step `f` and the backward
+  // step `b` after it, opened, their layers emitted in turn and closed as one step. Each micro-batch's
+  // ops go on to the end of its next token exchange (an expert all-to-all), across layer ends, then the
+  // other's do, the backward's first; so each exchange is followed on the compute stream by the other
+  // micro-batch's compute, which runs beside it: per layer pair, the backward's combine-gradient
+  // exchange beside the forward's attention, the forward's dispatch beside the backward's experts, the
+  // backward's dispatch-gradient exchange beside the forward's experts, the forward's combine beside the
+  // backward's attention (megatron/core/models/common/model_chunk_schedule_plan.py,
+  // schedule_layer_1f1b). The steps' own layer programs are emitted (no layers joined).
+  void emit_combined(std::int64_t r, StepInProgress& f, StepInProgress& b);
+  struct CombinedCursor {
+    StepInProgress* step = nullptr;
+    std::int64_t k = 0;  // the layer being emitted, in the step's order of execution
+    std::int64_t layers = 0;
+    std::array<std::span<const OpRef>, 2> parts{};  // the layer's recompute (a backward's) and program
+    std::array<Category, 2> categories{};
+    std::size_t part = 0;
+    std::size_t pos = 0;
+    bool open = false;
+    StepLayer at;
+    std::optional<TaskId> first;  // the layer's first task
+  };
+  // Emits the cursor's step up to the end of its next token exchange or of its layers; whether it has
+  // layers left.
+  bool emit_combined_part(std::int64_t r, CombinedCursor& c);
+  bool is_exchange(const OpRef& op) const;
   // The multi-token prediction modules of micro-batch `mb` on the last stage (models/transformer/mtp.hpp):
   // after the main head's forward; in a backward pass (or its part `pass`), before the main head's.
   void emit_mtp(std::int64_t r, Pass pass, std::int32_t mb, Chain& chain);
@@ -287,6 +319,8 @@ class Lowering {
   std::vector<std::vector<PipelineStep>> rank_schedules_;
   std::vector<std::vector<std::int64_t>> rank_owners_;
   std::vector<std::optional<std::size_t>> previous_step_;  // per rank: its latest step so far
+  // Per rank: the forward of its latest combined pair, which the step after the pair follows as well.
+  std::vector<std::optional<std::size_t>> combined_forward_;
   std::vector<TaskId> grad_ready_;
   // With reduces_each_micro_batch_: per (rank, micro-batch) before the last, the end of the backward
   // step of each of its layers so far, in program order, until the micro-batch's backward ends on the rank.

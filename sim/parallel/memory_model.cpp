@@ -231,7 +231,7 @@ MemoryEstimate stage_memory(const config::Scenario& s, const models::LayerKinds&
     // Layer-micro-batches in flight, each at the mean of the stage's layers (exact unless an interleaved
     // stage's chunks hold different kinds).
     const double in_flight = peak_in_flight_layers(par.schedule, par.pipeline, stage, plan.micro_batches,
-                                                   par.virtual_stages, plan.chunks);
+                                                   par.virtual_stages, plan.chunks, par.expert_comm_overlap);
     const double per_layer = kinds.count() == 1 ? plan.kinds[0].activation_bytes
                              : layers > 0       ? kept / layers
                                                 : 0.0;
@@ -243,7 +243,7 @@ MemoryEstimate stage_memory(const config::Scenario& s, const models::LayerKinds&
       last_chunk_only.back() = 1;
       e.activations_bytes +=
           mtp_kept * peak_in_flight_layers(par.schedule, par.pipeline, stage, plan.micro_batches,
-                                           par.virtual_stages, last_chunk_only);
+                                           par.virtual_stages, last_chunk_only, par.expert_comm_overlap);
     }
   }
   const double a = models::activation_bytes_per_element(s.training.precision);

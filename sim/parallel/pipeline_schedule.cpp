@@ -15,14 +15,15 @@ std::vector<PipelineStep> gpipe(std::int64_t m) {
   return out;
 }
 
-std::vector<PipelineStep> one_f_one_b(std::int64_t p, std::int64_t s, std::int64_t m) {
+// `combined`: one more warm-up forward, each steady forward combined with the backward after it.
+std::vector<PipelineStep> one_f_one_b(std::int64_t p, std::int64_t s, std::int64_t m, bool combined = false) {
   std::vector<PipelineStep> out;
-  const std::int64_t warmup = std::min(p - s - 1, m);
+  const std::int64_t warmup = std::min(p - s - 1 + (combined ? 1 : 0), m);
   std::int64_t next_f = 0;
   std::int64_t next_b = 0;
   for (; next_f < warmup; ++next_f) out.push_back({Pass::forward, static_cast<std::int32_t>(next_f), 0});
   while (next_f < m) {
-    out.push_back({Pass::forward, static_cast<std::int32_t>(next_f++), 0});
+    out.push_back({Pass::forward, static_cast<std::int32_t>(next_f++), 0, combined});
     out.push_back({Pass::backward, static_cast<std::int32_t>(next_b++), 0});
   }
   while (next_b < m) out.push_back({Pass::backward, static_cast<std::int32_t>(next_b++), 0});
@@ -40,16 +41,24 @@ PipelineStep interleaved_step(Pass pass, std::int64_t k, std::int64_t p, std::in
   return {pass, static_cast<std::int32_t>(mb), static_cast<std::int32_t>(chunk)};
 }
 
-std::vector<PipelineStep> interleaved(std::int64_t p, std::int64_t s, std::int64_t m, std::int64_t v) {
+// Forward steps stage s runs before its first backward (`combined`: one more, pipeline_schedule.hpp).
+std::int64_t interleaved_warmup(std::int64_t p, std::int64_t s, std::int64_t m, std::int64_t v,
+                                bool combined) {
+  return std::min((p - s - 1) * 2 + (v - 1) * p + (combined ? 1 : 0), m * v);
+}
+
+std::vector<PipelineStep> interleaved(std::int64_t p, std::int64_t s, std::int64_t m, std::int64_t v,
+                                      bool combined) {
   DTSIM_CHECK(m % p == 0, "interleaved schedule needs micro-batches divisible by the pipeline degree");
   const std::int64_t total = m * v;
-  const std::int64_t warmup = std::min((p - s - 1) * 2 + (v - 1) * p, total);
+  const std::int64_t warmup = interleaved_warmup(p, s, m, v, combined);
   std::vector<PipelineStep> out;
   std::int64_t f = 0;
   std::int64_t b = 0;
   for (; f < warmup; ++f) out.push_back(interleaved_step(Pass::forward, f, p, v));
   while (f < total) {
     out.push_back(interleaved_step(Pass::forward, f++, p, v));
+    out.back().combined = combined;
     out.push_back(interleaved_step(Pass::backward, b++, p, v));
   }
   while (b < total) out.push_back(interleaved_step(Pass::backward, b++, p, v));
@@ -88,14 +97,14 @@ std::vector<PipelineStep> zero_bubble_h1(std::int64_t p, std::int64_t s, std::in
 
 // peak_in_flight_layers() of the interleaved schedule (pipeline_schedule.hpp).
 double interleaved_peak(std::int64_t p, std::int64_t s, std::int64_t m, std::int64_t v,
-                        const std::vector<std::int64_t>& chunk_layers) {
+                        const std::vector<std::int64_t>& chunk_layers, bool combined) {
   const auto layers = [&](std::int64_t chunk) {
     return chunk_layers[static_cast<std::size_t>(chunk * p + s)];
   };
   const auto forward_layers = [&](std::int64_t k) { return layers((k / p) % v); };
   const auto backward_layers = [&](std::int64_t k) { return layers(v - 1 - (k / p) % v); };
   const std::int64_t total = m * v;
-  const std::int64_t warmup = std::min((p - s - 1) * 2 + (v - 1) * p, total);
+  const std::int64_t warmup = interleaved_warmup(p, s, m, v, combined);
   bool even = true;
   for (std::int64_t c = 1; c < v; ++c) even = even && layers(c) == layers(0);
   if (even) return static_cast<double>(std::min(warmup + 1, total) * layers(0));
@@ -182,19 +191,21 @@ double zero_bubble_peak(std::int64_t p, std::int64_t s, std::int64_t m, double k
 
 double peak_in_flight_layers(config::Schedule schedule, std::int64_t stages, std::int64_t stage,
                              std::int64_t micro_batches, std::int64_t virtual_stages,
-                             const std::vector<std::int64_t>& chunk_layers) {
+                             const std::vector<std::int64_t>& chunk_layers, bool combined) {
   const std::int64_t layers = stage_layers(chunk_layers, stages, stage);
   const auto times = [&](std::int64_t n) { return static_cast<double>(n) * static_cast<double>(layers); };
-  if (stages <= 1)
-    return times(schedule == config::Schedule::gpipe ? micro_batches
-                                                     : std::min<std::int64_t>(micro_batches, 1));
+  if (stages <= 1) {
+    return times(schedule == config::Schedule::gpipe
+                     ? micro_batches
+                     : std::min<std::int64_t>(micro_batches, combined ? 2 : 1));
+  }
   switch (schedule) {
     case config::Schedule::gpipe:
       return times(micro_batches);
     case config::Schedule::one_f_one_b:
       return times(std::min(micro_batches, stages - stage));
     case config::Schedule::interleaved:
-      return interleaved_peak(stages, stage, micro_batches, virtual_stages, chunk_layers);
+      return interleaved_peak(stages, stage, micro_batches, virtual_stages, chunk_layers, combined);
     case config::Schedule::zero_bubble_h1:
       return times(std::min(micro_batches, stages));
   }
@@ -202,15 +213,19 @@ double peak_in_flight_layers(config::Schedule schedule, std::int64_t stages, std
 }
 
 std::vector<PipelineStep> stage_schedule(config::Schedule schedule, std::int64_t stages, std::int64_t stage,
-                                         std::int64_t micro_batches, std::int64_t virtual_stages) {
-  if (stages <= 1) return schedule == config::Schedule::gpipe ? gpipe(micro_batches) : one_f_one_b(1, 0, micro_batches);
+                                         std::int64_t micro_batches, std::int64_t virtual_stages,
+                                         bool combined) {
+  if (stages <= 1) {
+    return schedule == config::Schedule::gpipe ? gpipe(micro_batches)
+                                               : one_f_one_b(1, 0, micro_batches, combined);
+  }
   switch (schedule) {
     case config::Schedule::gpipe:
       return gpipe(micro_batches);
     case config::Schedule::one_f_one_b:
       return one_f_one_b(stages, stage, micro_batches);
     case config::Schedule::interleaved:
-      return interleaved(stages, stage, micro_batches, virtual_stages);
+      return interleaved(stages, stage, micro_batches, virtual_stages, combined);
     case config::Schedule::zero_bubble_h1:
       return zero_bubble_h1(stages, stage, micro_batches);
   }

@@ -16,6 +16,15 @@
 //                authors' code (sail-sg/zero-bubble-pipeline-parallelism, with its exact semantics). The
 //                first stage holds p micro-batches in flight, as in 1F1B; stage s > 0 holds up to p,
 //                s of them waiting for their W only.
+// combined     (config::ParallelismSpec::expert_comm_overlap) 1f1b without a pipeline or interleaved: one
+//              more warm-up forward, then each steady forward runs together with the backward after it as
+//              one combined step (PipelineStep::combined), layer by layer, so that one micro-batch's token
+//              exchanges run beside the other's compute: Megatron-Core's combined 1F1B
+//              (megatron/core/pipeline_parallel/combined_1f1b.py: without a pipeline, micro-batch 0's forward
+//              alone, then the backward of i with the forward of i + 1, then the last backward; schedules.py
+//              adds one warm-up micro-batch to the interleaved schedule under
+//              --overlap-moe-expert-parallel-comm, so that each steady backward is of a micro-batch whose
+//              forward is not the one beside it).
 // Bubble of the resulting timeline: (p - 1)(F + B + W) for 1F1B and GPipe, (p - 1)(F + B + W) / v
 // interleaved, (p - 1)(F + B - W) for zb-h1 (F, B, W: a stage's forward, input-gradient and
 // weight-gradient times per micro-batch).
@@ -35,6 +44,7 @@ struct PipelineStep {
   Pass pass = Pass::forward;
   std::int32_t micro_batch = 0;
   std::int32_t chunk = 0;  // model chunk on this stage (0 unless interleaved)
+  bool combined = false;   // a forward that runs together with the backward step after it (combined 1F1B)
 };
 
 // Layers of each model chunk (index: chunk * stages + stage, the order layers flow through). When the
@@ -64,8 +74,11 @@ std::vector<std::int64_t> chunk_first_layers(const std::vector<std::int64_t>& ch
 std::int64_t stage_layers(const std::vector<std::int64_t>& chunk_layers, std::int64_t stages,
                           std::int64_t stage);
 
+// `combined`: the combined 1F1B form of 1f1b without a pipeline or of interleaved (above); ignored for the
+// other schedules, which the combined form does not apply to (parallel/feasibility.hpp refuses them).
 std::vector<PipelineStep> stage_schedule(config::Schedule schedule, std::int64_t stages, std::int64_t stage,
-                                         std::int64_t micro_batches, std::int64_t virtual_stages);
+                                         std::int64_t micro_batches, std::int64_t virtual_stages,
+                                         bool combined = false);
 
 // The most (layer x micro-batch) activations stage `stage` holds at once under its schedule: a forward
 // step adds its chunk's layers (chunk_layers, index chunk * stages + stage), a backward step frees them.
@@ -77,6 +90,11 @@ std::vector<PipelineStep> stage_schedule(config::Schedule schedule, std::int64_t
 //                visited). Even chunks of l layers: (2 (p - s - 1) + (v - 1) p + 1) l, capped at m v l;
 //                stage 0 gives Korthikanti et al.'s p (1 + (p - 1) / (p v)) x its layers, and the last
 //                stage still holds ((v - 1) p + 1) l: every chunk's forward but the last runs first.
+//   combined     one micro-batch more than the form it combines (its extra warm-up forward), and one more
+//                again in the steady phase, where a forward adds its chunk while the backward beside it
+//                still holds its own: 1f1b without a pipeline min(m, 2); interleaved the warm-up of
+//                2 (p - s - 1) + (v - 1) p + 1 forward steps and one more (even chunks: (warm-up + 1) l,
+//                capped at m v l)
 //   zb-h1        min(m, p) x the stage's layers: up to p micro-batches on every stage (stage 0 as 1F1B);
 //                what those waiting only for their W hold instead is memory_model.cpp's.
 // zb-h1 on stage s > 0: what the stage holds at once when a micro-batch between its forward and its B
@@ -93,6 +111,6 @@ double zero_bubble_peak(std::int64_t stages, std::int64_t stage, std::int64_t mi
 // (tests/unit/test_pipeline_schedule.cpp); O(p v) per call.
 double peak_in_flight_layers(config::Schedule schedule, std::int64_t stages, std::int64_t stage,
                              std::int64_t micro_batches, std::int64_t virtual_stages,
-                             const std::vector<std::int64_t>& chunk_layers);
+                             const std::vector<std::int64_t>& chunk_layers, bool combined = false);
 
 }  // namespace dtsim::parallel

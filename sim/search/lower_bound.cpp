@@ -124,8 +124,9 @@ TimeNs kernels_ns(const std::vector<parallel::OpRef>& ops, const graph::TaskGrap
 // Whether the stage's schedule opens with chunk 0's forward and closes with chunk 0's backward (the
 // premise of the fill and drain term).
 bool ends_on_first_chunk(const config::Scenario& s, std::int64_t stage, std::int64_t m) {
-  const auto steps = parallel::stage_schedule(s.parallelism.schedule, s.parallelism.pipeline, stage, m,
-                                              s.parallelism.virtual_stages);
+  const auto steps =
+      parallel::stage_schedule(s.parallelism.schedule, s.parallelism.pipeline, stage, m,
+                               s.parallelism.virtual_stages, s.parallelism.expert_comm_overlap);
   return !steps.empty() && steps.front().pass == parallel::Pass::forward && steps.front().chunk == 0 &&
          steps.back().pass == parallel::Pass::backward && steps.back().chunk == 0;
 }
@@ -179,8 +180,14 @@ double iteration_lower_bound_s(const config::Scenario& scenario, StageGroupsCach
     for (const parallel::KindOps& kind : ops.kinds) {
       const Walk forward = walk_all({&kind.layer.forward}, cost);
       const Walk backward = walk_all({&kind.recompute, &kind.layer.backward}, cost);
-      kinds.push_back(
-          LayerCost{forward.core() + backward.core(), forward.chain() + backward.chain(), forward.chain()});
+      // Combined 1F1B runs another micro-batch's compute inside a layer's exchanges: only its kernels
+      // are sure to occupy the compute stream.
+      const TimeNs core = scenario.parallelism.expert_comm_overlap
+                              ? kernels_ns(kind.layer.forward, graph, cost) +
+                                    kernels_ns(kind.recompute, graph, cost) +
+                                    kernels_ns(kind.layer.backward, graph, cost)
+                              : forward.core() + backward.core();
+      kinds.push_back(LayerCost{core, forward.chain() + backward.chain(), forward.chain()});
     }
     costs.emplace_back(groups, std::move(kinds));
     if (costs.size() == 1) {

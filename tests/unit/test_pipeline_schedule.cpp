@@ -145,10 +145,10 @@ namespace pipeline_schedule_test {
 // The most layer activations a stage holds, counted step by step over its schedule: a forward adds its
 // chunk's layers, a backward frees them.
 double counted_peak(Schedule schedule, std::int64_t p, std::int64_t s, std::int64_t m, std::int64_t v,
-                    const std::vector<std::int64_t>& chunks) {
+                    const std::vector<std::int64_t>& chunks, bool combined = false) {
   std::int64_t held = 0;
   std::int64_t most = 0;
-  for (const auto& step : stage_schedule(schedule, p, s, m, v)) {
+  for (const auto& step : stage_schedule(schedule, p, s, m, v, combined)) {
     const std::int64_t layers = chunks[static_cast<std::size_t>(step.chunk * p + s)];
     held += step.pass == Pass::forward ? layers : -layers;
     most = std::max(most, held);
@@ -232,4 +232,80 @@ TEST_CASE("zb-h1 peak: equal to counting over each stage's schedule, W lighter o
     }
   }
   CHECK(cases > 500);
+}
+
+TEST_CASE("combined 1F1B without a pipeline: micro-batch 0's forward, then backward i beside forward i + 1") {
+  // Megatron-Core's combined_1f1b_schedule_for_no_pipelining with m = 4: F0, (F1 + B0), (F2 + B1),
+  // (F3 + B2), B3; each combined forward is followed by its backward in the list.
+  const auto s = stage_schedule(Schedule::one_f_one_b, 1, 0, 4, 1, true);
+  REQUIRE(s.size() == 8);
+  CHECK(s[0].pass == Pass::forward);
+  CHECK(s[0].micro_batch == 0);
+  CHECK_FALSE(s[0].combined);
+  for (int i = 0; i < 3; ++i) {
+    const auto& f = s[static_cast<std::size_t>(1 + 2 * i)];
+    const auto& b = s[static_cast<std::size_t>(2 + 2 * i)];
+    CHECK(f.pass == Pass::forward);
+    CHECK(f.micro_batch == i + 1);
+    CHECK(f.combined);
+    CHECK(b.pass == Pass::backward);
+    CHECK(b.micro_batch == i);
+  }
+  CHECK(s[7].pass == Pass::backward);
+  CHECK(s[7].micro_batch == 3);
+  // One micro-batch: nothing to combine.
+  const auto one = stage_schedule(Schedule::one_f_one_b, 1, 0, 1, 1, true);
+  REQUIRE(one.size() == 2);
+  CHECK_FALSE(one[0].combined);
+}
+
+TEST_CASE("combined interleaved: one more warm-up forward, every steady forward combined with a backward") {
+  // p = 4, v = 2, m = 8: stage s warms up with 2 (p - s - 1) + (v - 1) p + 1 forwards (schedules.py adds
+  // one under --overlap-moe-expert-parallel-comm); no combined backward is of the forward beside it.
+  const int p = 4, v = 2, m = 8;
+  for (int stage = 0; stage < p; ++stage) {
+    CAPTURE(stage);
+    const auto s = stage_schedule(Schedule::interleaved, p, stage, m, v, true);
+    const int warmup = 2 * (p - stage - 1) + (v - 1) * p + 1;
+    CHECK(leading_forwards(s) == warmup + 1);
+    int pairs = 0;
+    for (std::size_t i = 0; i < s.size(); ++i) {
+      if (!s[i].combined) continue;
+      REQUIRE(i + 1 < s.size());
+      CHECK(s[i].pass == Pass::forward);
+      CHECK(s[i + 1].pass == Pass::backward);
+      CHECK_FALSE((s[i + 1].micro_batch == s[i].micro_batch && s[i + 1].chunk == s[i].chunk));
+      ++pairs;
+    }
+    CHECK(pairs == m * v - warmup);  // every forward after the warm-up
+    CHECK(static_cast<int>(s.size()) == 2 * m * v);
+  }
+}
+
+TEST_CASE("peak in-flight layers of combined 1F1B: equal to counting, one micro-batch more than without") {
+  using dtsim::parallel::chunk_layers;
+  using dtsim::parallel::peak_in_flight_layers;
+  for (const std::int64_t p : {2, 4}) {
+    for (const std::int64_t v : {2, 3}) {
+      for (const std::int64_t layers : {4 * p * v, 4 * p * v + 3}) {
+        const auto chunks = chunk_layers(layers, p, v);
+        for (const std::int64_t m : {p, 2 * p, 3 * p}) {
+          for (std::int64_t s = 0; s < p; ++s) {
+            CAPTURE(p);
+            CAPTURE(v);
+            CAPTURE(layers);
+            CAPTURE(m);
+            CAPTURE(s);
+            CHECK(peak_in_flight_layers(Schedule::interleaved, p, s, m, v, chunks, true) ==
+                  pipeline_schedule_test::counted_peak(Schedule::interleaved, p, s, m, v, chunks, true));
+          }
+        }
+      }
+    }
+  }
+  // Even chunks of 2 layers, p = 4, v = 2, m = 8: stage 0 holds (6 + 4 + 1 + 1) x 2 = 24 layers, two more
+  // than the 22 of the plain interleaved schedule; without a pipeline, two micro-batches of 8 layers.
+  CHECK(peak_in_flight_layers(Schedule::interleaved, 4, 0, 8, 2, chunk_layers(16, 4, 2), true) == 24.0);
+  CHECK(peak_in_flight_layers(Schedule::one_f_one_b, 1, 0, 8, 1, chunk_layers(8, 1, 1), true) == 16.0);
+  CHECK(peak_in_flight_layers(Schedule::one_f_one_b, 1, 0, 8, 1, chunk_layers(8, 1, 1)) == 8.0);
 }

@@ -251,11 +251,9 @@ TEST_CASE("a bad \"supports\" block is reported at its pointer") {
       dtsim::config::load_software_stack(root.string(), "bad", dtsim::config::IdLocation{"s.json", "/software"});
     });
   };
-  const json good = {{"zero_stages", {0, 1}},
-                     {"distributed_optimizer", true},
-                     {"max_zero_stage_with_pipeline", 1},
-                     {"context_parallel", true},
-                     {"interleaved_schedule", true}};
+  const json good = {
+      {"zero_stages", {0, 1}},    {"distributed_optimizer", true}, {"max_zero_stage_with_pipeline", 1},
+      {"context_parallel", true}, {"interleaved_schedule", true},  {"expert_comm_overlap", false}};
   json bad = good;
   bad["zero_stages"] = {0, 4};
   dtsim::core::InputError e = error_for(bad);
@@ -269,6 +267,10 @@ TEST_CASE("a bad \"supports\" block is reported at its pointer") {
   bad["pipeline_parallel"] = "no";
   e = error_for(bad);
   CHECK(e.pointer() == "/supports/pipeline_parallel");
+  bad = good;
+  bad.erase("expert_comm_overlap");
+  e = error_for(bad);
+  CHECK(e.pointer() == "/supports/expert_comm_overlap");
   fs::remove_all(root);
 }
 

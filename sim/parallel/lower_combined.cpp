@@ -1,0 +1,96 @@
+// Combined 1F1B (lowering.hpp, Lowering::emit_combined): a forward and a backward step of one rank
+// emitted together, each micro-batch's ops in turn up to the end of its next token exchange.
+#include <algorithm>
+#include <variant>
+
+#include "core/errors.hpp"
+#include "parallel/lowering.hpp"
+
+namespace dtsim::parallel::detail {
+
+void Lowering::emit_combined(std::int64_t r, StepInProgress& f, StepInProgress& b) {
+  open_step(r, f);
+  open_step(r, b);
+  const std::int64_t stage = coord(r).stage;
+  CombinedCursor forward;
+  forward.step = &f;
+  forward.layers = layers_in(stage, f.step.chunk);
+  CombinedCursor backward;
+  backward.step = &b;
+  backward.layers = layers_in(stage, b.step.chunk);
+  bool f_more = forward.layers > 0;
+  bool b_more = backward.layers > 0;
+  while (f_more || b_more) {
+    if (b_more) b_more = emit_combined_part(r, backward);
+    if (f_more) f_more = emit_combined_part(r, forward);
+  }
+  close_step(r, f, false);
+  close_step(r, b, false);
+  // The pair starts with the first task either step emitted; the step after it follows both.
+  const TaskId first = f.chain.empty   ? b.chain.first
+                       : b.chain.empty ? f.chain.first
+                                       : std::min(f.chain.first, b.chain.first);
+  follow_step(r, step_index(b.owner, b.step.chunk, b.step.micro_batch, b.step.pass), first);
+  combined_forward_[static_cast<std::size_t>(r)] =
+      step_index(f.owner, f.step.chunk, f.step.micro_batch, f.step.pass);
+  stage_last_[static_cast<std::size_t>(r)] = std::max(f.chain.last, b.chain.last);
+}
+
+bool Lowering::is_exchange(const OpRef& op) const {
+  if (op.stream != StreamKind::expert_comm) return false;
+  const auto* comm = std::get_if<CommOp>(&out_.graph.ops()[op.op]);
+  return comm != nullptr && comm->kind == graph::CollectiveKind::all_to_all;
+}
+
+bool Lowering::emit_combined_part(std::int64_t r, CombinedCursor& c) {
+  StepInProgress& s = *c.step;
+  const PipelineStep& step = s.step;
+  const bool forward = step.pass == Pass::forward;
+  const std::int32_t mb = step.micro_batch;
+  while (c.k < c.layers) {
+    if (!c.open) {
+      c.at = step_layer(coord(r).stage, step, c.k);
+      const KindPrograms& program = programs(r).kinds[c.at.kind];
+      c.parts = {forward ? std::span<const OpRef>{} : std::span<const OpRef>{program.recompute},
+                 forward ? std::span<const OpRef>{program.layer.forward}
+                         : std::span<const OpRef>{program.layer.backward}};
+      c.categories = {Category::recompute, forward ? Category::forward : Category::backward};
+      c.part = 0;
+      c.pos = 0;
+      c.first.reset();
+      c.open = true;
+    }
+    bool cut = false;
+    while (!cut && c.part < c.parts.size()) {
+      const std::span<const OpRef> ops = c.parts[c.part];
+      std::size_t end = c.pos;
+      while (end < ops.size() && !cut) cut = is_exchange(ops[end++]);
+      if (end > c.pos) {
+        // A cut falls after an exchange, a lone collective (pattern_at): no emit pattern spans it.
+        Chain piece;
+        emit(r, ops.subspan(c.pos, end - c.pos), c.categories[c.part], mb, piece);
+        if (!c.first && !piece.empty) c.first = piece.first;
+        append(s.chain, piece);
+      }
+      c.pos = end;
+      if (c.pos == ops.size()) {
+        ++c.part;
+        c.pos = 0;
+      }
+    }
+    if (c.part == c.parts.size()) {
+      // The layer's end: what emit_step_layer records of it.
+      c.open = false;
+      ++c.k;
+      if (c.first) {
+        if (forward && mb == 0 && s.owner == r) first_use_[layer_index(r, step.chunk, c.at.l)] = *c.first;
+        s.previous_layer = *c.first;
+      }
+      if (!forward) grad_ready_[layer_index(r, step.chunk, c.at.l)] = s.chain.last;
+    }
+    if (cut) break;
+  }
+  return c.k < c.layers;
+}
+
+}  // namespace dtsim::parallel::detail
