@@ -46,8 +46,11 @@ const std::vector<Row>& rows() {
       {"schedule",
        [](const Result& r) {
          const auto& p = r.scenario.parallelism;
-         return p.virtual_stages > 1 ? fmt::format("{} v{}", config::to_string(p.schedule), p.virtual_stages)
-                                     : std::string(config::to_string(p.schedule));
+         std::string text = p.virtual_stages > 1
+                                ? fmt::format("{} v{}", config::to_string(p.schedule), p.virtual_stages)
+                                : std::string(config::to_string(p.schedule));
+         if (p.expert_comm_overlap) text += " combined";
+         return text;
        },
        false, false, Applies::split},
       {"micro-batch", [](const Result& r) { return std::to_string(r.scenario.training.micro_batch_size); },

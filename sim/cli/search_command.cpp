@@ -41,7 +41,8 @@ void add_space_options(CLI::App* cmd, search::SpaceBounds& b) {
                 "Only the scenario's expert-parallel degree (mixture-of-experts models)");
   cmd->add_flag(
       "--keep-schedule", b.keep_schedule,
-      "Only the scenario's pipeline schedule where there are no virtual stages (else 1F1B and zb-h1)");
+      "Only the scenario's pipeline schedule where there are no virtual stages (else 1F1B and zb-h1), and "
+      "its combined 1F1B setting (else with and without, for a mixture of experts)");
   cmd->add_option("--min-headroom", b.min_headroom_gib,
                   "GiB of GPU memory a plan must leave free (allocator fragmentation, NCCL buffers, CUDA context)")
       ->check(CLI::Range(0.0, 1e6));

@@ -39,27 +39,6 @@ std::optional<std::string> folded_expert_infeasible(const config::ParallelismSpe
       e, p.tensor, p.context, p.data);
 }
 
-// The combined 1F1B schedule (config::ParallelismSpec::expert_comm_overlap) where Megatron-Core runs it
-// (megatron/training/arguments.py, validate_args, for --overlap-moe-expert-parallel-comm): expert
-// parallelism, no full recompute, the interleaved schedule beside a pipeline; ZeRO-3 (sharded parameters
-// gathered per layer) is not modelled with it.
-std::optional<std::string> combined_infeasible(const config::Scenario& s) {
-  const auto& p = s.parallelism;
-  const std::string what = "the combined 1F1B schedule (expert_comm_overlap)";
-  if (p.expert < 2) return fmt::format("{} overlaps expert-parallel exchanges and needs expert > 1", what);
-  if (s.training.activation_recompute == config::Recompute::full) {
-    return fmt::format("{} runs without full activation recompute (Megatron-Core refuses the two together)",
-                       what);
-  }
-  if (p.pipeline > 1 && p.schedule != config::Schedule::interleaved) {
-    return fmt::format(
-        "{} with a pipeline needs the interleaved schedule (Megatron-Core's rule); the schedule is {}", what,
-        config::to_string(p.schedule));
-  }
-  if (p.zero_stage >= 3) return fmt::format("{} is not modelled with ZeRO-3", what);
-  return std::nullopt;
-}
-
 // A mixture-of-experts plan: the expert degree splits the experts and the data-parallel ranks (the
 // expert group lies inside the data group: mesh.hpp) or, folded, the stage's ranks; the expert widths
 // split over the expert tensor group, the shared experts' over the tensor group; and the expert layers
@@ -98,11 +77,28 @@ std::optional<std::string> moe_infeasible(const config::Scenario& s) {
         "(Megatron-Core's rule for expert and tensor parallelism together)",
         p.tensor);
   }
-  if (p.expert_comm_overlap) return combined_infeasible(s);
+  if (p.expert_comm_overlap) return combined_1f1b_infeasible(s);
   return std::nullopt;
 }
 
 }  // namespace
+
+std::optional<std::string> combined_1f1b_infeasible(const config::Scenario& s) {
+  const auto& p = s.parallelism;
+  const std::string what = "the combined 1F1B schedule (expert_comm_overlap)";
+  if (p.expert < 2) return fmt::format("{} overlaps expert-parallel exchanges and needs expert > 1", what);
+  if (s.training.activation_recompute == config::Recompute::full) {
+    return fmt::format("{} runs without full activation recompute (Megatron-Core refuses the two together)",
+                       what);
+  }
+  if (p.pipeline > 1 && p.schedule != config::Schedule::interleaved) {
+    return fmt::format(
+        "{} with a pipeline needs the interleaved schedule (Megatron-Core's rule); the schedule is {}", what,
+        config::to_string(p.schedule));
+  }
+  if (p.zero_stage >= 3) return fmt::format("{} is not modelled with ZeRO-3", what);
+  return std::nullopt;
+}
 
 std::int64_t micro_batches(const config::Scenario& s) {
   const auto replica_batch = core::checked_mul(s.parallelism.data, s.training.micro_batch_size);

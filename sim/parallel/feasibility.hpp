@@ -28,6 +28,13 @@ std::int64_t micro_batches(const config::Scenario& scenario);
 // every micro-batch, on every simulated rank of a stage. A double: it may pass 64 bits.
 double layer_passes(const config::Scenario& scenario);
 
+// Why the combined 1F1B schedule (config::ParallelismSpec::expert_comm_overlap, set or not in `scenario`)
+// cannot run the plan, where Megatron-Core refuses it (megatron/training/arguments.py, validate_args, for
+// --overlap-moe-expert-parallel-comm): without expert parallelism, with full recompute, with a pipeline
+// but not the interleaved schedule; and with ZeRO-3 (parameters gathered per layer), not modelled.
+// infeasibility() asks it of plans that set the flag; a search asks it before it proposes one.
+std::optional<std::string> combined_1f1b_infeasible(const config::Scenario& scenario);
+
 // The first reason the plan cannot run, or nothing.
 std::optional<std::string> infeasibility(const config::Scenario& scenario);
 

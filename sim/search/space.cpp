@@ -108,9 +108,10 @@ std::string strategy_label(const config::Scenario& s) {
   const std::string stages = p.schedule == config::Schedule::zero_bubble_h1
                                  ? std::string(config::to_string(p.schedule))
                                  : fmt::format("v{}", p.virtual_stages);
-  return fmt::format("tp{} pp{} dp{} cp{}{} {} mb{} {} rc={} {}", p.tensor, p.pipeline, p.data, p.context,
+  const std::string combined = p.expert_comm_overlap ? " combined" : "";
+  return fmt::format("tp{} pp{} dp{} cp{}{} {}{} mb{} {} rc={} {}", p.tensor, p.pipeline, p.data, p.context,
                      s.model.moe ? fmt::format(" ep{}{}", p.expert, p.folded_experts() ? " etp1" : "") : "",
-                     stages, s.training.micro_batch_size, p.sequence_parallel ? "sp" : "-",
+                     stages, combined, s.training.micro_batch_size, p.sequence_parallel ? "sp" : "-",
                      config::to_string(s.training.activation_recompute),
                      sharding_name(p.zero_stage, p.distributed_optimizer));
 }
@@ -146,6 +147,14 @@ Space enumerate_space(const config::Scenario& base, const SpaceBounds& bounds) {
     flat_schedules.push_back(config::Schedule::zero_bubble_h1);
   if (!bounds.keep_schedule && flat_schedule == config::Schedule::zero_bubble_h1)
     flat_schedules.push_back(config::Schedule::one_f_one_b);
+  // Combined 1F1B (parallelism.expert_comm_overlap) with and without, for a mixture-of-experts model
+  // whose stack runs it, unless the schedule is kept; proposed only where it can run
+  // (parallel::combined_1f1b_infeasible).
+  std::vector<bool> overlaps{base.parallelism.expert_comm_overlap};
+  if (base.model.moe && !bounds.keep_schedule && !bounds.reroutable_only &&
+      (!base.software_support || base.software_support->expert_comm_overlap)) {
+    overlaps = {false, true};
+  }
   // A pipeline degree's (virtual stages, schedule) pairs: without virtual stages each flat schedule, then
   // interleaved; one stage keeps the base's (its schedule does not matter).
   const auto stage_layouts = [&](std::int64_t pp) {
@@ -155,6 +164,11 @@ Space enumerate_space(const config::Scenario& base, const SpaceBounds& bounds) {
     for (std::int64_t v = 2; v <= max_virtual; ++v) out.emplace_back(v, config::Schedule::interleaved);
     return out;
   };
+
+  std::vector<std::pair<Sharding, bool>> sharding_overlaps;
+  for (const Sharding& sh : shardings) {
+    for (const bool overlap : overlaps) sharding_overlaps.emplace_back(sh, overlap);
+  }
 
   Space space;
   std::array<std::size_t, kRuleCount> rejected{};
@@ -192,7 +206,7 @@ Space enumerate_space(const config::Scenario& base, const SpaceBounds& bounds) {
                                        ? std::vector<bool>{false, true}
                                        : std::vector<bool>{tp > 1 && base.parallelism.sequence_parallel}) {
                 for (const config::Recompute rc : recomputes) {
-                  for (const Sharding& sh : shardings) {
+                  for (const auto& [sh, overlap] : sharding_overlaps) {
                     if (dp * cp == 1 && (sh.zero_stage != 0 || sh.distributed_optimizer) &&
                         !bounds.keep_sharding)
                       continue;
@@ -209,8 +223,11 @@ Space enumerate_space(const config::Scenario& base, const SpaceBounds& bounds) {
                     par.sequence_parallel = sp;
                     par.zero_stage = sh.zero_stage;
                     par.distributed_optimizer = sh.distributed_optimizer;
+                    par.expert_comm_overlap = overlap;
                     s.training.micro_batch_size = mb;
                     s.training.activation_recompute = rc;
+                    // The combined form where it cannot run is no plan of its own (the plain one is).
+                    if (overlap && overlaps.size() > 1 && parallel::combined_1f1b_infeasible(s)) continue;
                     ++space.enumerated;
                     std::size_t rule = first_broken_rule(s, bounds.min_headroom_gib * core::kGiB);
                     if (rule == kRuleCount && !bounds.keep_recompute && rc == config::Recompute::selective &&

@@ -42,7 +42,8 @@ struct SpaceBounds {
   // divides the data degree and the experts.
   bool keep_expert = false;
   // Only the base scenario's schedule for plans without virtual stages; otherwise 1F1B and zb-h1 both
-  // (a GPipe base keeps GPipe).
+  // (a GPipe base keeps GPipe); and only its combined 1F1B setting (parallelism.expert_comm_overlap),
+  // otherwise a mixture-of-experts model's plans with and without it where its stack runs it.
   bool keep_schedule = false;
   double min_headroom_gib = 0.0;  // GPU memory a plan must leave free (GiB of 2^30 bytes)
   // Only plans whose failed node's work can be re-routed (results/reroute_pace.hpp): ZeRO stage 0 without

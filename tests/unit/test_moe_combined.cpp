@@ -9,9 +9,11 @@
 #include <string>
 
 #include "moe_fixture.hpp"
+#include "parallel/feasibility.hpp"
 #include "results/evaluate.hpp"
 #include "search/fast_evaluate.hpp"
 #include "search/lower_bound.hpp"
+#include "search/space.hpp"
 
 namespace moe_combined_test {
 
@@ -165,4 +167,31 @@ TEST_CASE("combined 1F1B runs where Megatron-Core runs it, else the plan is infe
   const auto stacked =
       dtsim::config::load_scenario_text(j.dump(), "moe.json", dtsim::config::default_data_paths());
   CHECK(reason(stacked).find("does not run the combined 1F1B schedule") != std::string::npos);
+}
+
+TEST_CASE("search proposes combined 1F1B beside each plan where it can run, unless the schedule is kept") {
+  // The test scenario's model without a stack: each combined candidate has its plain twin, and none is
+  // of a form Megatron-Core refuses; --keep-schedule keeps the scenario's setting (off).
+  using namespace moe_combined_test;
+  const auto base = scenario(false);
+  const auto space = dtsim::search::enumerate_space(base, {});
+  std::size_t combined = 0;
+  for (const auto& c : space.candidates) {
+    if (!c.scenario.parallelism.expert_comm_overlap) continue;
+    ++combined;
+    CHECK_FALSE(dtsim::parallel::combined_1f1b_infeasible(c.scenario));
+    CHECK(c.label.find(" combined ") != std::string::npos);
+    auto plain = c.scenario;
+    plain.parallelism.expert_comm_overlap = false;
+    const auto twin = std::find_if(space.candidates.begin(), space.candidates.end(), [&](const auto& other) {
+      return other.label == dtsim::search::strategy_label(plain);
+    });
+    CHECK(twin != space.candidates.end());
+  }
+  CHECK(combined > 0);
+  dtsim::search::SpaceBounds keep;
+  keep.keep_schedule = true;
+  const auto kept = dtsim::search::enumerate_space(base, keep);
+  CHECK(std::none_of(kept.candidates.begin(), kept.candidates.end(),
+                     [](const auto& c) { return c.scenario.parallelism.expert_comm_overlap; }));
 }
