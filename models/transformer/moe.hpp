@@ -57,8 +57,8 @@
 // permutations, the exchanges (in 16 bits: DeepEP's FP8 dispatch is not modelled) and the activation stay as
 // they are. The tensorwise recipe (torchao) is refused with experts: torchao.float8 converts nn.Linear
 // modules, and its grouped-GEMM training path (rowwise and MX scaling) is another recipe. Not costed:
-// auxiliary-loss kernels, the all-gather style dispatcher, and the overlap of the exchanges with other
-// micro-batches' compute.
+// auxiliary-loss kernels and the all-gather style dispatcher. The overlap of the exchanges with another
+// micro-batch's compute is the schedule's (combined 1F1B: parallel/pipeline_schedule.hpp), not the layer's.
 #pragma once
 
 #include <vector>

@@ -10,6 +10,8 @@
 //           order, so a stage is busy at least the sum of the cores of the layers it runs plus the
 //           kernels of its embedding and output layer:
 //             W_s = m (sum over the stage's chunks of l_c) (k_fwd + k_rec + k_bwd) + m t_ends(s)
+//           Under combined 1F1B (config::ParallelismSpec::expert_comm_overlap) another micro-batch's
+//           compute runs inside a layer's exchanges, so k is the sum of the layer's kernels instead.
 //   stage   T >= max over stages s of W_s.
 //   fill and drain   The last stage's first forward waits for micro-batch 0 to cross chunks 0 .. p-2,
 //           and after its last backward (chunk p-1, last micro-batch) the gradient crosses chunks
