@@ -83,12 +83,12 @@ SoftwareStack load_software_stack(const std::string& hardware_profiles, const st
     can.max_zero_stage_with_pipeline = s->required<int>("max_zero_stage_with_pipeline", IntRule::between(0, 3));
     can.context_parallel = s->required<bool>("context_parallel");
     can.interleaved_schedule = s->required<bool>("interleaved_schedule");
-    can.expert_comm_overlap = s->required<bool>("expert_comm_overlap");
     // Optional, so stacks written before they existed keep loading: absent means supported.
     can.pipeline_parallel = s->maybe<bool>("pipeline_parallel").value_or(true);
     can.zero_bubble_schedule = s->maybe<bool>("zero_bubble_schedule").value_or(true);
     can.unsharded_data_parallel_with_model_parallel =
         s->maybe<bool>("unsharded_data_parallel_with_model_parallel").value_or(true);
+    can.expert_comm_overlap = s->maybe<bool>("expert_comm_overlap").value_or(true);
     s->finish();
     stack.support = can;
   }

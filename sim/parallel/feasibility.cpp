@@ -96,6 +96,21 @@ std::optional<std::string> combined_1f1b_infeasible(const config::Scenario& s) {
         "{} with a pipeline needs the interleaved schedule (Megatron-Core's rule); the schedule is {}", what,
         config::to_string(p.schedule));
   }
+  if (p.schedule == config::Schedule::gpipe) {
+    return fmt::format("{} pairs 1F1B's steady forward and backward steps; GPipe runs every forward first",
+                       what);
+  }
+  const config::Precision precision = s.training.precision;
+  if (s.training.autocast || (precision != config::Precision::bf16 && precision != config::Precision::fp16 &&
+                              precision != config::Precision::fp8)) {
+    return fmt::format("{} runs a bf16 or fp16 model (Megatron-Core's rule); the precision is {}{}", what,
+                       config::to_string(precision), s.training.autocast ? " under autocast" : "");
+  }
+  if (s.model.mtp_layers > 1) {
+    return fmt::format(
+        "{} runs at most one multi-token prediction module (Megatron-Core's rule); the model has {}", what,
+        s.model.mtp_layers);
+  }
   if (p.zero_stage >= 3) return fmt::format("{} is not modelled with ZeRO-3", what);
   return std::nullopt;
 }

@@ -30,8 +30,11 @@ double layer_passes(const config::Scenario& scenario);
 
 // Why the combined 1F1B schedule (config::ParallelismSpec::expert_comm_overlap, set or not in `scenario`)
 // cannot run the plan, where Megatron-Core refuses it (megatron/training/arguments.py, validate_args, for
-// --overlap-moe-expert-parallel-comm): without expert parallelism, with full recompute, with a pipeline
-// but not the interleaved schedule; and with ZeRO-3 (parameters gathered per layer), not modelled.
+// --overlap-moe-expert-parallel-comm; megatron/core/transformer/transformer_config.py, __post_init__):
+// without expert parallelism, with full recompute, with a pipeline but not the interleaved schedule, in
+// a precision other than bf16 or fp16 (an fp8 run's model is bf16; autocast's is FP32), with more than one
+// multi-token prediction module; and where dtsim does not model it: GPipe (nothing to pair) and ZeRO-3
+// (parameters gathered per layer).
 // infeasibility() asks it of plans that set the flag; a search asks it before it proposes one.
 std::optional<std::string> combined_1f1b_infeasible(const config::Scenario& scenario);
 

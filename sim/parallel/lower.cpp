@@ -400,7 +400,9 @@ Lowering::StepLayer Lowering::step_layer(std::int64_t stage, const PipelineStep&
 // ranks whose schedule has a k-th step (zb-h1's first stage runs fewer: its backward passes whole); a
 // rank's program is the same in any order,
 // but task ids then follow the ranks' progress, so that what an every-rank simulation runs at one
-// time sits together in the graph's and the engine's arrays instead of a rank's program apart.
+// time sits together in the graph's and the engine's arrays instead of a rank's program apart. A combined
+// pair (pipeline_schedule.hpp) is emitted whole on each rank at its forward's index, after the other ranks'
+// k-th steps (emit_combined).
 void Lowering::emit_steps() {
   const auto ranks = static_cast<std::size_t>(coords_.size());
   for (std::int64_t stage = 0; stage < p_; ++stage)

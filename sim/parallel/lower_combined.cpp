@@ -26,13 +26,18 @@ void Lowering::emit_combined(std::int64_t r, StepInProgress& f, StepInProgress& 
   }
   close_step(r, f, false);
   close_step(r, b, false);
-  // The pair starts with the first task either step emitted; the step after it follows both.
+  // The pair starts with the first task either step emitted; the step after it follows both. Both
+  // pipeline receives hold the pair back (connect_stages waits on a step's first task): Megatron-Core waits
+  // for the forward's input and the backward's gradient before either runs a layer (schedule_chunk_1f1b).
   const TaskId first = f.chain.empty   ? b.chain.first
                        : b.chain.empty ? f.chain.first
                                        : std::min(f.chain.first, b.chain.first);
-  follow_step(r, step_index(b.owner, b.step.chunk, b.step.micro_batch, b.step.pass), first);
-  combined_forward_[static_cast<std::size_t>(r)] =
-      step_index(f.owner, f.step.chunk, f.step.micro_batch, f.step.pass);
+  const std::size_t f_index = step_index(f.owner, f.step.chunk, f.step.micro_batch, f.step.pass);
+  const std::size_t b_index = step_index(b.owner, b.step.chunk, b.step.micro_batch, b.step.pass);
+  steps_[f_index].first = first;
+  steps_[b_index].first = first;
+  follow_step(r, b_index, first);
+  combined_forward_[static_cast<std::size_t>(r)] = f_index;
   stage_last_[static_cast<std::size_t>(r)] = std::max(f.chain.last, b.chain.last);
 }
 

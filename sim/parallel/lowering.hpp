@@ -193,7 +193,8 @@ class Lowering {
   // exchange beside the forward's attention, the forward's dispatch beside the backward's experts, the
   // backward's dispatch-gradient exchange beside the forward's experts, the forward's combine beside the
   // backward's attention (megatron/core/models/common/model_chunk_schedule_plan.py,
-  // schedule_layer_1f1b). The steps' own layer programs are emitted (no layers joined).
+  // schedule_layer_1f1b). The steps' own layer programs are emitted (no layers joined). The pair's first
+  // task stands for both steps' first (steps_): their pipeline receives and the step before hold it back.
   void emit_combined(std::int64_t r, StepInProgress& f, StepInProgress& b);
   struct CombinedCursor {
     StepInProgress* step = nullptr;

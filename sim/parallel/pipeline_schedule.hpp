@@ -75,7 +75,7 @@ std::int64_t stage_layers(const std::vector<std::int64_t>& chunk_layers, std::in
                           std::int64_t stage);
 
 // `combined`: the combined 1F1B form of 1f1b without a pipeline or of interleaved (above); ignored for the
-// other schedules, which the combined form does not apply to (parallel/feasibility.hpp refuses them).
+// other schedules (GPipe, and 1f1b or zb-h1 with a pipeline), which parallel/feasibility.hpp refuses with it.
 std::vector<PipelineStep> stage_schedule(config::Schedule schedule, std::int64_t stages, std::int64_t stage,
                                          std::int64_t micro_batches, std::int64_t virtual_stages,
                                          bool combined = false);

@@ -45,6 +45,30 @@ std::vector<dtsim::results::TraceSpan> spans(const Result& r, const std::string&
   return out;
 }
 
+// Rank 0's compute spans (forward, backward, recompute) of micro-batches other than `mb`.
+std::vector<dtsim::results::TraceSpan> compute_except(const Result& r, std::int32_t mb) {
+  std::vector<dtsim::results::TraceSpan> out;
+  for (const auto& span : r.trace->spans) {
+    const auto c = span.category;
+    if (r.trace->tracks[span.track].rank != 0 || span.micro_batch == mb) continue;
+    if (c == dtsim::graph::Category::forward || c == dtsim::graph::Category::backward ||
+        c == dtsim::graph::Category::recompute)
+      out.push_back(span);
+  }
+  return out;
+}
+
+// Rank 0's expert all-to-alls of every micro-batch.
+std::vector<dtsim::results::TraceSpan> exchanges(const Result& r) {
+  std::vector<dtsim::results::TraceSpan> out;
+  for (const auto& span : r.trace->spans) {
+    const std::string& label = r.trace->labels[span.label];
+    if (r.trace->tracks[span.track].rank == 0 && label.find("all_to_all") != std::string::npos)
+      out.push_back(span);
+  }
+  return out;
+}
+
 // Whether some span of `a` and some span of `b` run at the same time.
 bool overlap(const std::vector<dtsim::results::TraceSpan>& a,
              const std::vector<dtsim::results::TraceSpan>& b) {
@@ -97,11 +121,20 @@ TEST_CASE(
   CHECK(overlap(spans(r, "moe_dispatch_all_to_all", 1), spans(r, "moe_expert_down_dgrad", 0)));
   CHECK(overlap(spans(r, "moe_dispatch_grad_all_to_all", 0), spans(r, "moe_expert_up", 1)));
   CHECK(overlap(spans(r, "moe_combine_all_to_all", 1), spans(r, "flash_attention_bwd", 0)));
-  // Micro-batch 0's forward runs alone: its exchanges have nothing beside them.
-  CHECK_FALSE(overlap(spans(r, "moe_dispatch_all_to_all", 0), spans(r, "flash_attention_bwd", 0)));
-  // Without the overlap, an exchange never runs beside compute of its rank.
+  // Micro-batch 0's forward runs alone (the warm-up): no other micro-batch computes beside its exchanges.
+  CHECK_FALSE(overlap(spans(r, "moe_dispatch_all_to_all", 0), compute_except(r, 0)));
+  CHECK_FALSE(overlap(spans(r, "moe_combine_all_to_all", 0), compute_except(r, 0)));
+  // Without the overlap no exchange of any micro-batch runs beside another micro-batch's compute.
   const Result plain = dtsim::results::evaluate(scenario(false), {.trace = true});
-  CHECK_FALSE(overlap(spans(plain, "moe_combine_grad_all_to_all", 0), spans(plain, "flash_attention", 1)));
+  for (std::int32_t mb = 0; mb < 4; ++mb) {
+    CAPTURE(mb);
+    std::vector<dtsim::results::TraceSpan> own;
+    for (const auto& x : exchanges(plain)) {
+      if (x.micro_batch == mb) own.push_back(x);
+    }
+    REQUIRE_FALSE(own.empty());
+    CHECK_FALSE(overlap(own, compute_except(plain, mb)));
+  }
 }
 
 TEST_CASE("combined 1F1B: every rank simulated gives the symmetric answer") {
@@ -152,6 +185,15 @@ TEST_CASE("combined 1F1B runs where Megatron-Core runs it, else the plan is infe
   s.parallelism.schedule = dtsim::config::Schedule::one_f_one_b;
   s.parallelism.virtual_stages = 1;
   CHECK(reason(s).find("needs the interleaved schedule") != std::string::npos);
+  s = scenario(true);
+  s.parallelism.schedule = dtsim::config::Schedule::gpipe;
+  CHECK(reason(s).find("GPipe runs every forward first") != std::string::npos);
+  s = scenario(true);
+  s.training.precision = dtsim::config::Precision::fp32;
+  CHECK(reason(s).find("runs a bf16 or fp16 model") != std::string::npos);
+  s = scenario(true);
+  s.model.mtp_layers = 2;
+  CHECK(reason(s).find("at most one multi-token prediction module") != std::string::npos);
   s = scenario(true);
   s.parallelism.zero_stage = 3;
   s.parallelism.distributed_optimizer = false;
