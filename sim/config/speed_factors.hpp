@@ -26,8 +26,9 @@
 //            the nodes in blocks of network.nodes_per_leaf (fat-tree: the nodes' leaf; rail-optimized:
 //            the rail group's leaves, all of them).
 // Entries that name the same GPU, node or leaf multiply. Only a simulation of every rank can tell one GPU
-// from another, so the loader refuses speed factors in symmetric mode, on the flow level for NIC and NVLink
-// factors and for layer-table workloads (which state stragglers in "training").
+// from another, so the loader refuses speed factors in symmetric mode and for layer-table workloads (which
+// state stragglers in "training"). Both network levels cost NIC, NVLink and uplink factors (the flow level
+// at the group's slowest factors: network/topology.hpp, LinkSpeeds).
 #pragma once
 
 #include <cstdint>

@@ -96,15 +96,6 @@ void check_speed_factors(const std::string& file, const Scenario& s) {
                            "(symmetric mode simulates one rank per pipeline stage, as if all GPUs and NICs were "
                            "alike)");
   }
-  const bool links = std::any_of(factors.begin(), factors.end(), [](const SpeedFactor& f) {
-    return f.nic != 1.0 || f.nvlink != 1.0 || f.uplink != 1.0;
-  });
-  if (links && s.simulation.network != NetworkFidelity::analytic) {
-    throw core::InputError(
-        file, at,
-        "NIC, NVLink and uplink factors are costed on the analytic network level only: use "
-        "\"simulation\": {\"network\": \"analytic\"}, or give compute factors alone");
-  }
   // A jittery entry's GPUs may take a speed of their own in every sampled iteration.
   const bool slowed =
       std::any_of(factors.begin(), factors.end(), [](const SpeedFactor& f) { return f.compute != 1.0; });

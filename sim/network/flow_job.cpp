@@ -71,7 +71,8 @@ FlowEndpoint get_endpoint(Reader& r) {
 
 }  // namespace
 
-FlowJob make_flow_job(const Topology& topology, const std::vector<FlowPhase>& phases) {
+FlowJob make_flow_job(const Topology& topology, const std::vector<FlowPhase>& phases,
+                      const LinkSpeeds& speeds) {
   FlowJob job;
   std::map<std::pair<FlowEndpoint, FlowEndpoint>, std::size_t> route_of;  // host pair -> route index
   std::vector<double> route_latency;
@@ -93,7 +94,8 @@ FlowJob make_flow_job(const Topology& topology, const std::vector<FlowPhase>& ph
           latency += topology.link(id).latency_s;
           if (!link_listed[id]) {
             link_listed[id] = true;
-            job.links.push_back({id, topology.link(id).bytes_per_s});
+            const TopologyLink& link = topology.link(id);
+            job.links.push_back({id, link.bytes_per_s * speeds.of(link.role)});
           }
         }
         job.routes.push_back(std::move(route));

@@ -52,7 +52,9 @@ struct FlowJob {
   std::vector<double> phase_inter_latency_s;      // likewise
 };
 
-FlowJob make_flow_job(const Topology& topology, const std::vector<FlowPhase>& phases);
+// `speeds` scale the bandwidth of the links by their role (LinkSpeeds, topology.hpp).
+FlowJob make_flow_job(const Topology& topology, const std::vector<FlowPhase>& phases,
+                      const LinkSpeeds& speeds = {});
 
 // The job without phase_latency_s, and back; decode_flow_job() throws InternalError on bytes that are
 // not an encoded job.

@@ -20,6 +20,8 @@
 
 namespace dtsim::network {
 
-std::vector<PhaseTime> simulate_phases(const Topology& topology, const std::vector<FlowPhase>& phases);
+// `speeds`: the links' speed factors by role (make_flow_job).
+std::vector<PhaseTime> simulate_phases(const Topology& topology, const std::vector<FlowPhase>& phases,
+                                       const LinkSpeeds& speeds = {});
 
 }  // namespace dtsim::network

@@ -37,10 +37,10 @@ VertexId Topology::add_vertex(VertexKind kind, std::int64_t node, std::int64_t i
 }
 
 void Topology::add_cable(VertexId a, VertexId b, double bytes_per_s, double latency_a_to_b_s,
-                         double latency_b_to_a_s) {
+                         double latency_b_to_a_s, LinkRole role) {
   for (const auto& [from, to, latency] :
        {std::tuple{a, b, latency_a_to_b_s}, std::tuple{b, a, latency_b_to_a_s}}) {
-    const TopologyLink link{bytes_per_s, latency, links_.size()};
+    const TopologyLink link{bytes_per_s, latency, links_.size(), role};
     boost::add_edge(from, to, link, graph_);
     links_.push_back(link);
     link_target_.push_back(to);
@@ -60,13 +60,13 @@ Topology::Topology(const TopologyShape& shape) : shape_(shape) {
     for (std::int64_t g = 0; g < shape.gpus_per_node; ++g) {
       const VertexId gpu_v = add_vertex(VertexKind::gpu, n, g);
       gpus_.push_back(gpu_v);
-      add_cable(gpu_v, sw, shape.intra_bytes_per_s, shape.intra_latency_s, 0.0);
+      add_cable(gpu_v, sw, shape.intra_bytes_per_s, shape.intra_latency_s, 0.0, LinkRole::nvlink);
     }
     for (std::int64_t i = 0; i < nics; ++i) {
       const VertexId nic_v = add_vertex(VertexKind::nic, n, i);
       nic_slot_[nic_v] = n * nics + i;
       nics_.push_back(nic_v);
-      add_cable(sw, nic_v, shape.intra_bytes_per_s, 0.0, 0.0);
+      add_cable(sw, nic_v, shape.intra_bytes_per_s, 0.0, 0.0, LinkRole::node_nic);
     }
   }
   // Leaves: fat-tree one per group of nodes_per_leaf nodes; rail-optimized one per (group, rail).
@@ -79,7 +79,7 @@ Topology::Topology(const TopologyShape& shape) : shape_(shape) {
     for (std::int64_t i = 0; i < nics; ++i) {
       add_cable(nics_[static_cast<std::size_t>(n * nics + i)],
                 leaf_v[static_cast<std::size_t>(leaf_of(n, i))], shape.nic_bytes_per_s, shape.nic_latency_s,
-                0.0);
+                0.0, LinkRole::nic);
     }
   }
   if (leaves <= 1) return;
@@ -98,7 +98,7 @@ Topology::Topology(const TopologyShape& shape) : shape_(shape) {
     const std::int64_t pod = (rails ? l / nics : l) / pod_groups;
     for (std::int64_t k = 0; k < planes; ++k) {
       add_cable(leaf_v[static_cast<std::size_t>(l)], spine_v[static_cast<std::size_t>(pod * planes + k)],
-                leaf_up_bytes_per_s, 0.0, 0.0);
+                leaf_up_bytes_per_s, 0.0, 0.0, LinkRole::leaf_uplink);
     }
   }
   if (pods <= 1) return;
@@ -108,7 +108,8 @@ Topology::Topology(const TopologyShape& shape) : shape_(shape) {
   for (std::int64_t k = 0; k < planes; ++k) {
     const VertexId core_v = add_vertex(VertexKind::core, -1, k);
     for (std::int64_t p = 0; p < pods; ++p) {
-      add_cable(spine_v[static_cast<std::size_t>(p * planes + k)], core_v, spine_up_bytes_per_s, 0.0, 0.0);
+      add_cable(spine_v[static_cast<std::size_t>(p * planes + k)], core_v, spine_up_bytes_per_s, 0.0, 0.0,
+                LinkRole::spine_uplink);
     }
   }
 }

@@ -37,10 +37,32 @@ struct TopologyVertex {
   std::int64_t index = 0;  // local index (gpu, nic) or switch number
 };
 
+// What a link is, for the speed factors that scale it (LinkSpeeds): a GPU's NVLink port to its node's
+// switch, the switch's path to a NIC, a NIC's cable to its leaf, a leaf's uplink to a spine, a spine's to
+// the core.
+enum class LinkRole : std::uint8_t { nvlink, node_nic, nic, leaf_uplink, spine_uplink };
+
 struct TopologyLink {
   double bytes_per_s = 0.0;
   double latency_s = 0.0;
   std::size_t id = 0;  // position in Topology::links()
+  LinkRole role = LinkRole::nvlink;
+};
+
+// Speed factors of a collective's group (graph::CommGroup::nic_speed, nvlink_speed, uplink_speed: the
+// slowest among its nodes and leaves, cluster.speed_factors): the flow level runs its transfers with every
+// NIC cable, NVLink port and leaf uplink at those factors of their bandwidth, as if every group of its kind
+// were as slow as it (the analytic model costs the group at its slowest too: collective_cost.hpp).
+struct LinkSpeeds {
+  double nic = 1.0;
+  double nvlink = 1.0;
+  double uplink = 1.0;
+  double of(LinkRole role) const {
+    return role == LinkRole::nic           ? nic
+           : role == LinkRole::nvlink      ? nvlink
+           : role == LinkRole::leaf_uplink ? uplink
+                                           : 1.0;
+  }
 };
 
 using TopologyGraph =
@@ -90,8 +112,8 @@ class Topology {
 
  private:
   VertexId add_vertex(VertexKind kind, std::int64_t node, std::int64_t index);
-  void add_cable(VertexId a, VertexId b, double bytes_per_s, double latency_a_to_b_s,
-                 double latency_b_to_a_s);
+  void add_cable(VertexId a, VertexId b, double bytes_per_s, double latency_a_to_b_s, double latency_b_to_a_s,
+                 LinkRole role);
   std::vector<std::size_t> fabric_route(VertexId from, VertexId to, std::size_t selector) const;
 
   // The nodes' blocks under the leaves (shape_.nodes_per_leaf is already at most the node count).

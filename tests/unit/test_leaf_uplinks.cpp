@@ -132,3 +132,29 @@ TEST_CASE("every rank: a degraded leaf uplink slows the data-parallel reduction 
   CHECK(slow.iteration_time_s > base.iteration_time_s);
   CHECK(slow.breakdown.exposed_tensor_comm_s == doctest::Approx(base.breakdown.exposed_tensor_comm_s));
 }
+
+TEST_CASE("the flow level runs degraded uplinks, NICs and NVLink as the analytic level costs them") {
+  // SimGrid's max-min sharing with every leaf uplink, NIC cable or NVLink port of the collective's group
+  // at the group's factor (network/topology.hpp, LinkSpeeds): the same ring paces as the analytic level's
+  // (collective_cost.hpp), so the two levels agree on the job; a factor slows the flow level's iteration.
+  // Tolerance 2% (measured: equal with the uplink and the NIC factor, 0.7% apart with the NVLink factor).
+  const auto on = [](nlohmann::json s, const char* network) {
+    s["simulation"]["network"] = network;
+    return dtsim::testing::evaluate_json(s);
+  };
+  const auto healthy = on(two_leaves(nullptr), "flow");
+  REQUIRE(healthy.status == dtsim::results::Status::ok);
+  for (const nlohmann::json& factor :
+       {nlohmann::json{{"leaf", 1}, {"uplink", 0.25}}, nlohmann::json{{"node", 2}, {"nic", 0.25}},
+        nlohmann::json{{"node", 2}, {"nvlink", 0.25}}}) {
+    CAPTURE(factor.dump());
+    const auto flow = on(two_leaves(nlohmann::json::array({factor})), "flow");
+    const auto analytic = on(two_leaves(nlohmann::json::array({factor})), "analytic");
+    REQUIRE(flow.status == dtsim::results::Status::ok);
+    MESSAGE(factor.dump() << ": flow " << flow.iteration_time_s << " s, analytic "
+                          << analytic.iteration_time_s << " s, healthy flow " << healthy.iteration_time_s
+                          << " s");
+    CHECK(flow.iteration_time_s > healthy.iteration_time_s);
+    CHECK(flow.iteration_time_s == doctest::Approx(analytic.iteration_time_s).epsilon(0.02));
+  }
+}
