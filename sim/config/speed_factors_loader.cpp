@@ -96,6 +96,19 @@ void check_speed_factors(const std::string& file, const Scenario& s) {
                            "(symmetric mode simulates one rank per pipeline stage, as if all GPUs and NICs were "
                            "alike)");
   }
+  // The flow level costs NIC factors (network/topology.hpp, LinkSpeeds) but not NVLink and uplink factors:
+  // a GPU's NVLink port also carries its traffic to the NICs there, and it places each group's stand-in
+  // on nodes of its own choosing, which need not straddle the degraded leaf.
+  const bool flow_refused = std::any_of(factors.begin(), factors.end(), [](const SpeedFactor& f) {
+    return f.nvlink != 1.0 || f.uplink != 1.0;
+  });
+  if (flow_refused && s.simulation.network == NetworkFidelity::flow) {
+    throw core::InputError(
+        file, at,
+        "NVLink and uplink factors are costed on the analytic network level only (the flow "
+        "level costs NIC factors): use \"simulation\": {\"network\": \"analytic\"}, or give "
+        "compute and NIC factors alone");
+  }
   // A jittery entry's GPUs may take a speed of their own in every sampled iteration.
   const bool slowed =
       std::any_of(factors.begin(), factors.end(), [](const SpeedFactor& f) { return f.compute != 1.0; });

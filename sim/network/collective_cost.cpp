@@ -10,12 +10,14 @@ namespace dtsim::network {
 
 namespace {
 
-// Bandwidth of the node's NICs available to one group (all its ranks on the node together).
+// Bandwidth of the node's NICs available to one group (all its ranks on the node together): the slower of
+// its slowest NIC and the switch tiers' share, which do not compound (a group moves at its slowest
+// link's pace, and a slow NIC puts that much less on the uplinks).
 double node_share(const graph::CommOp& op, const PathParams& path,
                   TrafficPattern pattern = TrafficPattern::ring) {
   const double concurrent = static_cast<double>(std::max<std::int64_t>(1, op.group.concurrent_per_node));
-  double share =
-      path.node_inter_bytes_per_s * op.group.nic_speed / concurrent / fabric_divisor(op.group, path, pattern);
+  double share = path.node_inter_bytes_per_s *
+                 std::min(op.group.nic_speed, 1.0 / fabric_divisor(op.group, path, pattern)) / concurrent;
   if (path.per_flow_bytes_per_s > 0.0) share = std::min(share, path.per_flow_bytes_per_s);
   return share;
 }

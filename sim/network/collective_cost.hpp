@@ -9,6 +9,9 @@
 // halving-doubling, whose partners at distances 1, 2, 4, ... assume the same members on every node,
 // does not apply. node_nic is the node's NIC bandwidth times the group's nic_speed (the slowest NIC
 // factor among its nodes, cluster.speed_factors): every algorithm moves in lockstep with its slowest link.
+// A slow NIC and the switch tiers' divisor (below) do not compound: the node's share is its NICs' times
+// min(nic_speed, 1 / divisor), since the slow NIC puts that much less on the uplinks (SimGrid's max-min
+// sharing on the flow level gives the same).
 // Likewise intra (and NVLink SHARP's bandwidth) is the profile's times the group's nvlink_speed.
 // Bus bytes per rank (nccl-tests PERFORMANCE.md): all_reduce 2(n-1)/n S, all_gather and
 // reduce_scatter (n-1)/n S, broadcast/reduce S.

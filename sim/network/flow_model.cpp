@@ -66,7 +66,7 @@ core::TimeNs FlowModel::duration(const graph::CommOp& op) const {
        g.uplink_speed}};
   return cache_->get(key, [&] {
     const FlowPlan plan = plan_collective(op, choice, topology_.shape(), path_);
-    const LinkSpeeds speeds{g.nic_speed, g.nvlink_speed, g.uplink_speed};
+    const LinkSpeeds speeds{g.nic_speed, 1.0, 1.0};  // NVLink and uplink factors: refused on this level
     return core::seconds_to_ns(plan_time_s(plan, simulate_phases(topology_, plan.phases, speeds)));
   });
 }

@@ -49,10 +49,11 @@ struct TopologyLink {
   LinkRole role = LinkRole::nvlink;
 };
 
-// Speed factors of a collective's group (graph::CommGroup::nic_speed, nvlink_speed, uplink_speed: the
-// slowest among its nodes and leaves, cluster.speed_factors): the flow level runs its transfers with every
-// NIC cable, NVLink port and leaf uplink at those factors of their bandwidth, as if every group of its kind
-// were as slow as it (the analytic model costs the group at its slowest too: collective_cost.hpp).
+// Speed factors of a collective's group (graph::CommGroup::nic_speed, the slowest among its nodes,
+// cluster.speed_factors): the flow level runs its transfers with every NIC cable at that factor of its
+// bandwidth, as if every group of its kind were as slow as it (the analytic model costs the group at its
+// slowest too: collective_cost.hpp). The NVLink and uplink factors scale nothing on the flow level, whose
+// loader refuses them (config/speed_factors.hpp says why); they stay 1 there.
 struct LinkSpeeds {
   double nic = 1.0;
   double nvlink = 1.0;
