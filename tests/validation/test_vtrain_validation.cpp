@@ -7,8 +7,11 @@
 //
 // Known gap, reported on every run with its error; the bounds are warnings until the model meets them
 // (the fidelity record's check binds):
-// dtsim is 7% fast (median) on the one-node runs, most at micro-batch 2, and 13% on the 64-GPU ones
-// (27% at tensor parallel 16 across two nodes, where the network sets the pace). The host issues what
+// dtsim is 10% fast (median) on the one-node runs and 11% on the 64-GPU ones (up to 23% at tensor
+// parallel 16 across two nodes, where the network sets the pace). On one node the error follows the
+// work's size: hidden 1024 is 18% fast (micro-batch 1: 20-30%), hidden 2048 2% slow (tensor 1,
+// micro-batch 2-8: 8-19% slow), which a missing per-kernel cost beside too slow A100 GEMMs at these
+// sizes would give; telling which needs an A100. The host issues what
 // the stack launches (its scripted kernels, per-tensor gradient additions and tensor-parallel
 // collective calls: docs/parallelism.md "The host").
 #include <doctest/doctest.h>
