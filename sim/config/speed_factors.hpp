@@ -28,7 +28,7 @@
 // Entries that name the same GPU, node or leaf multiply. Only a simulation of every rank can tell one GPU
 // from another, so the loader refuses speed factors in symmetric mode and for layer-table workloads (which
 // state stragglers in "training"). The flow level costs NIC factors (every NIC cable of a collective at its
-// group's slowest factor: network/topology.hpp, LinkSpeeds) and refuses NVLink and uplink factors: a GPU's
+// group's slowest factor: network/flow_job.hpp, make_flow_job) and refuses NVLink and uplink factors: a GPU's
 // NVLink port there also carries its traffic to the NICs, and it places each group's stand-in on nodes of
 // its own choosing, which need not straddle the degraded leaf.
 #pragma once

@@ -96,7 +96,7 @@ void check_speed_factors(const std::string& file, const Scenario& s) {
                            "(symmetric mode simulates one rank per pipeline stage, as if all GPUs and NICs were "
                            "alike)");
   }
-  // The flow level costs NIC factors (network/topology.hpp, LinkSpeeds) but not NVLink and uplink factors:
+  // The flow level costs NIC factors (network/flow_job.hpp, make_flow_job) but not NVLink and uplink factors:
   // a GPU's NVLink port also carries its traffic to the NICs there, and it places each group's stand-in
   // on nodes of its own choosing, which need not straddle the degraded leaf.
   const bool flow_refused = std::any_of(factors.begin(), factors.end(), [](const SpeedFactor& f) {

@@ -26,10 +26,10 @@ class FlowCache {
  public:
   // kind, algorithm x protocol, bytes, group size, nodes, groups per node, node stride, members on the
   // busiest node (the flow level places an uneven group by it: flow_plan.hpp), a node-aware exchange's
-  // fractions (graph::CommOp::node_aware, gpu_copies; -1 when absent), the group's NIC, NVLink and leaf
-  // uplink speed factors (network/topology.hpp, LinkSpeeds)
+  // fractions (graph::CommOp::node_aware, gpu_copies; -1 when absent), the group's NIC speed factor
+  // (flow_job.hpp; the flow level refuses NVLink and uplink factors)
   using Collective = std::tuple<int, int, double, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
-                                std::int64_t, double, double, double, double, double>;
+                                std::int64_t, double, double, double>;
   using Key = std::pair<std::int64_t, Collective>;  // (network(), collective)
 
   // The number of the network with this identity: the same for equal identities, from 0 up.

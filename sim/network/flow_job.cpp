@@ -71,8 +71,7 @@ FlowEndpoint get_endpoint(Reader& r) {
 
 }  // namespace
 
-FlowJob make_flow_job(const Topology& topology, const std::vector<FlowPhase>& phases,
-                      const LinkSpeeds& speeds) {
+FlowJob make_flow_job(const Topology& topology, const std::vector<FlowPhase>& phases, double nic_speed) {
   FlowJob job;
   std::map<std::pair<FlowEndpoint, FlowEndpoint>, std::size_t> route_of;  // host pair -> route index
   std::vector<double> route_latency;
@@ -95,7 +94,7 @@ FlowJob make_flow_job(const Topology& topology, const std::vector<FlowPhase>& ph
           if (!link_listed[id]) {
             link_listed[id] = true;
             const TopologyLink& link = topology.link(id);
-            job.links.push_back({id, link.bytes_per_s * speeds.of(link.role)});
+            job.links.push_back({id, link.bytes_per_s * (link.role == LinkRole::nic ? nic_speed : 1.0)});
           }
         }
         job.routes.push_back(std::move(route));

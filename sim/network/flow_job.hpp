@@ -52,9 +52,11 @@ struct FlowJob {
   std::vector<double> phase_inter_latency_s;      // likewise
 };
 
-// `speeds` scale the bandwidth of the links by their role (LinkSpeeds, topology.hpp).
-FlowJob make_flow_job(const Topology& topology, const std::vector<FlowPhase>& phases,
-                      const LinkSpeeds& speeds = {});
+// `nic_speed`: a collective's group's slowest NIC factor (graph::CommGroup::nic_speed,
+// cluster.speed_factors), at which every NIC cable (LinkRole::nic) runs, as if every group of its kind were
+// as slow as it: the analytic model costs the group at its slowest NIC too (collective_cost.hpp). The flow
+// level refuses NVLink and uplink factors (config/speed_factors.hpp says why).
+FlowJob make_flow_job(const Topology& topology, const std::vector<FlowPhase>& phases, double nic_speed = 1.0);
 
 // The job without phase_latency_s, and back; decode_flow_job() throws InternalError on bytes that are
 // not an encoded job.

@@ -62,12 +62,10 @@ core::TimeNs FlowModel::duration(const graph::CommOp& op) const {
       network_,
       {static_cast<int>(op.kind), static_cast<int>(choice.algorithm) * 3 + static_cast<int>(choice.protocol),
        op.bytes, g.size, g.nodes, g.concurrent_per_node, g.nodes > 1 ? g.node_stride : 1, g.ranks_per_node(),
-       op.node_aware.value_or(-1.0), op.gpu_copies.value_or(-1.0), g.nic_speed, g.nvlink_speed,
-       g.uplink_speed}};
+       op.node_aware.value_or(-1.0), op.gpu_copies.value_or(-1.0), g.nic_speed}};
   return cache_->get(key, [&] {
     const FlowPlan plan = plan_collective(op, choice, topology_.shape(), path_);
-    const LinkSpeeds speeds{g.nic_speed, 1.0, 1.0};  // NVLink and uplink factors: refused on this level
-    return core::seconds_to_ns(plan_time_s(plan, simulate_phases(topology_, plan.phases, speeds)));
+    return core::seconds_to_ns(plan_time_s(plan, simulate_phases(topology_, plan.phases, g.nic_speed)));
   });
 }
 

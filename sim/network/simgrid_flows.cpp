@@ -7,9 +7,9 @@
 namespace dtsim::network {
 
 std::vector<PhaseTime> simulate_phases(const Topology& topology, const std::vector<FlowPhase>& phases,
-                                       const LinkSpeeds& speeds) {
+                                       double nic_speed) {
   if (phases.empty()) return {};
-  const FlowJob job = make_flow_job(topology, phases, speeds);
+  const FlowJob job = make_flow_job(topology, phases, nic_speed);
   if (job.routes.empty()) return std::vector<PhaseTime>(phases.size());  // nothing moves
   const std::vector<double> transfer_s = decode_phase_times(call_flow_helper(encode_flow_job(job)));
   if (transfer_s.size() != phases.size()) {

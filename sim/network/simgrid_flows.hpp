@@ -20,8 +20,8 @@
 
 namespace dtsim::network {
 
-// `speeds`: the links' speed factors by role (make_flow_job).
+// `nic_speed`: the NIC cables' speed factor (make_flow_job).
 std::vector<PhaseTime> simulate_phases(const Topology& topology, const std::vector<FlowPhase>& phases,
-                                       const LinkSpeeds& speeds = {});
+                                       double nic_speed = 1.0);
 
 }  // namespace dtsim::network

@@ -37,9 +37,9 @@ struct TopologyVertex {
   std::int64_t index = 0;  // local index (gpu, nic) or switch number
 };
 
-// What a link is, for the speed factors that scale it (LinkSpeeds): a GPU's NVLink port to its node's
-// switch, the switch's path to a NIC, a NIC's cable to its leaf, a leaf's uplink to a spine, a spine's to
-// the core.
+// What a link is (the flow level scales NIC cables by a group's NIC factor: flow_job.hpp): a GPU's NVLink
+// port to its node's switch, the switch's path to a NIC, a NIC's cable to its leaf, a leaf's uplink to a
+// spine, a spine's to the core.
 enum class LinkRole : std::uint8_t { nvlink, node_nic, nic, leaf_uplink, spine_uplink };
 
 struct TopologyLink {
@@ -47,23 +47,6 @@ struct TopologyLink {
   double latency_s = 0.0;
   std::size_t id = 0;  // position in Topology::links()
   LinkRole role = LinkRole::nvlink;
-};
-
-// Speed factors of a collective's group (graph::CommGroup::nic_speed, the slowest among its nodes,
-// cluster.speed_factors): the flow level runs its transfers with every NIC cable at that factor of its
-// bandwidth, as if every group of its kind were as slow as it (the analytic model costs the group at its
-// slowest too: collective_cost.hpp). The NVLink and uplink factors scale nothing on the flow level, whose
-// loader refuses them (config/speed_factors.hpp says why); they stay 1 there.
-struct LinkSpeeds {
-  double nic = 1.0;
-  double nvlink = 1.0;
-  double uplink = 1.0;
-  double of(LinkRole role) const {
-    return role == LinkRole::nic           ? nic
-           : role == LinkRole::nvlink      ? nvlink
-           : role == LinkRole::leaf_uplink ? uplink
-                                           : 1.0;
-  }
 };
 
 using TopologyGraph =

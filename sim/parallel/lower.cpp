@@ -594,9 +594,8 @@ void Lowering::emit_step_layer(std::int64_t r, StepInProgress& s, std::int64_t k
     emit(r, layer_program(program.forward_sequence, program.layer.forward, join, at), Category::forward, mb,
          layer);
     if (zero3) gate(gather_layer(r, at.kind, mb, on_demand ? compute_before(r, s) : s.previous_layer), layer);
-    if (mb == 0 && s.owner == r) first_use_[layer_index(r, step.chunk, at.l)] = layer.first;
-    s.previous_layer = layer.first;
     append(s.chain, layer);
+    finish_layer(r, s, at, layer.first);
     return;
   }
   if (step.pass == Pass::weight_grad) {
@@ -608,11 +607,20 @@ void Lowering::emit_step_layer(std::int64_t r, StepInProgress& s, std::int64_t k
   } else {
     emit_input_grads(r, s, at, layer);
   }
-  s.previous_layer = layer.first;
   append(s.chain, layer);
+  finish_layer(r, s, at, layer.first);
+}
+
+void Lowering::finish_layer(std::int64_t r, StepInProgress& s, const StepLayer& at, TaskId first) {
+  const PipelineStep& step = s.step;
+  s.previous_layer = first;
+  if (step.pass == Pass::forward) {
+    if (step.micro_batch == 0 && s.owner == r) first_use_[layer_index(r, step.chunk, at.l)] = first;
+    return;
+  }
   if (!makes_weight_grads(step.pass)) return;
   grad_ready_[layer_index(r, step.chunk, at.l)] = s.chain.last;
-  if (zero3) reduce_layer(r, at.kind, mb, s.chain.last);
+  if (s_.parallelism.zero_stage >= 3) reduce_layer(r, at.kind, step.micro_batch, s.chain.last);
 }
 
 // A backward step's layer `at` up to its weight gradients (all of them in a whole backward): recompute,

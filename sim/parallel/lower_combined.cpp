@@ -84,14 +84,10 @@ bool Lowering::emit_combined_part(std::int64_t r, CombinedCursor& c) {
       }
     }
     if (c.part == c.parts.size()) {
-      // The layer's end: what emit_step_layer records of it.
       c.open = false;
       ++c.k;
-      if (c.first) {
-        if (forward && mb == 0 && s.owner == r) first_use_[layer_index(r, step.chunk, c.at.l)] = *c.first;
-        s.previous_layer = *c.first;
-      }
-      if (!forward) grad_ready_[layer_index(r, step.chunk, c.at.l)] = s.chain.last;
+      DTSIM_CHECK(c.first.has_value(), "a layer of a combined step without tasks");
+      finish_layer(r, s, c.at, *c.first);
     }
     if (cut) break;
   }

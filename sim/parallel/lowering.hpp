@@ -175,6 +175,10 @@ class Lowering {
   void emit_steps();
   void open_step(std::int64_t r, StepInProgress& s);
   void emit_step_layer(std::int64_t r, StepInProgress& s, std::int64_t k);
+  // Step `s`'s layer `at` has been appended to its chain, from its task `first`: what the rest of the
+  // lowering waits for of it (the next layer's gathers, the first use of its parameters, its gradients'
+  // readiness and, under ZeRO-3, their reduce-scatter).
+  void finish_layer(std::int64_t r, StepInProgress& s, const StepLayer& at, TaskId first);
   std::optional<TaskId> compute_before(std::int64_t r, const StepInProgress& s) const;
   void emit_input_grads(std::int64_t r, const StepInProgress& s, const StepLayer& at, Chain& layer);
   static const std::vector<OpRef>& backward_ops(const Program& program, Pass pass);

@@ -19,7 +19,7 @@ using dtsim::network::FlowCache;
 namespace {
 
 FlowCache::Key key(std::int64_t network, double bytes) {
-  return {network, {0, 0, bytes, 16, 2, 1, 1, 8, -1.0, -1.0, 1.0, 1.0, 1.0}};
+  return {network, {0, 0, bytes, 16, 2, 1, 1, 8, -1.0, -1.0, 1.0}};
 }
 
 }  // namespace

@@ -137,7 +137,7 @@ TEST_CASE("every rank: a degraded leaf uplink slows the data-parallel reduction 
 TEST_CASE(
     "the flow level runs degraded NICs as the analytic level costs them, with oversubscribed tiers too") {
   // SimGrid's max-min sharing with every NIC cable of the collective's group at the group's factor
-  // (network/topology.hpp, LinkSpeeds) against the analytic level's min(nic_speed, 1 / tier divisor)
+  // (network/flow_job.hpp, make_flow_job) against the analytic level's min(nic_speed, 1 / tier divisor)
   // (collective_cost.hpp): on a 1:1 fat tree and on one oversubscribed 4:1, node 2's NICs at 0.25.
   // Tolerance 2% (measured: equal). NVLink and uplink factors are refused on the flow level.
   const auto on = [](nlohmann::json s, const char* network, double oversubscription) {
