@@ -83,8 +83,11 @@ Topology::Topology(const TopologyShape& shape) : shape_(shape) {
     }
   }
   if (leaves <= 1) return;
-  // Spine planes: one per NIC index, in every pod of leaves_per_pod leaves (rail groups).
-  const std::int64_t planes = nics;
+  // Spine planes in every pod of leaves_per_pod leaves (rail groups): on a fat-tree one per NIC index
+  // (each leaf holds every index, so the source NIC's index spreads a leaf's traffic over its uplinks);
+  // on a rail-optimized fabric one, the pod's spines as one switch (a rail leaf holds one NIC index, and
+  // ECMP spreads its flows over every spine it is cabled to).
+  const std::int64_t planes = rails ? 1 : nics;
   const std::int64_t pod_groups = std::min(shape.leaves_per_pod, groups);
   const std::int64_t pods = (groups + pod_groups - 1) / pod_groups;
   const double leaf_up_bytes_per_s = static_cast<double>(ports_per_leaf) * shape.nic_bytes_per_s /

@@ -9,14 +9,15 @@
 //   rail-optimized  NIC i of every node of a rail group (`nodes_per_leaf` nodes) on the group's leaf i
 //   NIC <-> leaf    line rate x fabric efficiency; the fabric's hop latency plus per-message overhead
 //                   on the way out of the NIC
-//   leaf <-> spine  one spine plane per NIC index; a leaf's uplink to each plane carries its
-//                   downlink bandwidth / (planes x oversubscription) (a fat-tree tier's oversubscription
-//                   is downlink over uplink bandwidth)
+//   leaf <-> spine  fat-tree: one spine plane per NIC index; rail-optimized: one plane (a rail leaf holds
+//                   one NIC index, and its flows spread over all the pod's spines); a leaf's uplink to
+//                   each plane carries its downlink bandwidth / (planes x oversubscription) (a tier's
+//                   oversubscription is downlink over uplink bandwidth)
 //   spine <-> core  with `leaves_per_pod`: leaves form pods with their own spines; spine k of every pod
 //                   on core k with the spine's downlink bandwidth / core_oversubscription
 // Routes are shortest paths between NICs over the switches; among equal-cost next hops the one at
 // position (selector mod count) in vertex order is taken (ECMP with a deterministic hash: the
-// selector is the source NIC's index, which keeps rails on their spine plane).
+// selector is the source NIC's index, which spreads a fat-tree leaf's NICs over the spine planes).
 #pragma once
 
 #include <boost/graph/adjacency_list.hpp>

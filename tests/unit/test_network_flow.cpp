@@ -59,9 +59,35 @@ TEST_CASE("topology: routes climb only the tiers they must") {
   CHECK(rails.route(0, 0, 1, 0).size() == 6);
   CHECK(rails.route(0, 0, 1, 1).size() == 8);
   CHECK(rails.tiers(0, 0, 1, 1) == 2);
-  // ECMP choice by the source NIC: rail k stays on spine plane k (both routes leave leaf 0 of
-  // the fat-tree on different uplinks).
+  // ECMP choice by the source NIC: a fat-tree leaf's NICs spread over its spine planes (both routes
+  // leave leaf 0 on different uplinks), each carrying the leaf's 2 x 8 NICs x 12.5e9 B/s / 8 planes.
   CHECK(fat.route(0, 0, 2, 0)[3] != fat.route(0, 1, 2, 1)[3]);
+  CHECK(fat.link(fat.route(0, 0, 2, 0)[3]).bytes_per_s == doctest::Approx(2 * 12.5e9));
+  // A rail leaf holds one NIC index of 2 nodes: one uplink, to the pod's spines taken as one switch,
+  // carrying all of its 2 x 12.5e9 B/s.
+  CHECK(rails.link(rails.route(0, 0, 2, 0)[3]).bytes_per_s == doctest::Approx(2 * 12.5e9));
+}
+
+TEST_CASE("a rail leaf's uplinks carry its whole downlink over the oversubscription, as the analytic level") {
+  // 4 nodes, rail groups of 2 (rail leaf k holds NIC k of 2 nodes), one ring all-reduce of 1 GB over 32
+  // GPUs (8 channels, one per rail). 1:1: nothing is short, t = 2 x 31/32 x 1e9 / 100e9 = 19.4 ms (+
+  // latencies). 4:1: a rail leaf's uplink is 2 x 12.5e9 / 4 = 6.25e9 B/s and its channel leaves it once,
+  // against 12.5e9 wanted: twice as slow (analytic: max(1, 4 / 2) = 2). Tolerance 5%. (A rail leaf's
+  // uplink once went to one spine plane of eight, each sized for an eighth of it: 8 times too little.)
+  auto s = scenario(4);
+  s.cluster.network.topology = dtsim::config::TopologyKind::rail_optimized;
+  s.cluster.network.nodes_per_leaf = 2;
+  const CommOp op{CollectiveKind::all_reduce, 1e9, CommGroup{32, 4, 1}};
+  const double flow_1 = flow_s(s, op);
+  const double analytic_1 = analytic_s(s, op);
+  s.cluster.network.oversubscription = 4.0;
+  const double flow_4 = flow_s(s, op);
+  const double analytic_4 = analytic_s(s, op);
+  MESSAGE("rail-optimized 1:1 flow ", flow_1 * 1e3, " ms, analytic ", analytic_1 * 1e3, " ms; 4:1 flow ",
+          flow_4 * 1e3, " ms, analytic ", analytic_4 * 1e3, " ms");
+  CHECK(rel_error(flow_1, analytic_1) < 0.05);
+  CHECK(rel_error(flow_4, analytic_4) < 0.05);
+  CHECK(flow_4 / flow_1 == doctest::Approx(2.0).epsilon(0.05));
 }
 
 TEST_CASE("flow agrees with analytic within 5% where nothing is shared") {
