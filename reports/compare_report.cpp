@@ -49,7 +49,7 @@ const std::vector<Row>& rows() {
          std::string text = p.virtual_stages > 1
                                 ? fmt::format("{} v{}", config::to_string(p.schedule), p.virtual_stages)
                                 : std::string(config::to_string(p.schedule));
-         if (p.expert_comm_overlap) text += " combined";
+         if (p.expert_comm_overlap) text += p.delay_wgrad_compute ? " combined dW" : " combined";
          return text;
        },
        false, false, Applies::split},

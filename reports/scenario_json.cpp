@@ -149,6 +149,7 @@ nlohmann::ordered_json parallelism_json(const config::ParallelismSpec& p) {
   if (p.moe_dispatcher != config::MoeDispatcher::all_to_all)
     j["moe_dispatcher"] = config::to_string(p.moe_dispatcher);
   if (p.expert_comm_overlap) j["expert_comm_overlap"] = true;
+  if (p.expert_comm_overlap && p.delay_wgrad_compute) j["delay_wgrad_compute"] = true;
   return j;
 }
 

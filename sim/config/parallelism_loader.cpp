@@ -68,10 +68,26 @@ ParallelismSpec read_parallelism(ObjectReader& top, const Scenario& scenario, co
   const json empty = json::object();
   const json* found = top.find("parallelism");
   ObjectReader r(found != nullptr ? *found : empty, top.file(), pointer_append(top.pointer(), "parallelism"));
-  r.expect_keys({"data", "tensor", "pipeline", "virtual_stages", "sequence_parallel", "context", "expert",
-                 "expert_tensor", "zero_stage", "zero3", "distributed_optimizer", "tp_comm_overlap",
-                 "tp_backward_overlap", "schedule", "moe_dispatcher", "order", "pipeline_comm", "embeddings",
-                 "expert_comm_overlap"});
+  r.expect_keys({"data",
+                 "tensor",
+                 "pipeline",
+                 "virtual_stages",
+                 "sequence_parallel",
+                 "context",
+                 "expert",
+                 "expert_tensor",
+                 "zero_stage",
+                 "zero3",
+                 "distributed_optimizer",
+                 "tp_comm_overlap",
+                 "tp_backward_overlap",
+                 "schedule",
+                 "moe_dispatcher",
+                 "order",
+                 "pipeline_comm",
+                 "embeddings",
+                 "expert_comm_overlap",
+                 "delay_wgrad_compute"});
   const IntRule positive = IntRule::positive();
   ParallelismSpec p;
   const std::optional<std::int64_t> data = r.maybe<std::int64_t>("data", positive);
@@ -106,6 +122,7 @@ ParallelismSpec read_parallelism(ObjectReader& top, const Scenario& scenario, co
                                 named_choices(std::array{Schedule::one_f_one_b, Schedule::gpipe,
                                                          Schedule::interleaved, Schedule::zero_bubble_h1}));
   p.expert_comm_overlap = r.optional<bool>("expert_comm_overlap", false);
+  p.delay_wgrad_compute = r.optional<bool>("delay_wgrad_compute", false);
   p.moe_dispatcher = r.optional_enum<MoeDispatcher>("moe_dispatcher", MoeDispatcher::all_to_all,
                                                     named_choices(kMoeDispatchers));
   p.pipeline_comm = r.optional_enum<PipelineComm>(
@@ -177,6 +194,13 @@ ParallelismSpec read_parallelism(ObjectReader& top, const Scenario& scenario, co
         fmt::format("got true; overlapping the token exchanges with another micro-batch's compute needs a "
                     "mixture-of-experts model (model.moe), and {} is a dense transformer",
                     scenario.model.preset.empty() ? "the model" : scenario.model.preset));
+  }
+  if (p.delay_wgrad_compute && !p.expert_comm_overlap) {
+    throw r.error_at(
+        "delay_wgrad_compute",
+        "got true; delaying the weight gradients past the token exchanges is part of the combined "
+        "1F1B schedule: set \"expert_comm_overlap\": true too (Megatron-Core refuses "
+        "--delay-wgrad-compute without --overlap-moe-expert-parallel-comm)");
   }
   if (p.expert_tensor && !scenario.model.moe) {
     throw r.error_at(

@@ -286,6 +286,11 @@ struct ParallelismSpec {
   // the backward step after it run as one, layer by layer, so that each micro-batch's token exchanges run
   // beside the other's compute (parallel/pipeline_schedule.hpp, "combined"). Mixture-of-experts models.
   bool expert_comm_overlap = false;
+  // Delayed weight gradients (Megatron-Core --delay-wgrad-compute, with the combined 1F1B schedule only:
+  // transformer_config.py refuses it without): each layer's weight-gradient GEMMs run after its input
+  // gradients, so that the token exchange after them does not wait for them (parallel/lowering.hpp,
+  // emit_combined). Read only with expert_comm_overlap.
+  bool delay_wgrad_compute = false;
   MoeDispatcher moe_dispatcher = MoeDispatcher::all_to_all;
   PipelineComm pipeline_comm = PipelineComm::overlapped_if_interleaved;
   // Rank placement: Megatron-LM's default numbers tensor ranks fastest, then context, data, pipeline.

@@ -255,6 +255,59 @@ void split_backward(Program& p) {
   }
 }
 
+std::vector<OpRef> delay_weight_grads(const std::vector<OpRef>& ops,
+                                      const std::function<bool(const OpRef&)>& exchange) {
+  using models::GemmOverlap;
+  std::vector<OpRef> out;
+  std::vector<OpRef> pending;  // weight gradients waiting for the next exchange
+  std::vector<std::size_t> origin;
+  std::vector<std::size_t> pending_origin;
+  const auto flush = [&] {
+    out.insert(out.end(), pending.begin(), pending.end());
+    origin.insert(origin.end(), pending_origin.begin(), pending_origin.end());
+    pending.clear();
+    pending_origin.clear();
+  };
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    if (ops[i].weight_grad) {
+      pending.push_back(ops[i]);
+      pending_origin.push_back(i);
+      continue;
+    }
+    if (exchange(ops[i])) flush();
+    out.push_back(ops[i]);
+    origin.push_back(i);
+  }
+  flush();
+  // An overlap holds only between ops that are still neighbours.
+  for (std::size_t j = 0; j < out.size(); ++j) {
+    OpRef& op = out[j];
+    const bool next_kept = j + 1 < out.size() && origin[j + 1] == origin[j] + 1;
+    const bool previous_kept = j > 0 && origin[j - 1] + 1 == origin[j];
+    const bool with_next = op.overlap == GemmOverlap::with_next || op.overlap == GemmOverlap::beside_next;
+    if ((with_next && !next_kept) || (op.overlap == GemmOverlap::with_previous && !previous_kept))
+      op.overlap = GemmOverlap::none;
+  }
+  return out;
+}
+
+std::vector<OpRef> fuse_delayed_runs(const std::vector<OpRef>& ops, graph::TaskGraph& graph,
+                                     LabelTable& labels) {
+  std::vector<OpRef> out;
+  for (std::size_t begin = 0; begin < ops.size();) {
+    std::size_t end = begin + 1;
+    while (end < ops.size() && ops[end].weight_grad == ops[begin].weight_grad) ++end;
+    const std::vector<OpRef> run(ops.begin() + static_cast<std::ptrdiff_t>(begin),
+                                 ops.begin() + static_cast<std::ptrdiff_t>(end));
+    for (OpRef op : fuse_compute_runs(run, false, graph, labels)) {
+      op.weight_grad = ops[begin].weight_grad;
+      out.push_back(op);
+    }
+    begin = end;
+  }
+  return out;
+}
+
 namespace {
 
 // The kernels a compute op runs: itself, or a fused op's.

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <span>
 #include <string>
@@ -130,6 +131,21 @@ LayerOps intern_layer_ops(const config::Scenario& s, const LayerGroups& groups, 
 // and Transformer Engine's WeightGradStore refuses the userbuffers' bulk weight-gradient overlap when
 // the weight gradient is delayed (delay_wgrad_compute with ub_bulk_wgrad asserts).
 void split_backward(Program& p);
+
+// The backward pass `ops` with its weight gradients delayed (Megatron-Core --delay-wgrad-compute): each run
+// of weight-gradient ops (OpRef::weight_grad) moved to just before the next op for which `exchange`
+// holds (a token exchange), or to the end of the pass; the other ops keep their order. The lowering
+// emits a moved run beside the chain, so that the exchange waits only for the input gradients before it
+// (megatron/core/models/common/model_chunk_schedule_plan.py, TransformerLayerSchedulePlan.run: the mlp
+// node's backward, its backward_dw, then the dispatch's backward; the attention's backward_dw after its
+// backward). An op overlapped with a neighbour that moved runs on its own, as in split_backward().
+std::vector<OpRef> delay_weight_grads(const std::vector<OpRef>& ops,
+                                      const std::function<bool(const OpRef&)>& exchange);
+
+// fuse_compute_runs() of a delayed backward pass (delay_weight_grads()), whose weight-gradient runs stay
+// apart from the input-gradient ops beside them (their fused ops keep OpRef::weight_grad).
+std::vector<OpRef> fuse_delayed_runs(const std::vector<OpRef>& ops, graph::TaskGraph& graph,
+                                     LabelTable& labels);
 
 // The same program with every run of two or more consecutive `compute` ops (pattern_at) as one op
 // reference to a graph::FusedOp of their kernels, labelled "<first> .. <last> (<n> kernels)", with

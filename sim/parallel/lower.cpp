@@ -44,6 +44,7 @@ Lowering::Lowering(const config::Scenario& s, const LowerOptions& options)
       layer_kinds_(s.model),
       every_rank_(s.simulation.ranks == config::RankMode::all),
       fuse_(every_rank_ || options.fuse_kernels),
+      delay_wgrad_(s.parallelism.expert_comm_overlap && s.parallelism.delay_wgrad_compute),
       layouts_(layouts_of(s, mesh_, options.layouts_cache, own_layouts_)),
       replicas_(every_rank_ ? 1 : s.parallelism.tensor * s.parallelism.context * s.parallelism.data),
       reduces_each_micro_batch_(s.parallelism.zero_stage == 2 &&
@@ -190,6 +191,9 @@ Lowering::Programs Lowering::intern_program(const LayerGroups& groups) {
     KindPrograms& programs = out.kinds.emplace_back();
     programs.layer = std::move(kind.layer);
     programs.recompute = std::move(kind.recompute);
+    if (delay_wgrad_)
+      programs.delayed_backward =
+          delay_weight_grads(programs.layer.backward, [&](const OpRef& op) { return is_exchange(op); });
   }
   if (!fuse_) return out;
   // Each rank is simulated (or many plans are), so task count matters: kernels that run back to back become
@@ -209,6 +213,7 @@ Lowering::Programs Lowering::intern_program(const LayerGroups& groups) {
   fuse(out.mtp_projection, false);
   for (KindPrograms& kind : out.kinds) {
     kind.recompute = fuse_compute_runs(kind.recompute, zero3, out_.graph, labels_);
+    kind.delayed_backward = fuse_delayed_runs(kind.delayed_backward, out_.graph, labels_);
     if (zero3) continue;
     kind.forward_sequence = LayerSequence(kind.layer.forward, out_.graph, labels_);
     if (kind.recompute.empty()) {
@@ -431,9 +436,11 @@ void Lowering::emit_steps() {
   std::vector<StepInProgress> partner(ranks);  // the backward combined with open[r]'s forward
   std::vector<std::size_t> running;   // the ranks with an i-th step (not emitted with the one before)
   std::vector<std::size_t> combined;  // those whose i-th step is a combined pair's forward
+  std::vector<std::size_t> delayed;   // those whose i-th step is a backward alone, with delay_wgrad_
   for (std::size_t i = 0; i < most_steps; ++i) {
     running.clear();
     combined.clear();
+    delayed.clear();
     for (std::size_t r = 0; r < ranks; ++r) {
       const auto rank = static_cast<std::int64_t>(r);
       const std::vector<PipelineStep>& steps = schedule_of(rank);
@@ -450,6 +457,8 @@ void Lowering::emit_steps() {
                     "a combined forward step without a backward step after it");
         set(partner[r], i + 1);
         combined.push_back(r);
+      } else if (delay_wgrad_ && steps[i].pass == Pass::backward) {
+        delayed.push_back(r);
       } else {
         running.push_back(r);
       }
@@ -460,6 +469,7 @@ void Lowering::emit_steps() {
     }
     for (const std::size_t r : running) close_step(static_cast<std::int64_t>(r), open[r]);
     for (const std::size_t r : combined) emit_combined(static_cast<std::int64_t>(r), open[r], partner[r]);
+    for (const std::size_t r : delayed) emit_delayed_backward(static_cast<std::int64_t>(r), open[r]);
   }
 }
 
@@ -515,6 +525,7 @@ void Lowering::plan_reroute_steps() {
 void Lowering::open_step(std::int64_t r, StepInProgress& s) {
   s.chain = Chain{};
   s.previous_layer.reset();
+  s.weights_last.reset();
   const std::int64_t mc = model_chunk(coord(r).stage, s.step.chunk);
   const std::int32_t mb = s.step.micro_batch;
   if (s.step.pass == Pass::forward) {
@@ -611,7 +622,8 @@ void Lowering::emit_step_layer(std::int64_t r, StepInProgress& s, std::int64_t k
   finish_layer(r, s, at, layer.first);
 }
 
-void Lowering::finish_layer(std::int64_t r, StepInProgress& s, const StepLayer& at, TaskId first) {
+void Lowering::finish_layer(std::int64_t r, StepInProgress& s, const StepLayer& at, TaskId first,
+                            std::optional<TaskId> weights_last) {
   const PipelineStep& step = s.step;
   s.previous_layer = first;
   if (step.pass == Pass::forward) {
@@ -619,7 +631,7 @@ void Lowering::finish_layer(std::int64_t r, StepInProgress& s, const StepLayer& 
     return;
   }
   if (!makes_weight_grads(step.pass)) return;
-  grad_ready_[layer_index(r, step.chunk, at.l)] = s.chain.last;
+  grad_ready_[layer_index(r, step.chunk, at.l)] = weights_last.value_or(s.chain.last);
   if (s_.parallelism.zero_stage >= 3) reduce_layer(r, at.kind, step.micro_batch, s.chain.last);
 }
 
@@ -672,10 +684,9 @@ void Lowering::close_step(std::int64_t r, StepInProgress& s, bool link) {
   // first), where what is left of its buckets is reduced.
   if (reduces_each_micro_batch_ && makes_weight_grads(s.step.pass) && mb + 1 < m_) {
     std::vector<TaskId>& ready = micro_batch_grads_[{r, mb}];
-    ready.insert(ready.end(), static_cast<std::size_t>(layers_in(coord(r).stage, s.step.chunk)),
-                 s.chain.last);
+    ready.insert(ready.end(), static_cast<std::size_t>(layers_in(coord(r).stage, s.step.chunk)), step_end(s));
     if (s.step.chunk == 0) {
-      reduce_gradients(r, ready, s.chain.last);
+      reduce_gradients(r, ready, step_end(s));
       micro_batch_grads_.erase({r, mb});
     }
   }
@@ -683,7 +694,7 @@ void Lowering::close_step(std::int64_t r, StepInProgress& s, bool link) {
   steps_[index] = s.chain;
   if (!link) return;
   follow_step(r, index, s.chain.first);
-  stage_last_[static_cast<std::size_t>(r)] = s.chain.last;
+  stage_last_[static_cast<std::size_t>(r)] = step_end(s);
 }
 
 // The step that follows in program order (a blocking pipeline transfer holds it back).

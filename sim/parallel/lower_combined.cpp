@@ -38,7 +38,16 @@ void Lowering::emit_combined(std::int64_t r, StepInProgress& f, StepInProgress& 
   steps_[b_index].first = first;
   follow_step(r, b_index, first);
   combined_forward_[static_cast<std::size_t>(r)] = f_index;
-  stage_last_[static_cast<std::size_t>(r)] = std::max(f.chain.last, b.chain.last);
+  stage_last_[static_cast<std::size_t>(r)] = std::max(step_end(f), step_end(b));
+}
+
+void Lowering::emit_delayed_backward(std::int64_t r, StepInProgress& b) {
+  open_step(r, b);
+  CombinedCursor backward;
+  backward.step = &b;
+  backward.layers = layers_in(coord(r).stage, b.step.chunk);
+  while (backward.k < backward.layers) emit_combined_part(r, backward);
+  close_step(r, b);
 }
 
 bool Lowering::is_exchange(const OpRef& op) const {
@@ -51,18 +60,18 @@ bool Lowering::emit_combined_part(std::int64_t r, CombinedCursor& c) {
   StepInProgress& s = *c.step;
   const PipelineStep& step = s.step;
   const bool forward = step.pass == Pass::forward;
-  const std::int32_t mb = step.micro_batch;
   while (c.k < c.layers) {
     if (!c.open) {
       c.at = step_layer(coord(r).stage, step, c.k);
       const KindPrograms& program = programs(r).kinds[c.at.kind];
+      const std::vector<OpRef>& backward = delay_wgrad_ ? program.delayed_backward : program.layer.backward;
       c.parts = {forward ? std::span<const OpRef>{} : std::span<const OpRef>{program.recompute},
-                 forward ? std::span<const OpRef>{program.layer.forward}
-                         : std::span<const OpRef>{program.layer.backward}};
+                 forward ? std::span<const OpRef>{program.layer.forward} : std::span<const OpRef>{backward}};
       c.categories = {Category::recompute, forward ? Category::forward : Category::backward};
       c.part = 0;
       c.pos = 0;
       c.first.reset();
+      c.weights_last.reset();
       c.open = true;
     }
     bool cut = false;
@@ -73,7 +82,7 @@ bool Lowering::emit_combined_part(std::int64_t r, CombinedCursor& c) {
       if (end > c.pos) {
         // A cut falls after an exchange, a lone collective (pattern_at): no emit pattern spans it.
         Chain piece;
-        emit(r, ops.subspan(c.pos, end - c.pos), c.categories[c.part], mb, piece);
+        emit_combined_piece(r, c, ops.subspan(c.pos, end - c.pos), piece);
         if (!c.first && !piece.empty) c.first = piece.first;
         append(s.chain, piece);
       }
@@ -87,11 +96,40 @@ bool Lowering::emit_combined_part(std::int64_t r, CombinedCursor& c) {
       c.open = false;
       ++c.k;
       DTSIM_CHECK(c.first.has_value(), "a layer of a combined step without tasks");
-      finish_layer(r, s, c.at, *c.first);
+      finish_layer(r, s, c.at, *c.first, c.weights_last);
     }
     if (cut) break;
   }
   return c.k < c.layers;
+}
+
+void Lowering::emit_combined_piece(std::int64_t r, CombinedCursor& c, std::span<const OpRef> ops,
+                                   Chain& piece) {
+  StepInProgress& s = *c.step;
+  const Category category = c.categories[c.part];
+  const std::int32_t mb = s.step.micro_batch;
+  if (!delay_wgrad_ || s.step.pass == Pass::forward) {
+    emit(r, ops, category, mb, piece);
+    return;
+  }
+  // delay_weight_grads() left no overlap between a weight-gradient run and its neighbours: each run is
+  // emitted on its own, the weight gradients on the compute stream beside the chain.
+  for (std::size_t begin = 0; begin < ops.size();) {
+    std::size_t end = begin + 1;
+    while (end < ops.size() && ops[end].weight_grad == ops[begin].weight_grad) ++end;
+    const std::span<const OpRef> run = ops.subspan(begin, end - begin);
+    if (run.front().weight_grad) {
+      Chain side;
+      emit(r, run, category, mb, side);
+      if (!side.empty) {
+        c.weights_last = side.last;
+        s.weights_last = side.last;
+      }
+    } else {
+      emit(r, run, category, mb, piece);
+    }
+    begin = end;
+  }
 }
 
 }  // namespace dtsim::parallel::detail

@@ -94,6 +94,7 @@ class Lowering {
     std::vector<OpRef> recompute;
     LayerSequence forward_sequence, backward_sequence;  // with fuse_
     LayerSequence input_grad_sequence, weight_grad_sequence;  // with fuse_, under a split backward
+    std::vector<OpRef> delayed_backward = {};  // with delay_wgrad_: delay_weight_grads() of layer.backward
   };
   struct Programs {
     LayerGroups groups;
@@ -161,7 +162,12 @@ class Lowering {
     bool last_of_chunk = false;  // the chunk's last step that makes weight gradients
     Chain chain;
     std::optional<TaskId> previous_layer;  // first task of the layer emitted last
+    std::optional<TaskId> weights_last;    // its last delayed weight-gradient task (delay_wgrad_)
   };
+  // The task a step ends with on its compute stream: the chain's, or a delayed weight gradient's after it.
+  static TaskId step_end(const StepInProgress& s) {
+    return s.weights_last ? std::max(s.chain.last, *s.weights_last) : s.chain.last;
+  }
   // The steps rank r runs, in order, and whose each is (reroute.hpp; else the stage's schedule, its own).
   const std::vector<PipelineStep>& schedule_of(std::int64_t r) const {
     return reroute_ ? rank_schedules_[static_cast<std::size_t>(r)]
@@ -178,7 +184,10 @@ class Lowering {
   // Step `s`'s layer `at` has been appended to its chain, from its task `first`: what the rest of the
   // lowering waits for of it (the next layer's gathers, the first use of its parameters, its gradients'
   // readiness and, under ZeRO-3, their reduce-scatter).
-  void finish_layer(std::int64_t r, StepInProgress& s, const StepLayer& at, TaskId first);
+  // `weights_last`: the layer's last delayed weight-gradient task (emit_combined_part), which its
+  // gradients' readiness waits for instead of the step's chain.
+  void finish_layer(std::int64_t r, StepInProgress& s, const StepLayer& at, TaskId first,
+                    std::optional<TaskId> weights_last = std::nullopt);
   std::optional<TaskId> compute_before(std::int64_t r, const StepInProgress& s) const;
   void emit_input_grads(std::int64_t r, const StepInProgress& s, const StepLayer& at, Chain& layer);
   static const std::vector<OpRef>& backward_ops(const Program& program, Pass pass);
@@ -200,6 +209,10 @@ class Lowering {
   // schedule_layer_1f1b). The steps' own layer programs are emitted (no layers joined). The pair's first
   // task stands for both steps' first (steps_): their pipeline receives and the step before hold it back.
   void emit_combined(std::int64_t r, StepInProgress& f, StepInProgress& b);
+  // With delay_wgrad_, a backward step of the combined schedule that runs alone (warm-up and cool-down):
+  // emitted as a pair's backward, its weight gradients delayed likewise (Megatron-Core runs it through
+  // the same layer plan without a forward).
+  void emit_delayed_backward(std::int64_t r, StepInProgress& b);
   struct CombinedCursor {
     StepInProgress* step = nullptr;
     std::int64_t k = 0;  // the layer being emitted, in the step's order of execution
@@ -210,11 +223,15 @@ class Lowering {
     std::size_t pos = 0;
     bool open = false;
     StepLayer at;
-    std::optional<TaskId> first;  // the layer's first task
+    std::optional<TaskId> first;         // the layer's first task
+    std::optional<TaskId> weights_last;  // the layer's last delayed weight-gradient task
   };
   // Emits the cursor's step up to the end of its next token exchange or of its layers; whether it has
   // layers left.
   bool emit_combined_part(std::int64_t r, CombinedCursor& c);
+  // A cursor's ops up to its cut, onto `piece`; with delay_wgrad_ a backward's weight-gradient runs beside
+  // it (the exchange after them waits for the input gradients only).
+  void emit_combined_piece(std::int64_t r, CombinedCursor& c, std::span<const OpRef> ops, Chain& piece);
   bool is_exchange(const OpRef& op) const;
   // The multi-token prediction modules of micro-batch `mb` on the last stage (models/transformer/mtp.hpp):
   // after the main head's forward; in a backward pass (or its part `pass`), before the main head's.
@@ -281,6 +298,8 @@ class Lowering {
   models::LayerKinds layer_kinds_;
   bool every_rank_;
   bool fuse_;  // runs of kernels as fused ops (every-rank mode, or LowerOptions::fuse_kernels)
+  // Combined 1F1B with delayed weight gradients (ParallelismSpec::delay_wgrad_compute).
+  bool delay_wgrad_ = false;
   std::optional<GroupLayouts> own_layouts_;  // unless LowerOptions::layouts_cache holds them
   const GroupLayouts& layouts_;
   std::int64_t replicas_;

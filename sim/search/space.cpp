@@ -108,7 +108,9 @@ std::string strategy_label(const config::Scenario& s) {
   const std::string stages = p.schedule == config::Schedule::zero_bubble_h1
                                  ? std::string(config::to_string(p.schedule))
                                  : fmt::format("v{}", p.virtual_stages);
-  const std::string combined = p.expert_comm_overlap ? " combined" : "";
+  const std::string combined = !p.expert_comm_overlap  ? ""
+                               : p.delay_wgrad_compute ? " combined dW"
+                                                       : " combined";
   return fmt::format("tp{} pp{} dp{} cp{}{} {}{} mb{} {} rc={} {}", p.tensor, p.pipeline, p.data, p.context,
                      s.model.moe ? fmt::format(" ep{}{}", p.expert, p.folded_experts() ? " etp1" : "") : "",
                      stages, combined, s.training.micro_batch_size, p.sequence_parallel ? "sp" : "-",
