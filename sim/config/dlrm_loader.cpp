@@ -247,21 +247,6 @@ void check_dlrm_scenario(const std::string& file, const Scenario& s) {
                     "and zero_stage 0, got {}, {}, {} and {}",
                     p.tensor, p.pipeline, p.context, p.zero_stage));
   }
-  const std::int64_t gpus = s.gpu_count();
-  if (p.data != gpus) {
-    throw core::InputError(
-        file, "/parallelism/data",
-        fmt::format("got {}; a DLRM runs one data-parallel rank per GPU: expected the {} GPUs, "
-                    "or no data degree",
-                    p.data, gpus));
-  }
-  if (s.training.global_batch_size % gpus != 0) {
-    throw core::InputError(
-        file, "/training/global_batch_size",
-        fmt::format("got {}; expected a multiple of the {} GPUs (each trains its share of the "
-                    "batch)",
-                    s.training.global_batch_size, gpus));
-  }
   const bool host_tier = p.embeddings.any_rows(*s.dlrm, EmbeddingPlacement::host) ||
                          p.embeddings.any_rows(*s.dlrm, EmbeddingPlacement::host_cached);
   if (host_tier && !s.gpu.has_host_link()) {

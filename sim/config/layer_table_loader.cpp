@@ -221,31 +221,6 @@ void check_layer_table_scenario(const std::string& file, const Scenario& s) {
                     "context 1 and zero_stage 0, got {}, {}, {} and {}",
                     p.tensor, p.pipeline, p.context, p.zero_stage));
   }
-  const std::int64_t gpus = s.gpu_count();
-  if (p.data != gpus) {
-    throw core::InputError(file, "/parallelism/data",
-                           fmt::format("got {}; layer-table models run one data-parallel worker per GPU: "
-                                       "expected the {} GPUs, or no data degree",
-                                       p.data, gpus));
-  }
-  if (s.training.global_batch_size % gpus != 0) {
-    throw core::InputError(
-        file, "/training/global_batch_size",
-        fmt::format("got {}; expected a multiple of the {} GPUs (one data-parallel worker per GPU)",
-                    s.training.global_batch_size, gpus));
-  }
-  const DataParallelSpec& d = s.data_parallel;
-  if (d.architecture != Architecture::allreduce &&
-      d.parameter_server.placement == ServerPlacement::colocated &&
-      d.parameter_server.servers > s.cluster.nodes) {
-    throw core::InputError(file, "/training/parameter_server/servers",
-                           fmt::format("got {}; colocated servers run one per node, expected at most {}",
-                                       d.parameter_server.servers, s.cluster.nodes));
-  }
-  if (d.stragglers > gpus) {
-    throw core::InputError(file, "/training/stragglers/count",
-                           fmt::format("got {}; expected at most the {} workers", d.stragglers, gpus));
-  }
 }
 
 const char* to_string(LayerKind k) {

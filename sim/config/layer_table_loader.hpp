@@ -30,8 +30,9 @@ LayerTable load_layer_table(const std::string& folder, const std::string& id, co
 DataParallelSpec read_data_parallel(ObjectReader& training, const std::string& hardware_profiles);
 
 // Cross-field rules of a scenario whose model is a layer table (InputError naming `file`): data
-// parallelism only (tensor, pipeline, context 1, no ZeRO), a global batch that is a multiple of the
-// GPUs, colocated servers at most one per node, no more stragglers than workers.
+// parallelism only (tensor, pipeline, context 1, no ZeRO). What depends on the cluster's size (the
+// batch over the GPUs, servers per node, stragglers per worker) makes a plan infeasible instead
+// (parallel/feasibility.hpp, layer_table_infeasibility), so that sweeps over the cluster carry on.
 void check_layer_table_scenario(const std::string& file, const Scenario& s);
 
 const char* to_string(LayerKind k);

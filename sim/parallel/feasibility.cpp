@@ -83,6 +83,33 @@ std::optional<std::string> moe_infeasible(const config::Scenario& s) {
 
 }  // namespace
 
+std::optional<std::string> per_gpu_data_parallel_infeasibility(const config::Scenario& s) {
+  const std::int64_t gpus = s.gpu_count();
+  if (s.parallelism.data != gpus) {
+    return fmt::format("data parallel {} is not the cluster's {} GPUs (one data-parallel worker per GPU)",
+                       s.parallelism.data, gpus);
+  }
+  if (s.training.global_batch_size % gpus != 0) {
+    return fmt::format("global batch {} is not divisible by the {} GPUs (one data-parallel worker per GPU)",
+                       s.training.global_batch_size, gpus);
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> layer_table_infeasibility(const config::Scenario& s) {
+  const std::int64_t gpus = s.gpu_count();
+  if (auto why = per_gpu_data_parallel_infeasibility(s)) return why;
+  const config::DataParallelSpec& d = s.data_parallel;
+  if (d.architecture != config::Architecture::allreduce &&
+      d.parameter_server.placement == config::ServerPlacement::colocated &&
+      d.parameter_server.servers > s.cluster.nodes) {
+    return fmt::format("{} colocated parameter servers on {} nodes (one per node at most)",
+                       d.parameter_server.servers, s.cluster.nodes);
+  }
+  if (d.stragglers > gpus) return fmt::format("{} stragglers among {} workers", d.stragglers, gpus);
+  return std::nullopt;
+}
+
 std::optional<std::string> combined_1f1b_infeasible(const config::Scenario& s) {
   const auto& p = s.parallelism;
   const std::string what = "the combined 1F1B schedule (expert_comm_overlap)";

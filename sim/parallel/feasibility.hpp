@@ -41,4 +41,12 @@ std::optional<std::string> combined_1f1b_infeasible(const config::Scenario& scen
 // The first reason the plan cannot run, or nothing.
 std::optional<std::string> infeasibility(const config::Scenario& scenario);
 
+// The same for a workload that runs one data-parallel rank per GPU (layer tables, DLRM): its data degree,
+// when stated, must be the cluster's GPUs and its global batch a multiple of them.
+std::optional<std::string> per_gpu_data_parallel_infeasibility(const config::Scenario& scenario);
+
+// And for a layer-table (CNN/BERT, parameter-server) scenario (config::LayerTable): the above, colocated
+// parameter servers at most one per node and its stragglers at most its workers.
+std::optional<std::string> layer_table_infeasibility(const config::Scenario& scenario);
+
 }  // namespace dtsim::parallel

@@ -17,6 +17,7 @@
 #include "models/input/input_pipeline.hpp"
 #include "models/layer_table/layer_ops.hpp"
 #include "network/network_model.hpp"
+#include "parallel/feasibility.hpp"
 #include "parallel/lower_data_parallel.hpp"
 #include "results/data_parallel_run.hpp"
 #include "results/distribution.hpp"
@@ -42,10 +43,15 @@ Result evaluate_data_parallel(const config::Scenario& scenario, const EvaluateOp
   const config::DataParallelSpec& dp = scenario.data_parallel;
   Result result;
   result.scenario = scenario;
+  if (auto reason = parallel::layer_table_infeasibility(scenario)) {
+    result.status = Status::infeasible;
+    result.reason = std::move(*reason);
+    return result;
+  }
   if (!scenario.gpu.peak_tflops[static_cast<int>(scenario.training.precision)]) {
     result.status = Status::infeasible;
-    result.reason =
-        fmt::format("the {} has no {} peak", scenario.gpu.id, config::to_string(scenario.training.precision));
+    result.reason = fmt::format("{} has no {} support (no peak in its profile)", scenario.gpu.id,
+                                config::to_string(scenario.training.precision));
     return result;
   }
   const std::int64_t workers = scenario.gpu_count();

@@ -10,6 +10,7 @@
 #include "models/dlrm/dlrm.hpp"
 #include "network/network_model.hpp"
 #include "parallel/embedding_shards.hpp"
+#include "parallel/feasibility.hpp"
 #include "parallel/lower_dlrm.hpp"
 #include "results/engine_outcome.hpp"
 
@@ -64,9 +65,11 @@ Result evaluate_dlrm(const config::Scenario& scenario, const EvaluateOptions& op
   const auto started = std::chrono::steady_clock::now();
   const config::DlrmSpec& m = *scenario.dlrm;
   const config::Precision precision = scenario.training.precision;
+  if (auto reason = parallel::per_gpu_data_parallel_infeasibility(scenario))
+    return infeasible(scenario, std::move(*reason));
   if (!scenario.gpu.peak_tflops[static_cast<int>(precision)]) {
-    return infeasible(scenario,
-                      fmt::format("the {} has no {} peak", scenario.gpu.id, config::to_string(precision)));
+    return infeasible(scenario, fmt::format("{} has no {} support (no peak in its profile)", scenario.gpu.id,
+                                            config::to_string(precision)));
   }
   const std::int64_t gpus = scenario.gpu_count();
   const std::int64_t local = scenario.training.global_batch_size / gpus;

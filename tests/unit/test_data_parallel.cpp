@@ -266,6 +266,28 @@ TEST_CASE("dp training: a job whose task graph is too large is infeasible, found
         "workers or servers");
 }
 
+TEST_CASE("dp training: what depends on the cluster's size is an infeasible plan, not bad input") {
+  // ResNet-50 on 2 DGX-1 (16 V100): a sweep over the nodes meets batches that do not divide, more
+  // colocated servers than nodes and more stragglers than workers; each point is a result with its reason.
+  const auto reason_of = [](const std::string& training) {
+    const std::string text = R"({"schema_version": 1, "name": "resnet",
+      "model": {"layer_table": "resnet-50"}, "cluster": {"node": "dgx-1-v100", "nodes": 2},
+      "training": )" + training +
+                             "}";
+    const auto r = dtsim::results::evaluate(
+        dtsim::config::load_scenario_text(text, "resnet", dtsim::config::default_data_paths()), {});
+    CHECK(r.status == dtsim::results::Status::infeasible);
+    return r.reason;
+  };
+  CHECK(reason_of(R"({"global_batch_size": 1000, "precision": "fp16"})") ==
+        "global batch 1000 is not divisible by the 16 GPUs (one data-parallel worker per GPU)");
+  CHECK(reason_of(R"({"global_batch_size": 1024, "precision": "fp16", "architecture": "parameter_server",
+                      "parameter_server": {"servers": 3}})") ==
+        "3 colocated parameter servers on 2 nodes (one per node at most)");
+  CHECK(reason_of(R"({"global_batch_size": 1024, "precision": "fp16",
+                      "stragglers": {"count": 17, "slowdown": 2}})") == "17 stragglers among 16 workers");
+}
+
 TEST_CASE("dp training: parameter servers shard by variable, round-robin in table order") {
   const auto r = vgg_on_servers("round_robin");
   REQUIRE(r.data_parallel.has_value());

@@ -146,6 +146,15 @@ TEST_CASE("DLRM: a table that fits no GPU makes the plan infeasible, with the ta
   CHECK(r.reason == *layout.infeasible);
 }
 
+TEST_CASE("DLRM: a batch that does not divide over the GPUs is an infeasible plan, not bad input") {
+  // A sweep over the cluster meets such points and carries on past them.
+  auto s = dlrm_test::two_gpus();
+  s.training.global_batch_size = 1001;
+  const auto r = dtsim::results::evaluate(s, {});
+  CHECK(r.status == dtsim::results::Status::infeasible);
+  CHECK(r.reason == "global batch 1001 is not divisible by the 2 GPUs (one data-parallel worker per GPU)");
+}
+
 TEST_CASE("DLRM: an iteration on the engine waits at each exchange for the GPU with the most lookups") {
   auto s = dlrm_test::two_gpus();
   // One table, on GPU 0: GPU 1 has no lookups and waits for GPU 0's at the all-to-all.
