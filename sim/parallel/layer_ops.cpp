@@ -269,7 +269,7 @@ std::vector<OpRef> delay_weight_grads(const std::vector<OpRef>& ops,
     pending_origin.clear();
   };
   for (std::size_t i = 0; i < ops.size(); ++i) {
-    if (ops[i].weight_grad) {
+    if (delayed_weight_grad(ops[i])) {
       pending.push_back(ops[i]);
       pending_origin.push_back(i);
       continue;
@@ -296,11 +296,12 @@ std::vector<OpRef> fuse_delayed_runs(const std::vector<OpRef>& ops, graph::TaskG
   std::vector<OpRef> out;
   for (std::size_t begin = 0; begin < ops.size();) {
     std::size_t end = begin + 1;
-    while (end < ops.size() && ops[end].weight_grad == ops[begin].weight_grad) ++end;
+    const bool moved = delayed_weight_grad(ops[begin]);
+    while (end < ops.size() && delayed_weight_grad(ops[end]) == moved) ++end;
     const std::vector<OpRef> run(ops.begin() + static_cast<std::ptrdiff_t>(begin),
                                  ops.begin() + static_cast<std::ptrdiff_t>(end));
     for (OpRef op : fuse_compute_runs(run, false, graph, labels)) {
-      op.weight_grad = ops[begin].weight_grad;
+      if (moved) op.weight_grad = true;
       out.push_back(op);
     }
     begin = end;

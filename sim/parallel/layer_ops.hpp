@@ -132,18 +132,28 @@ LayerOps intern_layer_ops(const config::Scenario& s, const LayerGroups& groups, 
 // the weight gradient is delayed (delay_wgrad_compute with ub_bulk_wgrad asserts).
 void split_backward(Program& p);
 
+// Whether delay_weight_grads() moves `op`: a weight-gradient kernel. A weight gradient's collective (the
+// sequence-parallel re-gather of a linear's input) stays beside the data-gradient GEMM: Transformer
+// Engine gathers the input in the backward pass and keeps it for the delayed GEMM
+// (transformer_engine/pytorch/module/linear.py: wgrad_store.put of the gathered input).
+inline bool delayed_weight_grad(const OpRef& op) {
+  return op.weight_grad && op.stream == graph::StreamKind::compute;
+}
+
 // The backward pass `ops` with its weight gradients delayed (Megatron-Core --delay-wgrad-compute): each run
-// of weight-gradient ops (OpRef::weight_grad) moved to just before the next op for which `exchange`
-// holds (a token exchange), or to the end of the pass; the other ops keep their order. The lowering
-// emits a moved run beside the chain, so that the exchange waits only for the input gradients before it
-// (megatron/core/models/common/model_chunk_schedule_plan.py, TransformerLayerSchedulePlan.run: the mlp
-// node's backward, its backward_dw, then the dispatch's backward; the attention's backward_dw after its
-// backward). An op overlapped with a neighbour that moved runs on its own, as in split_backward().
+// of weight-gradient kernels (delayed_weight_grad()) moved to just before the next op for which
+// `exchange` holds (a token exchange), or to the end of the pass; the other ops keep their order. The
+// lowering emits a moved run beside the chain, after the re-gathers it needs, so that the exchange waits
+// only for the input gradients before it (megatron/core/models/common/model_chunk_schedule_plan.py,
+// TransformerLayerSchedulePlan.run: the mlp node's backward, its backward_dw, then the dispatch's
+// backward; the attention's backward_dw after its backward). An op overlapped with a neighbour that
+// moved runs on its own, as in split_backward(): a data gradient's reduction, beside the weight-gradient
+// GEMM in the whole pass, blocks.
 std::vector<OpRef> delay_weight_grads(const std::vector<OpRef>& ops,
                                       const std::function<bool(const OpRef&)>& exchange);
 
-// fuse_compute_runs() of a delayed backward pass (delay_weight_grads()), whose weight-gradient runs stay
-// apart from the input-gradient ops beside them (their fused ops keep OpRef::weight_grad).
+// fuse_compute_runs() of a delayed backward pass (delay_weight_grads()), whose moved runs stay apart from
+// the ops beside them (their fused ops keep OpRef::weight_grad).
 std::vector<OpRef> fuse_delayed_runs(const std::vector<OpRef>& ops, graph::TaskGraph& graph,
                                      LabelTable& labels);
 

@@ -631,8 +631,9 @@ void Lowering::finish_layer(std::int64_t r, StepInProgress& s, const StepLayer& 
     return;
   }
   if (!makes_weight_grads(step.pass)) return;
-  grad_ready_[layer_index(r, step.chunk, at.l)] = weights_last.value_or(s.chain.last);
-  if (s_.parallelism.zero_stage >= 3) reduce_layer(r, at.kind, step.micro_batch, s.chain.last);
+  const TaskId ready = weights_last.value_or(s.chain.last);
+  grad_ready_[layer_index(r, step.chunk, at.l)] = ready;
+  if (s_.parallelism.zero_stage >= 3) reduce_layer(r, at.kind, step.micro_batch, ready);
 }
 
 // A backward step's layer `at` up to its weight gradients (all of them in a whole backward): recompute,

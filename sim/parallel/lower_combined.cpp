@@ -112,21 +112,33 @@ void Lowering::emit_combined_piece(std::int64_t r, CombinedCursor& c, std::span<
     emit(r, ops, category, mb, piece);
     return;
   }
-  // delay_weight_grads() left no overlap between a weight-gradient run and its neighbours: each run is
-  // emitted on its own, the weight gradients on the compute stream beside the chain.
+  // delay_weight_grads() left no overlap between a moved run and its neighbours: each run is emitted on
+  // its own, the weight-gradient kernels on the compute stream beside the chain, after the latest
+  // re-gather of a weight gradient's input before them (their only input not made on the compute stream).
+  std::optional<TaskId> gather;
   for (std::size_t begin = 0; begin < ops.size();) {
+    const bool moved = delayed_weight_grad(ops[begin]);
     std::size_t end = begin + 1;
-    while (end < ops.size() && ops[end].weight_grad == ops[begin].weight_grad) ++end;
+    while (end < ops.size() && delayed_weight_grad(ops[end]) == moved) ++end;
     const std::span<const OpRef> run = ops.subspan(begin, end - begin);
-    if (run.front().weight_grad) {
-      Chain side;
+    if (moved) {
+      Chain side = gather ? Chain::after(*gather) : Chain{};
       emit(r, run, category, mb, side);
-      if (!side.empty) {
-        c.weights_last = side.last;
-        s.weights_last = side.last;
-      }
+      c.weights_last = side.last;
+      s.weights_last = side.last;
     } else {
+      const auto first_new = static_cast<TaskId>(out_.graph.tasks().size());
       emit(r, run, category, mb, piece);
+      for (const OpRef& op : run) {
+        if (!op.weight_grad || op.stream == StreamKind::compute) continue;
+        const auto tasks = out_.graph.tasks();
+        for (auto t = static_cast<TaskId>(tasks.size()); t-- > first_new;) {
+          if (tasks[t].label == op.label) {
+            gather = gather ? std::max(*gather, t) : t;
+            break;
+          }
+        }
+      }
     }
     begin = end;
   }

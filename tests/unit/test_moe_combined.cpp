@@ -260,6 +260,24 @@ TEST_CASE("delayed weight gradients: each run moves to just before the next exch
   CHECK(order == std::vector<dtsim::graph::OpId>{0, 2, 1, 3, 4, 7, 5, 6});
   CHECK(delayed[1].overlap == dtsim::models::GemmOverlap::none);
   CHECK(delayed[4].overlap == dtsim::models::GemmOverlap::with_previous);
+  // A weight gradient's collective (the sequence-parallel re-gather of a linear's input, G, beside the
+  // data gradient B) stays where it is; only the kernels move. G B R W N (R the data gradient's
+  // reduction beside the weight-gradient GEMM W, N a norm's backward) becomes G B R N W: G keeps its
+  // overlap, R (whose neighbour moved) blocks.
+  std::vector<OpRef> linear(5);
+  for (std::size_t i = 0; i < linear.size(); ++i) linear[i].op = static_cast<dtsim::graph::OpId>(10 + i);
+  linear[0].weight_grad = true;
+  linear[0].stream = dtsim::graph::StreamKind::tensor_comm;
+  linear[0].overlap = dtsim::models::GemmOverlap::beside_next;
+  linear[2].stream = dtsim::graph::StreamKind::tensor_comm;
+  linear[2].overlap = dtsim::models::GemmOverlap::beside_next;
+  linear[3].weight_grad = true;
+  const auto kept = dtsim::parallel::delay_weight_grads(linear, [](const OpRef&) { return false; });
+  std::vector<dtsim::graph::OpId> kept_order;
+  for (const OpRef& op : kept) kept_order.push_back(op.op);
+  CHECK(kept_order == std::vector<dtsim::graph::OpId>{10, 11, 12, 14, 13});
+  CHECK(kept[0].overlap == dtsim::models::GemmOverlap::beside_next);
+  CHECK(kept[2].overlap == dtsim::models::GemmOverlap::none);
 }
 
 TEST_CASE("delayed weight gradients: the exchanges stop waiting for them, the same work runs") {
@@ -316,6 +334,22 @@ TEST_CASE("delayed weight gradients: the exchanges stop waiting for them, the sa
   };
   CHECK(exchange_after_weights(s) == 0);
   CHECK(exchange_after_weights(scenario(true)) > 0);
+  // With tensor 2 and sequence parallelism the attention's input re-gather stays beside the QKV data
+  // gradient and the delayed QKV weight gradient waits for it.
+  auto sp = s;
+  sp.parallelism.tensor = 2;
+  sp.parallelism.data = 8;
+  sp.parallelism.expert = 8;
+  sp.parallelism.sequence_parallel = true;
+  const Result sp_trace = dtsim::results::evaluate(sp, {.trace = true});
+  REQUIRE(sp_trace.status == Status::ok);
+  const auto regathers = spans(sp_trace, "attention_input_regather", 0);
+  const auto dgrads = spans(sp_trace, "qkv_projection_dgrad", 0);
+  const auto wgrads = spans(sp_trace, "qkv_projection_wgrad", 0);
+  REQUIRE(!regathers.empty());
+  REQUIRE(regathers.size() == wgrads.size());
+  CHECK(overlap(regathers, dgrads));
+  for (std::size_t i = 0; i < regathers.size(); ++i) CHECK(wgrads[i].start_ns >= regathers[i].end_ns);
   const Result r = dtsim::results::evaluate(s, {.trace = true});
   REQUIRE(r.status == Status::ok);
   // The last micro-batch's backward makes the gradients final: no reduction starts before the weight
