@@ -329,6 +329,7 @@ void Lowering::emit_comm(std::int64_t r, const OpRef& op, graph::OpId which, std
                          : op.comm_category == Category::expert_comm ? GroupKind::expert
                                                                      : GroupKind::tensor;
   collective(r, kind, op.stream, which, op.comm_category, op.label, mb, chain);
+  if (op.weight_grad) weight_gather_ = chain.last;
 }
 
 void Lowering::link(Chain& chain, TaskId id) {

@@ -114,7 +114,8 @@ void Lowering::emit_combined_piece(std::int64_t r, CombinedCursor& c, std::span<
   }
   // delay_weight_grads() left no overlap between a moved run and its neighbours: each run is emitted on
   // its own, the weight-gradient kernels on the compute stream beside the chain, after the latest
-  // re-gather of a weight gradient's input before them (their only input not made on the compute stream).
+  // re-gather of a weight gradient's input before them (their only input not made on the compute stream;
+  // the re-gathers run in order on the tensor stream, so the latest stands for all).
   std::optional<TaskId> gather;
   for (std::size_t begin = 0; begin < ops.size();) {
     const bool moved = delayed_weight_grad(ops[begin]);
@@ -127,18 +128,9 @@ void Lowering::emit_combined_piece(std::int64_t r, CombinedCursor& c, std::span<
       c.weights_last = side.last;
       s.weights_last = side.last;
     } else {
-      const auto first_new = static_cast<TaskId>(out_.graph.tasks().size());
+      weight_gather_.reset();
       emit(r, run, category, mb, piece);
-      for (const OpRef& op : run) {
-        if (!op.weight_grad || op.stream == StreamKind::compute) continue;
-        const auto tasks = out_.graph.tasks();
-        for (auto t = static_cast<TaskId>(tasks.size()); t-- > first_new;) {
-          if (tasks[t].label == op.label) {
-            gather = gather ? std::max(*gather, t) : t;
-            break;
-          }
-        }
-      }
+      if (weight_gather_) gather = weight_gather_;
     }
     begin = end;
   }

@@ -300,6 +300,9 @@ class Lowering {
   bool fuse_;  // runs of kernels as fused ops (every-rank mode, or LowerOptions::fuse_kernels)
   // Combined 1F1B with delayed weight gradients (ParallelismSpec::delay_wgrad_compute).
   bool delay_wgrad_ = false;
+  // The latest weight gradient's collective emitted (a re-gather of a linear's input; emit_comm), which
+  // the delayed weight gradients after it wait for (emit_combined_piece).
+  std::optional<TaskId> weight_gather_;
   std::optional<GroupLayouts> own_layouts_;  // unless LowerOptions::layouts_cache holds them
   const GroupLayouts& layouts_;
   std::int64_t replicas_;
