@@ -112,10 +112,8 @@ void write_setup(std::ostream& out, const config::Scenario& s) {
   parallel += fmt::format(", {} schedule", config::to_string(p.schedule));
   if (p.virtual_stages > 1) parallel += fmt::format(" with {} virtual stages", p.virtual_stages);
   if (p.expert_comm_overlap) {
-    parallel +=
-        p.delay_wgrad_compute
-            ? " (combined 1F1B: expert exchanges beside the other micro-batch, weight gradients delayed)"
-            : " (combined 1F1B: expert exchanges beside the other micro-batch)";
+    parallel += " (combined 1F1B: expert exchanges beside the other micro-batch";
+    parallel += p.delay_wgrad_compute ? ", weight gradients delayed)" : ")";
   }
   if (p.sequence_parallel) parallel += ", sequence parallel";
   if (config::tp_comm_overlap_in_effect(p)) parallel += " (communication overlapped)";

@@ -239,25 +239,40 @@ LayerOps intern_layer_ops(const config::Scenario& s, const LayerGroups& groups, 
   return out;
 }
 
-void split_backward(Program& p) {
+namespace {
+
+// Ops taken from a pass in a new order (`origin`: each one's index in the pass): an overlap holds only
+// between ops that are still neighbours; an op whose partner went elsewhere runs on its own.
+void drop_broken_overlaps(std::vector<OpRef>& ops, const std::vector<std::size_t>& origin) {
   using models::GemmOverlap;
-  const std::vector<OpRef>& ops = p.backward;
-  p.input_grad.clear();
-  p.weight_grad.clear();
-  for (std::size_t i = 0; i < ops.size(); ++i) {
-    OpRef op = ops[i];
-    const bool next_kept = i + 1 < ops.size() && ops[i + 1].weight_grad == op.weight_grad;
-    const bool previous_kept = i > 0 && ops[i - 1].weight_grad == op.weight_grad;
+  for (std::size_t j = 0; j < ops.size(); ++j) {
+    OpRef& op = ops[j];
+    const bool next_kept = j + 1 < ops.size() && origin[j + 1] == origin[j] + 1;
+    const bool previous_kept = j > 0 && origin[j - 1] + 1 == origin[j];
     const bool with_next = op.overlap == GemmOverlap::with_next || op.overlap == GemmOverlap::beside_next;
     if ((with_next && !next_kept) || (op.overlap == GemmOverlap::with_previous && !previous_kept))
       op.overlap = GemmOverlap::none;
-    (op.weight_grad ? p.weight_grad : p.input_grad).push_back(op);
   }
+}
+
+}  // namespace
+
+void split_backward(Program& p) {
+  const std::vector<OpRef>& ops = p.backward;
+  p.input_grad.clear();
+  p.weight_grad.clear();
+  std::vector<std::size_t> input_origin;
+  std::vector<std::size_t> weight_origin;
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    (ops[i].weight_grad ? p.weight_grad : p.input_grad).push_back(ops[i]);
+    (ops[i].weight_grad ? weight_origin : input_origin).push_back(i);
+  }
+  drop_broken_overlaps(p.input_grad, input_origin);
+  drop_broken_overlaps(p.weight_grad, weight_origin);
 }
 
 std::vector<OpRef> delay_weight_grads(const std::vector<OpRef>& ops,
                                       const std::function<bool(const OpRef&)>& exchange) {
-  using models::GemmOverlap;
   std::vector<OpRef> out;
   std::vector<OpRef> pending;  // weight gradients waiting for the next exchange
   std::vector<std::size_t> origin;
@@ -279,15 +294,7 @@ std::vector<OpRef> delay_weight_grads(const std::vector<OpRef>& ops,
     origin.push_back(i);
   }
   flush();
-  // An overlap holds only between ops that are still neighbours.
-  for (std::size_t j = 0; j < out.size(); ++j) {
-    OpRef& op = out[j];
-    const bool next_kept = j + 1 < out.size() && origin[j + 1] == origin[j] + 1;
-    const bool previous_kept = j > 0 && origin[j - 1] + 1 == origin[j];
-    const bool with_next = op.overlap == GemmOverlap::with_next || op.overlap == GemmOverlap::beside_next;
-    if ((with_next && !next_kept) || (op.overlap == GemmOverlap::with_previous && !previous_kept))
-      op.overlap = GemmOverlap::none;
-  }
+  drop_broken_overlaps(out, origin);
   return out;
 }
 

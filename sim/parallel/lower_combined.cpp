@@ -11,13 +11,8 @@ namespace dtsim::parallel::detail {
 void Lowering::emit_combined(std::int64_t r, StepInProgress& f, StepInProgress& b) {
   open_step(r, f);
   open_step(r, b);
-  const std::int64_t stage = coord(r).stage;
-  CombinedCursor forward;
-  forward.step = &f;
-  forward.layers = layers_in(stage, f.step.chunk);
-  CombinedCursor backward;
-  backward.step = &b;
-  backward.layers = layers_in(stage, b.step.chunk);
+  CombinedCursor forward = cursor(r, f);
+  CombinedCursor backward = cursor(r, b);
   bool f_more = forward.layers > 0;
   bool b_more = backward.layers > 0;
   while (f_more || b_more) {
@@ -43,9 +38,7 @@ void Lowering::emit_combined(std::int64_t r, StepInProgress& f, StepInProgress& 
 
 void Lowering::emit_delayed_backward(std::int64_t r, StepInProgress& b) {
   open_step(r, b);
-  CombinedCursor backward;
-  backward.step = &b;
-  backward.layers = layers_in(coord(r).stage, b.step.chunk);
+  CombinedCursor backward = cursor(r, b);
   while (backward.k < backward.layers) emit_combined_part(r, backward);
   close_step(r, b);
 }

@@ -226,6 +226,12 @@ class Lowering {
     std::optional<TaskId> first;         // the layer's first task
     std::optional<TaskId> weights_last;  // the layer's last delayed weight-gradient task
   };
+  CombinedCursor cursor(std::int64_t r, StepInProgress& s) const {
+    CombinedCursor c;
+    c.step = &s;
+    c.layers = layers_in(coord(r).stage, s.step.chunk);
+    return c;
+  }
   // Emits the cursor's step up to the end of its next token exchange or of its layers; whether it has
   // layers left.
   bool emit_combined_part(std::int64_t r, CombinedCursor& c);
